@@ -1,0 +1,288 @@
+package chainplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+)
+
+// ChainFormat is the format tag of version 1 of the chain file.
+const ChainFormat = "chainplan.chain/v1"
+
+// Chain is a model profiled into L stages plus a loss, in the form every planner reads.
+// Stage ℓ of the specs is Stages[ℓ-1]; the loss is stage L+1.
+type Chain struct {
+	Format     string  `json:"format"`
+	InputBytes int64   `json:"input_bytes"` // a_0, the size of the chain input
+	Stages     []Stage `json:"stages"`
+	Loss       Loss    `json:"loss"`
+}
+
+// Stage holds the measured costs of one stage.
+type Stage struct {
+	Name        string  `json:"name"`
+	FwdTime     float64 `json:"fwd_time"`      // u_F: time of one forward, any variant
+	BwdTime     float64 `json:"bwd_time"`      // u_B: time of the backward
+	OutBytes    int64   `json:"out_bytes"`     // a: size of the output (and of its gradient)
+	SavedBytes  int64   `json:"saved_bytes"`   // ā: everything F_all keeps for B, output included
+	FwdTmpBytes int64   `json:"fwd_tmp_bytes"` // o_F: temporary peak of the forward
+	BwdTmpBytes int64   `json:"bwd_tmp_bytes"` // o_B: temporary peak of the backward
+	ParamBytes  int64   `json:"param_bytes"`   // weights; unused by checkpointing planners
+}
+
+// Loss holds the costs of the loss stage L+1. Its output and saved sizes are 0 by the chain
+// contract; whatever the loss keeps for its backward belongs in BwdTmpBytes.
+type Loss struct {
+	FwdTime     float64 `json:"fwd_time"`
+	BwdTime     float64 `json:"bwd_time"`
+	FwdTmpBytes int64   `json:"fwd_tmp_bytes"`
+	BwdTmpBytes int64   `json:"bwd_tmp_bytes"`
+}
+
+// Len returns L, the number of stages without the loss.
+func (c *Chain) Len() int { return len(c.Stages) }
+
+// SumTime returns Σ(u_F+u_B) over all stages and the loss: the makespan of a schedule
+// without any recomputation, a lower bound for every schedule.
+func (c *Chain) SumTime() float64 {
+	total := c.Loss.FwdTime + c.Loss.BwdTime
+	for _, s := range c.Stages {
+		total += s.FwdTime + s.BwdTime
+	}
+	return total
+}
+
+// Validate checks every field of the chain and returns a *ChainError naming the first bad
+// stage and field.
+func (c *Chain) Validate() error {
+	if c.Format != ChainFormat {
+		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", c.Format, ChainFormat)}
+	}
+	if c.InputBytes < 0 {
+		return &ChainError{Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
+	}
+	if len(c.Stages) == 0 {
+		return &ChainError{Field: "stages", Msg: "the chain has no stages"}
+	}
+	for i, s := range c.Stages {
+		bad := func(field, msg string) error { return &ChainError{Stage: i + 1, Name: s.Name, Field: field, Msg: msg} }
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"fwd_time", s.FwdTime}, {"bwd_time", s.BwdTime}} {
+			if msg := checkTime(f.v); msg != "" {
+				return bad(f.name, msg)
+			}
+		}
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"out_bytes", s.OutBytes}, {"saved_bytes", s.SavedBytes}, {"fwd_tmp_bytes", s.FwdTmpBytes},
+			{"bwd_tmp_bytes", s.BwdTmpBytes}, {"param_bytes", s.ParamBytes}} {
+			if f.v < 0 {
+				return bad(f.name, fmt.Sprintf("negative value %d", f.v))
+			}
+		}
+		if s.SavedBytes < s.OutBytes {
+			return bad("saved_bytes", fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
+				s.SavedBytes, s.OutBytes))
+		}
+	}
+	bad := func(field, msg string) error { return &ChainError{Stage: LossStage, Field: field, Msg: msg} }
+	if msg := checkTime(c.Loss.FwdTime); msg != "" {
+		return bad("fwd_time", msg)
+	}
+	if msg := checkTime(c.Loss.BwdTime); msg != "" {
+		return bad("bwd_time", msg)
+	}
+	if c.Loss.FwdTmpBytes < 0 {
+		return bad("fwd_tmp_bytes", fmt.Sprintf("negative value %d", c.Loss.FwdTmpBytes))
+	}
+	if c.Loss.BwdTmpBytes < 0 {
+		return bad("bwd_tmp_bytes", fmt.Sprintf("negative value %d", c.Loss.BwdTmpBytes))
+	}
+	return nil
+}
+
+func checkTime(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN is not a time"
+	case math.IsInf(v, 0):
+		return "infinite time"
+	case v < 0:
+		return fmt.Sprintf("negative time %g", v)
+	}
+	return ""
+}
+
+// requiredStageFields are the stage fields a chain file must spell out; param_bytes and name
+// are optional.
+var requiredStageFields = []string{"fwd_time", "bwd_time", "out_bytes", "saved_bytes", "fwd_tmp_bytes", "bwd_tmp_bytes"}
+
+// ParseChain decodes and validates a chainplan.chain/v1 document. Unknown fields, missing
+// required fields, fractional byte counts and non-finite numbers are errors that name the
+// stage and the field.
+func ParseChain(data []byte) (*Chain, error) {
+	// A first pass over raw messages finds the stage and field of any problem that
+	// encoding/json would otherwise report only as a byte offset.
+	var raw struct {
+		Format     *string                      `json:"format"`
+		InputBytes json.RawMessage              `json:"input_bytes"`
+		Stages     []map[string]json.RawMessage `json:"stages"`
+		Loss       map[string]json.RawMessage   `json:"loss"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
+	}
+	if raw.Format == nil {
+		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("missing; want %q", ChainFormat)}
+	}
+	if *raw.Format != ChainFormat {
+		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", *raw.Format, ChainFormat)}
+	}
+	if raw.InputBytes == nil {
+		return nil, &ChainError{Field: "input_bytes", Msg: "missing"}
+	}
+	if err := checkNumber(raw.InputBytes, true); err != "" {
+		return nil, &ChainError{Field: "input_bytes", Msg: err}
+	}
+	if len(raw.Stages) == 0 {
+		return nil, &ChainError{Field: "stages", Msg: "the chain has no stages"}
+	}
+	stageKinds := map[string]bool{"name": false, "param_bytes": true}
+	for _, f := range requiredStageFields {
+		stageKinds[f] = strings.HasSuffix(f, "_bytes")
+	}
+	for i, st := range raw.Stages {
+		name := ""
+		if n, ok := st["name"]; ok {
+			_ = json.Unmarshal(n, &name)
+		}
+		for _, f := range requiredStageFields {
+			if _, ok := st[f]; !ok {
+				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: "missing"}
+			}
+		}
+		for f, v := range st {
+			integer, known := stageKinds[f]
+			if !known {
+				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: "unknown field"}
+			}
+			if f == "name" {
+				continue
+			}
+			if msg := checkNumber(v, integer); msg != "" {
+				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: msg}
+			}
+		}
+	}
+	lossKinds := map[string]bool{"fwd_time": false, "bwd_time": false, "fwd_tmp_bytes": true, "bwd_tmp_bytes": true}
+	for f, v := range raw.Loss {
+		integer, known := lossKinds[f]
+		if !known {
+			return nil, &ChainError{Stage: LossStage, Field: f, Msg: "unknown field"}
+		}
+		if msg := checkNumber(v, integer); msg != "" {
+			return nil, &ChainError{Stage: LossStage, Field: f, Msg: msg}
+		}
+	}
+
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var c Chain
+	if err := dec.Decode(&c); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// checkNumber returns what is wrong with a raw JSON value meant to be a non-negative number
+// (an integer when integer is set), or "".
+func checkNumber(v json.RawMessage, integer bool) string {
+	var f float64
+	if strings.TrimSpace(string(v)) == "null" {
+		return "null is not a number"
+	}
+	if err := json.Unmarshal(v, &f); err != nil {
+		return fmt.Sprintf("not a number: %s", truncate(string(v), 40))
+	}
+	if f < 0 {
+		return fmt.Sprintf("negative value %s", string(v))
+	}
+	if integer {
+		if f != math.Trunc(f) {
+			return fmt.Sprintf("%s is not a whole number of bytes", string(v))
+		}
+		if f > math.MaxInt64/4 {
+			return fmt.Sprintf("%s bytes is out of range", string(v))
+		}
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// describeJSONError turns an encoding/json error into a message with line and column.
+func describeJSONError(data []byte, err error) string {
+	var off int64 = -1
+	switch e := err.(type) {
+	case *json.SyntaxError:
+		off = e.Offset
+	case *json.UnmarshalTypeError:
+		off = e.Offset
+		return fmt.Sprintf("field %q: %s is not a valid %s (line %d)", e.Field, e.Value, e.Type, lineOf(data, off))
+	}
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return "the document is empty or truncated"
+	}
+	if off >= 0 {
+		return fmt.Sprintf("malformed JSON at line %d: %v", lineOf(data, off), err)
+	}
+	return err.Error()
+}
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+// ReadChain reads and validates a chain file.
+func ReadChain(path string) (*Chain, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read chain: %w", err)
+	}
+	c, err := ParseChain(data)
+	if err != nil {
+		return nil, fmt.Errorf("read chain %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// MarshalIndent returns the chain as an indented chainplan.chain/v1 document.
+func (c *Chain) MarshalIndent() ([]byte, error) {
+	out := *c
+	if out.Format == "" {
+		out.Format = ChainFormat
+	}
+	b, err := json.MarshalIndent(&out, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}

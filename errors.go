@@ -1,0 +1,87 @@
+package chainplan
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers test for them with errors.Is.
+var (
+	// ErrInvalidChain reports a chain that breaks the chain contract (see ChainError).
+	ErrInvalidChain = errors.New("chainplan: invalid chain")
+	// ErrInfeasible reports that no schedule fits the memory budget (see InfeasibleError).
+	ErrInfeasible = errors.New("chainplan: infeasible budget")
+	// ErrInvalidPlan reports a plan file or sequence that cannot be read.
+	ErrInvalidPlan = errors.New("chainplan: invalid plan")
+	// ErrUnsupported reports a request a planner refuses, such as a chain too long for an
+	// exponential algorithm.
+	ErrUnsupported = errors.New("chainplan: unsupported request")
+	// ErrNotFound reports a missing stored object (a run or a plan).
+	ErrNotFound = errors.New("chainplan: not found")
+	// ErrSchemaVersion reports a file or database of a format version this build cannot read.
+	ErrSchemaVersion = errors.New("chainplan: unsupported format version")
+)
+
+// ChainError describes one invalid value of a chain. Stage is 1-based; 0 means the
+// chain-level fields and Loss the loss stage.
+type ChainError struct {
+	Stage int    // 1..L for stages, 0 for chain-level fields, -1 for the loss
+	Name  string // the stage's name, if any
+	Field string // the JSON field name
+	Msg   string // what is wrong with the value
+}
+
+// LossStage is the Stage value ChainError uses for the loss.
+const LossStage = -1
+
+func (e *ChainError) Error() string {
+	where := "chain"
+	switch {
+	case e.Stage == LossStage:
+		where = "loss"
+	case e.Stage > 0 && e.Name != "":
+		where = fmt.Sprintf("stage %d (%q)", e.Stage, e.Name)
+	case e.Stage > 0:
+		where = fmt.Sprintf("stage %d", e.Stage)
+	}
+	if e.Field == "" {
+		return fmt.Sprintf("invalid chain: %s: %s", where, e.Msg)
+	}
+	return fmt.Sprintf("invalid chain: %s: field %q: %s", where, e.Field, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidChain) true.
+func (e *ChainError) Unwrap() error { return ErrInvalidChain }
+
+// InfeasibleError reports a budget below what the algorithm needs, with the smallest
+// budget that works (MinBudgetBytes, 0 when no budget works at all).
+type InfeasibleError struct {
+	Algo           string
+	BudgetBytes    int64
+	MinBudgetBytes int64
+	Slots          int64
+}
+
+func (e *InfeasibleError) Error() string {
+	if e.MinBudgetBytes <= 0 {
+		return fmt.Sprintf("%s: no schedule fits a budget of %s, and no budget makes this chain feasible",
+			e.Algo, FormatBytes(e.BudgetBytes))
+	}
+	slots := ""
+	if e.Slots > 0 {
+		slots = fmt.Sprintf(" at %d slots", e.Slots)
+	}
+	return fmt.Sprintf("%s: budget %s (%d B) is too small; the smallest feasible budget%s is %s (%d B)",
+		e.Algo, FormatBytes(e.BudgetBytes), e.BudgetBytes, slots, FormatBytes(e.MinBudgetBytes), e.MinBudgetBytes)
+}
+
+// Hint tells the user what to do.
+func (e *InfeasibleError) Hint() string {
+	if e.MinBudgetBytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("raise --budget to at least %d", e.MinBudgetBytes)
+}
+
+// Unwrap makes errors.Is(err, ErrInfeasible) true.
+func (e *InfeasibleError) Unwrap() error { return ErrInfeasible }

@@ -1,0 +1,162 @@
+package simulate
+
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+)
+
+// Issue is one validity error of a sequence. Index is the position of the operation in the
+// sequence, or -1 for an error about the sequence as a whole.
+type Issue struct {
+	Index int          `json:"index"`
+	Op    chainplan.Op `json:"op"`
+	Msg   string       `json:"message"`
+}
+
+func (i Issue) String() string {
+	if i.Index < 0 {
+		return i.Msg
+	}
+	return fmt.Sprintf("op %d (%s): %s", i.Index, i.Op, i.Msg)
+}
+
+// Report is the outcome of a replay. Peak and Limit are in the chain's units.
+type Report struct {
+	Valid     bool    `json:"valid"`
+	Makespan  float64 `json:"makespan"`
+	Peak      int64   `json:"peak"`
+	PeakIndex int     `json:"peak_index"` // the operation that reached the peak (-1: the start)
+	Limit     int64   `json:"limit"`      // the memory limit replayed against; negative means none
+	Issues    []Issue `json:"issues,omitempty"`
+}
+
+// Err returns nil for a valid replay and otherwise an error listing the issues.
+func (r *Report) Err() error {
+	if r.Valid {
+		return nil
+	}
+	msg := fmt.Sprintf("invalid sequence (%d issues)", len(r.Issues))
+	for i, is := range r.Issues {
+		if i == 5 {
+			msg += "; …"
+			break
+		}
+		msg += "; " + is.String()
+	}
+	return fmt.Errorf("%w: %s", chainplan.ErrInvalidPlan, msg)
+}
+
+// Run replays seq on c against a memory limit in c's units (a negative limit checks no
+// budget). It reports every issue it finds: an operation whose input is missing, a stage
+// out of range, a backward out of order, repeated or missing, and each operation that
+// exceeds the limit. After an issue the replay goes on as if the operation had run, so one
+// mistake does not hide the next.
+//
+// The time complexity of Run is O(len(seq) + N).
+func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
+	n := c.N
+	inA := make([]bool, n+1)    // a_i present
+	inAbar := make([]bool, n+1) // ā_i present
+	inA[0] = true
+	d := n // current gradient index; δ_N has size 0
+	size := c.A[0]
+	r := &Report{Limit: limit, Peak: size, PeakIndex: -1}
+	add := func(i int, op chainplan.Op, msg string, args ...any) {
+		r.Issues = append(r.Issues, Issue{Index: i, Op: op, Msg: fmt.Sprintf(msg, args...)})
+	}
+	setA := func(i int, on bool) {
+		if inA[i] != on {
+			inA[i] = on
+			if on {
+				size += c.A[i]
+			} else {
+				size -= c.A[i]
+			}
+		}
+	}
+	setAbar := func(i int, on bool) {
+		if inAbar[i] != on {
+			inAbar[i] = on
+			if on {
+				size += c.ABar[i]
+			} else {
+				size -= c.ABar[i]
+			}
+		}
+	}
+	reach := func(i int, op chainplan.Op, peak int64) {
+		if peak > r.Peak {
+			r.Peak, r.PeakIndex = peak, i
+		}
+		if limit >= 0 && peak > limit {
+			add(i, op, "needs %d units, over the limit of %d", peak, limit)
+		}
+	}
+	for i, op := range seq {
+		l := op.Stage
+		if l < 1 || l > n {
+			add(i, op, "stage %d out of range 1..%d (the loss is stage %d)", l, n, n)
+			continue
+		}
+		switch op.Kind {
+		case chainplan.FAll, chainplan.FCk:
+			if !inA[l-1] && !inAbar[l-1] {
+				add(i, op, "input a_%d is not in memory", l-1)
+			}
+			out := c.A[l]
+			if op.Kind == chainplan.FAll {
+				out = c.ABar[l]
+			}
+			reach(i, op, size+out+c.OF[l])
+			if op.Kind == chainplan.FAll {
+				setAbar(l, true)
+			} else {
+				setA(l, true)
+			}
+			r.Makespan += c.UF[l]
+		case chainplan.FNone:
+			if !inA[l-1] {
+				if inAbar[l-1] {
+					add(i, op, "F_none cannot read ā_%d; it needs the plain activation a_%d", l-1, l-1)
+				} else {
+					add(i, op, "input a_%d is not in memory", l-1)
+				}
+			}
+			reach(i, op, size+c.A[l]+c.OF[l])
+			setA(l, true)
+			setA(l-1, false)
+			r.Makespan += c.UF[l]
+		case chainplan.B:
+			switch {
+			case l > d:
+				add(i, op, "backward of stage %d already ran", l)
+			case l < d:
+				add(i, op, "backward out of order: B %d must run first", d)
+			}
+			if !inAbar[l] {
+				add(i, op, "ā_%d is not in memory (no F_all of stage %d since its last use)", l, l)
+			}
+			if !inA[l-1] && !inAbar[l-1] {
+				add(i, op, "input a_%d is not in memory", l-1)
+			}
+			reach(i, op, size+c.Grad(l-1)+c.OB[l])
+			setAbar(l, false)
+			setA(l-1, false)
+			// The gradient δ_l is replaced by δ_{l-1}.
+			if l <= d {
+				size += c.Grad(l-1) - c.Grad(d)
+				d = l - 1
+			}
+			r.Makespan += c.UB[l]
+		default:
+			add(i, op, "unknown operation %q", op.Kind)
+		}
+	}
+	if d != 0 {
+		add(-1, chainplan.Op{}, "the sequence ends before the backward of stage %d (backwards %d..1 never ran)", d, d)
+	}
+	r.Valid = len(r.Issues) == 0
+	return r
+}

@@ -1,0 +1,91 @@
+package chainplan
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// OpKind names an operation of a checkpointing schedule (rotor spec §2.1).
+type OpKind string
+
+// The four operations of the rematerialization model.
+const (
+	// FAll runs a forward recording the autograd graph: keeps its input, stores ā.
+	FAll OpKind = "F_all"
+	// FCk runs a forward without a graph: keeps its input, stores a.
+	FCk OpKind = "F_ck"
+	// FNone runs a forward without a graph and frees its input: stores a.
+	FNone OpKind = "F_none"
+	// B runs the backward of a stage whose ā is stored.
+	B OpKind = "B"
+)
+
+// Valid reports whether k is one of the four operations.
+func (k OpKind) Valid() bool { return k == FAll || k == FCk || k == FNone || k == B }
+
+// Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1.
+type Op struct {
+	Kind  OpKind `json:"op"`
+	Stage int    `json:"stage"`
+}
+
+func (o Op) String() string { return fmt.Sprintf("%s %d", o.Kind, o.Stage) }
+
+// Plan is what a planner returns and what `chainplan solve` prints (DESIGN.md, "Sequence").
+type Plan struct {
+	Algo        string  `json:"algo"`
+	Feasible    bool    `json:"feasible"`
+	Makespan    float64 `json:"makespan"`
+	PeakBytes   int64   `json:"peak_bytes"`
+	BudgetBytes int64   `json:"budget_bytes"`
+	Slots       int64   `json:"slots"`
+	SolveMS     float64 `json:"solve_ms"`
+	// Segments is the segment count of a "sequential" plan.
+	Segments int  `json:"segments,omitempty"`
+	Sequence []Op `json:"sequence"`
+}
+
+// FormatSequence writes a sequence compactly, e.g. "F_ck 1, F_none 2, F_all 3, B 3".
+func FormatSequence(seq []Op) string {
+	parts := make([]string, len(seq))
+	for i, o := range seq {
+		parts[i] = o.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ParsePlan decodes a plan document and checks that every operation is well formed.
+// Whether the sequence is valid for a chain is the simulator's business.
+func ParsePlan(data []byte) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidPlan, describeJSONError(data, err))
+	}
+	if p.Sequence == nil {
+		return nil, fmt.Errorf("%w: field \"sequence\" is missing", ErrInvalidPlan)
+	}
+	for i, o := range p.Sequence {
+		if !o.Kind.Valid() {
+			return nil, fmt.Errorf("%w: sequence[%d]: unknown op %q (want F_all, F_ck, F_none or B)", ErrInvalidPlan, i, o.Kind)
+		}
+		if o.Stage < 1 {
+			return nil, fmt.Errorf("%w: sequence[%d]: stage %d (stages are numbered from 1)", ErrInvalidPlan, i, o.Stage)
+		}
+	}
+	return &p, nil
+}
+
+// ReadPlan reads a plan file.
+func ReadPlan(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read plan: %w", err)
+	}
+	p, err := ParsePlan(data)
+	if err != nil {
+		return nil, fmt.Errorf("read plan %s: %w", path, err)
+	}
+	return p, nil
+}
