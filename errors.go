@@ -71,8 +71,8 @@ func (e *InfeasibleError) Error() string {
 	if e.Slots > 0 {
 		slots = fmt.Sprintf(" at %d slots", e.Slots)
 	}
-	return fmt.Sprintf("%s: budget %s (%d B) is too small; the smallest feasible budget%s is %s (%d B)",
-		e.Algo, FormatBytes(e.BudgetBytes), e.BudgetBytes, slots, FormatBytes(e.MinBudgetBytes), e.MinBudgetBytes)
+	return fmt.Sprintf("%s: budget %s is too small; the smallest feasible budget%s is %s",
+		e.Algo, bytesAndUnit(e.BudgetBytes), slots, bytesAndUnit(e.MinBudgetBytes))
 }
 
 // Hint tells the user what to do.
@@ -85,3 +85,11 @@ func (e *InfeasibleError) Hint() string {
 
 // Unwrap makes errors.Is(err, ErrInfeasible) true.
 func (e *InfeasibleError) Unwrap() error { return ErrInfeasible }
+
+// bytesAndUnit writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
+func bytesAndUnit(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d B (%s)", n, FormatBytes(n))
+}

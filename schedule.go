@@ -89,3 +89,17 @@ func ReadPlan(path string) (*Plan, error) {
 	}
 	return p, nil
 }
+
+// StoreAllSequence returns PyTorch's default schedule for a chain of l stages plus the loss:
+// F_all 1..l+1, then B l+1..1. It recomputes nothing and its makespan is the lower bound
+// Σ(u_F+u_B) of every schedule.
+func StoreAllSequence(l int) []Op {
+	seq := make([]Op, 0, 2*(l+1))
+	for k := 1; k <= l+1; k++ {
+		seq = append(seq, Op{Kind: FAll, Stage: k})
+	}
+	for k := l + 1; k >= 1; k-- {
+		seq = append(seq, Op{Kind: B, Stage: k})
+	}
+	return seq
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -56,7 +57,11 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		return exitOK
 	}
-	fmt.Fprintf(stderr, "chainplan: %v\n", err)
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "chainplan:") {
+		msg = "chainplan: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
 	var hinted interface{ Hint() string }
 	if errors.As(err, &hinted) && hinted.Hint() != "" {
 		fmt.Fprintf(stderr, "hint: %s\n", hinted.Hint())
@@ -94,6 +99,9 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	root.AddCommand(

@@ -91,7 +91,7 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 			r.Peak, r.PeakIndex = peak, i
 		}
 		if limit >= 0 && peak > limit {
-			add(i, op, "needs %d units, over the limit of %d", peak, limit)
+			add(i, op, "needs %s, over the limit of %s", unitLabel(c, peak), unitLabel(c, limit))
 		}
 	}
 	for i, op := range seq {
@@ -159,4 +159,17 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 	}
 	r.Valid = len(r.Issues) == 0
 	return r
+}
+
+// Replay replays seq on c in exact bytes against limitBytes (negative: no limit).
+func Replay(c *chainplan.Chain, seq []chainplan.Op, limitBytes int64) *Report {
+	return Run(discretize.Exact(c), seq, limitBytes)
+}
+
+// unitLabel writes an amount of memory in the chain's units ("24 B" in exact bytes).
+func unitLabel(c *discretize.Chain, units int64) string {
+	if c.Unit == 1 {
+		return fmt.Sprintf("%d B", units)
+	}
+	return fmt.Sprintf("%d units of %d B", units, c.Unit)
 }

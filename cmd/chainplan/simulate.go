@@ -1,0 +1,126 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/simulate"
+)
+
+type simulateFlags struct {
+	chain, plan, budget, format string
+}
+
+func newSimulateCmd(e *env) *cobra.Command {
+	var f simulateFlags
+	cmd := &cobra.Command{
+		Use:   "simulate",
+		Short: "Replay a plan on a chain and check it",
+		Long: `Replay the sequence of a plan on a chain, independently of the planners, and report
+every validity error (missing input, backward missing, repeated or out of order, budget
+exceeded), the peak memory and the makespan, in exact bytes. The budget is the plan's
+budget_bytes unless --budget is given. A plan whose claimed makespan or peak differs from
+the replay is reported too.
+
+Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
+		Example: `  chainplan solve --chain c.json --budget 1GiB > plan.json
+  chainplan simulate --chain c.json --plan plan.json
+  chainplan simulate --chain c.json --plan plan.json --budget 900MiB --format json`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSimulate(e.stdout, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
+	fl.StringVar(&f.plan, "plan", "", "plan file, as printed by chainplan solve")
+	fl.StringVar(&f.budget, "budget", "", "memory limit to check (default: the plan's budget_bytes; 'none' checks none)")
+	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+// simulation is the JSON output of simulate.
+type simulation struct {
+	Valid       bool             `json:"valid"`
+	Makespan    float64          `json:"makespan"`
+	PeakBytes   int64            `json:"peak_bytes"`
+	PeakIndex   int              `json:"peak_index"`
+	BudgetBytes int64            `json:"budget_bytes"`
+	Operations  int              `json:"operations"`
+	Issues      []simulate.Issue `json:"issues"`
+}
+
+func runSimulate(w io.Writer, f simulateFlags) error {
+	if err := checkFormat(f.format, "text", "json"); err != nil {
+		return err
+	}
+	if f.chain == "" || f.plan == "" {
+		return usagef("--chain and --plan are required")
+	}
+	c, err := chainplan.ReadChain(f.chain)
+	if err != nil {
+		return err
+	}
+	p, err := chainplan.ReadPlan(f.plan)
+	if err != nil {
+		return err
+	}
+	limit := p.BudgetBytes
+	switch f.budget {
+	case "":
+		if limit <= 0 {
+			limit = -1
+		}
+	case "none":
+		limit = -1
+	default:
+		if limit, err = parseBudget(f.budget); err != nil {
+			return err
+		}
+	}
+	rep := simulate.Replay(c, p.Sequence, limit)
+	out := simulation{Valid: rep.Valid, Makespan: rep.Makespan, PeakBytes: rep.Peak, PeakIndex: rep.PeakIndex,
+		BudgetBytes: limit, Operations: len(p.Sequence), Issues: rep.Issues}
+	if p.Makespan != 0 && math.Abs(p.Makespan-rep.Makespan) > 1e-9*math.Abs(rep.Makespan) {
+		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, rep.Makespan)})
+	}
+	if p.PeakBytes != 0 && p.PeakBytes != rep.Peak {
+		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
+	}
+	out.Valid = len(out.Issues) == 0
+	if out.Issues == nil {
+		out.Issues = []simulate.Issue{}
+	}
+	if f.format == "json" {
+		if err := writeJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		verdict := "valid"
+		if !out.Valid {
+			verdict = fmt.Sprintf("INVALID (%d issues)", len(out.Issues))
+		}
+		fmt.Fprintf(w, "plan        %s: %s, %d operations\n", f.plan, verdict, len(p.Sequence))
+		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)
+		fmt.Fprintf(w, "peak        %s", bytesLabel(out.PeakBytes))
+		if out.PeakIndex >= 0 && out.PeakIndex < len(p.Sequence) {
+			fmt.Fprintf(w, " at op %d (%s)", out.PeakIndex, p.Sequence[out.PeakIndex])
+		}
+		fmt.Fprintln(w)
+		if limit >= 0 {
+			fmt.Fprintf(w, "budget      %s\n", bytesLabel(limit))
+		}
+		for _, is := range out.Issues {
+			fmt.Fprintf(w, "  - %s\n", is)
+		}
+	}
+	if !out.Valid {
+		return fmt.Errorf("%w: %s does not replay on %s (%d issues)", chainplan.ErrInvalidPlan, f.plan, f.chain, len(out.Issues))
+	}
+	return nil
+}

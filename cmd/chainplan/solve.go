@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+)
+
+type solveFlags struct {
+	algo     string
+	chain    string
+	budget   string
+	slots    int64
+	segments int
+	format   string
+}
+
+func newSolveCmd(e *env) *cobra.Command {
+	var f solveFlags
+	cmd := &cobra.Command{
+		Use:   "solve",
+		Short: "Compute a checkpointing schedule for a chain under a memory budget",
+		Long: `Compute a schedule for a chain within a memory budget (total activation memory,
+the chain input included) and print it as JSON or text.
+
+Algorithms:
+  rotor       optimal memory-persistent checkpointing (the rotor DP; default)
+  optimal     exact optimum without the persistence restriction (short chains only)
+  revolve     AD-style checkpointing: F_all only right before its backward
+  sequential  PyTorch checkpoint_sequential (--segments K, or the best K that fits)
+  store-all   PyTorch's default: no recomputation
+
+--budget min solves at the algorithm's smallest feasible budget.
+Exit status 3 means the budget is too small; the message gives the smallest one.`,
+		Example: `  chainplan solve --chain examples/resnet.json --budget 2GiB
+  chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
+  chainplan solve --chain c.json --budget min --slots 1000`,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSolve(e.stdout, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: rotor, optimal, revolve, sequential or store-all")
+	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
+	fl.StringVar(&f.budget, "budget", "", "memory budget: bytes, a size such as 2GiB, or 'min'")
+	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (rotor, optimal, revolve)")
+	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo sequential (0: best that fits)")
+	fl.StringVar(&f.format, "format", "json", "output format: json or text")
+	return cmd
+}
+
+func runSolve(w io.Writer, f solveFlags) error {
+	if err := checkFormat(f.format, "json", "text"); err != nil {
+		return err
+	}
+	if f.chain == "" {
+		return usagef("--chain is required")
+	}
+	if f.slots <= 0 {
+		return usagef("--slots must be positive (got %d)", f.slots)
+	}
+	c, err := chainplan.ReadChain(f.chain)
+	if err != nil {
+		return err
+	}
+	req := planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments}
+	if f.budget == "min" {
+		if req.BudgetBytes, err = planner.MinBudget(c, req); err != nil {
+			return err
+		}
+	} else if req.BudgetBytes, err = parseBudget(f.budget); err != nil {
+		return err
+	}
+	p, err := planner.Solve(c, req)
+	if err != nil {
+		return err
+	}
+	if f.format == "json" {
+		return writeJSON(w, p)
+	}
+	writePlanText(w, c, p)
+	return nil
+}
+
+// writePlanText prints a plan for people: its figures, then the sequence.
+func writePlanText(w io.Writer, c *chainplan.Chain, p *chainplan.Plan) {
+	sum := c.SumTime()
+	fmt.Fprintf(w, "algorithm   %s", p.Algo)
+	if p.Segments > 0 {
+		fmt.Fprintf(w, " (%d segments)", p.Segments)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "budget      %s", bytesLabel(p.BudgetBytes))
+	if p.Slots > 0 {
+		fmt.Fprintf(w, ", %d slots", p.Slots)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
+	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
+	if sum > 0 {
+		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
+	fmt.Fprintf(w, "sequence    %d operations (%d stages + loss)\n", len(p.Sequence), c.Len())
+	writeSequence(w, p.Sequence)
+}

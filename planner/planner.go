@@ -1,0 +1,96 @@
+package planner
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/baseline"
+	"github.com/chainplan/chainplan/planner/rotor"
+)
+
+// Algorithms lists the algorithm names Solve accepts.
+var Algorithms = []string{"rotor", "optimal", "revolve", "sequential", "store-all"}
+
+// Request says what to plan.
+type Request struct {
+	// Algo is one of Algorithms; empty means "rotor".
+	Algo string
+	// BudgetBytes is the total activation memory, chain input included.
+	BudgetBytes int64
+	// Slots is the number of memory slots of the discretization (0: 500; DESIGN.md).
+	// Baselines are not discretized and ignore it.
+	Slots int64
+	// Segments fixes the segment count of "sequential" (0: the best that fits).
+	Segments int
+}
+
+func (r Request) algo() string {
+	if r.Algo == "" {
+		return "rotor"
+	}
+	return r.Algo
+}
+
+func (r Request) check() error {
+	if r.Slots < 0 {
+		return fmt.Errorf("%w: slots must be positive (got %d)", chainplan.ErrUnsupported, r.Slots)
+	}
+	if r.Segments != 0 && r.algo() != "sequential" {
+		return fmt.Errorf("%w: segments apply to the sequential algorithm only (got algorithm %q)", chainplan.ErrUnsupported, r.algo())
+	}
+	for _, a := range Algorithms {
+		if a == r.algo() {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: unknown algorithm %q (want one of %s)", chainplan.ErrUnsupported, r.Algo, strings.Join(Algorithms, ", "))
+}
+
+// Solve plans c with the request's algorithm. Errors: *chainplan.InfeasibleError (with the
+// smallest feasible budget), ErrInvalidChain, ErrUnsupported for a bad request.
+func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+	if err := req.check(); err != nil {
+		return nil, err
+	}
+	if req.BudgetBytes <= 0 {
+		return nil, fmt.Errorf("%w: the budget must be positive (got %d bytes)", chainplan.ErrUnsupported, req.BudgetBytes)
+	}
+	opts := rotor.Options{Slots: req.Slots}
+	switch req.algo() {
+	case "rotor":
+		return rotor.Solve(c, req.BudgetBytes, opts)
+	case "revolve":
+		opts.Revolve = true
+		return rotor.Solve(c, req.BudgetBytes, opts)
+	case "optimal":
+		return rotor.SolveFloating(c, req.BudgetBytes, opts)
+	case "sequential":
+		return baseline.Sequential(c, req.BudgetBytes, req.Segments)
+	default: // "store-all"
+		return baseline.StoreAll(c, req.BudgetBytes)
+	}
+}
+
+// MinBudget returns the smallest budget at which Solve succeeds for the request's
+// algorithm, slots and segments (its BudgetBytes is ignored).
+func MinBudget(c *chainplan.Chain, req Request) (int64, error) {
+	if err := req.check(); err != nil {
+		return 0, err
+	}
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	// A budget of 1 byte is below every non-trivial chain's need: the InfeasibleError then
+	// carries the minimum, found by the algorithm's own search (rotor.MinBudget, the
+	// floating bisection, or the smallest peak over a baseline's schedules).
+	req.BudgetBytes = 1
+	p, err := Solve(c, req)
+	if err == nil {
+		return p.PeakBytes, nil
+	}
+	if ie, ok := err.(*chainplan.InfeasibleError); ok && ie.MinBudgetBytes > 0 {
+		return ie.MinBudgetBytes, nil
+	}
+	return 0, err
+}

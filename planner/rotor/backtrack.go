@@ -1,0 +1,41 @@
+package rotor
+
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+)
+
+// sequence rebuilds the operations of C(s, t, m) from the stored choices (Algorithm 4,
+// OptRecP). It uses exactly the memory arithmetic of the table (spec pitfall 17), so it
+// follows the table and never fails on a finite entry.
+func (tb *table) sequence(s, t int, m int64) ([]chainplan.Op, error) {
+	if tb.choiceAt(s, t, m) == choiceNone {
+		return nil, fmt.Errorf("%w: no schedule for stages %d..%d in %d units", chainplan.ErrInfeasible, s, t, m)
+	}
+	var seq []chainplan.Op
+	var build func(s, t int, m int64)
+	build = func(s, t int, m int64) {
+		ch := tb.choiceAt(s, t, m)
+		switch {
+		case ch == choiceNone:
+			panic(fmt.Sprintf("rotor: backtrack reached an infeasible entry (%d, %d, %d)", s, t, m))
+		case s == t:
+			seq = append(seq, chainplan.Op{Kind: chainplan.FAll, Stage: s}, chainplan.Op{Kind: chainplan.B, Stage: s})
+		case ch == choiceAll:
+			seq = append(seq, chainplan.Op{Kind: chainplan.FAll, Stage: s})
+			build(s+1, t, m-tb.c.ABar[s])
+			seq = append(seq, chainplan.Op{Kind: chainplan.B, Stage: s})
+		default:
+			sp := int(ch)
+			seq = append(seq, chainplan.Op{Kind: chainplan.FCk, Stage: s})
+			for k := s + 1; k <= sp; k++ {
+				seq = append(seq, chainplan.Op{Kind: chainplan.FNone, Stage: k})
+			}
+			build(sp+1, t, m-tb.c.A[sp])
+			build(s, sp, m)
+		}
+	}
+	build(s, t, m)
+	return seq, nil
+}

@@ -1,0 +1,75 @@
+package rotor
+
+import (
+	"math"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+)
+
+// FrontierPoint is one step of the budget-versus-makespan trade-off: from BudgetBytes on
+// (up to the next point's budget) the optimal makespan is Makespan.
+type FrontierPoint struct {
+	BudgetBytes int64   `json:"budget_bytes"`
+	Makespan    float64 `json:"makespan"`
+	// Overhead is Makespan / Σ(u_F+u_B) − 1: the share of time spent recomputing.
+	Overhead float64 `json:"overhead"`
+}
+
+// Frontier is the whole trade-off of a chain, from its smallest feasible budget to the
+// peak of the no-recomputation schedule.
+type Frontier struct {
+	Algo             string          `json:"algo"`
+	Slots            int64           `json:"slots"`
+	UnitBytes        int64           `json:"unit_bytes"`
+	SumTime          float64         `json:"sum_time"`
+	StoreAllPeakByte int64           `json:"store_all_peak_bytes"`
+	Points           []FrontierPoint `json:"points"`
+	SolveMS          float64         `json:"solve_ms"`
+}
+
+// SolveFrontier computes the optimal makespan at every budget from one DP run: the table
+// built for the store-all peak holds C(1, N, m) for every smaller budget m too, and the
+// frontier is every m where that value drops. The unit is the one of the store-all peak
+// (peak/S), so all points share one discretization; a Solve at a point's budget uses a
+// finer unit and is at least as good up to rounding. The last point is the store-all
+// peak, where no recomputation is needed (Solve returns that schedule in exact bytes).
+//
+// The cost is that of one Solve at the store-all peak.
+func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
+	start := time.Now()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	peak := StoreAllPeak(c)
+	slots := opts.slots(peak)
+	dc := discretize.ForBudget(c, peak, slots)
+	top := dc.Units(peak) - dc.A[0]
+	f := &Frontier{Algo: opts.algo(), Slots: slots, UnitBytes: dc.Unit, SumTime: c.SumTime(), StoreAllPeakByte: peak}
+	tb, err := newTable(dc, top, opts.Revolve)
+	if err != nil {
+		return nil, err
+	}
+	prev := math.Inf(1)
+	for m := max(0, tb.need.at(1, dc.N)); m <= top; m++ {
+		v := tb.value(1, dc.N, m)
+		if v < prev {
+			f.Points = append(f.Points, f.point(dc.Bytes(m+dc.A[0]), v))
+			prev = v
+		}
+	}
+	if !opts.Revolve && prev > f.SumTime {
+		f.Points = append(f.Points, f.point(peak, f.SumTime))
+	}
+	f.SolveMS = msSince(start)
+	return f, nil
+}
+
+func (f *Frontier) point(budget int64, makespan float64) FrontierPoint {
+	over := 0.0
+	if f.SumTime > 0 {
+		over = makespan/f.SumTime - 1
+	}
+	return FrontierPoint{BudgetBytes: budget, Makespan: makespan, Overhead: over}
+}

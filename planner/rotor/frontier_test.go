@@ -1,0 +1,40 @@
+package rotor
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/chainplan/chainplan/planner/internal/testchains"
+)
+
+// TestFrontierMatchesSolve checks in exact bytes that every frontier point is the optimum
+// at its budget and that one byte less costs strictly more time (or is infeasible).
+func TestFrontierMatchesSolve(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	for i := 0; i < 300; i++ {
+		c := testchains.Random(rng, 1+rng.IntN(8), testchains.RandomOptions{MaxSize: 10})
+		f, err := SolveFrontier(c, exact)
+		if err != nil {
+			t.Fatal(err)
+		}
+		minB, _ := MinBudget(c, exact)
+		if len(f.Points) == 0 || f.Points[0].BudgetBytes != minB {
+			t.Fatalf("chain %d: frontier starts at %v, want the smallest budget %d", i, f.Points, minB)
+		}
+		last := f.Points[len(f.Points)-1]
+		if last.Makespan != c.SumTime() || last.BudgetBytes > StoreAllPeak(c) {
+			t.Fatalf("chain %d: frontier ends at %+v, want Σ %v by the store-all peak %d", i, last, c.SumTime(), StoreAllPeak(c))
+		}
+		for k, pt := range f.Points {
+			p, err := Solve(c, pt.BudgetBytes, exact)
+			if err != nil || p.Makespan != pt.Makespan {
+				t.Fatalf("chain %d point %d %+v: Solve gives %v, %v", i, k, pt, p, err)
+			}
+			if k > 0 {
+				if q, err := Solve(c, pt.BudgetBytes-1, exact); err != nil || q.Makespan <= pt.Makespan {
+					t.Fatalf("chain %d point %d %+v: one byte less gives %v, %v", i, k, pt, q, err)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,122 @@
+package rotor
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/simulate"
+)
+
+// DefaultSlots is the number of memory slots of the thesis experiments (spec §1.6).
+const DefaultSlots = 500
+
+// Options configures the solvers. The zero value gives rotor's defaults.
+type Options struct {
+	// Slots is the number S of memory units the budget is split into (DESIGN.md:
+	// unit = max(1, floor(budget/S)), sizes rounded up). Zero means DefaultSlots; a
+	// negative value means exact bytes (unit 1), which only small budgets can afford.
+	Slots int64
+	// Revolve restricts F_all to run right before its own backward: the AD-style
+	// "revolve" baseline of spec §4.2. Such plans are named "revolve".
+	Revolve bool
+}
+
+func (o Options) slots(budget int64) int64 {
+	switch {
+	case o.Slots == 0:
+		return DefaultSlots
+	case o.Slots < 0:
+		return max(budget, 1)
+	}
+	return o.Slots
+}
+
+func (o Options) algo() string {
+	if o.Revolve {
+		return "revolve"
+	}
+	return "rotor"
+}
+
+// Solve returns the optimal memory-persistent schedule of c within budgetBytes (the total
+// activation memory, chain input included).
+//
+// When PyTorch's default schedule (no recomputation) fits the budget in exact bytes it is
+// returned: its makespan Σ(u_F+u_B) is a lower bound, so it is optimal, and this keeps the
+// rounding of the discretization from refusing the top of the budget range. Revolve plans
+// never take this shortcut.
+//
+// Errors: an *chainplan.InfeasibleError (errors.Is ErrInfeasible) carrying the smallest
+// feasible budget; ErrInvalidChain; ErrUnsupported when the table would not fit in memory.
+// The time complexity is O(S·N³) and the memory O(S·N²) for N = L+1 stages.
+func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
+	start := time.Now()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	slots := opts.slots(budgetBytes)
+	if !opts.Revolve {
+		if plan := storeAllIfFits(c, budgetBytes); plan != nil {
+			plan.Algo, plan.Slots = opts.algo(), slots
+			plan.SolveMS = msSince(start)
+			return plan, nil
+		}
+	}
+	dc := discretize.ForBudget(c, budgetBytes, slots)
+	m := dc.Units(budgetBytes) - dc.A[0]
+	if m < 0 || minMemory(dc, opts.Revolve).at(1, dc.N) > m {
+		return nil, infeasible(c, budgetBytes, opts)
+	}
+	tb, err := newTable(dc, m, opts.Revolve)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := tb.sequence(1, dc.N, m)
+	if err != nil {
+		return nil, err
+	}
+	return finishPlan(c, opts.algo(), budgetBytes, slots, tb.value(1, dc.N, m), seq, start)
+}
+
+// finishPlan measures the exact peak of seq and assembles the plan. A peak over the
+// budget would mean the discretization is broken, which is a bug, not bad input.
+func finishPlan(c *chainplan.Chain, algo string, budgetBytes, slots int64, makespan float64, seq []chainplan.Op, start time.Time) (*chainplan.Plan, error) {
+	rep := simulate.Run(discretize.Exact(c), seq, budgetBytes)
+	if !rep.Valid {
+		return nil, fmt.Errorf("%s: internal error: the schedule does not replay: %w", algo, rep.Err())
+	}
+	return &chainplan.Plan{
+		Algo: algo, Feasible: true, Makespan: makespan,
+		PeakBytes: rep.Peak, BudgetBytes: budgetBytes, Slots: slots,
+		SolveMS: msSince(start), Sequence: seq,
+	}, nil
+}
+
+// storeAllIfFits returns the no-recomputation plan when its exact peak fits the budget.
+func storeAllIfFits(c *chainplan.Chain, budgetBytes int64) *chainplan.Plan {
+	seq := chainplan.StoreAllSequence(c.Len())
+	rep := simulate.Run(discretize.Exact(c), seq, budgetBytes)
+	if !rep.Valid {
+		return nil
+	}
+	return &chainplan.Plan{Feasible: true, Makespan: rep.Makespan, PeakBytes: rep.Peak, BudgetBytes: budgetBytes, Sequence: seq}
+}
+
+// StoreAllPeak returns the exact peak of the no-recomputation schedule: the budget above
+// which checkpointing is unnecessary (spec §4.4, M_peak).
+func StoreAllPeak(c *chainplan.Chain) int64 {
+	return simulate.Run(discretize.Exact(c), chainplan.StoreAllSequence(c.Len()), -1).Peak
+}
+
+func infeasible(c *chainplan.Chain, budgetBytes int64, opts Options) error {
+	e := &chainplan.InfeasibleError{Algo: opts.algo(), BudgetBytes: budgetBytes, Slots: opts.slots(budgetBytes)}
+	if minB, err := MinBudget(c, opts); err == nil {
+		e.MinBudgetBytes = minB
+		e.Slots = opts.slots(minB)
+	}
+	return e
+}
+
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
