@@ -1,0 +1,68 @@
+package pybind
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/chainplan/chainplan"
+)
+
+// exampleA returns the small heterogeneous test vector of rotor spec §4.7.
+func exampleA(*testing.T) string {
+	return `{"format": "chainplan.chain/v1", "input_bytes": 2, "stages": [
+ {"name": "s1", "fwd_time": 2, "bwd_time": 3, "out_bytes": 4, "saved_bytes": 6, "fwd_tmp_bytes": 1, "bwd_tmp_bytes": 1},
+ {"name": "s2", "fwd_time": 3, "bwd_time": 4, "out_bytes": 3, "saved_bytes": 8, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 1},
+ {"name": "s3", "fwd_time": 1, "bwd_time": 2, "out_bytes": 5, "saved_bytes": 7, "fwd_tmp_bytes": 2, "bwd_tmp_bytes": 0}],
+ "loss": {"fwd_time": 0, "bwd_time": 1, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 1}}`
+}
+
+func TestSolve(t *testing.T) {
+	out, err := Solve(exampleA(t), `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p chainplan.Plan
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Makespan != 21 || p.PeakBytes != 24 { // rotor spec §4.7
+		t.Fatalf("plan %+v", p)
+	}
+	out, err = Solve(exampleA(t), `{"algo": "rotor", "slots": 30, "min_budget": true}`)
+	if err != nil || !strings.Contains(out, `"budget_bytes":22`) {
+		t.Fatalf("min_budget: %s, %v", out, err)
+	}
+	if b, err := MinBudget(exampleA(t), `{"algo": "rotor", "slots": 30}`); err != nil || b != 22 {
+		t.Fatalf("MinBudget = %d, %v", b, err)
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	tests := []struct {
+		chain, req, prefix string
+	}{
+		{exampleA(t), `{"budget_bytes": 21, "slots": 21}`, "chainplan[infeasible;min_budget_bytes=22]: rotor: budget 21 B"},
+		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
+		{exampleA(t), `{"algo": "magic", "budget_bytes": 10}`, `chainplan[bad-request]: unsupported request: unknown algorithm "magic"`},
+		{exampleA(t), `{"budget_bytes": "ten"}`, `chainplan[bad-request]: bad request: request:`},
+	}
+	for _, tt := range tests {
+		_, err := Solve(tt.chain, tt.req)
+		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
+			t.Errorf("Solve(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
+		}
+	}
+}
+
+func TestRecoverError(t *testing.T) {
+	f := func() (err error) {
+		defer recoverError(&err)
+		var m map[string]int
+		m["x"] = 1 // panics: assignment to a nil map
+		return nil
+	}
+	if err := f(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[internal]: panic:") {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -1,0 +1,73 @@
+package pybind
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+)
+
+// request is the JSON form of a planning request from Python.
+type request struct {
+	Algo        string `json:"algo"`
+	BudgetBytes int64  `json:"budget_bytes"`
+	Slots       int64  `json:"slots"`
+	Segments    int    `json:"segments"`
+	// MinBudget asks for the smallest feasible budget instead of BudgetBytes.
+	MinBudget bool `json:"min_budget"`
+}
+
+// Solve plans the chain chainJSON (a chainplan.chain/v1 document) as requestJSON asks
+// ({"algo": "rotor", "budget_bytes": N, "slots": 500, "segments": 0, "min_budget": false})
+// and returns the plan as JSON (DESIGN.md, "Sequence").
+func Solve(chainJSON, requestJSON string) (plan string, err error) {
+	defer recoverError(&err)
+	c, err := chainplan.ParseChain([]byte(chainJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	req, minBudget, err := parseRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	if minBudget {
+		if req.BudgetBytes, err = planner.MinBudget(c, req); err != nil {
+			return "", codedError(err)
+		}
+	}
+	p, err := planner.Solve(c, req)
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return "", codedError(err)
+	}
+	return string(b), nil
+}
+
+// MinBudget returns the smallest budget in bytes at which the request's algorithm finds a
+// schedule for chainJSON (the request's budget is ignored).
+func MinBudget(chainJSON, requestJSON string) (budget int64, err error) {
+	defer recoverError(&err)
+	c, err := chainplan.ParseChain([]byte(chainJSON))
+	if err != nil {
+		return 0, codedError(err)
+	}
+	req, _, err := parseRequest(requestJSON)
+	if err != nil {
+		return 0, codedError(err)
+	}
+	b, err := planner.MinBudget(c, req)
+	return b, codedError(err)
+}
+
+// parseRequest reads a request; minBudget reports whether it asks for the smallest budget.
+func parseRequest(s string) (req planner.Request, minBudget bool, err error) {
+	var r request
+	if err := json.Unmarshal([]byte(s), &r); err != nil {
+		return planner.Request{}, false, fmt.Errorf("%w: request: %v", errBadRequest, err)
+	}
+	return planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots, Segments: r.Segments}, r.MinBudget, nil
+}
