@@ -24,7 +24,7 @@ func newFrontierCmd(e *env) *cobra.Command {
 smallest feasible one to the peak of the no-recomputation schedule, and print every budget
 where it changes. The discretization is that of the store-all peak (peak/slots bytes a
 unit).`,
-		Example: `  chainplan frontier --chain examples/resnet.json
+		Example: `  chainplan frontier --chain examples/resnet50.json
   chainplan frontier --chain c.json --algo revolve --slots 1000 --format json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFrontier(e.stdout, f)

@@ -36,7 +36,7 @@ Algorithms:
 
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
-		Example: `  chainplan solve --chain examples/resnet.json --budget 2GiB
+		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
   chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
   chainplan solve --chain c.json --budget min --slots 1000`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
