@@ -1,0 +1,129 @@
+package profiler
+
+import (
+	"fmt"
+	"math"
+)
+
+// checkRow checks the values of one row on their own; row is its 0-based index in the file.
+func checkRow(r *Row, row int) error {
+	bad := func(col, msg string) error {
+		return &Error{Column: col, Row: row, Stage: r.StageIndex, Rep: r.Rep, Msg: msg}
+	}
+	if r.StageKind != KindStage && r.StageKind != KindLoss {
+		return bad(ColStageKind, fmt.Sprintf("%q, want %q or %q", r.StageKind, KindStage, KindLoss))
+	}
+	for _, f := range []struct {
+		col string
+		v   float64
+	}{{ColFwdTimeS, r.FwdTimeS}, {ColBwdTimeS, r.BwdTimeS}} {
+		switch {
+		case math.IsNaN(f.v):
+			return bad(f.col, "NaN is not a time")
+		case math.IsInf(f.v, 0):
+			return bad(f.col, "infinite time")
+		case f.v < 0:
+			return bad(f.col, fmt.Sprintf("negative time %g s", f.v))
+		}
+	}
+	for _, f := range []struct {
+		col string
+		v   NullInt64
+	}{
+		{ColInBytes, NullInt64{r.InBytes, true}}, {ColOutBytes, NullInt64{r.OutBytes, true}},
+		{ColSavedBytes, r.SavedBytes}, {ColFwdTmpBytes, r.FwdTmpBytes}, {ColBwdTmpBytes, r.BwdTmpBytes},
+		{ColParamBytes, NullInt64{r.ParamBytes, true}},
+	} {
+		if f.v.Valid && f.v.Int64 < 0 {
+			return bad(f.col, fmt.Sprintf("negative size %d bytes", f.v.Int64))
+		}
+	}
+	if r.StageKind == KindLoss {
+		// Chain contract (DESIGN.md): the loss's output and saved sizes are 0.
+		if r.OutBytes != 0 {
+			return bad(ColOutBytes, fmt.Sprintf("%d for the loss, want 0 (the loss output counts as nothing; "+
+				"put what its backward needs in bwd_tmp_bytes)", r.OutBytes))
+		}
+		if r.SavedBytes.Valid && r.SavedBytes.Int64 != 0 {
+			return bad(ColSavedBytes, fmt.Sprintf("%d for the loss, want 0 or null (put what the loss keeps "+
+				"for its backward in bwd_tmp_bytes)", r.SavedBytes.Int64))
+		}
+	} else if r.SavedBytes.Valid && r.SavedBytes.Int64 < r.OutBytes {
+		return bad(ColSavedBytes, fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
+			r.SavedBytes.Int64, r.OutBytes))
+	}
+	return nil
+}
+
+// stageSeen is what checkStructure remembers of a stage index.
+type stageSeen struct {
+	name, kind string
+	reps       map[int]bool
+}
+
+// checkStructure checks the rows as a whole: stages numbered 1..L without gaps, at most
+// one loss at L+1, one name and kind per stage, no repetition twice.
+func checkStructure(rows []Row) error {
+	if len(rows) == 0 {
+		return fileError("the profile has no rows", nil)
+	}
+	seen := make(map[int]*stageSeen)
+	lossIndex, lossRow := 0, -1
+	maxStage := 0
+	for i := range rows {
+		r := &rows[i]
+		bad := func(col, msg string) error {
+			return &Error{Column: col, Row: i, Stage: r.StageIndex, Rep: r.Rep, Msg: msg}
+		}
+		s, ok := seen[r.StageIndex]
+		if !ok {
+			s = &stageSeen{name: r.StageName, kind: r.StageKind, reps: make(map[int]bool, 1)}
+			seen[r.StageIndex] = s
+		}
+		if r.StageName != s.name {
+			return bad(ColStageName, fmt.Sprintf("%q, but earlier rows of stage %d say %q", r.StageName, r.StageIndex, s.name))
+		}
+		if r.StageKind != s.kind {
+			return bad(ColStageKind, fmt.Sprintf("%q, but earlier rows of stage %d say %q", r.StageKind, r.StageIndex, s.kind))
+		}
+		if s.reps[r.Rep] {
+			return bad(ColRep, fmt.Sprintf("repetition %d of stage %d appears twice", r.Rep, r.StageIndex))
+		}
+		s.reps[r.Rep] = true
+		switch r.StageKind {
+		case KindLoss:
+			if lossRow >= 0 && r.StageIndex != lossIndex {
+				return bad(ColStageIndex, fmt.Sprintf("a second loss stage (the loss is stage %d)", lossIndex))
+			}
+			lossIndex, lossRow = r.StageIndex, i
+		default:
+			maxStage = max(maxStage, r.StageIndex)
+		}
+	}
+	if maxStage == 0 {
+		return &Error{Column: ColStageKind, Row: -1, Msg: fmt.Sprintf("no row of kind %q (the chain has no stages)", KindStage)}
+	}
+	if lossRow >= 0 && lossIndex != maxStage+1 {
+		r := &rows[lossRow]
+		return &Error{Column: ColStageIndex, Row: lossRow, Stage: r.StageIndex, Rep: r.Rep,
+			Msg: fmt.Sprintf("the loss is stage %d, want %d (L+1, after the last stage %d)", lossIndex, maxStage+1, maxStage)}
+	}
+	if len(seen) != maxStage+btoi(lossRow >= 0) {
+		var missing []int
+		for k := 1; k <= maxStage && len(missing) < 5; k++ {
+			if seen[k] == nil {
+				missing = append(missing, k)
+			}
+		}
+		return &Error{Column: ColStageIndex, Row: -1,
+			Msg: fmt.Sprintf("stages must be numbered 1..%d without gaps; missing: %v", maxStage, missing)}
+	}
+	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
