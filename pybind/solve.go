@@ -71,3 +71,14 @@ func parseRequest(s string) (req planner.Request, minBudget bool, err error) {
 	}
 	return planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots, Segments: r.Segments}, r.MinBudget, nil
 }
+
+// ParseBytes reads a byte size such as "2GiB", "512MB" or "123456" (see
+// chainplan.ParseBytes), so that Python and the CLI accept the same spellings.
+func ParseBytes(s string) (n int64, err error) {
+	defer recoverError(&err)
+	n, err = chainplan.ParseBytes(s)
+	if err != nil {
+		return 0, codedError(fmt.Errorf("%w: %v", errBadRequest, err))
+	}
+	return n, nil
+}

@@ -1,0 +1,83 @@
+"""The only importer of the gopy extension ``chainplan._gocore``.
+
+Go errors arrive as ``RuntimeError`` with a stable code prefix (see pybind/doc.go); this
+module re-raises them as chainplan's own exception classes, ``from`` the original.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, TypeVar
+
+from chainplan.errors import (
+    ChainplanError,
+    InfeasibleBudget,
+    NotFoundError,
+    PlanError,
+    ScheduleError,
+    SchemaError,
+)
+
+__all__: list[str] = []
+
+_T = TypeVar("_T")
+_CODE = re.compile(r"^chainplan\[([a-z-]+)(?:;min_budget_bytes=(\d+))?\]: (.*)$", re.S)
+_module: ModuleType | None = None
+
+
+def _go() -> ModuleType:
+    """Import the extension on first use, with a clear error when it was not built."""
+    global _module
+    if _module is None:
+        try:
+            from chainplan._gocore import pybind
+        except ImportError as e:
+            raise ChainplanError(
+                "chainplan's Go core is not built: install the package with `pip install .` "
+                "(or `pip install -e .` in a checkout), which needs the Go toolchain") from e
+        _module = pybind
+    return _module
+
+
+def translate(err: BaseException) -> Exception:
+    """Map a coded Go error message to the matching chainplan exception."""
+    m = _CODE.match(str(err))
+    if m is None:
+        return ChainplanError(str(err))
+    code, min_budget, msg = m.group(1), m.group(2), m.group(3)
+    if code == "infeasible":
+        return InfeasibleBudget(msg, min_budget_bytes=int(min_budget or 0))
+    cls: type[Exception] = {
+        "invalid-chain": SchemaError,
+        "invalid-profile": SchemaError,
+        "invalid-plan": ScheduleError,
+        "bad-request": PlanError,
+        "not-found": NotFoundError,
+    }.get(code, ChainplanError)
+    return cls(msg)
+
+
+def call(fn: Callable[..., _T], *args: Any) -> _T:
+    """Call a Go function, translating its errors."""
+    try:
+        return fn(*args)
+    except RuntimeError as e:
+        raise translate(e) from e
+
+
+def solve(chain_json: str, request: dict[str, Any]) -> str:
+    """Plan a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
+    return call(_go().Solve, chain_json, json.dumps(request))
+
+
+def min_budget(chain_json: str, request: dict[str, Any]) -> int:
+    """The smallest feasible budget (bytes) for the request's algorithm."""
+    return int(call(_go().MinBudget, chain_json, json.dumps(request)))
+
+
+def parse_bytes(text: str) -> int:
+    """Read a byte size with the CLI's rules ("2GiB", "512MB", "123456")."""
+    return int(call(_go().ParseBytes, text))

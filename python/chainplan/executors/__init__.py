@@ -1,0 +1,7 @@
+"""Executors: nn.Modules that run a planned schedule inside the training loop."""
+
+from __future__ import annotations
+
+from chainplan.executors.checkpoint import CheckpointedChain
+
+__all__ = ["CheckpointedChain"]
