@@ -45,6 +45,9 @@ type Plan struct {
 	// Segments is the segment count of a "sequential" plan.
 	Segments int  `json:"segments,omitempty"`
 	Sequence []Op `json:"sequence"`
+	// Offload is the offloading part of a pofo, offload-only or heuristic plan: the link
+	// bandwidth, the ordered transfers and the timing (see Offload). Absent otherwise.
+	Offload *Offload `json:"offload,omitempty"`
 }
 
 // FormatSequence writes a sequence compactly, e.g. "F_ck 1, F_none 2, F_all 3, B 3".
@@ -72,6 +75,11 @@ func ParsePlan(data []byte) (*Plan, error) {
 		}
 		if o.Stage < 1 {
 			return nil, fmt.Errorf("%w: sequence[%d]: stage %d (stages are numbered from 1)", ErrInvalidPlan, i, o.Stage)
+		}
+	}
+	if p.Offload != nil {
+		if err := p.Offload.check(len(p.Sequence)); err != nil {
+			return nil, fmt.Errorf("%w: offload: %v", ErrInvalidPlan, err)
 		}
 	}
 	return &p, nil
