@@ -70,7 +70,7 @@ class BuildGo(build_ext):
         with tempfile.TemporaryDirectory() as tools:
             for tool in ("github.com/go-python/gopy", "golang.org/x/tools/cmd/goimports"):
                 _run([go, "build", "-o", tools, tool], env=env)
-            env["PATH"] = tools + os.pathsep + os.path.dirname(sys.executable) + os.pathsep + env["PATH"]
+            env["PATH"] = os.pathsep.join([tools, os.path.dirname(sys.executable), env["PATH"]])
             # gopy builds inside the Go module, so its work directory is in the source tree
             # (ignored by git and by `go build ./...`, whose patterns skip "_" folders).
             work = ROOT / "python" / "chainplan" / "_gocore"

@@ -70,7 +70,7 @@ def call(fn: Callable[..., _T], *args: Any) -> _T:
 
 def solve(chain_json: str, request: dict[str, Any]) -> str:
     """Plan a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
-    return call(_go().Solve, chain_json, json.dumps(request))
+    return str(call(_go().Solve, chain_json, json.dumps(request)))
 
 
 def min_budget(chain_json: str, request: dict[str, Any]) -> int:

@@ -13,7 +13,8 @@ import torch
 def pytest_report_header(config: pytest.Config) -> str:
     import pyarrow
 
-    return f"torch {torch.__version__}, pyarrow {pyarrow.__version__}, threads {torch.get_num_threads()}"
+    return (f"torch {torch.__version__}, pyarrow {pyarrow.__version__}, "
+            f"threads {torch.get_num_threads()}")
 
 
 @pytest.fixture(autouse=True)

@@ -49,7 +49,7 @@ class _RNGState:
         devices = [self.cuda_device] if self.cuda_device is not None else []
         with torch.random.fork_rng(devices=devices):
             torch.set_rng_state(self.cpu)
-            if self.cuda is not None:
+            if self.cuda is not None and self.cuda_device is not None:
                 torch.cuda.set_rng_state(self.cuda, self.cuda_device)
             yield
 
@@ -95,11 +95,14 @@ class _Runner:
 
     def _forward(self, k: int, x: torch.Tensor) -> torch.Tensor:
         stage = self.stages[k - 1]
+        out: torch.Tensor
         if k not in self.rng:
             self.rng[k] = _RNGState(self.device)
-            return stage(x)
+            out = stage(x)
+            return out
         with self.rng[k].replay(), _frozen_batchnorm(stage):
-            return stage(x)
+            out = stage(x)
+        return out
 
     def run(self, op: Op) -> None:
         k = op.stage
@@ -147,7 +150,7 @@ class _ChainFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, executor: CheckpointedChain, x: torch.Tensor,
                 _anchor: torch.Tensor) -> torch.Tensor:
-        runner = _Runner(executor.stages, x)
+        runner = _Runner(list(executor.stages), x)
         for op in executor.forward_ops:
             runner.run(op)
         ctx.runner = runner
