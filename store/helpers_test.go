@@ -1,0 +1,126 @@
+package store_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chainplan/chainplan/store"
+)
+
+// mustOpen opens (creating) a database at path and closes it when the test ends.
+func mustOpen(tb testing.TB, path string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), path, store.Options{})
+	if err != nil {
+		tb.Fatalf("Open: %v", err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// tempDB opens a new database in the test's temporary folder.
+func tempDB(tb testing.TB) *store.DB {
+	tb.Helper()
+	return mustOpen(tb, filepath.Join(tb.TempDir(), "chainplan.db"))
+}
+
+// model describes the stage names of a synthetic model.
+type model struct {
+	name   string
+	stages []string
+}
+
+// models are the synthetic models of test histories. docs/sql.md's examples name them.
+var models = []model{
+	{"resnet50", []string{"conv1", "layer1", "layer2", "layer3", "layer4", "fc"}},
+	{"gpt2-small", append(append([]string{"embed"}, seq("h.", 12)...), "ln_f", "lm_head")},
+	{"vit-b16", append(append([]string{"patch_embed"}, seq("blocks.", 12)...), "head")},
+}
+
+func seq(prefix string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("%s%d", prefix, i)
+	}
+	return out
+}
+
+var (
+	torchVersions = []string{"2.3.1", "2.4.0", "2.5.1", "2.6.0"}
+	devices       = []struct{ device, name string }{
+		{"cuda:0", "NVIDIA H100 80GB HBM3"}, {"cuda:0", "NVIDIA A100-SXM4-40GB"}, {"cpu", "AMD EPYC 7763"},
+	}
+)
+
+// sampleProfile returns profile number i of a synthetic history: its model, device and
+// torch version cycle with i, its values come from a PCG seeded with i, its content hash
+// is unique to i, and it has reps repetitions per stage (and stages stages when positive,
+// instead of the model's own).
+func sampleProfile(i, stages, reps int) *store.Profile {
+	rng := rand.New(rand.NewPCG(uint64(i), 0xc4a1))
+	m := models[i%len(models)]
+	names := m.stages
+	if stages > 0 {
+		names = seq("layers.", stages)
+	}
+	dev := devices[(i/len(models))%len(devices)]
+	sum := sha256.Sum256(fmt.Appendf(nil, "profile %d %d %d", i, stages, reps))
+	batch := int64(8 << (i % 3))
+	p := &store.Profile{Run: store.Run{
+		SHA256: hex.EncodeToString(sum[:]), SourcePath: fmt.Sprintf("/data/profiles/%s-%05d.arrow", m.name, i),
+		FileBytes: int64(4096 + 96*len(names)*reps), Format: "chainplan.profile/v1",
+		ModelName: m.name, ModelSignature: fmt.Sprintf("sha256:%s-v%d", m.name, i/1000), TorchVersion: torchVersions[(i/7)%len(torchVersions)],
+		Device: dev.device, DeviceName: dev.name, DType: []string{"float32", "bfloat16"}[(i/5)%2],
+		BatchSize: batch, InputShape: []int64{batch, 3, 224, 224}, Threads: 16, TimingMethod: "cuda_event",
+		WarmupReps: 3, Reps: int64(reps), CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Minute),
+		Host: fmt.Sprintf("node-%d", i%5), Metadata: map[string]string{"format": "chainplan.profile/v1", "model_name": m.name},
+	}}
+	in := batch * 3 * 224 * 224 * 4
+	for k, name := range names {
+		out := int64(1+rng.IntN(256)) << 16
+		s := store.Stage{Index: k + 1, Name: name, Kind: store.KindStage, Reps: reps,
+			FwdTimeS: 1e-4 + rng.Float64()*2e-3, BwdTimeS: 2e-4 + rng.Float64()*4e-3, InBytes: in, OutBytes: out,
+			SavedBytes: nullInt(out * int64(1+rng.IntN(3))), FwdTmpBytes: nullInt(int64(rng.IntN(16)) << 16),
+			BwdTmpBytes: nullInt(int64(rng.IntN(16)) << 18), ParamBytes: int64(rng.IntN(1 << 24))}
+		p.Stages = append(p.Stages, s)
+		in = out
+	}
+	p.Stages = append(p.Stages, store.Stage{Index: len(names) + 1, Name: "cross_entropy", Kind: store.KindLoss, Reps: reps,
+		FwdTimeS: 5e-5, BwdTimeS: 4e-5, InBytes: in, SavedBytes: nullInt(0), FwdTmpBytes: nullInt(0), BwdTmpBytes: nullInt(4096)})
+	for _, s := range p.Stages {
+		for r := range reps {
+			p.Measurements = append(p.Measurements, store.Measurement{StageIndex: s.Index, Rep: r,
+				FwdTimeS: s.FwdTimeS * (0.9 + 0.2*rng.Float64()), BwdTimeS: s.BwdTimeS * (0.9 + 0.2*rng.Float64()),
+				InBytes: s.InBytes, OutBytes: s.OutBytes, SavedBytes: s.SavedBytes, FwdTmpBytes: s.FwdTmpBytes,
+				BwdTmpBytes: s.BwdTmpBytes, ParamBytes: s.ParamBytes})
+		}
+	}
+	return p
+}
+
+func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: true} }
+
+// count returns the result of a one-value query.
+func count(tb testing.TB, db *store.DB, query string, args ...any) int64 {
+	tb.Helper()
+	rows, err := db.Query(context.Background(), query, args...)
+	if err != nil {
+		tb.Fatalf("Query(%q): %v", query, err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		tb.Fatalf("Query(%q): no row (%v)", query, rows.Err())
+	}
+	v, ok := rows.Values()[0].(int64)
+	if !ok {
+		tb.Fatalf("Query(%q) = %#v, want an integer", query, rows.Values()[0])
+	}
+	return v
+}

@@ -1,0 +1,176 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/chainplan/chainplan"
+)
+
+// StoredPlan is a plan as the plans table keeps it.
+type StoredPlan struct {
+	ID        int64
+	RunID     int64
+	CreatedAt time.Time
+	// Plan holds algo, feasibility, predicted makespan (seconds) and peak, budget, slots,
+	// solver time and the sequence.
+	Plan chainplan.Plan
+	// Params holds the solver's parameters as a JSON object ("{}" when none).
+	Params json.RawMessage
+	// Version is the chainplan version that computed the plan.
+	Version string
+}
+
+// RecordPlan stores plan, computed from run runID's chain with the given parameters (a
+// JSON-marshalable value, usually a map; nil for none) by chainplan version, and returns
+// the new plan id. A run that does not exist fails with an error wrapping
+// chainplan.ErrNotFound.
+func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan, params any, version string) (int64, error) {
+	if plan == nil {
+		return 0, errors.New("record plan: nil plan")
+	}
+	if math.IsNaN(plan.Makespan) || math.IsInf(plan.Makespan, 0) || math.IsNaN(plan.SolveMS) {
+		return 0, fmt.Errorf("record plan: makespan %g or solve time %g is not a number", plan.Makespan, plan.SolveMS)
+	}
+	seq := plan.Sequence
+	if seq == nil {
+		seq = []chainplan.Op{}
+	}
+	seqJSON, err := json.Marshal(seq)
+	if err != nil {
+		return 0, fmt.Errorf("record plan: %w", err)
+	}
+	paramsJSON := []byte("{}")
+	if params != nil {
+		if paramsJSON, err = json.Marshal(params); err != nil {
+			return 0, fmt.Errorf("record plan: parameters: %w", err)
+		}
+	}
+	var id int64
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: no run %d in %s", chainplan.ErrNotFound, runID, db.path)
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
+			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING plan_id`,
+			runID, formatTime(time.Now()), plan.Algo, string(paramsJSON), plan.BudgetBytes, plan.Slots, plan.Feasible,
+			plan.Makespan, plan.PeakBytes, plan.SolveMS, len(seq), string(seqJSON), version).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record plan for run %d: %w", runID, err)
+	}
+	return id, nil
+}
+
+const planColumns = `plan_id, run_id, created_at, algo, params_json, budget_bytes, slots, feasible, makespan_s,
+	peak_bytes, solve_ms, sequence_json, chainplan_version`
+
+func scanPlan(s interface{ Scan(...any) error }) (*StoredPlan, error) {
+	var p StoredPlan
+	var created, params, seq string
+	err := s.Scan(&p.ID, &p.RunID, &created, &p.Plan.Algo, &params, &p.Plan.BudgetBytes, &p.Plan.Slots,
+		&p.Plan.Feasible, &p.Plan.Makespan, &p.Plan.PeakBytes, &p.Plan.SolveMS, &seq, &p.Version)
+	if err != nil {
+		return nil, err
+	}
+	if p.CreatedAt, err = parseTime(created); err != nil {
+		return nil, err
+	}
+	p.Params = json.RawMessage(params)
+	if err := json.Unmarshal([]byte(seq), &p.Plan.Sequence); err != nil {
+		return nil, fmt.Errorf("plan %d: bad sequence_json: %w", p.ID, err)
+	}
+	return &p, nil
+}
+
+// Plan returns plan id, or an error wrapping chainplan.ErrNotFound.
+func (db *DB) Plan(ctx context.Context, id int64) (*StoredPlan, error) {
+	p, err := scanPlan(db.r.QueryRowContext(ctx, "SELECT "+planColumns+" FROM plans WHERE plan_id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no plan %d in %s", chainplan.ErrNotFound, id, db.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read plan %d: %w", id, err)
+	}
+	return p, nil
+}
+
+// Plans returns the plans of run runID, oldest first.
+func (db *DB) Plans(ctx context.Context, runID int64) ([]*StoredPlan, error) {
+	rows, err := db.r.QueryContext(ctx, "SELECT "+planColumns+" FROM plans WHERE run_id = ? ORDER BY plan_id", runID)
+	if err != nil {
+		return nil, fmt.Errorf("read plans of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []*StoredPlan
+	for rows.Next() {
+		p, err := scanPlan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read plans of run %d: %w", runID, err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read plans of run %d: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Execution is one measured execution of a plan: a row of the executions table.
+type Execution struct {
+	ID           int64     // set by RecordExecution
+	PlanID       int64     // the plan executed
+	CreatedAt    time.Time // set by RecordExecution
+	Steps        int64     // training steps measured, ≥ 1
+	StepTimeS    float64   // median step time, seconds
+	PeakBytes    int64     // measured activation peak, comparable with the plan's peak_bytes
+	TorchVersion string
+	Device       string
+	Host         string
+	Metadata     map[string]string // anything else the recorder knows
+}
+
+// RecordExecution stores a measured execution of a plan and returns its id. A plan that
+// does not exist fails with an error wrapping chainplan.ErrNotFound.
+func (db *DB) RecordExecution(ctx context.Context, e *Execution) (int64, error) {
+	if e.Steps < 1 || e.StepTimeS < 0 || math.IsNaN(e.StepTimeS) || math.IsInf(e.StepTimeS, 0) || e.PeakBytes < 0 {
+		return 0, fmt.Errorf("record execution: bad measurement (steps %d, step time %g s, peak %d bytes)",
+			e.Steps, e.StepTimeS, e.PeakBytes)
+	}
+	meta := e.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return 0, fmt.Errorf("record execution: %w", err)
+	}
+	var id int64
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM plans WHERE plan_id = ?)", e.PlanID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: no plan %d in %s", chainplan.ErrNotFound, e.PlanID, db.path)
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO executions (plan_id, created_at, steps, step_time_s, peak_bytes,
+			torch_version, device, host, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING execution_id`,
+			e.PlanID, formatTime(time.Now()), e.Steps, e.StepTimeS, e.PeakBytes, e.TorchVersion, e.Device, e.Host,
+			string(metaJSON)).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record execution of plan %d: %w", e.PlanID, err)
+	}
+	return id, nil
+}

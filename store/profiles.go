@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Stage kinds, as in the stage_kind column.
+const (
+	KindStage = "stage"
+	KindLoss  = "loss"
+)
+
+// Stage is one stage of a run, aggregated over its repetitions: a row of the stages table.
+type Stage struct {
+	Index       int    // 1..L, L+1 for the loss
+	Name        string // the module's name
+	Kind        string // KindStage or KindLoss
+	Reps        int    // measurements aggregated
+	FwdTimeS    float64
+	BwdTimeS    float64
+	InBytes     int64
+	OutBytes    int64
+	SavedBytes  sql.NullInt64 // null: not measured
+	FwdTmpBytes sql.NullInt64
+	BwdTmpBytes sql.NullInt64
+	ParamBytes  int64
+}
+
+// Measurement is one stage measured once: a row of the measurements table.
+type Measurement struct {
+	StageIndex  int
+	Rep         int
+	FwdTimeS    float64
+	BwdTimeS    float64
+	InBytes     int64
+	OutBytes    int64
+	SavedBytes  sql.NullInt64
+	FwdTmpBytes sql.NullInt64
+	BwdTmpBytes sql.NullInt64
+	ParamBytes  int64
+}
+
+// Profile is what Ingest stores: the run's provenance (ID, IngestedAt, NumStages, HasLoss
+// and InputBytes are set by Ingest), its aggregated stages in index order, and the raw
+// measurements.
+type Profile struct {
+	Run          Run
+	Stages       []Stage
+	Measurements []Measurement
+}
+
+// IngestResult says what Ingest did.
+type IngestResult struct {
+	RunID    int64 // the run the profile is stored as
+	Existing bool  // true when a file with the same content was already stored as RunID
+	Rows     int   // measurement rows written (0 when Existing)
+}
+
+// testHook, when set by a test, is called at named points of an ingest transaction.
+var testHook func(point string)
+
+// Ingest stores a profile in one transaction. The run's SHA256 identifies the file: a
+// profile whose file was stored before is not stored again, and the result names the
+// existing run. Either the whole profile is stored or nothing is.
+func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
+	run := p.Run
+	if err := checkProfile(p); err != nil {
+		return IngestResult{}, fmt.Errorf("ingest: %w", err)
+	}
+	run.NumStages, run.HasLoss = 0, false
+	for _, s := range p.Stages {
+		if s.Kind == KindLoss {
+			run.HasLoss = true
+		} else {
+			run.NumStages++
+		}
+	}
+	run.InputBytes = p.Stages[0].InBytes
+	run.IngestedAt = time.Now()
+	shape := run.InputShape
+	if shape == nil {
+		shape = []int64{}
+	}
+	shapeJSON, err := json.Marshal(shape)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("ingest: %w", err)
+	}
+	meta := run.Metadata
+	if meta == nil {
+		meta = map[string]string{}
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("ingest: %w", err)
+	}
+	var res IngestResult
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		res = IngestResult{}
+		err := tx.QueryRowContext(ctx, "SELECT run_id FROM runs WHERE content_sha256 = ?", run.SHA256).Scan(&res.RunID)
+		if err == nil {
+			res.Existing = true
+			return nil
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("look up content hash: %w", err)
+		}
+		err = tx.QueryRowContext(ctx, `INSERT INTO runs (content_sha256, source_path, file_bytes, ingested_at, format,
+			model_name, model_signature, torch_version, device, device_name, dtype, batch_size, input_shape, threads,
+			timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, metadata_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id`,
+			run.SHA256, run.SourcePath, run.FileBytes, formatTime(run.IngestedAt), run.Format,
+			run.ModelName, run.ModelSignature, run.TorchVersion, run.Device, run.DeviceName, run.DType, run.BatchSize,
+			string(shapeJSON), run.Threads, run.TimingMethod, run.WarmupReps, run.Reps, formatTime(run.CreatedAt),
+			run.Host, run.NumStages, run.HasLoss, run.InputBytes, string(metaJSON)).Scan(&res.RunID)
+		if err != nil {
+			return fmt.Errorf("insert run: %w", err)
+		}
+		if err := insertStages(ctx, tx, res.RunID, p.Stages); err != nil {
+			return err
+		}
+		n, err := insertMeasurements(ctx, tx, res.RunID, p.Measurements)
+		res.Rows = n
+		return err
+	})
+	if err != nil {
+		return IngestResult{}, fmt.Errorf("ingest %s: %w", run.SourcePath, err)
+	}
+	return res, nil
+}
+
+// checkProfile checks what the schema's constraints cannot say well.
+func checkProfile(p *Profile) error {
+	if b, err := hex.DecodeString(p.Run.SHA256); err != nil || len(b) != 32 {
+		return fmt.Errorf("content hash %q is not a hex SHA-256", p.Run.SHA256)
+	}
+	if len(p.Stages) == 0 {
+		return errors.New("the profile has no stages")
+	}
+	for i, s := range p.Stages {
+		if s.Index != i+1 {
+			return fmt.Errorf("stage %d is at position %d (stages must be numbered 1..L+1 in order)", s.Index, i+1)
+		}
+		if s.Kind == KindLoss && i != len(p.Stages)-1 {
+			return fmt.Errorf("the loss (stage %d) is not the last stage", s.Index)
+		}
+	}
+	if p.Stages[0].Kind != KindStage {
+		return errors.New("the profile has no stage before the loss")
+	}
+	return nil
+}
+
+// batchRows is how many rows one INSERT statement carries: fewer statements, fewer cgo
+// calls, and far below SQLite's 32,766 bound parameters.
+const batchRows = 128
+
+// insertRows inserts n rows of width values each into table with multi-row INSERTs;
+// values(i, dst) appends row i's values to dst.
+func insertRows(ctx context.Context, tx *sql.Tx, table, columns string, width, n int, values func(i int, dst []any) []any) error {
+	row := "(?" + repeat(", ?", width-1) + ")"
+	var full *sql.Stmt
+	args := make([]any, 0, batchRows*width)
+	for lo := 0; lo < n; lo += batchRows {
+		hi := min(lo+batchRows, n)
+		args = args[:0]
+		for i := lo; i < hi; i++ {
+			args = values(i, args)
+		}
+		var err error
+		if hi-lo == batchRows {
+			if full == nil {
+				full, err = tx.PrepareContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, batchRows-1))
+				if err != nil {
+					return fmt.Errorf("insert %s: %w", table, err)
+				}
+				defer full.Close()
+			}
+			_, err = full.ExecContext(ctx, args...)
+		} else {
+			_, err = tx.ExecContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, hi-lo-1), args...)
+		}
+		if err != nil {
+			return fmt.Errorf("insert %s rows %d..%d: %w", table, lo, hi-1, err)
+		}
+		if testHook != nil && lo < n/2 && hi >= n/2 {
+			testHook("insert " + table + " half")
+		}
+	}
+	return nil
+}
+
+func repeat(s string, n int) string {
+	out := make([]byte, 0, len(s)*n)
+	for range n {
+		out = append(out, s...)
+	}
+	return string(out)
+}
+
+func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []Stage) error {
+	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 13, len(stages),
+		func(i int, dst []any) []any {
+			s := &stages[i]
+			return append(dst, runID, s.Index, s.Name, s.Kind, s.Reps, s.FwdTimeS, s.BwdTimeS, s.InBytes, s.OutBytes,
+				s.SavedBytes, s.FwdTmpBytes, s.BwdTmpBytes, s.ParamBytes)
+		})
+}
+
+func insertMeasurements(ctx context.Context, tx *sql.Tx, runID int64, ms []Measurement) (int, error) {
+	err := insertRows(ctx, tx, "measurements", `run_id, stage_index, rep, fwd_time_s, bwd_time_s, in_bytes,
+		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 11, len(ms),
+		func(i int, dst []any) []any {
+			m := &ms[i]
+			return append(dst, runID, m.StageIndex, m.Rep, m.FwdTimeS, m.BwdTimeS, m.InBytes, m.OutBytes,
+				m.SavedBytes, m.FwdTmpBytes, m.BwdTmpBytes, m.ParamBytes)
+		})
+	if err != nil {
+		return 0, err
+	}
+	return len(ms), nil
+}
+
+// Stages returns the stages of run id in index order (the loss last), or an error
+// wrapping chainplan.ErrNotFound when there is no such run.
+func (db *DB) Stages(ctx context.Context, runID int64) ([]Stage, error) {
+	if _, err := db.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes
+		FROM stages WHERE run_id = ? ORDER BY stage_index`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Stage
+	for rows.Next() {
+		var s Stage
+		if err := rows.Scan(&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
+			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes); err != nil {
+			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
+		}
+		out = append(out, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
+	}
+	return out, nil
+}
+
+// Measurements returns the raw measurements of run id, by stage then repetition, or an
+// error wrapping chainplan.ErrNotFound when there is no such run.
+func (db *DB) Measurements(ctx context.Context, runID int64) ([]Measurement, error) {
+	if _, err := db.Run(ctx, runID); err != nil {
+		return nil, err
+	}
+	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, rep, fwd_time_s, bwd_time_s, in_bytes, out_bytes,
+		saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes
+		FROM measurements WHERE run_id = ? ORDER BY stage_index, rep`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []Measurement
+	for rows.Next() {
+		var m Measurement
+		if err := rows.Scan(&m.StageIndex, &m.Rep, &m.FwdTimeS, &m.BwdTimeS, &m.InBytes, &m.OutBytes,
+			&m.SavedBytes, &m.FwdTmpBytes, &m.BwdTmpBytes, &m.ParamBytes); err != nil {
+			return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
+		}
+		out = append(out, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
+	}
+	return out, nil
+}

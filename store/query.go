@@ -1,0 +1,161 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/mattn/go-sqlite3"
+)
+
+// Errors of Query. The CLI reports both as bad input (exit status 2).
+var (
+	// ErrReadOnly reports a statement that would change the database; it was not run.
+	ErrReadOnly = errors.New("chainplan: query refused: queries are read-only")
+	// ErrBadQuery reports SQL that SQLite cannot prepare or run: a syntax error, an unknown
+	// table or column, a wrong number of arguments.
+	ErrBadQuery = errors.New("chainplan: bad query")
+)
+
+// readOnlyDriver is go-sqlite3 with an authorizer that admits reads only. It backs every
+// connection of DB.r, which also opens the file with mode=ro and sets query_only, so a
+// write is refused three times over.
+const readOnlyDriver = "chainplan-sqlite3-ro"
+
+func init() {
+	sql.Register(readOnlyDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
+		c.RegisterAuthorizer(authorizeRead)
+		return nil
+	}})
+}
+
+// sqliteRecursive is SQLITE_RECURSIVE, the action code of a recursive CTE, which
+// go-sqlite3 does not export.
+const sqliteRecursive = 33
+
+// readPragmas are the pragmas that only report; any other pragma, and any of these with a
+// value to set, is denied. Those marked true take a table or index name argument.
+var readPragmas = map[string]bool{
+	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
+	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true,
+	"quick_check": true, "collation_list": false, "database_list": false, "function_list": false,
+	"module_list": false, "pragma_list": false, "compile_options": false, "user_version": false,
+	"schema_version": false, "application_id": false, "journal_mode": false, "page_size": false,
+	"page_count": false, "freelist_count": false, "encoding": false, "foreign_keys": false,
+	"query_only": false, "data_version": false,
+}
+
+// authorizeRead is the authorizer of read-only connections (sqlite3_set_authorizer): it
+// allows SELECT, reading columns, functions other than load_extension, recursive CTEs and
+// reporting pragmas, and denies everything else.
+func authorizeRead(action int, arg1, arg2, _ string) int {
+	switch action {
+	case sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqliteRecursive:
+		return sqlite3.SQLITE_OK
+	case sqlite3.SQLITE_FUNCTION: // arg2 is the function name
+		if strings.EqualFold(arg2, "load_extension") {
+			return sqlite3.SQLITE_DENY
+		}
+		return sqlite3.SQLITE_OK
+	case sqlite3.SQLITE_PRAGMA: // arg1 is the pragma, arg2 its argument
+		takesArg, ok := readPragmas[strings.ToLower(arg1)]
+		if ok && (arg2 == "" || takesArg) {
+			return sqlite3.SQLITE_OK
+		}
+	}
+	return sqlite3.SQLITE_DENY
+}
+
+// Rows is the result of Query, read row by row like database/sql.Rows.
+type Rows struct {
+	conn *sql.Conn
+	rows *sql.Rows
+	cols []string
+	vals []any
+	ptrs []any
+	err  error
+}
+
+// Query runs one read-only SQL statement with optional arguments and returns its rows.
+// Values are nil, int64, float64, string or []byte, as SQLite stores them. A statement
+// that would write fails with ErrReadOnly; SQL SQLite rejects fails with ErrBadQuery.
+// Close the rows when done.
+func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
+	conn, err := db.r.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("query: %w", err)
+	}
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
+		conn.Close()
+		return nil, queryError(err)
+	}
+	cols, err := rows.Columns()
+	if err != nil {
+		rows.Close()
+		conn.Close()
+		return nil, queryError(err)
+	}
+	r := &Rows{conn: conn, rows: rows, cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols))}
+	for i := range r.vals {
+		r.ptrs[i] = &r.vals[i]
+	}
+	return r, nil
+}
+
+// queryError classifies an error of a user's query.
+func queryError(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		if strings.Contains(se.Error(), "not authorized") { // the authorizer's denials
+			return fmt.Errorf("%w: %v", ErrReadOnly, err)
+		}
+		switch se.Code {
+		case sqlite3.ErrAuth, sqlite3.ErrReadonly:
+			return fmt.Errorf("%w: %v", ErrReadOnly, err)
+		case sqlite3.ErrError, sqlite3.ErrRange, sqlite3.ErrMismatch, sqlite3.ErrConstraint, sqlite3.ErrTooBig:
+			return fmt.Errorf("%w: %v", ErrBadQuery, err)
+		}
+	}
+	if strings.Contains(err.Error(), "not enough args") || strings.Contains(err.Error(), "arguments") {
+		return fmt.Errorf("%w: %v", ErrBadQuery, err)
+	}
+	return fmt.Errorf("query: %w", err)
+}
+
+// Columns returns the column names of the result.
+func (r *Rows) Columns() []string { return r.cols }
+
+// Next advances to the next row; it returns false at the end or on an error (see Err).
+func (r *Rows) Next() bool {
+	if r.err != nil || !r.rows.Next() {
+		return false
+	}
+	if err := r.rows.Scan(r.ptrs...); err != nil {
+		r.err = queryError(err)
+		return false
+	}
+	return true
+}
+
+// Values returns the current row's values. The slice is reused by the next call to Next;
+// a []byte value must be copied to be kept.
+func (r *Rows) Values() []any { return r.vals }
+
+// Err returns the error that ended the iteration, if any.
+func (r *Rows) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	if err := r.rows.Err(); err != nil {
+		return queryError(err)
+	}
+	return nil
+}
+
+// Close releases the rows and their connection.
+func (r *Rows) Close() error {
+	return errors.Join(r.rows.Close(), r.conn.Close())
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chainplan/chainplan"
+)
+
+// Run is the provenance of one stored profile: a row of the runs table.
+type Run struct {
+	ID             int64     // run_id
+	SHA256         string    // content_sha256: hex SHA-256 of the profile file
+	SourcePath     string    // the path the file was ingested from
+	FileBytes      int64     // the file's size
+	IngestedAt     time.Time // set by Ingest
+	Format         string    // the profile format, "chainplan.profile/v1"
+	ModelName      string
+	ModelSignature string
+	TorchVersion   string
+	Device         string
+	DeviceName     string
+	DType          string
+	BatchSize      int64
+	InputShape     []int64
+	Threads        int64
+	TimingMethod   string
+	WarmupReps     int64
+	Reps           int64
+	CreatedAt      time.Time // when the profile was taken
+	Host           string
+	NumStages      int   // L, set by Ingest from the stages
+	HasLoss        bool  // set by Ingest from the stages
+	InputBytes     int64 // a_0, stage 1's in_bytes, set by Ingest
+	// Metadata is the file's whole schema metadata, as key-value pairs.
+	Metadata map[string]string
+}
+
+// runColumns are the columns scanRun reads, in order.
+const runColumns = `run_id, content_sha256, source_path, file_bytes, ingested_at, format, model_name,
+	model_signature, torch_version, device, device_name, dtype, batch_size, input_shape, threads,
+	timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, metadata_json`
+
+// scanRun reads one row of runColumns.
+func scanRun(s interface{ Scan(...any) error }) (*Run, error) {
+	var r Run
+	var ingested, created, shape, meta string
+	err := s.Scan(&r.ID, &r.SHA256, &r.SourcePath, &r.FileBytes, &ingested, &r.Format, &r.ModelName,
+		&r.ModelSignature, &r.TorchVersion, &r.Device, &r.DeviceName, &r.DType, &r.BatchSize, &shape, &r.Threads,
+		&r.TimingMethod, &r.WarmupReps, &r.Reps, &created, &r.Host, &r.NumStages, &r.HasLoss, &r.InputBytes, &meta)
+	if err != nil {
+		return nil, err
+	}
+	if r.IngestedAt, err = parseTime(ingested); err != nil {
+		return nil, err
+	}
+	if r.CreatedAt, err = parseTime(created); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal([]byte(shape), &r.InputShape); err != nil {
+		return nil, fmt.Errorf("run %d: bad input_shape %q: %w", r.ID, shape, err)
+	}
+	if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
+		return nil, fmt.Errorf("run %d: bad metadata_json: %w", r.ID, err)
+	}
+	return &r, nil
+}
+
+// RunFilter selects runs for Runs. The zero value selects every run.
+type RunFilter struct {
+	ModelName string // only runs of this model, when not empty
+	Limit     int    // at most this many runs, when positive
+}
+
+// Runs returns the runs f selects, newest first (by created_at, then run_id).
+func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
+	var where []string
+	var args []any
+	if f.ModelName != "" {
+		where = append(where, "model_name = ?")
+		args = append(args, f.ModelName)
+	}
+	q := "SELECT " + runColumns + " FROM runs"
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY created_at DESC, run_id DESC"
+	if f.Limit > 0 {
+		q += fmt.Sprintf(" LIMIT %d", f.Limit)
+	}
+	rows, err := db.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	defer rows.Close()
+	var out []*Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// Run returns run id, or an error wrapping chainplan.ErrNotFound.
+func (db *DB) Run(ctx context.Context, id int64) (*Run, error) {
+	r, err := scanRun(db.r.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE run_id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("%w: no run %d in %s", chainplan.ErrNotFound, id, db.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// LatestRunID returns the id of the newest run (by created_at, then run_id), or an error
+// wrapping chainplan.ErrNotFound when the database holds none.
+func (db *DB) LatestRunID(ctx context.Context) (int64, error) {
+	var id int64
+	err := db.r.QueryRowContext(ctx, "SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("%w: no runs in %s (ingest a profile first)", chainplan.ErrNotFound, db.path)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read latest run: %w", err)
+	}
+	return id, nil
+}
