@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
@@ -22,22 +23,21 @@ const (
 // with ErrUnsupported rather than letting the process be killed.
 const maxTableBytes = 6 << 30
 
-// chunk is the width of the blocks the memory axis is cut into. The table is stored block
-// by block: all sub-chains' values for budgets [0, 32), then for [32, 64), and so on, and
-// the blocks are computed in that order. One block of a 339-stage table (58k sub-chains ×
-// 32 values, with the choices 18 MB) stays in the last-level cache while all of its
-// sub-chains are computed; a whole-row layout instead streams the table from memory once
-// per candidate s', and measured 2-3× slower. References to smaller budgets (m − a_{s'})
-// land in the current or in completed blocks.
-const chunk = 32
+// startBlock is the number of sub-chain starts s processed together. The table is stored
+// row by row (one contiguous row of budgets per sub-chain), and the rows are computed block
+// of starts by block, t ascending within a block and s descending within a t: the
+// candidates of (s, t) read the rows (s, s'), shared by every t of the same s, and the rows
+// (s'+1, t) of column t, shared by every s of the block. Both then come from the cache: 8
+// starts keep the left rows of a 339-stage chain (8 × 339 rows of 4 KB) in the last-level
+// cache and read each right row once per 8 sub-chains, where a by-length order reads both
+// from memory for every sub-chain.
+const startBlock = 8
 
 // table is the persistent DP C_MP(s, t, m) for 1 ≤ s ≤ t ≤ N and 0 ≤ m ≤ M, with the
-// choice that reaches each value. Within a block, sub-chains are ordered by length, then
-// by s, so the rows a length depends on are complete before it starts.
+// choice that reaches each value.
 type table struct {
 	c       *discretize.Chain
 	n       int
-	rows    int
 	cols    int // M+1
 	need    *needTable
 	revolve bool
@@ -45,40 +45,36 @@ type table struct {
 	choice  []int16
 }
 
-// rowIndex returns the row of sub-chain (s, t): rows of length d = t−s come after the
-// Σ_{k<d}(N−k) rows of shorter sub-chains.
+// rowIndex returns the row of sub-chain (s, t), rows ordered by s then t.
 func (tb *table) rowIndex(s, t int) int {
-	d := t - s
-	return d*tb.n - d*(d-1)/2 + (s - 1)
+	// Rows of starts 1..s−1 come first: Σ_{k<s} (N−k+1) of them.
+	return (s-1)*(tb.n+1) - (s-1)*s/2 + (t - s)
 }
 
-// at returns the position of C(s, t, m) in val and choice.
-func (tb *table) at(s, t int, m int64) int {
-	b := int(m) / chunk
-	return (b*tb.rows+tb.rowIndex(s, t))*chunk + int(m)%chunk
+func (tb *table) row(s, t int) []float64 {
+	r := tb.rowIndex(s, t)
+	return tb.val[r*tb.cols : (r+1)*tb.cols]
 }
 
-// span returns the values of sub-chain (s, t) for budgets [from, to), which must lie in one
-// block.
-func (tb *table) span(s, t int, from, to int64) []float64 {
-	i := tb.at(s, t, from)
-	return tb.val[i : i+int(to-from)]
+func (tb *table) choices(s, t int) []int16 {
+	r := tb.rowIndex(s, t)
+	return tb.choice[r*tb.cols : (r+1)*tb.cols]
 }
 
 // tableBytes is the memory the table of a chain of n stages (loss included) with budget m
 // needs: one float64 value and one int16 choice per entry.
 func tableBytes(n int, m int64) float64 {
-	blocks := (m + chunk) / chunk
-	return float64(n) * float64(n+1) / 2 * float64(blocks*chunk) * 10
+	return float64(n) * float64(n+1) / 2 * float64(m+1) * 10
 }
 
 // newTable fills the persistent table for budgets 0..m (units, input excluded).
 //
-// Loop order (spec §3.2, pitfall 15): budget block, then sub-chain length. Every reference
-// of an entry is to a strictly shorter sub-chain at the same or a smaller budget, so all
-// budgets of a block can be computed at once; the innermost loop then runs over budgets
-// and is a contiguous add-and-min. Rows of one length are independent and are split
-// between the available cores.
+// Order (spec §3.2, pitfall 15): every reference of (s, t, m) is to a strictly shorter
+// sub-chain at the same or a smaller budget, either (s, s') with s' < t or (s'+1, t) with
+// s' ≥ s, so a whole row over all budgets can be computed once the rows of the same start
+// and smaller t, and of larger starts and the same t, are done. Blocks of startBlock starts
+// are taken from the end of the chain; the cores work on consecutive blocks in a wavefront,
+// a block computing column t once the previous block has finished it.
 //
 // The time complexity is O(M·N³), the memory O(M·N²).
 func newTable(c *discretize.Chain, m int64, revolve bool) (*table, error) {
@@ -95,101 +91,99 @@ func newTable(c *discretize.Chain, m int64, revolve bool) (*table, error) {
 	}
 	cols := int(m + 1)
 	rows := n * (n + 1) / 2
-	blocks := (cols + chunk - 1) / chunk
 	tb := &table{
-		c: c, n: n, rows: rows, cols: cols, revolve: revolve,
+		c: c, n: n, cols: cols, revolve: revolve,
 		need:   minMemory(c, revolve),
-		val:    make([]float64, blocks*rows*chunk),
-		choice: make([]int16, blocks*rows*chunk),
+		val:    make([]float64, rows*cols),
+		choice: make([]int16, rows*cols),
+	}
+	if cols == 0 {
+		return tb, nil
 	}
 	prefix := make([]float64, n+1) // prefix[k] = u_F(1) + … + u_F(k)
 	for k := 1; k <= n; k++ {
 		prefix[k] = prefix[k-1] + c.UF[k]
 	}
-	workers := min(runtime.GOMAXPROCS(0), 8)
-	for start := 0; start < cols; start += chunk {
-		end := min(start+chunk, cols)
-		// Base case (2.9): C(s, s, m) = u_F(s) + u_B(s) for m ≥ m_all^{s,s}.
-		for s := 1; s <= n; s++ {
-			tb.fillBlock(s, s, int64(start), int64(end), prefix)
-		}
-		for d := 1; d < n; d++ {
-			count := n - d // sub-chains of length d: s = 1..count
-			if workers == 1 || count < 8 {
-				for s := 1; s <= count; s++ {
-					tb.fillBlock(s, s+d, int64(start), int64(end), prefix)
+	nblocks := (n + startBlock - 1) / startBlock
+	lowest := func(b int) int { return max(1, n-(b+1)*startBlock+1) } // smallest s of block b
+	// done[b] is the last column t that block b has completed.
+	done := make([]atomic.Int64, nblocks)
+	for b := range done {
+		done[b].Store(int64(lowest(b) - 1))
+	}
+	var next atomic.Int64
+	work := func() {
+		for {
+			b := int(next.Add(1) - 1)
+			if b >= nblocks {
+				return
+			}
+			lo, hi := lowest(b), n-b*startBlock
+			for t := lo; t <= n; t++ {
+				for b > 0 && done[b-1].Load() < int64(t) {
+					runtime.Gosched()
 				}
-				continue
+				for s := min(hi, t); s >= lo; s-- {
+					tb.fillRow(s, t, prefix)
+				}
+				done[b].Store(int64(t))
 			}
-			var wg sync.WaitGroup
-			for w := 0; w < workers; w++ {
-				wg.Add(1)
-				go func(w int) {
-					defer wg.Done()
-					// Interleave rows so that each worker gets the same mix of work.
-					for s := 1 + w; s <= count; s += workers {
-						tb.fillBlock(s, s+d, int64(start), int64(end), prefix)
-					}
-				}(w)
-			}
-			wg.Wait()
 		}
 	}
+	workers := min(runtime.GOMAXPROCS(0), nblocks, 8)
+	var wg sync.WaitGroup
+	for w := 1; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			work()
+		}()
+	}
+	work()
+	wg.Wait()
 	return tb, nil
 }
 
-// fillBlock computes C(s, t, m) for start ≤ m < end (one block) by (2.9)/(2.10). Ties:
-// candidates are tried in the order F_ck with s' = s, s+1, …, t−1, then F_all, and only a
-// strictly smaller value replaces the current one, so the checkpoint branch with the
-// smallest s' wins every tie (rotor's rule, spec §3.2).
-func (tb *table) fillBlock(s, t int, start, end int64, prefix []float64) {
+// fillRow computes C(s, t, ·) by (2.9)/(2.10). Ties: candidates are tried in the order
+// F_ck with s' = s, s+1, …, t−1, then F_all, and only a strictly smaller value replaces
+// the current one, so the checkpoint branch with the smallest s' wins every tie (rotor's
+// rule, spec §3.2).
+func (tb *table) fillRow(s, t int, prefix []float64) {
 	c := tb.c
-	base := tb.at(s, t, start)
-	out := tb.val[base : base+int(end-start)]
-	ch := tb.choice[base : base+int(end-start)]
+	out, ch := tb.row(s, t), tb.choices(s, t)
 	for i := range out {
 		out[i] = math.Inf(1)
 		ch[i] = choiceNone
 	}
+	end := int64(tb.cols)
 	if s == t {
 		v := c.UF[s] + c.UB[s]
-		for m := max(start, mAll(c, s, s)); m < end; m++ {
-			out[m-start], ch[m-start] = v, choiceAll
+		for m := mAll(c, s, s); m < end; m++ {
+			out[m], ch[m] = v, choiceAll
 		}
 		return
 	}
 	me := mEmpty(c, s, t)
 	for sp := s; sp < t; sp++ {
 		as := c.A[sp]
-		lo := max(start, me, as+tb.need.at(sp+1, t), tb.need.at(s, sp))
+		lo := max(me, as+tb.need.at(sp+1, t), tb.need.at(s, sp))
 		if lo >= end {
 			continue
 		}
 		p := prefix[sp] - prefix[s-1] // Σ_{k=s}^{s'} u_F(k)
-		left := tb.span(s, sp, lo, end)
-		// The right sub-chain is read at m − a_{s'}, which may straddle two blocks.
-		for from := lo; from < end; {
-			to := min(end, ((from-as)/chunk+1)*chunk+as)
-			relaxSum(out[from-start:to-start], ch[from-start:to-start], left[from-lo:to-lo],
-				tb.span(sp+1, t, from-as, to-as), p, int16(sp))
-			from = to
-		}
+		relaxSum(out[lo:], ch[lo:], tb.row(s, sp)[lo:], tb.row(sp+1, t)[lo-as:end-as], p, int16(sp))
 	}
 	if tb.revolve {
 		return
 	}
 	ab := c.ABar[s]
-	lo := max(start, mAll(c, s, t), ab+tb.need.at(s+1, t))
-	u := c.UF[s] + c.UB[s]
-	for from := lo; from < end; {
-		to := min(end, ((from-ab)/chunk+1)*chunk+ab)
-		relaxShift(out[from-start:to-start], ch[from-start:to-start], tb.span(s+1, t, from-ab, to-ab), u)
-		from = to
+	if lo := max(mAll(c, s, t), ab+tb.need.at(s+1, t)); lo < end {
+		relaxShift(out[lo:], ch[lo:], tb.row(s+1, t)[lo-ab:end-ab], c.UF[s]+c.UB[s])
 	}
 }
 
 // relaxSum lowers out[i] to p + left[i] + right[i] where that is strictly smaller and
-// records code as the choice. The slices must have out's length.
+// records code as the choice. The slices must be at least as long as out.
 func relaxSum(out []float64, ch []int16, left, right []float64, p float64, code int16) {
 	_, _, _ = ch[len(out)-1], left[len(out)-1], right[len(out)-1]
 	for i := range out {
@@ -215,7 +209,7 @@ func (tb *table) value(s, t int, m int64) float64 {
 	if m < 0 || m >= int64(tb.cols) {
 		return math.Inf(1)
 	}
-	return tb.val[tb.at(s, t, m)]
+	return tb.row(s, t)[m]
 }
 
 // choiceAt returns the choice of C(s, t, m), choiceNone when out of the table.
@@ -223,5 +217,5 @@ func (tb *table) choiceAt(s, t int, m int64) int16 {
 	if m < 0 || m >= int64(tb.cols) {
 		return choiceNone
 	}
-	return tb.choice[tb.at(s, t, m)]
+	return tb.choices(s, t)[m]
 }
