@@ -1,0 +1,3 @@
+"""Measuring a PyTorch chain stage by stage: memory probes, saved tensors, timings."""
+
+__all__: list[str] = []
