@@ -76,7 +76,7 @@ func sampleProfile(i, stages, reps int) *store.Profile {
 	p := &store.Profile{Run: store.Run{
 		SHA256: hex.EncodeToString(sum[:]), SourcePath: fmt.Sprintf("/data/profiles/%s-%05d.arrow", m.name, i),
 		FileBytes: int64(4096 + 96*len(names)*reps), Format: "chainplan.profile/v1",
-		ModelName: m.name, ModelSignature: fmt.Sprintf("sha256:%s-v%d", m.name, i/1000), TorchVersion: torchVersions[(i/7)%len(torchVersions)],
+		ModelName: m.name, ModelSignature: fmt.Sprintf("sha256:%s-v%d", m.name, i/50), TorchVersion: torchVersions[(i/7)%len(torchVersions)],
 		Device: dev.device, DeviceName: dev.name, DType: []string{"float32", "bfloat16"}[(i/5)%2],
 		BatchSize: batch, InputShape: []int64{batch, 3, 224, 224}, Threads: 16, TimingMethod: "cuda_event",
 		WarmupReps: 3, Reps: int64(reps), CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Minute),

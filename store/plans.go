@@ -130,7 +130,7 @@ func (db *DB) Plans(ctx context.Context, runID int64) ([]*StoredPlan, error) {
 type Execution struct {
 	ID           int64     // set by RecordExecution
 	PlanID       int64     // the plan executed
-	CreatedAt    time.Time // set by RecordExecution
+	CreatedAt    time.Time // when it was measured; RecordExecution uses the current time when zero
 	Steps        int64     // training steps measured, ≥ 1
 	StepTimeS    float64   // median step time, seconds
 	PeakBytes    int64     // measured activation peak, comparable with the plan's peak_bytes
@@ -155,6 +155,10 @@ func (db *DB) RecordExecution(ctx context.Context, e *Execution) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("record execution: %w", err)
 	}
+	created := e.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	}
 	var id int64
 	err = db.write(ctx, func(tx *sql.Tx) error {
 		var exists bool
@@ -166,7 +170,7 @@ func (db *DB) RecordExecution(ctx context.Context, e *Execution) (int64, error) 
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO executions (plan_id, created_at, steps, step_time_s, peak_bytes,
 			torch_version, device, host, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING execution_id`,
-			e.PlanID, formatTime(time.Now()), e.Steps, e.StepTimeS, e.PeakBytes, e.TorchVersion, e.Device, e.Host,
+			e.PlanID, formatTime(created), e.Steps, e.StepTimeS, e.PeakBytes, e.TorchVersion, e.Device, e.Host,
 			string(metaJSON)).Scan(&id)
 	})
 	if err != nil {

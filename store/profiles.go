@@ -74,12 +74,22 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 		return IngestResult{}, fmt.Errorf("ingest: %w", err)
 	}
 	run.NumStages, run.HasLoss = 0, false
+	run.TotalFwdTimeS, run.TotalBwdTimeS, run.TotalParamBytes = 0, 0, 0
+	run.TotalSavedBytes = sql.NullInt64{Valid: true}
 	for _, s := range p.Stages {
 		if s.Kind == KindLoss {
 			run.HasLoss = true
 		} else {
 			run.NumStages++
 		}
+		run.TotalFwdTimeS += s.FwdTimeS
+		run.TotalBwdTimeS += s.BwdTimeS
+		run.TotalParamBytes += s.ParamBytes
+		run.TotalSavedBytes.Int64 += s.SavedBytes.Int64
+		run.TotalSavedBytes.Valid = run.TotalSavedBytes.Valid && s.SavedBytes.Valid
+	}
+	if !run.TotalSavedBytes.Valid {
+		run.TotalSavedBytes.Int64 = 0
 	}
 	run.InputBytes = p.Stages[0].InBytes
 	run.IngestedAt = time.Now()
@@ -112,12 +122,14 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 		}
 		err = tx.QueryRowContext(ctx, `INSERT INTO runs (content_sha256, source_path, file_bytes, ingested_at, format,
 			model_name, model_signature, torch_version, device, device_name, dtype, batch_size, input_shape, threads,
-			timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, metadata_json)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id`,
+			timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, total_fwd_time_s,
+			total_bwd_time_s, total_saved_bytes, total_param_bytes, metadata_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id`,
 			run.SHA256, run.SourcePath, run.FileBytes, formatTime(run.IngestedAt), run.Format,
 			run.ModelName, run.ModelSignature, run.TorchVersion, run.Device, run.DeviceName, run.DType, run.BatchSize,
 			string(shapeJSON), run.Threads, run.TimingMethod, run.WarmupReps, run.Reps, formatTime(run.CreatedAt),
-			run.Host, run.NumStages, run.HasLoss, run.InputBytes, string(metaJSON)).Scan(&res.RunID)
+			run.Host, run.NumStages, run.HasLoss, run.InputBytes, run.TotalFwdTimeS, run.TotalBwdTimeS,
+			run.TotalSavedBytes, run.TotalParamBytes, string(metaJSON)).Scan(&res.RunID)
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -37,6 +38,16 @@ func TestIngestRoundTrip(t *testing.T) {
 	want := p.Run
 	want.ID, want.IngestedAt = res.RunID, got.IngestedAt
 	want.NumStages, want.HasLoss, want.InputBytes = len(p.Stages)-1, true, p.Stages[0].InBytes
+	for _, s := range p.Stages {
+		want.TotalFwdTimeS += s.FwdTimeS
+		want.TotalBwdTimeS += s.BwdTimeS
+		want.TotalParamBytes += s.ParamBytes
+	}
+	want.TotalSavedBytes = sql.NullInt64{} // stage 3's is null
+	if math.Abs(got.TotalFwdTimeS-want.TotalFwdTimeS) > 1e-15 || math.Abs(got.TotalBwdTimeS-want.TotalBwdTimeS) > 1e-15 {
+		t.Fatalf("total times %g, %g; want %g, %g", got.TotalFwdTimeS, got.TotalBwdTimeS, want.TotalFwdTimeS, want.TotalBwdTimeS)
+	}
+	want.TotalFwdTimeS, want.TotalBwdTimeS = got.TotalFwdTimeS, got.TotalBwdTimeS
 	if !reflect.DeepEqual(*got, want) {
 		t.Fatalf("Run()=%+v\nwant %+v", *got, want)
 	}

@@ -112,7 +112,7 @@ func TestQueryReads(t *testing.T) {
 			nil, []any{int64(15)}, 1},
 		{"SELECT json_extract(input_shape, '$[0]') FROM runs", nil, nil, []any{int64(16)}, 1},
 		{"SELECT name FROM pragma_table_info('plans') WHERE name = 'makespan_s'", nil, nil, []any{"makespan_s"}, 1},
-		{"PRAGMA table_info(runs)", nil, nil, nil, 24},
+		{"PRAGMA table_info(runs)", nil, nil, nil, 28},
 		{"SELECT 1.5, NULL, x'00ff'", nil, nil, []any{1.5, nil, []byte{0, 0xff}}, 1},
 		{"SELECT * FROM stage_history WHERE stage_name = 'nope'", nil, nil, nil, 0},
 	}

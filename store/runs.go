@@ -37,6 +37,12 @@ type Run struct {
 	NumStages      int   // L, set by Ingest from the stages
 	HasLoss        bool  // set by Ingest from the stages
 	InputBytes     int64 // a_0, stage 1's in_bytes, set by Ingest
+	// Totals over the stages, the loss included, set by Ingest. TotalSavedBytes is null
+	// when a stage's saved_bytes is.
+	TotalFwdTimeS   float64
+	TotalBwdTimeS   float64
+	TotalSavedBytes sql.NullInt64
+	TotalParamBytes int64
 	// Metadata is the file's whole schema metadata, as key-value pairs.
 	Metadata map[string]string
 }
@@ -44,7 +50,8 @@ type Run struct {
 // runColumns are the columns scanRun reads, in order.
 const runColumns = `run_id, content_sha256, source_path, file_bytes, ingested_at, format, model_name,
 	model_signature, torch_version, device, device_name, dtype, batch_size, input_shape, threads,
-	timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, metadata_json`
+	timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, total_fwd_time_s,
+	total_bwd_time_s, total_saved_bytes, total_param_bytes, metadata_json`
 
 // scanRun reads one row of runColumns.
 func scanRun(s interface{ Scan(...any) error }) (*Run, error) {
@@ -52,7 +59,8 @@ func scanRun(s interface{ Scan(...any) error }) (*Run, error) {
 	var ingested, created, shape, meta string
 	err := s.Scan(&r.ID, &r.SHA256, &r.SourcePath, &r.FileBytes, &ingested, &r.Format, &r.ModelName,
 		&r.ModelSignature, &r.TorchVersion, &r.Device, &r.DeviceName, &r.DType, &r.BatchSize, &shape, &r.Threads,
-		&r.TimingMethod, &r.WarmupReps, &r.Reps, &created, &r.Host, &r.NumStages, &r.HasLoss, &r.InputBytes, &meta)
+		&r.TimingMethod, &r.WarmupReps, &r.Reps, &created, &r.Host, &r.NumStages, &r.HasLoss, &r.InputBytes,
+		&r.TotalFwdTimeS, &r.TotalBwdTimeS, &r.TotalSavedBytes, &r.TotalParamBytes, &meta)
 	if err != nil {
 		return nil, err
 	}

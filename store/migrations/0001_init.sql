@@ -28,12 +28,18 @@ CREATE TABLE runs (
     num_stages      INTEGER NOT NULL,         -- L, the loss excluded
     has_loss        INTEGER NOT NULL CHECK (has_loss IN (0, 1)),
     input_bytes     INTEGER NOT NULL,         -- a_0, stage 1's in_bytes
+    -- Totals over the run's stages (loss included), stored at ingest since runs never
+    -- change: questions across thousands of runs read one row per run, not every stage.
+    total_fwd_time_s  REAL    NOT NULL,
+    total_bwd_time_s  REAL    NOT NULL,
+    total_saved_bytes INTEGER,                -- NULL when a stage's saved_bytes is
+    total_param_bytes INTEGER NOT NULL,
     metadata_json   TEXT    NOT NULL CHECK (json_valid(metadata_json))  -- all schema metadata
 ) STRICT;
 
 CREATE INDEX runs_created_at ON runs (created_at);
 CREATE INDEX runs_model_name ON runs (model_name, created_at);
-CREATE INDEX runs_model_signature ON runs (model_signature);
+CREATE INDEX runs_model_structure ON runs (model_name, model_signature, created_at);
 
 -- One row per stage of a run: the medians over its repetitions (what chains are made of).
 -- The loss is the row of stage_kind 'loss', stage_index num_stages + 1.
@@ -108,16 +114,14 @@ CREATE TABLE executions (
 ) STRICT;
 
 CREATE INDEX executions_plan_id ON executions (plan_id);
+CREATE INDEX executions_created_at ON executions (created_at);
 
--- Runs with their totals: one line per profile. Correlated subqueries rather than a
--- grouped join, so that "ORDER BY created_at DESC LIMIT n" reads n runs, not all of them.
+-- Runs with their totals and plan count: one line per profile.
 CREATE VIEW run_summary AS
 SELECT r.run_id, r.created_at, r.model_name, r.model_signature, r.torch_version, r.device,
        r.device_name, r.dtype, r.batch_size, r.threads, r.host, r.num_stages, r.input_bytes,
-       (SELECT sum(s.fwd_time_s) FROM stages s WHERE s.run_id = r.run_id) AS fwd_time_s,
-       (SELECT sum(s.bwd_time_s) FROM stages s WHERE s.run_id = r.run_id) AS bwd_time_s,
-       (SELECT sum(s.saved_bytes) FROM stages s WHERE s.run_id = r.run_id AND s.stage_kind = 'stage') AS saved_bytes,
-       (SELECT sum(s.param_bytes) FROM stages s WHERE s.run_id = r.run_id) AS param_bytes,
+       r.total_fwd_time_s AS fwd_time_s, r.total_bwd_time_s AS bwd_time_s,
+       r.total_saved_bytes AS saved_bytes, r.total_param_bytes AS param_bytes,
        (SELECT count(*) FROM plans p WHERE p.run_id = r.run_id) AS plans
 FROM runs r;
 
