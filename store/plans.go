@@ -58,7 +58,7 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 			return err
 		}
 		if !exists {
-			return fmt.Errorf("%w: no run %d in %s", chainplan.ErrNotFound, runID, db.path)
+			return notFound("no run %d in %s", runID, db.path)
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
 			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version)
@@ -97,7 +97,7 @@ func scanPlan(s interface{ Scan(...any) error }) (*StoredPlan, error) {
 func (db *DB) Plan(ctx context.Context, id int64) (*StoredPlan, error) {
 	p, err := scanPlan(db.r.QueryRowContext(ctx, "SELECT "+planColumns+" FROM plans WHERE plan_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no plan %d in %s", chainplan.ErrNotFound, id, db.path)
+		return nil, notFound("no plan %d in %s", id, db.path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read plan %d: %w", id, err)
@@ -166,7 +166,7 @@ func (db *DB) RecordExecution(ctx context.Context, e *Execution) (int64, error) 
 			return err
 		}
 		if !exists {
-			return fmt.Errorf("%w: no plan %d in %s", chainplan.ErrNotFound, e.PlanID, db.path)
+			return notFound("no plan %d in %s", e.PlanID, db.path)
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO executions (plan_id, created_at, steps, step_time_s, peak_bytes,
 			torch_version, device, host, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING execution_id`,

@@ -13,7 +13,7 @@ import (
 // Errors of Query. The CLI reports both as bad input (exit status 2).
 var (
 	// ErrReadOnly reports a statement that would change the database; it was not run.
-	ErrReadOnly = errors.New("chainplan: query refused: queries are read-only")
+	ErrReadOnly = errors.New("chainplan: query refused: queries are read-only and the statement would write or change a setting")
 	// ErrBadQuery reports SQL that SQLite cannot prepare or run: a syntax error, an unknown
 	// table or column, a wrong number of arguments.
 	ErrBadQuery = errors.New("chainplan: bad query")
@@ -110,11 +110,11 @@ func queryError(err error) error {
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		if strings.Contains(se.Error(), "not authorized") { // the authorizer's denials
-			return fmt.Errorf("%w: %v", ErrReadOnly, err)
+			return fmt.Errorf("%w (%v)", ErrReadOnly, err)
 		}
 		switch se.Code {
 		case sqlite3.ErrAuth, sqlite3.ErrReadonly:
-			return fmt.Errorf("%w: %v", ErrReadOnly, err)
+			return fmt.Errorf("%w (%v)", ErrReadOnly, err)
 		case sqlite3.ErrError, sqlite3.ErrRange, sqlite3.ErrMismatch, sqlite3.ErrConstraint, sqlite3.ErrTooBig:
 			return fmt.Errorf("%w: %v", ErrBadQuery, err)
 		}

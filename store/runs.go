@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/chainplan/chainplan"
 )
 
 // Run is the provenance of one stored profile: a row of the runs table.
@@ -124,7 +122,7 @@ func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 func (db *DB) Run(ctx context.Context, id int64) (*Run, error) {
 	r, err := scanRun(db.r.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE run_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("%w: no run %d in %s", chainplan.ErrNotFound, id, db.path)
+		return nil, notFound("no run %d in %s", id, db.path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read run %d: %w", id, err)
@@ -138,7 +136,7 @@ func (db *DB) LatestRunID(ctx context.Context) (int64, error) {
 	var id int64
 	err := db.r.QueryRowContext(ctx, "SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("%w: no runs in %s (ingest a profile first)", chainplan.ErrNotFound, db.path)
+		return 0, notFound("no runs in %s (ingest a profile first)", db.path)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read latest run: %w", err)

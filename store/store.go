@@ -54,7 +54,7 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	}
 	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
 		if opts.MustExist {
-			return nil, fmt.Errorf("open database: %w: no database at %s (ingest a profile first)", chainplan.ErrNotFound, abs)
+			return nil, notFound("no database at %s (ingest a profile first)", abs)
 		}
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return nil, fmt.Errorf("open database %s: %w", abs, err)
@@ -176,4 +176,16 @@ func parseTime(s string) (time.Time, error) {
 		return time.Time{}, fmt.Errorf("bad timestamp %q in the database: %w", s, err)
 	}
 	return t, nil
+}
+
+// notFoundError is an error wrapping chainplan.ErrNotFound whose message leaves out the
+// sentinel's text.
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string { return e.msg }
+func (e *notFoundError) Unwrap() error { return chainplan.ErrNotFound }
+
+// notFound returns a formatted error wrapping chainplan.ErrNotFound.
+func notFound(format string, args ...any) error {
+	return &notFoundError{fmt.Sprintf(format, args...)}
 }

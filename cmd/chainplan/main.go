@@ -104,10 +104,16 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.PersistentFlags().String("db", "", "profile database file (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
 	root.AddCommand(
 		newSolveCmd(e),
 		newSimulateCmd(e),
 		newFrontierCmd(e),
+		newIngestCmd(e),
+		newProfilesCmd(e),
+		newShowCmd(e),
+		newExportCmd(e),
+		newSQLCmd(e),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

@@ -17,6 +17,7 @@ type solveFlags struct {
 	slots    int64
 	segments int
 	format   string
+	run      string
 }
 
 func newSolveCmd(e *env) *cobra.Command {
@@ -38,9 +39,10 @@ Algorithms:
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
 		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
   chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
-  chainplan solve --chain c.json --budget min --slots 1000`,
+  chainplan solve --chain c.json --budget min --slots 1000
+  chainplan solve --run latest --budget 2GiB     # plan a stored profile, record the plan`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSolve(e.stdout, f)
+			return runSolve(cmd, e, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -50,22 +52,30 @@ Exit status 3 means the budget is too small; the message gives the smallest one.
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (rotor, optimal, revolve)")
 	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo sequential (0: best that fits)")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
+	fl.StringVar(&f.run, "run", "", "plan a stored profile instead of --chain (a run id or \"latest\"); records the plan")
 	return cmd
 }
 
-func runSolve(w io.Writer, f solveFlags) error {
+func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
+	w := e.stdout
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return err
 	}
-	if f.chain == "" {
-		return usagef("--chain is required")
+	if f.chain == "" && f.run == "" {
+		return usagef("--chain is required (or --run RUN to plan a stored profile)")
+	}
+	if f.chain != "" && f.run != "" {
+		return usagef("--chain and --run are mutually exclusive")
 	}
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
 	}
-	c, err := chainplan.ReadChain(f.chain)
+	c, stored, err := solveInput(cmd, f)
 	if err != nil {
 		return err
+	}
+	if stored != nil {
+		defer stored.db.Close()
 	}
 	req := planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments}
 	if f.budget == "min" {
@@ -78,6 +88,11 @@ func runSolve(w io.Writer, f solveFlags) error {
 	p, err := planner.Solve(c, req)
 	if err != nil {
 		return err
+	}
+	if stored != nil {
+		if err := stored.record(cmd.Context(), e, p, f); err != nil {
+			return err
+		}
 	}
 	if f.format == "json" {
 		return writeJSON(w, p)
