@@ -67,10 +67,17 @@ func loadMigrations() []migration {
 // number of the last embedded migration.
 func SchemaVersion() int { return len(migrations()) }
 
-// Version returns the schema version of the open database (PRAGMA user_version).
+// Version returns the schema version of the open database (PRAGMA user_version). It
+// reads through a read-only connection, so that opening an up-to-date database for queries
+// never touches the writer, unless that connection cannot open the file (a WAL left by a
+// crashed process needs recovery, which a read-only connection cannot run).
 func (db *DB) Version(ctx context.Context) (int, error) {
 	var v int
-	if err := db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v); err != nil {
+	err := db.r.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	if err != nil && ctx.Err() == nil {
+		err = db.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&v)
+	}
+	if err != nil {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil

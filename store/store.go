@@ -52,15 +52,16 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	if _, err := os.Stat(abs); errors.Is(err, os.ErrNotExist) {
+	_, statErr := os.Stat(abs)
+	if errors.Is(statErr, os.ErrNotExist) {
 		if opts.MustExist {
 			return nil, notFound("no database at %s (ingest a profile first)", abs)
 		}
 		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 			return nil, fmt.Errorf("open database %s: %w", abs, err)
 		}
-	} else if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	} else if statErr != nil {
+		return nil, fmt.Errorf("open database %s: %w", abs, statErr)
 	}
 	busy := opts.BusyTimeout
 	if busy <= 0 {
@@ -83,6 +84,13 @@ func Open(ctx context.Context, path string, opts Options) (*DB, error) {
 	if err != nil {
 		db.w.Close()
 		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	}
+	if statErr != nil {
+		// A new file: the writer creates it (read-only connections cannot).
+		if err := db.w.PingContext(ctx); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("create database %s: %w", abs, err)
+		}
 	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
