@@ -13,7 +13,7 @@ PY       := $(VENV)/bin/python
 # torch comes from PyPI (the default Linux build); pip's cache serves it after the first time.
 PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel
 
-.PHONY: all build test lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench demo clean
+.PHONY: all build test lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
 
 all: build
 
@@ -70,12 +70,19 @@ lint-py: venv
 fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseChain$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzParsePlan$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzReadProfile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./profiler
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...
+	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./cmd/chainplan
+	$(GO) test -run='^$$' -bench=Queries ./store
+
+## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
+testdata-profiles: venv
+	$(PY) testdata/profiles/generate.py
 
 ## demo: the CLI on the example chains at several budgets.
 demo:

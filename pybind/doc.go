@@ -11,6 +11,7 @@
 //
 //	chainplan[infeasible;min_budget_bytes=N]: …   the budget is too small (N: the smallest)
 //	chainplan[invalid-chain]: …                   the chain breaks the chain contract
+//	chainplan[invalid-profile]: …                 a profile file is not a valid version-1 profile
 //	chainplan[invalid-plan]: …                    a plan or sequence cannot be read
 //	chainplan[bad-request]: …                     unknown algorithm, bad option
 //	chainplan[not-found]: …                       a stored run or plan does not exist

@@ -23,6 +23,8 @@ func codedError(err error) error {
 		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=0]: %s", msg)
 	case errors.Is(err, chainplan.ErrInvalidChain):
 		return fmt.Errorf("chainplan[invalid-chain]: %s", msg)
+	case errors.Is(err, errInvalidProfile):
+		return fmt.Errorf("chainplan[invalid-profile]: %s", msg)
 	case errors.Is(err, chainplan.ErrInvalidPlan):
 		return fmt.Errorf("chainplan[invalid-plan]: %s", msg)
 	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest):

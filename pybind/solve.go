@@ -31,12 +31,7 @@ func Solve(chainJSON, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	if minBudget {
-		if req.BudgetBytes, err = planner.MinBudget(c, req); err != nil {
-			return "", codedError(err)
-		}
-	}
-	p, err := planner.Solve(c, req)
+	p, err := solve(c, req, minBudget)
 	if err != nil {
 		return "", codedError(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainplan/chainplan/internal/history"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -103,7 +104,7 @@ func TestDBPathResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(envDB, tt.env)
+			t.Setenv(history.EnvDB, tt.env)
 			args := []string{"ingest", file}
 			if tt.flag != "" {
 				args = append([]string{"--db", tt.flag}, args...)

@@ -1,3 +1,61 @@
-"""chainplan: stage-by-stage profiling and memory-aware training schedules for PyTorch."""
+"""chainplan: profile a PyTorch chain model, store the profile, plan memory-saving schedules.
 
-__all__: list[str] = []
+Usage::
+
+    import chainplan
+    prof = chainplan.profile(model, sample, loss_fn=loss_fn, target=y)  # measure, store
+    plan = chainplan.plan(prof, budget="2GiB", algo="rotor")             # Go planner
+    net = plan.wrap(model)                                               # runs the schedule
+    rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
+
+    net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
+
+Public names are imported on first use, so that the torch-free modules
+(``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chainplan.api import Checkpointed, plan, profile, query, record
+    from chainplan.errors import ChainplanError, InfeasibleBudget
+    from chainplan.schedule import Plan
+
+__all__ = [
+    "profile",
+    "plan",
+    "query",
+    "record",
+    "Checkpointed",
+    "Plan",
+    "ChainplanError",
+    "InfeasibleBudget",
+]
+
+_WHERE = {
+    "profile": "chainplan.api",
+    "plan": "chainplan.api",
+    "query": "chainplan.api",
+    "record": "chainplan.api",
+    "measure": "chainplan.api",
+    "Checkpointed": "chainplan.api",
+    "Plan": "chainplan.schedule",
+    "ChainplanError": "chainplan.errors",
+    "InfeasibleBudget": "chainplan.errors",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chainplan' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

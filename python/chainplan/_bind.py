@@ -6,9 +6,12 @@ module re-raises them as chainplan's own exception classes, ``from`` the origina
 
 from __future__ import annotations
 
+import base64
 import json
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -81,3 +84,46 @@ def min_budget(chain_json: str, request: dict[str, Any]) -> int:
 def parse_bytes(text: str) -> int:
     """Read a byte size with the CLI's rules ("2GiB", "512MB", "123456")."""
     return int(call(_go().ParseBytes, text))
+
+
+def db_path() -> str:
+    """The database file: ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``.
+
+    Resolved here rather than in Go: a Go runtime loaded into Python reads the environment
+    once, when the extension is imported, and would miss later changes.
+    """
+    path = os.environ.get("CHAINPLAN_DB")
+    if path:
+        return path
+    return str(Path.home() / ".chainplan" / "chainplan.db")
+
+
+def ingest(file_path: str) -> int:
+    """Store a profile file in the database (created if needed); returns its run id."""
+    doc = json.loads(call(_go().Ingest, db_path(), file_path))
+    return int(doc["run_id"])
+
+
+def query(sql: str) -> bytes:
+    """Run a read-only query; returns the result as Arrow IPC file bytes."""
+    return base64.b64decode(call(_go().Query, db_path(), sql))
+
+
+def solve_run(run_id: int, request: dict[str, Any]) -> str:
+    """Plan a stored run and record the plan; returns ``{"plan_id", "plan"}`` JSON."""
+    return str(call(_go().SolveRun, db_path(), run_id, json.dumps(request)))
+
+
+def solve_file(file_path: str, request: dict[str, Any]) -> str:
+    """Plan the chain of a profile file without storing anything; returns the plan JSON."""
+    return str(call(_go().SolveFile, file_path, json.dumps(request)))
+
+
+def export_chain(run_id: int) -> str:
+    """The ``chainplan.chain/v1`` JSON of a stored run."""
+    return str(call(_go().ExportChain, db_path(), run_id))
+
+
+def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
+    """Store a measured execution of a plan; returns its id."""
+    return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))

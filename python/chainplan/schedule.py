@@ -131,5 +131,16 @@ class Plan:
         if len(loss) != 2 or self.sequence[loss[0]].kind != "F_all" or loss[1] != loss[0] + 1:
             raise ScheduleError(f"the loss (stage {n}) must appear as F_all {n} then B {n}")
 
+    def wrap(self, model: Any) -> Any:
+        """Return an ``nn.Module`` that trains ``model`` with this schedule.
+
+        ``model`` must be the chain the plan was made for (same stages, in order). The
+        returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters.
+        """
+        from chainplan.executors.checkpoint import CheckpointedChain
+        from chainplan.stages import flatten_stages
+
+        return CheckpointedChain(flatten_stages(model), self)
+
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

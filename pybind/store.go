@@ -1,0 +1,235 @@
+package pybind
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/history"
+	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/store"
+)
+
+// Version is recorded with every plan stored from Python.
+var Version = "python"
+
+// open opens the database at path ("" means $CHAINPLAN_DB or ~/.chainplan/chainplan.db).
+func open(ctx context.Context, path string, create bool) (*store.DB, error) {
+	if path == "" {
+		p, err := history.DefaultDBPath()
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		path = p
+	}
+	return store.Open(ctx, path, store.Options{MustExist: !create})
+}
+
+// fileError makes a missing or invalid profile file a coded input error.
+func fileError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	case errors.Is(err, profiler.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+		return fmt.Errorf("%w: %v", errInvalidProfile, err)
+	}
+	return err
+}
+
+var errInvalidProfile = errors.New("invalid profile")
+
+// Ingest stores the profile file at filePath in the database dbPath (created if needed)
+// and returns {"run_id": N, "existing": bool, "rows": N} as JSON. Ingesting the same file
+// twice stores it once.
+func Ingest(dbPath, filePath string) (result string, err error) {
+	defer recoverError(&err)
+	ctx := context.Background()
+	db, err := open(ctx, dbPath, true)
+	if err != nil {
+		return "", codedError(err)
+	}
+	defer db.Close()
+	res, _, err := history.IngestFile(ctx, db, filePath)
+	if err != nil {
+		return "", codedError(fileError(err))
+	}
+	b, _ := json.Marshal(map[string]any{"run_id": res.RunID, "existing": res.Existing, "rows": res.Rows})
+	return string(b), nil
+}
+
+// Query runs a read-only SQL query and returns the result as a base64-encoded Arrow IPC
+// file (gopy passes strings through C, where binary data would stop at the first zero
+// byte). A statement that would write is refused and changes nothing.
+func Query(dbPath, query string) (arrowBase64 string, err error) {
+	defer recoverError(&err)
+	ctx := context.Background()
+	db, err := open(ctx, dbPath, false)
+	if err != nil {
+		return "", codedError(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(ctx, query)
+	if err != nil {
+		return "", codedError(queryError(err))
+	}
+	defer rows.Close()
+	t := profiler.Table{Columns: rows.Columns()}
+	for rows.Next() {
+		vals := rows.Values()
+		r := make([]any, len(vals))
+		for i, v := range vals {
+			if b, ok := v.([]byte); ok {
+				v = append([]byte(nil), b...)
+			}
+			r[i] = v
+		}
+		t.Rows = append(t.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		return "", codedError(queryError(err))
+	}
+	var buf bytes.Buffer
+	if err := profiler.WriteTable(&buf, &t); err != nil {
+		return "", codedError(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+}
+
+func queryError(err error) error {
+	if errors.Is(err, store.ErrReadOnly) || errors.Is(err, store.ErrBadQuery) {
+		return fmt.Errorf("%w: %v", errBadRequest, err)
+	}
+	return err
+}
+
+// SolveRun plans the chain of stored run runID as requestJSON asks (see Solve), records
+// the plan and returns {"plan_id": N, "plan": {...}} as JSON.
+func SolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
+	defer recoverError(&err)
+	ctx := context.Background()
+	req, minBudget, err := parseRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	db, err := open(ctx, dbPath, false)
+	if err != nil {
+		return "", codedError(err)
+	}
+	defer db.Close()
+	c, err := history.RunChain(ctx, db, runID)
+	if err != nil {
+		return "", codedError(err)
+	}
+	p, err := solve(c, req, minBudget)
+	if err != nil {
+		return "", codedError(err)
+	}
+	params := map[string]any{"algo": req.Algo, "budget_bytes": p.BudgetBytes, "slots": req.Slots,
+		"segments": req.Segments, "min_budget": minBudget, "source": "python"}
+	id, err := db.RecordPlan(ctx, runID, p, params, Version)
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := json.Marshal(map[string]any{"plan_id": id, "plan": p})
+	if err != nil {
+		return "", codedError(err)
+	}
+	return string(b), nil
+}
+
+// SolveFile plans the chain aggregated from a profile file (not stored) and returns the
+// plan as JSON.
+func SolveFile(filePath, requestJSON string) (plan string, err error) {
+	defer recoverError(&err)
+	req, minBudget, err := parseRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	data, err := os.ReadFile(filePath)
+	if err != nil {
+		return "", codedError(fileError(err))
+	}
+	prof, err := profiler.Read(data)
+	if err != nil {
+		return "", codedError(fileError(err))
+	}
+	c, err := prof.Chain()
+	if err != nil {
+		return "", codedError(err)
+	}
+	p, err := solve(c, req, minBudget)
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := json.Marshal(p)
+	return string(b), codedError(err)
+}
+
+// ExportChain returns the chain of stored run runID as chainplan.chain/v1 JSON.
+func ExportChain(dbPath string, runID int64) (chain string, err error) {
+	defer recoverError(&err)
+	ctx := context.Background()
+	db, err := open(ctx, dbPath, false)
+	if err != nil {
+		return "", codedError(err)
+	}
+	defer db.Close()
+	c, err := history.RunChain(ctx, db, runID)
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := c.MarshalIndent()
+	return string(b), codedError(err)
+}
+
+// execution is the JSON form of a measured execution from Python.
+type execution struct {
+	StepTimeS    float64           `json:"step_time_s"`
+	PeakBytes    int64             `json:"peak_bytes"`
+	Steps        int64             `json:"steps"`
+	Device       string            `json:"device"`
+	TorchVersion string            `json:"torch_version"`
+	Metadata     map[string]string `json:"metadata"`
+}
+
+// RecordExecution stores a measured execution of plan planID ({"step_time_s": s,
+// "peak_bytes": N, "steps": N, "device": "...", "torch_version": "..."}) and returns its id.
+func RecordExecution(dbPath string, planID int64, executionJSON string) (id int64, err error) {
+	defer recoverError(&err)
+	var e execution
+	if err := json.Unmarshal([]byte(executionJSON), &e); err != nil {
+		return 0, codedError(fmt.Errorf("%w: execution: %v", errBadRequest, err))
+	}
+	ctx := context.Background()
+	db, err := open(ctx, dbPath, false)
+	if err != nil {
+		return 0, codedError(err)
+	}
+	defer db.Close()
+	host, _ := os.Hostname()
+	id, err = db.RecordExecution(ctx, &store.Execution{PlanID: planID, CreatedAt: time.Now(), Steps: max(e.Steps, 1),
+		StepTimeS: e.StepTimeS, PeakBytes: e.PeakBytes, TorchVersion: e.TorchVersion, Device: e.Device, Host: host,
+		Metadata: e.Metadata})
+	return id, codedError(err)
+}
+
+// solve runs the planner, first finding the smallest budget when asked to.
+func solve(c *chainplan.Chain, req planner.Request, minBudget bool) (*chainplan.Plan, error) {
+	if minBudget {
+		b, err := planner.MinBudget(c, req)
+		if err != nil {
+			return nil, err
+		}
+		req.BudgetBytes = b
+	}
+	return planner.Solve(c, req)
+}

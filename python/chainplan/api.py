@@ -1,0 +1,251 @@
+"""The public entry points: profile, plan, query, record, Checkpointed, measure."""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from chainplan import _bind
+from chainplan.errors import PlanError, ProfileError
+from chainplan.executors.checkpoint import CheckpointedChain
+from chainplan.profiler.hooks import record_model
+from chainplan.profiler.run import Profile, profile_model
+from chainplan.schedule import Plan
+from chainplan.stages import flatten_stages
+
+__all__ = ["profile", "plan", "query", "record", "Checkpointed", "measure", "Execution"]
+
+Budget = int | str
+LossFn = Callable[..., torch.Tensor]
+
+profile = profile_model
+record = record_model
+
+
+def _budget_request(budget: Budget, algo: str, slots: int, segments: int) -> dict[str, Any]:
+    req: dict[str, Any] = {"algo": algo, "slots": slots, "segments": segments}
+    if isinstance(budget, str) and budget.strip().lower() == "min":
+        req["min_budget"] = True
+    elif isinstance(budget, str):
+        req["budget_bytes"] = _bind.parse_bytes(budget)
+    elif isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
+        req["budget_bytes"] = budget
+    else:
+        raise PlanError(f"budget must be a positive number of bytes, a size such as '2GiB', "
+                        f"or 'min' (got {budget!r})")
+    return req
+
+
+def plan(
+    source: Profile | int | str | os.PathLike[str] | nn.Module,
+    *,
+    budget: Budget,
+    algo: str = "rotor",
+    slots: int = 500,
+    segments: int = 0,
+    sample: torch.Tensor | None = None,
+    loss_fn: LossFn | None = None,
+    target: torch.Tensor | None = None,
+) -> Plan:
+    """Compute a schedule with the Go planner, in-process.
+
+    Args:
+        source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, a chain file
+            (``chainplan.chain/v1`` JSON), or the model itself (then ``sample`` is
+            required and the model is profiled first).
+
+    Keyword Args:
+        budget: total activation memory (chain input included): bytes, a size such as
+            ``"2GiB"``, or ``"min"`` for the algorithm's smallest feasible budget.
+        algo: ``rotor`` (default), ``optimal``, ``revolve``, ``sequential`` or
+            ``store-all``.
+        slots: memory slots of the discretization (default: 500).
+        segments: segment count for ``sequential`` (default: 0, the best that fits).
+        sample, loss_fn, target: used to profile ``source`` when it is a model.
+
+    Returns:
+        The :class:`~chainplan.schedule.Plan`; plans of stored runs are recorded in the
+        database (``plan.plan_id``).
+
+    Raises:
+        InfeasibleBudget: the budget is too small (``min_budget_bytes`` says how small it
+            may be).
+        PlanError: a bad algorithm name or option.
+    """
+    req = _budget_request(budget, algo, slots, segments)
+    if isinstance(source, nn.Module):
+        if sample is None:
+            raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
+        source = profile_model(source, sample, loss_fn=loss_fn, target=target)
+    if isinstance(source, Profile):
+        if source.run_id is None:
+            return Plan.from_json(_bind.solve_file(str(source.path), req))
+        source = source.run_id
+    if isinstance(source, int) and not isinstance(source, bool):
+        doc = json.loads(_bind.solve_run(source, req))
+        return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source)
+    path = Path(source)
+    return Plan.from_json(_bind.solve(path.read_text(), req))
+
+
+def query(sql: str) -> Any:
+    """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
+
+    The database is ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``; docs/sql.md lists
+    the tables, views and example queries. A statement that would write is refused.
+    """
+    import pyarrow as pa
+
+    data = _bind.query(sql)
+    return pa.ipc.open_file(pa.py_buffer(data)).read_all()
+
+
+@dataclass(frozen=True)
+class Execution:
+    """A measured run of a plan.
+
+    Attributes:
+        step_time_s: median time of one training step (forward, loss, backward; seconds).
+        peak_bytes: peak activation memory of a step (bytes, chain input included),
+            measured by :class:`~chainplan.profiler.memory.MemoryProbe`.
+        predicted_makespan_s: the plan's predicted step time (seconds).
+        predicted_peak_bytes: the plan's predicted peak (bytes).
+        execution_id: the row in the ``executions`` table, when recorded.
+    """
+
+    step_time_s: float
+    peak_bytes: int
+    predicted_makespan_s: float
+    predicted_peak_bytes: int
+    execution_id: int | None
+
+
+def _loss(loss_fn: LossFn | None, out: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
+    if loss_fn is None:
+        return out.float().square().mean()
+    return loss_fn(out, target) if target is not None else loss_fn(out)
+
+
+def measure(
+    net: nn.Module,
+    sample: torch.Tensor,
+    *,
+    plan: Plan | None = None,
+    loss_fn: LossFn | None = None,
+    target: torch.Tensor | None = None,
+    steps: int = 3,
+    store: bool = True,
+) -> Execution:
+    """Run training steps of ``net`` and measure their time and peak activation memory.
+
+    Weight gradients are allocated before measuring (they are not activations). The peak is
+    taken over one step, relative to the memory before it, plus the input's bytes (the
+    budget counts the chain input). The time is the median of ``steps`` further steps.
+    Gradients accumulate into ``.grad``; zero them afterwards as usual.
+
+    Keyword Args:
+        plan: the plan ``net`` executes (default: ``net.plan`` for a wrapped model).
+        loss_fn, target: the loss (default: the mean square of the output).
+        steps: timed steps, ≥ 1 (default: 3).
+        store: record the execution in the database next to the plan (default: True).
+    """
+    from chainplan.profiler.memory import MemoryProbe
+
+    if steps < 1:
+        raise PlanError(f"steps must be at least 1 (got {steps})")
+    plan = plan or getattr(net, "plan", None)
+    device = sample.device
+    for p in net.parameters():
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+
+    def step() -> None:
+        _loss(loss_fn, net(sample), target).backward()
+
+    step()  # warm-up: caches, lazy allocations
+    sync()
+    with MemoryProbe(device=device) as probe:
+        step()
+        sync()
+    peak = probe.peak_bytes + sample.numel() * sample.element_size()
+    times = []
+    for _ in range(steps):
+        sync()
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    ex = Execution(step_time_s=statistics.median(times), peak_bytes=peak,
+                   predicted_makespan_s=plan.makespan if plan else 0.0,
+                   predicted_peak_bytes=plan.peak_bytes if plan else 0, execution_id=None)
+    if store and plan is not None and plan.plan_id is not None:
+        eid = _bind.record_execution(plan.plan_id, {
+            "step_time_s": ex.step_time_s, "peak_bytes": ex.peak_bytes, "steps": steps,
+            "device": str(device), "torch_version": torch.__version__})
+        ex = Execution(ex.step_time_s, ex.peak_bytes, ex.predicted_makespan_s,
+                       ex.predicted_peak_bytes, eid)
+    return ex
+
+
+class Checkpointed(nn.Module):
+    """A chain model that profiles, plans and checkpoints itself within a memory budget.
+
+    The first call with an input shape profiles the model on that very input (stored in
+    the database), plans with the Go planner and builds the executor; later calls with the
+    same shape, dtype and device go straight to the cached executor, so a training loop
+    pays only a dictionary lookup. A new shape is profiled and planned again.
+
+    Args:
+        model: an ``nn.Sequential`` chain.
+
+    Keyword Args:
+        budget: activation memory budget (bytes, a size such as ``"2GiB"``, or ``"min"``).
+        algo: the planning algorithm (default: ``rotor``).
+        loss_fn, target: the loss, to profile its cost (optional).
+        slots, repeats, warmup: planner and profiler options.
+    """
+
+    def __init__(self, model: nn.Module, *, budget: Budget, algo: str = "rotor",
+                 loss_fn: LossFn | None = None, target: torch.Tensor | None = None,
+                 slots: int = 500, repeats: int = 3, warmup: int = 1) -> None:
+        super().__init__()
+        _budget_request(budget, algo, slots, 0)  # reject a bad budget now, not on first use
+        self.model = model
+        self.stages = flatten_stages(model)
+        self.budget, self.algo, self.slots = budget, algo, slots
+        self.loss_fn, self.target = loss_fn, target
+        self.repeats, self.warmup = repeats, warmup
+        self._cache: dict[tuple[Any, ...], CheckpointedChain] = {}
+
+    def executor(self, x: torch.Tensor) -> CheckpointedChain:
+        """The executor for inputs shaped like ``x`` (profiled and planned on first use)."""
+        key = (tuple(x.shape), x.dtype, x.device)
+        net = self._cache.get(key)
+        if net is None:
+            prof = profile_model(self.model, x, loss_fn=self.loss_fn, target=self.target,
+                                 repeats=self.repeats, warmup=self.warmup)
+            p = plan(prof, budget=self.budget, algo=self.algo, slots=self.slots)
+            net = CheckpointedChain(self.stages, p)
+            self._cache[key] = net
+        return net
+
+    @property
+    def plans(self) -> list[Plan]:
+        """The plans made so far, one per input shape."""
+        return [net.plan for net in self._cache.values()]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():
+            out: torch.Tensor = self.model(x)
+            return out
+        return self.executor(x)(x)

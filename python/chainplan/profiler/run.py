@@ -1,0 +1,197 @@
+"""``chainplan.profile``: measure every stage of a chain model and store the profile.
+
+The recipe is that of rotor spec §1.4 and §7 item 25 (see ``measure.py``): each stage runs
+on the previous stage's real output, forward with the graph recorded, backward with a
+random gradient; times are medians of repetitions; the loss is the last stage.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from chainplan.errors import ProfileError
+from chainplan.profiler.measure import LossMeasurement, measure_loss, measure_stage
+from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, signature, write_profile
+from chainplan.stages import flatten_stages
+
+__all__ = ["Profile", "profile_model", "default_profile_dir"]
+
+LossFn = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A measured profile, written to an Arrow file and (usually) stored in the database.
+
+    Attributes:
+        path: the Arrow IPC file.
+        run_id: the run's id in the database, or None when not ingested.
+        model_name: the name the profile was stored under.
+        stage_names: the stages, in order (the loss excluded).
+        rows: every measurement written to the file.
+        seconds: wall time the profiling took (seconds).
+    """
+
+    path: Path
+    run_id: int | None
+    model_name: str
+    stage_names: tuple[str, ...]
+    rows: tuple[ProfileRow, ...]
+    seconds: float
+
+    @property
+    def num_stages(self) -> int:
+        return len(self.stage_names)
+
+
+def default_profile_dir() -> Path:
+    """Where profiles are written: next to the database (``$CHAINPLAN_DB``'s folder, or
+    ``~/.chainplan``), in ``profiles/``."""
+    db = os.environ.get("CHAINPLAN_DB")
+    base = Path(db).parent if db else Path.home() / ".chainplan"
+    return base / "profiles"
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _device_name(device: torch.device) -> str:
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return cpu_name()
+
+
+def _stage_name(model: nn.Module, stage: nn.Module, k: int) -> str:
+    for name, mod in model.named_modules():
+        if mod is stage and name:
+            return f"{name}:{type(stage).__name__}"
+    return f"{k}:{type(stage).__name__}"
+
+
+def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str) -> list[ProfileRow]:
+    if lm is None:  # no loss given: the loss stage costs nothing
+        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, 0, 0, 0, stage_kind="loss")]
+    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, lm.fwd_tmp_bytes, lm.bwd_tmp_bytes, 0,
+                       stage_kind="loss")
+            for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
+
+
+def profile_model(
+    model: nn.Module,
+    sample: torch.Tensor,
+    *,
+    loss_fn: LossFn | None = None,
+    target: torch.Tensor | None = None,
+    repeats: int = 5,
+    warmup: int = 2,
+    name: str | None = None,
+    path: str | os.PathLike[str] | None = None,
+    ingest: bool = True,
+    progress: bool | None = None,
+) -> Profile:
+    """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
+
+    Args:
+        model: an ``nn.Sequential`` chain (nested Sequentials are flattened).
+        sample: a real input batch; its device is the device profiled.
+
+    Keyword Args:
+        loss_fn: the training loss, called as ``loss_fn(output, target)`` (or
+            ``loss_fn(output)`` without a target); None gives the loss stage no cost.
+        target: the target passed to ``loss_fn``.
+        repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians.
+        warmup: untimed repetitions first, ≥ 0 (default: 2).
+        name: the model's name in the database (default: its class name).
+        path: the Arrow file to write (default: a new file in
+            :func:`default_profile_dir`).
+        ingest: store the profile in the database (default: True).
+        progress: show a progress bar over the stages (default: when stderr is a terminal).
+
+    Returns:
+        The :class:`Profile`, with its run id when ingested.
+
+    Raises:
+        ProfileError: the model is not a chain, a stage does not return one tensor, or an
+            option is out of range.
+    """
+    start = time.perf_counter()
+    stages = flatten_stages(model)
+    if not isinstance(sample, torch.Tensor):
+        raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
+    device = sample.device
+    name = name or type(model).__name__
+    was_training = model.training
+    model.train()
+    show = sys.stderr.isatty() if progress is None else progress
+    names = [_stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
+    rows: list[ProfileRow] = []
+    x = sample
+    try:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
+                   leave=False)
+        with bar:
+            for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
+                bar.set_postfix_str(sname, refresh=False)
+                m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
+                for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
+                    rows.append(ProfileRow(k, sname, r, f, b, _nbytes(x), m.out_bytes,
+                                           m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes,
+                                           m.param_bytes))
+                x = m.output
+                bar.update()
+            lm = None
+            loss_name = "none"
+            if loss_fn is not None:
+                fn = loss_fn if target is not None else (lambda out, _t: loss_fn(out))
+                lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
+                                  repeats=repeats, warmup=warmup, device=device)
+                loss_name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+            rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name))
+            bar.update()
+    finally:
+        model.train(was_training)
+    meta = ProfileMetadata(
+        model_name=name,
+        model_signature=signature(repr(model)),
+        torch_version=torch.__version__,
+        device=str(device),
+        device_name=_device_name(device),
+        dtype=str(sample.dtype).removeprefix("torch.") if sample.is_floating_point()
+        else _param_dtype(model),
+        batch_size=int(sample.shape[0]) if sample.dim() > 0 else 1,
+        input_shape=list(sample.shape),
+        threads=torch.get_num_threads(),
+        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
+        warmup_reps=warmup,
+        reps=repeats,
+    )
+    if path is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        path = default_profile_dir() / f"{name}-{stamp}.arrow"
+    out = write_profile(path, rows, meta)
+    run_id = None
+    if ingest:
+        from chainplan import _bind
+
+        run_id = _bind.ingest(str(out))
+    return Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
+                   rows=tuple(rows), seconds=time.perf_counter() - start)
+
+
+def _param_dtype(model: nn.Module) -> str:
+    for p in model.parameters():
+        return str(p.dtype).removeprefix("torch.")
+    return "float32"
