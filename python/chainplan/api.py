@@ -93,8 +93,10 @@ def plan(
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, req))
         return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source)
-    path = Path(source)
-    return Plan.from_json(_bind.solve(path.read_text(), req))
+    if isinstance(source, (str, os.PathLike)):
+        return Plan.from_json(_bind.solve(Path(source).read_text(), req))
+    raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
+                    f"(got {type(source).__name__})")
 
 
 def query(sql: str) -> Any:
@@ -167,10 +169,13 @@ def measure(
     for p in net.parameters():
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
     def step() -> None:
-        _loss(loss_fn, net(sample), target).backward()
+        loss = _loss(loss_fn, net(sample), target)
+        loss.backward()  # type: ignore[no-untyped-call]
 
     step()  # warm-up: caches, lazy allocations
     sync()
@@ -245,7 +250,9 @@ class Checkpointed(nn.Module):
         return [net.plan for net in self._cache.values()]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out: torch.Tensor
         if not torch.is_grad_enabled():
-            out: torch.Tensor = self.model(x)
-            return out
-        return self.executor(x)(x)
+            out = self.model(x)
+        else:
+            out = self.executor(x)(x)
+        return out

@@ -44,6 +44,14 @@ class _RNGState:
         if self.cuda_device is not None:
             self.cuda = torch.cuda.get_rng_state(self.cuda_device)
 
+    def consumed(self) -> bool:
+        """Whether random numbers were drawn since this state was taken."""
+        if not torch.equal(torch.get_rng_state(), self.cpu):
+            return True
+        if self.cuda is not None and self.cuda_device is not None:
+            return not torch.equal(torch.cuda.get_rng_state(self.cuda_device), self.cuda)
+        return False
+
     @contextlib.contextmanager
     def replay(self) -> Iterator[None]:
         devices = [self.cuda_device] if self.cuda_device is not None else []
@@ -79,11 +87,14 @@ class _Runner:
     (detached input, output) pair of a recorded ``F_all``: its ā_k.
     """
 
-    def __init__(self, stages: Sequence[nn.Module], x: torch.Tensor) -> None:
+    def __init__(self, stages: Sequence[nn.Module], x: torch.Tensor,
+                 recomputed: frozenset[int]) -> None:
         self.stages = stages
+        self.recomputed = recomputed
         self.acts: dict[int, torch.Tensor] = {0: x}
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
         self.rng: dict[int, _RNGState] = {}
+        self.seen: set[int] = set()
         self.device = x.device
 
     def _input(self, k: int, op: Op) -> torch.Tensor:
@@ -96,12 +107,18 @@ class _Runner:
     def _forward(self, k: int, x: torch.Tensor) -> torch.Tensor:
         stage = self.stages[k - 1]
         out: torch.Tensor
-        if k not in self.rng:
-            self.rng[k] = _RNGState(self.device)
+        if k not in self.seen:
+            self.seen.add(k)
+            # Only a stage the plan runs forward more than once, and that draws random
+            # numbers, keeps its RNG state (5 KiB on the CPU): the others never replay.
+            state = _RNGState(self.device) if k in self.recomputed else None
             out = stage(x)
+            if state is not None and state.consumed():
+                self.rng[k] = state
             return out
-        with self.rng[k].replay(), _frozen_batchnorm(stage):
-            out = stage(x)
+        state = self.rng.get(k)
+        with state.replay() if state else contextlib.nullcontext(), _frozen_batchnorm(stage):
+            out = stage(x)  # a recomputation
         return out
 
     def run(self, op: Op) -> None:
@@ -150,7 +167,7 @@ class _ChainFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, executor: CheckpointedChain, x: torch.Tensor,
                 _anchor: torch.Tensor) -> torch.Tensor:
-        runner = _Runner(list(executor.stages), x)
+        runner = _Runner(list(executor.stages), x, executor.recomputed)
         for op in executor.forward_ops:
             runner.run(op)
         ctx.runner = runner
@@ -199,6 +216,8 @@ class CheckpointedChain(nn.Module):
         cut = plan.sequence.index(Op("F_all", loss))
         self.forward_ops: tuple[Op, ...] = plan.sequence[:cut]
         self.backward_ops: tuple[Op, ...] = plan.sequence[cut + 2:]
+        forwards = [op.stage for op in plan.sequence if op.kind != "B"]
+        self.recomputed = frozenset(k for k in set(forwards) if forwards.count(k) > 1)
         self._anchor = torch.empty(0, requires_grad=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
