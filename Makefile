@@ -84,8 +84,18 @@ bench:
 testdata-profiles: venv
 	$(PY) testdata/profiles/generate.py
 
-## demo: the CLI on the example chains at several budgets.
-demo:
+## demo: the main job end to end on the CPU (profile a small CNN, store it in a local
+## SQLite file, plan at three budgets, train with each plan, compare predicted and measured
+## memory and time, show the same rows with `chainplan sql`), then the CLI on the example
+## chains.
+DEMO_DB := $(CURDIR)/.demo/chainplan.db
+demo: bind
+	rm -rf .demo && mkdir -p .demo
+	CHAINPLAN_DB=$(DEMO_DB) $(PY) examples/train_demo.py
+	@echo
+	@echo '$$ chainplan sql --db .demo/chainplan.db "SELECT plan_id, budget_bytes, predicted_peak_bytes, measured_peak_bytes, fits, round(predicted_time_s*1000, 2) AS predicted_ms, round(measured_time_s*1000, 2) AS measured_ms FROM plan_outcomes ORDER BY plan_id"'
+	@python/chainplan/bin/chainplan sql --db $(DEMO_DB) "SELECT plan_id, budget_bytes, predicted_peak_bytes, measured_peak_bytes, fits, round(predicted_time_s*1000, 2) AS predicted_ms, round(measured_time_s*1000, 2) AS measured_ms FROM plan_outcomes ORDER BY plan_id"
+	@echo
 	bash scripts/demo.sh
 
 clean:

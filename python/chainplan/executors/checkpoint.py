@@ -184,6 +184,10 @@ class _ChainFunction(torch.autograd.Function):
         runner: _Runner = ctx.runner
         ctx.runner = None  # free the step's tensors as soon as the backward is done
         runner.delta = grad
+        # The model frees δ_L once B_L has used it. This frame lets go of it, but autograd's
+        # engine keeps its own reference until this backward returns, so a step holds a_L
+        # bytes more than predicted from B_L on (docs/executors.md).
+        del grad
         for op in ctx.backward_ops:
             runner.run(op)
         delta = runner.delta
