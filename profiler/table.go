@@ -140,3 +140,16 @@ func formatValue(v any) string {
 	}
 	return fmt.Sprint(v)
 }
+
+// Append adds a row of values as database/sql returns them, copying byte slices, which a
+// driver may reuse for the next row.
+func (t *Table) Append(vals []any) {
+	r := make([]any, len(vals))
+	for i, v := range vals {
+		if b, ok := v.([]byte); ok {
+			v = append([]byte(nil), b...)
+		}
+		r[i] = v
+	}
+	t.Rows = append(t.Rows, r)
+}

@@ -20,6 +20,18 @@ import (
 // Version is recorded with every plan stored from Python.
 var Version = "python"
 
+// withDB opens the database at path, runs fn and closes it, returning fn's error coded.
+// A database that does not exist is created only when create is set.
+func withDB(path string, create bool, fn func(ctx context.Context, db *store.DB) error) error {
+	ctx := context.Background()
+	db, err := open(ctx, path, create)
+	if err != nil {
+		return codedError(err)
+	}
+	defer db.Close()
+	return codedError(fn(ctx, db))
+}
+
 // open opens the database at path ("" means $CHAINPLAN_DB or ~/.chainplan/chainplan.db).
 func open(ctx context.Context, path string, create bool) (*store.DB, error) {
 	if path == "" {
@@ -52,18 +64,16 @@ var errInvalidProfile = errors.New("invalid profile")
 // twice stores it once.
 func Ingest(dbPath, filePath string) (result string, err error) {
 	defer recoverError(&err)
-	ctx := context.Background()
-	db, err := open(ctx, dbPath, true)
-	if err != nil {
-		return "", codedError(err)
-	}
-	defer db.Close()
-	res, _, err := history.IngestFile(ctx, db, filePath)
-	if err != nil {
-		return "", codedError(fileError(err))
-	}
-	b, _ := json.Marshal(map[string]any{"run_id": res.RunID, "existing": res.Existing, "rows": res.Rows})
-	return string(b), nil
+	err = withDB(dbPath, true, func(ctx context.Context, db *store.DB) error {
+		res, _, err := history.IngestFile(ctx, db, filePath)
+		if err != nil {
+			return fileError(err)
+		}
+		b, _ := json.Marshal(map[string]any{"run_id": res.RunID, "existing": res.Existing, "rows": res.Rows})
+		result = string(b)
+		return nil
+	})
+	return result, err
 }
 
 // Query runs a read-only SQL query and returns the result as a base64-encoded Arrow IPC
@@ -71,37 +81,27 @@ func Ingest(dbPath, filePath string) (result string, err error) {
 // byte). A statement that would write is refused and changes nothing.
 func Query(dbPath, query string) (arrowBase64 string, err error) {
 	defer recoverError(&err)
-	ctx := context.Background()
-	db, err := open(ctx, dbPath, false)
-	if err != nil {
-		return "", codedError(err)
-	}
-	defer db.Close()
-	rows, err := db.Query(ctx, query)
-	if err != nil {
-		return "", codedError(queryError(err))
-	}
-	defer rows.Close()
-	t := profiler.Table{Columns: rows.Columns()}
-	for rows.Next() {
-		vals := rows.Values()
-		r := make([]any, len(vals))
-		for i, v := range vals {
-			if b, ok := v.([]byte); ok {
-				v = append([]byte(nil), b...)
-			}
-			r[i] = v
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		rows, err := db.Query(ctx, query)
+		if err != nil {
+			return queryError(err)
 		}
-		t.Rows = append(t.Rows, r)
-	}
-	if err := rows.Err(); err != nil {
-		return "", codedError(queryError(err))
-	}
-	var buf bytes.Buffer
-	if err := profiler.WriteTable(&buf, &t); err != nil {
-		return "", codedError(err)
-	}
-	return base64.StdEncoding.EncodeToString(buf.Bytes()), nil
+		defer rows.Close()
+		t := profiler.Table{Columns: rows.Columns()}
+		for rows.Next() {
+			t.Append(rows.Values())
+		}
+		if err := rows.Err(); err != nil {
+			return queryError(err)
+		}
+		var buf bytes.Buffer
+		if err := profiler.WriteTable(&buf, &t); err != nil {
+			return err
+		}
+		arrowBase64 = base64.StdEncoding.EncodeToString(buf.Bytes())
+		return nil
+	})
+	return arrowBase64, err
 }
 
 func queryError(err error) error {
@@ -115,35 +115,30 @@ func queryError(err error) error {
 // the plan and returns {"plan_id": N, "plan": {...}} as JSON.
 func SolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
-	ctx := context.Background()
 	req, minBudget, err := parseRequest(requestJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
-	db, err := open(ctx, dbPath, false)
-	if err != nil {
-		return "", codedError(err)
-	}
-	defer db.Close()
-	c, err := history.RunChain(ctx, db, runID)
-	if err != nil {
-		return "", codedError(err)
-	}
-	p, err := solve(c, req, minBudget)
-	if err != nil {
-		return "", codedError(err)
-	}
-	params := map[string]any{"algo": req.Algo, "budget_bytes": p.BudgetBytes, "slots": req.Slots,
-		"segments": req.Segments, "min_budget": minBudget, "source": "python"}
-	id, err := db.RecordPlan(ctx, runID, p, params, Version)
-	if err != nil {
-		return "", codedError(err)
-	}
-	b, err := json.Marshal(map[string]any{"plan_id": id, "plan": p})
-	if err != nil {
-		return "", codedError(err)
-	}
-	return string(b), nil
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		c, err := history.RunChain(ctx, db, runID)
+		if err != nil {
+			return err
+		}
+		p, err := solve(c, req, minBudget)
+		if err != nil {
+			return err
+		}
+		params := map[string]any{"algo": req.Algo, "budget_bytes": p.BudgetBytes, "slots": req.Slots,
+			"segments": req.Segments, "min_budget": minBudget, "source": "python"}
+		id, err := db.RecordPlan(ctx, runID, p, params, Version)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(map[string]any{"plan_id": id, "plan": p})
+		result = string(b)
+		return err
+	})
+	return result, err
 }
 
 // SolveFile plans the chain aggregated from a profile file (not stored) and returns the
@@ -177,18 +172,16 @@ func SolveFile(filePath, requestJSON string) (plan string, err error) {
 // ExportChain returns the chain of stored run runID as chainplan.chain/v1 JSON.
 func ExportChain(dbPath string, runID int64) (chain string, err error) {
 	defer recoverError(&err)
-	ctx := context.Background()
-	db, err := open(ctx, dbPath, false)
-	if err != nil {
-		return "", codedError(err)
-	}
-	defer db.Close()
-	c, err := history.RunChain(ctx, db, runID)
-	if err != nil {
-		return "", codedError(err)
-	}
-	b, err := c.MarshalIndent()
-	return string(b), codedError(err)
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		c, err := history.RunChain(ctx, db, runID)
+		if err != nil {
+			return err
+		}
+		b, err := c.MarshalIndent()
+		chain = string(b)
+		return err
+	})
+	return chain, err
 }
 
 // execution is the JSON form of a measured execution from Python.
@@ -209,17 +202,14 @@ func RecordExecution(dbPath string, planID int64, executionJSON string) (id int6
 	if err := json.Unmarshal([]byte(executionJSON), &e); err != nil {
 		return 0, codedError(fmt.Errorf("%w: execution: %v", errBadRequest, err))
 	}
-	ctx := context.Background()
-	db, err := open(ctx, dbPath, false)
-	if err != nil {
-		return 0, codedError(err)
-	}
-	defer db.Close()
 	host, _ := os.Hostname()
-	id, err = db.RecordExecution(ctx, &store.Execution{PlanID: planID, CreatedAt: time.Now(), Steps: max(e.Steps, 1),
-		StepTimeS: e.StepTimeS, PeakBytes: e.PeakBytes, TorchVersion: e.TorchVersion, Device: e.Device, Host: host,
-		Metadata: e.Metadata})
-	return id, codedError(err)
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		id, err = db.RecordExecution(ctx, &store.Execution{PlanID: planID, CreatedAt: time.Now(),
+			Steps: max(e.Steps, 1), StepTimeS: e.StepTimeS, PeakBytes: e.PeakBytes, TorchVersion: e.TorchVersion,
+			Device: e.Device, Host: host, Metadata: e.Metadata})
+		return err
+	})
+	return id, err
 }
 
 // solve runs the planner, first finding the smallest budget when asked to.

@@ -292,16 +292,6 @@ type arrowResult struct {
 
 func (a *arrowResult) begin(cols []string) error { a.t.Columns = cols; return nil }
 
-func (a *arrowResult) row(vals []any) error {
-	r := make([]any, len(vals))
-	for i, v := range vals {
-		if b, ok := v.([]byte); ok {
-			v = append([]byte(nil), b...)
-		}
-		r[i] = v
-	}
-	a.t.Rows = append(a.t.Rows, r)
-	return nil
-}
+func (a *arrowResult) row(vals []any) error { a.t.Append(vals); return nil }
 
 func (a *arrowResult) end() error { return profiler.WriteTable(a.w, &a.t) }

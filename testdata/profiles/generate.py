@@ -15,6 +15,7 @@ import hashlib
 import json
 import math
 import pathlib
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -24,28 +25,15 @@ import pyarrow.ipc as ipc
 __all__: list[str] = []
 
 HERE = pathlib.Path(__file__).resolve().parent
-FORMAT = "chainplan.profile/v1"
-
-# The canonical column types of version 1 (docs/formats.md).
-SCHEMA = pa.schema(
-    [
-        pa.field("stage_index", pa.int64(), nullable=False),
-        pa.field("stage_name", pa.string(), nullable=False),
-        pa.field("stage_kind", pa.string(), nullable=False),
-        pa.field("rep", pa.int64(), nullable=False),
-        pa.field("fwd_time_s", pa.float64(), nullable=False),
-        pa.field("bwd_time_s", pa.float64(), nullable=False),
-        pa.field("in_bytes", pa.int64(), nullable=False),
-        pa.field("out_bytes", pa.int64(), nullable=False),
-        pa.field("saved_bytes", pa.int64()),
-        pa.field("fwd_tmp_bytes", pa.int64()),
-        pa.field("bwd_tmp_bytes", pa.int64()),
-        pa.field("param_bytes", pa.int64(), nullable=False),
-    ]
-)
+# The writer's own schema: the files here have exactly the columns and types that
+# chainplan.profile() writes, so the Go reader is tested against the real thing.
+sys.path.insert(0, str(HERE.parents[1] / "python"))
+from chainplan.schema import FORMAT, SCHEMA  # noqa: E402
 
 
-def metadata(model_name: str, structure: str, *, reps: int, batch: int, shape: list[int]) -> dict[str, str]:
+def metadata(
+    model_name: str, structure: str, *, reps: int, batch: int, shape: list[int]
+) -> dict[str, str]:
     """Return the schema metadata of a profile, every version-1 key present."""
     return {
         "format": FORMAT,
@@ -73,7 +61,7 @@ def resnet_columns() -> tuple[dict[str, list], dict]:
     so the middle one exactly) and sizes upper medians.
     """
     rng = np.random.default_rng(0)
-    batch, shape = 8, [8, 3, 64, 64]
+    shape = [8, 3, 64, 64]
     a0 = math.prod(shape) * 4
     # name, fwd s, bwd s, out bytes, extra saved bytes, fwd tmp, bwd tmp, param bytes
     stages = [
@@ -162,14 +150,23 @@ def write_file(path: pathlib.Path, t: pa.Table, compression: str | None = None) 
 
 def main() -> None:
     cols, chain = resnet_columns()
-    md = metadata("resnet-mini", "conv1,layer1,layer2,layer3,layer4,fc", reps=5, batch=8, shape=[8, 3, 64, 64])
+    md = metadata(
+        "resnet-mini",
+        "conv1,layer1,layer2,layer3,layer4,fc",
+        reps=5,
+        batch=8,
+        shape=[8, 3, 64, 64],
+    )
     t = table(cols, md)
 
     # Good files: one table, every encoding a Python writer may produce.
     write_file(HERE / "resnet_file.arrow", t)
     feather.write_feather(t, str(HERE / "resnet_lz4.feather"))  # Feather v2: IPC file, LZ4 frame
     write_file(HERE / "resnet_zstd.arrow", t, compression="zstd")
-    with pa.OSFile(str(HERE / "resnet_stream.arrows"), "wb") as sink, ipc.new_stream(sink, t.schema) as w:
+    with (
+        pa.OSFile(str(HERE / "resnet_stream.arrows"), "wb") as sink,
+        ipc.new_stream(sink, t.schema) as w,
+    ):
         for batch in t.to_batches(max_chunksize=13):  # several record batches
             w.write_batch(batch)
     # Narrow integers, dictionary strings and an extra column: all accepted.
@@ -224,10 +221,17 @@ def main() -> None:
     wrong["fwd_time_s"] = [f"{v:.6f}" for v in cols["fwd_time_s"]]
     write_file(
         HERE / "bad_type.arrow",
-        table(wrong, md, SCHEMA.set(SCHEMA.get_field_index("fwd_time_s"), pa.field("fwd_time_s", pa.string()))),
+        table(
+            wrong,
+            md,
+            SCHEMA.set(SCHEMA.get_field_index("fwd_time_s"), pa.field("fwd_time_s", pa.string())),
+        ),
     )
     missing = {k: v for k, v in cols.items() if k != "bwd_time_s"}
-    write_file(HERE / "bad_missing_column.arrow", table(missing, md, SCHEMA.remove(SCHEMA.get_field_index("bwd_time_s"))))
+    write_file(
+        HERE / "bad_missing_column.arrow",
+        table(missing, md, SCHEMA.remove(SCHEMA.get_field_index("bwd_time_s"))),
+    )
     neg = {k: list(v) for k, v in cols.items()}
     neg["out_bytes"][12] = -4096  # stage 3 ("layer2"), rep 2
     write_file(HERE / "bad_negative.arrow", table(neg, md))

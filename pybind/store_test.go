@@ -1,0 +1,90 @@
+package pybind
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestStoreRoundTrip(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chainplan.db")
+	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
+	out, err := Ingest(db, profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ing struct {
+		RunID    int64 `json:"run_id"`
+		Existing bool  `json:"existing"`
+	}
+	if err := json.Unmarshal([]byte(out), &ing); err != nil || ing.RunID != 1 || ing.Existing {
+		t.Fatalf("Ingest = %s, %v", out, err)
+	}
+	if out, _ := Ingest(db, profile); !strings.Contains(out, `"existing":true`) {
+		t.Fatalf("second ingest = %s, want existing", out)
+	}
+	res, err := SolveRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var solved struct {
+		PlanID int64 `json:"plan_id"`
+		Plan   struct {
+			Algo        string `json:"algo"`
+			BudgetBytes int64  `json:"budget_bytes"`
+		} `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(res), &solved); err != nil || solved.PlanID != 1 || solved.Plan.Algo != "rotor" {
+		t.Fatalf("SolveRun = %s, %v", res, err)
+	}
+	if _, err := RecordExecution(db, solved.PlanID, `{"step_time_s": 0.5, "peak_bytes": 123, "steps": 3}`); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := Query(db, "SELECT plan_id, measured_peak_bytes FROM plan_outcomes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := base64.StdEncoding.DecodeString(enc); err != nil || !strings.HasPrefix(string(b), "ARROW1") {
+		t.Fatalf("Query did not return an Arrow file: %v", err)
+	}
+	chain, err := ExportChain(db, 1)
+	if err != nil || !strings.Contains(chain, `"format": "chainplan.chain/v1"`) {
+		t.Fatalf("ExportChain = %.80s, %v", chain, err)
+	}
+	plan, err := SolveFile(profile, `{"budget_bytes": 1000000000}`)
+	if err != nil || !strings.Contains(plan, `"algo":"rotor"`) {
+		t.Fatalf("SolveFile = %.80s, %v", plan, err)
+	}
+}
+
+func TestStoreErrors(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chainplan.db")
+	good := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
+	if _, err := Ingest(db, good); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		call   func() error
+		prefix string
+	}{
+		{"MissingFile", func() error { _, err := Ingest(db, "/nonexistent.arrow"); return err }, "chainplan[bad-request]"},
+		{"BadProfile", func() error {
+			_, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "bad_negative.arrow"))
+			return err
+		}, "chainplan[invalid-profile]"},
+		{"Write", func() error { _, err := Query(db, "DELETE FROM runs"); return err }, "chainplan[bad-request]"},
+		{"UnknownRun", func() error { _, err := SolveRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
+		{"TooSmall", func() error { _, err := SolveRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
+		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
+				t.Fatalf("error %v, want prefix %q", err, tt.prefix)
+			}
+		})
+	}
+}
