@@ -33,6 +33,19 @@ func fromDiscrete(d *discretize.Chain) *chain {
 	}
 }
 
+// scaled returns the chain with every size divided by unit, unrounded.
+func (c *chain) scaled(unit int64) *chain {
+	u := float64(unit)
+	f := func(v []float64) []float64 {
+		out := make([]float64, len(v))
+		for i, x := range v {
+			out[i] = x / u
+		}
+		return out
+	}
+	return &chain{n: c.n, uF: c.uF, uB: c.uB, a: f(c.a), abar: f(c.abar), oF: f(c.oF), oB: f(c.oB), unit: unit}
+}
+
 // exactChain returns c with sizes in bytes (unit 1).
 func exactChain(c *chainplan.Chain) *chain { return fromDiscrete(discretize.Exact(c)) }
 

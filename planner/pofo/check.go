@@ -7,10 +7,13 @@ import (
 	"github.com/chainplan/chainplan"
 )
 
-// Sides of a breakpoint: the limit from the left or from the right of an integral step.
+// side is the side of a breakpoint at which an integral step is read: the limit from the
+// left or from the right.
+type side int
+
 const (
-	left  = false
-	right = true
+	left side = iota
+	right
 )
 
 // maxIssues bounds the issues one check reports.
@@ -121,7 +124,7 @@ func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) 
 		}
 	}
 	slices.Sort(bps)
-	creditAt := func(id int, τ float64, relSide, fetchSide bool) float64 {
+	creditAt := func(id int, τ float64, relSide, fetchSide side) float64 {
 		in := &lg.insts[id]
 		o := in.off
 		var released, fetched float64
@@ -143,7 +146,7 @@ func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) 
 		}
 		return released - fetched
 	}
-	memAt := func(k int, base, τ float64, relSide, fetchSide bool) float64 {
+	memAt := func(k int, base, τ float64, relSide, fetchSide side) float64 {
 		v := base
 		for _, id := range lg.offDuring[k] {
 			v -= creditAt(id, τ, relSide, fetchSide)
@@ -157,7 +160,7 @@ func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) 
 	lim := p.limit + memTol(p.limit)
 	window := func(k int, base, from, to float64, isOp bool) {
 		worst := 0.0
-		eval := func(τ float64, relSide, fetchSide bool) {
+		eval := func(τ float64, relSide, fetchSide side) {
 			worst = max(worst, memAt(k, base, τ, relSide, fetchSide))
 		}
 		switch {

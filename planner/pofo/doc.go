@@ -12,7 +12,7 @@
 //
 //   - an independent simulator (Simulate, Check) for schedules made of compute operations
 //     (F_all, F_ck, F_none, B) and ordered offload/prefetch transfers, in the integral
-//     (O.7) and fractional (O.7''/OR.5) memory models, spec §5;
+//     (O.7) and fractional (O.7”/OR.5) memory models, spec §5;
 //   - offloading only, chapter 3: the lower bound of Proposition 3 (LowerBound), GREEDY
 //     (SolveGreedy) and the dynamic program DYNPROG of Algorithm 5 with its discretization
 //     (SolveOffload);

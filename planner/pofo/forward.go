@@ -1,0 +1,227 @@
+package pofo
+
+import "math"
+
+// This file is the forward phase and the loss of POFO: OC_x(s, A, Δ_F, Δ_B) of spec
+// §4.5-4.6, the optimal time from the start of stage s to the end of B_s, where the input
+// of stage s is I_s^x (a_{s−1} for x = 0, ā_{s−1} for x = 1), A is the memory of the stored
+// segment inputs kept on the GPU, Δ_F the bytes of them still to be offloaded after
+// F_{s−1} and Δ_B the bytes that must be prefetched before B_{s−1} starts.
+
+// ocState is a forward state.
+type ocState struct {
+	x      int
+	s      int
+	a      float64
+	dF, dB float64
+}
+
+type ocKey struct {
+	x      uint8
+	s      int32
+	a      float64
+	dF, dB float64
+}
+
+func (st ocState) key() ocKey {
+	return ocKey{x: uint8(st.x), s: int32(st.s), a: st.a, dF: st.dF, dB: st.dB}
+}
+
+// Kinds of forward choices.
+const (
+	ocNone = iota // infeasible
+	ocAll         // F_s^all, its own segment
+	ocCk          // F_s^ck F_{s+1}^∅ … F_t^∅
+	ocLoss        // the loss, stage L+1
+)
+
+// ocChoice is the decision taken at a forward state: the kind of segment, v = 1 to
+// offload its input or 2 to keep it (Table 4.1), and t, the last stage of a ck segment.
+type ocChoice struct {
+	kind uint8
+	v    uint8
+	t    uint16
+}
+
+type ocEntry struct {
+	v  float64
+	ch ocChoice
+}
+
+// input returns I_s^x.
+func (tb *table) input(st ocState) float64 {
+	if st.x == 1 {
+		return tb.c.abar[st.s-1]
+	}
+	return tb.c.a[st.s-1]
+}
+
+// next applies Table 4.1: v = 1 offloads the input (it joins both backlogs), v = 2 keeps
+// it (A grows). dF and dB are the bytes the link can move during the segment's forward
+// (D_F) and backward (D_B), idle included. The offload of I is added before the forward
+// capacity is subtracted, since it overlaps the segment's forward; the prefetch of I is
+// added after the backward capacity is subtracted, since it must be done before the
+// segment's backward starts (pitfall 7).
+func (tb *table) next(st ocState, x, s, v int, i, capF, capB float64) ocState {
+	out := ocState{x: x, s: s, a: st.a}
+	if v == 1 {
+		out.dF = tb.q(st.dF + i - capF)
+		out.dB = tb.q(max(st.dB-capB, 0) + i)
+	} else {
+		out.a = st.a + tb.qa(i)
+		out.dF = tb.q(st.dF - capF)
+		out.dB = tb.q(st.dB - capB)
+	}
+	return out
+}
+
+// ocValue returns OC(st), memoized.
+func (tb *table) ocValue(st ocState) float64 {
+	if e, ok := tb.oc.get(st); ok {
+		return e.v
+	}
+	e := tb.ocCompute(st)
+	tb.oc.put(st, e)
+	return e.v
+}
+
+// ocCase1 returns, for F_s^all and v, the cost of F_s^all and B_s with their idle times
+// (L2205-2211) and the successor state.
+func (tb *table) ocCase1(st ocState, v int) (float64, ocState) {
+	c, s, i := tb.c, st.s, tb.input(st)
+	excF := max(c.rFall(s)-tb.m+st.a+st.dF+i, 0)
+	excB := max(c.rB(s)-tb.m+st.a+st.dB+i, 0)
+	capF := c.uF[s]*tb.beta + excF
+	capB := c.uB[s]*tb.beta + excB
+	return c.uF[s] + c.uB[s] + (excF+excB)/tb.beta, tb.next(st, 1, s+1, v, i, capF, capB)
+}
+
+// ocRun advances, from t−1 to t, the running max of rF0(s, k) − β·Σ_{h=s}^{k−1} u_F(h)
+// (Lemma 8, offload case: distances from the segment's start, pitfall 9) and the forward
+// time Σ_{k=s}^{t} u_F(k).
+func (tb *table) ocRun(s, t int, run, sumF float64) (float64, float64) {
+	return max(run, tb.c.rF0(s, t)-tb.beta*sumF), sumF + tb.c.uF[t]
+}
+
+// ocSegment returns, for the segment F_s^ck … F_t^∅, its forward time with idle (fwd),
+// the backward C_Δ of the segment (cb, +Inf when infeasible) and the link capacities
+// during both (L2215-2227). The backward always receives A + I: OR.4 brings the input
+// back first (pitfall 11).
+func (tb *table) ocSegment(st ocState, i float64, t int, run, sumF float64) (fwd, cb, capF, capB float64) {
+	excF := max(run-tb.m+st.a+st.dF+i, 0)
+	cb = tb.cdValue(st.s, t, st.a+tb.qa(i), st.dB)
+	return sumF + excF/tb.beta, cb, sumF*tb.beta + excF, cb * tb.beta
+}
+
+// ocCase2 returns the successor of the segment F_s^ck … F_t^∅ for v.
+func (tb *table) ocCase2(st ocState, i float64, t, v int, capF, capB float64) ocState {
+	return tb.next(st, 0, t+1, v, i, capF, capB)
+}
+
+// lossValue is OC at s = L+1 (spec §4.6): the loss input is never offloaded; the link
+// finishes the offloads, then the prefetches that B_{L+1} could not hide, while compute
+// waits (ε_G).
+func (tb *table) lossValue(st ocState) float64 {
+	c, s, i := tb.c, st.s, tb.input(st)
+	avail := tb.m - st.a
+	rF, rB := c.rFall(s), c.rB(s)
+	if !tb.fits(rF+i, avail) || !tb.fits(rB+i, avail) {
+		return math.Inf(1)
+	}
+	excF := max(rF-tb.m+st.a+st.dF+i, 0)
+	excB := max(rB-tb.m+st.a+st.dB+i, 0)
+	dF := max(st.dF-c.uF[s]*tb.beta-excF, 0)
+	dB := max(st.dB-c.uB[s]*tb.beta-excB, 0)
+	return c.uF[s] + c.uB[s] + (excF+excB+dF+dB)/tb.beta
+}
+
+// ocCompute returns OC(st) and its choice by (4.3): the best of case 1 and of case 2 for
+// every t, candidates tried in a fixed order (case 1, then t = s..L; keep before offload)
+// and replaced only by a strictly smaller value.
+func (tb *table) ocCompute(st ocState) ocEntry {
+	best, keepOK, offOK, more := tb.ocStart(st)
+	if !more {
+		return best
+	}
+	run, sumF := math.Inf(-1), 0.0
+	for t := st.s; t < tb.c.n; t++ {
+		run, sumF = tb.ocRun(st.s, t, run, sumF)
+		if tb.ocStep(st, tb.input(st), t, run, sumF, keepOK, offOK, &best) {
+			break
+		}
+	}
+	return best
+}
+
+// ocStart prunes the state, answers the loss, and tries case 1 (F_s^all). It returns the
+// best entry so far and whether case 2 is worth trying, with its feasibility per v.
+func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
+	c, s := tb.c, st.s
+	i := tb.input(st)
+	best = ocEntry{v: math.Inf(1)}
+	// The state is real GPU content (spec §4.4, feasibility pruning).
+	if !tb.fits(st.a+st.dF+i, tb.m) || !tb.fits(st.a+st.dB+i, tb.m) {
+		return best, false, false, false
+	}
+	if s == c.n {
+		return ocEntry{v: tb.lossValue(st), ch: ocChoice{kind: ocLoss}}, false, false, false
+	}
+	avail := tb.m - st.a
+	// Case 1: F_s^all. Keep is tried first: ties prefer no transfer (pitfall 16).
+	if tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail) {
+		for v := 2; v >= 1; v-- {
+			if v == 1 && tb.noOffload {
+				break
+			}
+			cost, nx := tb.ocCase1(st, v)
+			if !beats(cost+tb.ocLB(1, s+1, nx.a), best.v) {
+				continue
+			}
+			if val := cost + tb.ocValue(nx); val < best.v {
+				best = ocEntry{v: val, ch: ocChoice{kind: ocAll, v: uint8(v)}}
+			}
+		}
+	}
+	// Case 2: F_s^ck F_{s+1}^∅ … F_t^∅ for s ≤ t ≤ L (the thesis prints t ≤ L−1; §8, L2219).
+	// Feasibility over k ∈ [s, L] (L2227): keeping I needs it beside every F of the
+	// forward phase; an offloaded I is needed by F_s only.
+	keepOK = tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s]+i, avail)
+	offOK = !tb.noOffload && tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s], avail)
+	return best, keepOK, offOK, keepOK || offOK
+}
+
+// ocStep tries the segment s..t of case 2 for both v, given the state's input size i and
+// the running max and forward time up to t (ocRun). It returns true when no longer segment can beat best.
+func (tb *table) ocStep(st ocState, i float64, t int, run, sumF float64, keepOK, offOK bool, best *ocEntry) bool {
+	s := st.s
+	// The segment's forward runs twice: value ≥ Σ_{k=s}^{t} u_F(k) + seqFrom[s], which
+	// only grows with t.
+	if !beats(sumF+tb.seqFrom[s], best.v) {
+		return true
+	}
+	// A cheaper bound before any lookup in the large tables: the smallest values of the
+	// segment's backward and of the rest at the A each choice leads to.
+	if !beats(sumF+tb.cdLB(s, t, st.a+tb.qa(i))+min(tb.ocLB(0, t+1, st.a), tb.ocLB(0, t+1, st.a+tb.qa(i))), best.v) {
+		return false
+	}
+	fwd, cb, capF, capB := tb.ocSegment(st, i, t, run, sumF)
+	if math.IsInf(cb, 1) {
+		return false
+	}
+	for v := 2; v >= 1; v-- {
+		if v == 2 && !keepOK || v == 1 && !offOK {
+			continue
+		}
+		nx := tb.ocCase2(st, i, t, v, capF, capB)
+		if !beats(fwd+cb+tb.ocLB(0, t+1, nx.a), best.v) {
+			continue
+		}
+		if val := fwd + cb + tb.ocValue(nx); val < best.v {
+			*best = ocEntry{v: val, ch: ocChoice{kind: ocCk, v: uint8(v), t: uint16(t)}}
+		}
+	}
+	return false
+}
+
+// solveValue returns POFO = OC_0(1, 0, 0, 0) (spec §4.7).
+func (tb *table) solveValue() float64 { return tb.ocValue(ocState{x: 0, s: 1}) }

@@ -1,0 +1,52 @@
+package pofo
+
+import (
+	"time"
+
+	"github.com/chainplan/chainplan"
+)
+
+// SolveGreedy returns the GREEDY schedule of spec §3.3 (L1757), the heuristic for
+// offloading without recomputation: with Q = M_peak − M bytes to offload (Prop. 2), it
+// offloads the shortest prefix ā_0, ā_1, …, ā_k with Σ_{ℓ≤k} ā_ℓ ≥ Q, each right after the
+// forward that produces it, and prefetches them in reverse order as late as possible
+// (no-wait, ordered). Rounding the prefix up to whole tensors can offload too much.
+//
+// The plan is timed without synchronization at the loss (offloads may run into the
+// backward phase). Errors: *chainplan.InfeasibleError when even the longest prefix does
+// not fit (with the smallest budget at which GREEDY works), ErrInvalidChain,
+// ErrUnsupported. The time complexity is O(L²) plus the replay.
+func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
+	start := time.Now()
+	if err := opts.check(c, budgetBytes); err != nil {
+		return nil, err
+	}
+	exact := exactChain(c)
+	s, ok := greedySchedule(exact, float64(budgetBytes), opts.BandwidthBytesPerS, opts.model())
+	if !ok {
+		return nil, infeasible(c, "greedy", budgetBytes, opts, func() (int64, error) {
+			hi := int64(exact.storeAllPeak())
+			return searchBudget(1, hi, 1, func(b int64) bool {
+				_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.model())
+				return ok
+			}), nil
+		})
+	}
+	return finishPlan("greedy", c, budgetBytes, 0, s, opts, start)
+}
+
+// greedySchedule builds the GREEDY schedule for limit m and reports whether it replays.
+func greedySchedule(c *chain, m, beta float64, model chainplan.MemoryModel) (Schedule, bool) {
+	off := make([]bool, c.n)
+	q := c.storeAllPeak() - m
+	var sum float64
+	for k := 0; k < c.n && sum < q; k++ {
+		off[k] = true
+		sum += c.abar[k]
+	}
+	if sum < q {
+		return Schedule{}, false
+	}
+	s := storeAllSchedule(c, off, false)
+	return s, simulate(c, s, params{beta: beta, limit: m, model: model}).Valid
+}

@@ -1,0 +1,317 @@
+package pofo
+
+import (
+	"math"
+)
+
+// table holds the POFO dynamic program of spec §4.5-4.8 on a chain in memory units: the
+// forward-phase values OC_x(s, A, Δ_F, Δ_B) and the backward-phase values C_Δ(s, t, A, Δ),
+// memoized top-down so that only reachable states are computed.
+//
+// In the discretized mode (the production mode, spec §4.9) sizes are whole units, A is
+// a whole number of units, and every new Δ state is rounded up to whole units; idle times
+// and link capacities are computed in continuous arithmetic from the state. In the
+// continuous mode nothing is rounded: it is exact, exponential in the worst case, and
+// used for small chains and tests (spec §4.10 (a)).
+type table struct {
+	c          *chain
+	m          float64 // M, the memory limit in units, chain input included
+	beta       float64 // β in units per time unit
+	continuous bool
+	noOffload  bool    // v = 2 only: POFO reduces to the persistent rematerialization DP
+	qtol       float64 // slack of the rounding up of Δ states
+	dq         float64 // the quantum of Δ states, in units (discretized mode)
+	tol        float64 // slack of memory comparisons
+	prefF      []float64
+	seqFrom    []float64 // seqFrom[s] = Σ_{k=s}^{N} (u_F(k)+u_B(k)), a lower bound of OC at s
+	seq2       []float64 // seq2[k] = Σ_{j≤k} (u_F(j)+u_B(j))
+	tailF0     []float64 // tailF0[s] = max_{k∈(s,L]} rF0(·, k), −Inf when s = L
+	oc         ocStore
+	cd         cdStore
+	// Lower bounds filled by the bottom-up fill: ocMin[x·(N+1)+s][A] is the smallest OC
+	// over Δ_F, Δ_B at that A, cdMin[s·(N+1)+t][A] the smallest C_Δ over Δ. nil: the
+	// sequential times are used instead.
+	ocMin, cdMin [][]float64
+}
+
+// ocLB returns a lower bound of OC_x(s, A, ·, ·).
+func (tb *table) ocLB(x, s int, a float64) float64 {
+	if tb.ocMin != nil {
+		if row := tb.ocMin[x*(tb.c.n+1)+s]; row != nil && int(a) < len(row) {
+			return row[int(a)]
+		}
+	}
+	return tb.seqFrom[s]
+}
+
+// cdLB returns a lower bound of C_Δ(s, t, A, ·).
+func (tb *table) cdLB(s, t int, a float64) float64 {
+	if tb.cdMin != nil {
+		if row := tb.cdMin[s*(tb.c.n+1)+t]; row != nil && int(a) < len(row) {
+			return row[int(a)]
+		}
+	}
+	return tb.seq2[t] - tb.seq2[s-1]
+}
+
+// newTable returns an empty table for M = m units and β in units per time unit. In the
+// discretized mode Δ states are multiples of dq units (dq ≥ 1).
+func newTable(c *chain, m, beta float64, continuous, noOffload bool, dq int) *table {
+	n := c.n
+	tb := &table{
+		c: c, m: m, beta: beta, continuous: continuous, noOffload: noOffload,
+		qtol: 1e-12 * max(1, m), tol: 1e-9 * max(1, m),
+		prefF:   make([]float64, n+1),
+		seqFrom: make([]float64, n+2),
+		seq2:    make([]float64, n+1),
+		tailF0:  make([]float64, n+1),
+	}
+	for k := 1; k <= n; k++ {
+		tb.prefF[k] = tb.prefF[k-1] + c.uF[k]
+		tb.seq2[k] = tb.seq2[k-1] + c.uF[k] + c.uB[k]
+	}
+	for k := n; k >= 1; k-- {
+		tb.seqFrom[k] = tb.seqFrom[k+1] + c.uF[k] + c.uB[k]
+	}
+	tb.tailF0[n] = math.Inf(-1)
+	for s := n - 1; s >= 1; s-- {
+		// rF0(s, k) for k > s does not depend on s.
+		v := math.Inf(-1)
+		if s+1 <= n-1 {
+			v = max(tb.tailF0[s+1], c.rF0(0, s+1))
+		}
+		tb.tailF0[s] = v
+	}
+	var g *grid
+	if !continuous {
+		gr := newGrid(int(m), max(1, dq))
+		g = &gr
+		tb.dq = float64(max(1, dq))
+	}
+	tb.cd.init(n, g)
+	tb.oc.init(n, g)
+	return tb
+}
+
+// q rounds a new Δ state up to whole units in the discretized mode (spec §4.9: new Δ
+// states → ⌈·⌉, conservative).
+func (tb *table) q(x float64) float64 {
+	if x <= 0 {
+		return 0
+	}
+	if tb.continuous {
+		return x
+	}
+	return tb.dq * math.Ceil(x/tb.dq-tb.qtol)
+}
+
+// beats reports whether a candidate whose value is at least lb may beat best: the
+// branch-and-bound test of both tables. A candidate is skipped only when its lower bound
+// exceeds the best value by more than the rounding of a sum, so every state's value stays
+// exact; the bounds are the sequential times Σ(u_F+u_B) of what remains (no schedule runs
+// a stage's forward and backward in less).
+func beats(lb, best float64) bool { return lb <= best+1e-12*math.Abs(best) }
+
+// qa rounds a stored size up to whole units when it joins A (discretized mode): the
+// state A stays a whole number of units and never under-estimates the stored bytes,
+// while every other size keeps its exact value (spec §4.9 reading, docs/pofo.md).
+func (tb *table) qa(x float64) float64 {
+	if tb.continuous {
+		return x
+	}
+	return math.Ceil(x - tb.qtol)
+}
+
+// fits reports need ≤ avail up to the memory tolerance.
+func (tb *table) fits(need, avail float64) bool { return need <= avail+tb.tol }
+
+// Choices of C_Δ.
+const (
+	cdInfeasible int32 = -2
+	cdBase       int32 = -1
+	cdAll        int32 = 0
+	// A positive code s' is case 2: F_s^ck F_{s+1}^∅ … F_{s'}^∅, keep a_{s'}.
+)
+
+type cdEntry struct {
+	v  float64
+	ch int32
+}
+
+type cdKey struct {
+	s, t    int32
+	a, dlta float64
+}
+
+// grid indexes the discretized states: A, a whole number of units in [0, m], with Δ values
+// that are multiples of k units and A + Δ ≤ m (stored data and backlog are both on the GPU).
+type grid struct {
+	m, k       int
+	w          []int // w[a] = ⌊(m−a)/k⌋ + 1, the number of Δ values at A = a
+	off1, off2 []int // Σ_{a'<a} w[a'] and Σ_{a'<a} w[a']²
+}
+
+func newGrid(m, k int) grid {
+	g := grid{m: m, k: k, w: make([]int, m+1), off1: make([]int, m+2), off2: make([]int, m+2)}
+	for a := 0; a <= m; a++ {
+		g.w[a] = (m-a)/k + 1
+		g.off1[a+1] = g.off1[a] + g.w[a]
+		g.off2[a+1] = g.off2[a] + g.w[a]*g.w[a]
+	}
+	return g
+}
+
+// step returns the Δ index of d, or −1 when d is not on the grid at A = a.
+func (g *grid) step(a int, d float64) int {
+	j := int(d) / g.k
+	if d < 0 || j >= g.w[a] || float64(j*g.k) != d {
+		return -1
+	}
+	return j
+}
+
+// index1 returns the position of (A, Δ), or −1 off the grid.
+func (g *grid) index1(a, d float64) int {
+	ia := int(a)
+	if a < 0 || ia > g.m || float64(ia) != a {
+		return -1
+	}
+	j := g.step(ia, d)
+	if j < 0 {
+		return -1
+	}
+	return g.off1[ia] + j
+}
+
+// index2 returns the position of (A, Δ_F, Δ_B), or −1 off the grid.
+func (g *grid) index2(a, f, b float64) int {
+	ia := int(a)
+	if a < 0 || ia > g.m || float64(ia) != a {
+		return -1
+	}
+	jf, jb := g.step(ia, f), g.step(ia, b)
+	if jf < 0 || jb < 0 {
+		return -1
+	}
+	return g.off2[ia] + jf*g.w[ia] + jb
+}
+
+// cdStore memoizes C_Δ: a map in the continuous mode; in the discretized mode one lazily
+// allocated slab per sub-chain (s, t) over the grid. The rare calls off the grid are
+// computed without memoizing.
+type cdStore struct {
+	n    int
+	g    *grid
+	vals [][]float64
+	chs  [][]int16
+	mp   map[cdKey]cdEntry
+}
+
+func (st *cdStore) init(n int, g *grid) {
+	st.n = n
+	if g == nil {
+		st.mp = make(map[cdKey]cdEntry)
+		return
+	}
+	st.g = g
+	st.vals = make([][]float64, (n+1)*(n+1))
+	st.chs = make([][]int16, (n+1)*(n+1))
+}
+
+// size is the number of entries of one slab.
+func (st *cdStore) size() int { return st.g.off1[st.g.m+1] }
+
+// get returns the memoized C_Δ(s, t, A, Δ), if any.
+func (st *cdStore) get(s, t int, a, d float64) (cdEntry, bool) {
+	if st.mp != nil {
+		e, ok := st.mp[cdKey{int32(s), int32(t), a, d}]
+		return e, ok
+	}
+	p := s*(st.n+1) + t
+	vals := st.vals[p]
+	i := st.g.index1(a, d)
+	if vals == nil || i < 0 || math.IsNaN(vals[i]) {
+		return cdEntry{}, false
+	}
+	return cdEntry{v: vals[i], ch: int32(st.chs[p][i])}, true
+}
+
+func (st *cdStore) put(s, t int, a, d float64, e cdEntry) {
+	if st.mp != nil {
+		st.mp[cdKey{int32(s), int32(t), a, d}] = e
+		return
+	}
+	i := st.g.index1(a, d)
+	if i < 0 {
+		return
+	}
+	p := s*(st.n+1) + t
+	if st.vals[p] == nil {
+		st.vals[p] = nanSlice(st.size())
+		st.chs[p] = make([]int16, st.size())
+	}
+	st.vals[p][i], st.chs[p][i] = e.v, int16(e.ch)
+}
+
+func nanSlice(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
+}
+
+// ocStore memoizes OC: a map in the continuous mode; in the discretized mode one lazily
+// allocated slab per (x, s) over the grid (states off the grid are pruned before any
+// lookup).
+type ocStore struct {
+	n    int
+	g    *grid
+	vals [][]float64
+	chs  [][]ocChoice
+	mp   map[ocKey]ocEntry
+}
+
+func (st *ocStore) init(n int, g *grid) {
+	st.n = n
+	if g == nil {
+		st.mp = make(map[ocKey]ocEntry)
+		return
+	}
+	st.g = g
+	st.vals = make([][]float64, 2*(n+1))
+	st.chs = make([][]ocChoice, 2*(n+1))
+}
+
+func (st *ocStore) size() int { return st.g.off2[st.g.m+1] }
+
+func (st *ocStore) get(s ocState) (ocEntry, bool) {
+	if st.mp != nil {
+		e, ok := st.mp[s.key()]
+		return e, ok
+	}
+	p := s.x*(st.n+1) + s.s
+	vals := st.vals[p]
+	i := st.g.index2(s.a, s.dF, s.dB)
+	if vals == nil || i < 0 || math.IsNaN(vals[i]) {
+		return ocEntry{}, false
+	}
+	return ocEntry{v: vals[i], ch: st.chs[p][i]}, true
+}
+
+func (st *ocStore) put(s ocState, e ocEntry) {
+	if st.mp != nil {
+		st.mp[s.key()] = e
+		return
+	}
+	i := st.g.index2(s.a, s.dF, s.dB)
+	if i < 0 {
+		return
+	}
+	p := s.x*(st.n+1) + s.s
+	if st.vals[p] == nil {
+		st.vals[p] = nanSlice(st.size())
+		st.chs[p] = make([]ocChoice, st.size())
+	}
+	st.vals[p][i], st.chs[p][i] = e.v, e.ch
+}
