@@ -223,3 +223,39 @@ func solve(c *chainplan.Chain, req planner.Request, minBudget bool) (*chainplan.
 	}
 	return planner.Solve(c, req)
 }
+
+// runSummary is one run in the JSON list Runs returns.
+type runSummary struct {
+	RunID        int64   `json:"run_id"`
+	ModelName    string  `json:"model_name"`
+	CreatedAt    string  `json:"created_at"`
+	Device       string  `json:"device"`
+	TorchVersion string  `json:"torch_version"`
+	NumStages    int     `json:"num_stages"`
+	BatchSize    int64   `json:"batch_size"`
+	FwdTimeS     float64 `json:"fwd_time_s"`
+	BwdTimeS     float64 `json:"bwd_time_s"`
+	SourcePath   string  `json:"source_path"`
+}
+
+// Runs lists the stored runs, newest first (at most limit when positive, of one model when
+// modelName is not empty), as a JSON array.
+func Runs(dbPath, modelName string, limit int64) (list string, err error) {
+	defer recoverError(&err)
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		runs, err := db.Runs(ctx, store.RunFilter{ModelName: modelName, Limit: int(limit)})
+		if err != nil {
+			return err
+		}
+		out := make([]runSummary, len(runs))
+		for i, r := range runs {
+			out[i] = runSummary{RunID: r.ID, ModelName: r.ModelName, CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339),
+				Device: r.Device, TorchVersion: r.TorchVersion, NumStages: r.NumStages, BatchSize: r.BatchSize,
+				FwdTimeS: r.TotalFwdTimeS, BwdTimeS: r.TotalBwdTimeS, SourcePath: r.SourcePath}
+		}
+		b, err := json.Marshal(out)
+		list = string(b)
+		return err
+	})
+	return list, err
+}

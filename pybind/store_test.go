@@ -53,6 +53,10 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil || !strings.Contains(chain, `"format": "chainplan.chain/v1"`) {
 		t.Fatalf("ExportChain = %.80s, %v", chain, err)
 	}
+	runs, err := Runs(db, "", 0)
+	if err != nil || !strings.HasPrefix(runs, `[{"run_id":1,"model_name":"resnet-mini"`) {
+		t.Fatalf("Runs = %.80s, %v", runs, err)
+	}
 	plan, err := SolveFile(profile, `{"budget_bytes": 1000000000}`)
 	if err != nil || !strings.Contains(plan, `"algo":"rotor"`) {
 		t.Fatalf("SolveFile = %.80s, %v", plan, err)

@@ -41,6 +41,7 @@ _WHERE = {
     "query": "chainplan.api",
     "record": "chainplan.api",
     "measure": "chainplan.api",
+    "runs": "chainplan.api",
     "Checkpointed": "chainplan.api",
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",

@@ -127,3 +127,9 @@ def export_chain(run_id: int) -> str:
 def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     """Store a measured execution of a plan; returns its id."""
     return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))
+
+
+def runs(model_name: str = "", limit: int = 0) -> list[dict[str, Any]]:
+    """The stored runs, newest first."""
+    out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), model_name, limit))
+    return out

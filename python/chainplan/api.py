@@ -22,7 +22,7 @@ from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
 from chainplan.stages import flatten_stages
 
-__all__ = ["profile", "plan", "query", "record", "Checkpointed", "measure", "Execution"]
+__all__ = ["profile", "plan", "query", "record", "runs", "Checkpointed", "measure", "Execution"]
 
 Budget = int | str
 LossFn = Callable[..., torch.Tensor]
@@ -109,6 +109,21 @@ def query(sql: str) -> Any:
 
     data = _bind.query(sql)
     return pa.ipc.open_file(pa.py_buffer(data)).read_all()
+
+
+def runs(*, model: str = "", limit: int = 0) -> list[dict[str, Any]]:
+    """The stored profiles (runs), newest first.
+
+    Keyword Args:
+        model: only the runs of this model name (default: all).
+        limit: at most this many (default: 0, all).
+
+    Returns:
+        One dict per run: ``run_id``, ``model_name``, ``created_at``, ``device``,
+        ``torch_version``, ``num_stages``, ``batch_size``, ``fwd_time_s``, ``bwd_time_s``
+        (totals) and ``source_path``.
+    """
+    return _bind.runs(model, limit)
 
 
 @dataclass(frozen=True)

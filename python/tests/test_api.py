@@ -61,6 +61,8 @@ def test_round_trip(private_db: Path) -> None:
     assert rows[0]["predicted_peak_bytes"] == p.peak_bytes
     runs = chainplan.query("SELECT run_id, model_name, torch_version FROM runs").to_pylist()
     assert runs == [{"run_id": 1, "model_name": "Sequential", "torch_version": torch.__version__}]
+    (listed,) = chainplan.runs()
+    assert listed["run_id"] == 1 and listed["num_stages"] == len(prof.stage_names)
     # The same file ingested again is stored once.
     from chainplan import _bind
 
