@@ -30,13 +30,13 @@ func BenchmarkSolve(b *testing.B) {
 		b.Run(fmt.Sprintf("stages=%d/slots=500", l), func(b *testing.B) {
 			c, budget := benchChain(b, l)
 			dc := discretize.ForBudget(c, budget, DefaultSlots)
-			b.ReportMetric(tableBytes(dc.N, dc.Units(budget)-dc.A[0])/(1<<20), "table-MiB")
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if _, err := Solve(c, budget, Options{}); err != nil {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(tableBytes(dc.N, dc.Units(budget)-dc.A[0])/(1<<20), "table-MiB")
 		})
 	}
 }
