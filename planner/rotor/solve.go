@@ -66,10 +66,11 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 	}
 	dc := discretize.ForBudget(c, budgetBytes, slots)
 	m := dc.Units(budgetBytes) - dc.A[0]
-	if m < 0 || minMemory(dc, opts.Revolve).at(1, dc.N) > m {
+	need := minMemory(dc, opts.Revolve)
+	if m < 0 || need.at(1, dc.N) > m {
 		return nil, infeasible(c, budgetBytes, opts)
 	}
-	tb, err := newTable(dc, m, opts.Revolve)
+	tb, err := buildTable(dc, need, m, opts.Revolve)
 	if err != nil {
 		return nil, err
 	}

@@ -78,6 +78,11 @@ func tableBytes(n int, m int64) float64 {
 //
 // The time complexity is O(M·N³), the memory O(M·N²).
 func newTable(c *discretize.Chain, m int64, revolve bool) (*table, error) {
+	return buildTable(c, minMemory(c, revolve), m, revolve)
+}
+
+// buildTable is newTable with the sub-chains' smallest budgets already computed.
+func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*table, error) {
 	if m < 0 {
 		m = -1
 	}
@@ -93,7 +98,7 @@ func newTable(c *discretize.Chain, m int64, revolve bool) (*table, error) {
 	rows := n * (n + 1) / 2
 	tb := &table{
 		c: c, n: n, cols: cols, revolve: revolve,
-		need:   minMemory(c, revolve),
+		need:   need,
 		val:    make([]float64, rows*cols),
 		choice: make([]int16, rows*cols),
 	}
