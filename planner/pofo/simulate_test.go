@@ -117,3 +117,100 @@ func TestSimulateSpecSchedules(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateInvalid checks that the simulator rejects schedules that break the rules of
+// spec §5.2 and §5.5, naming the problem.
+func TestSimulateInvalid(t *testing.T) {
+	c := testchains.PofoExample(1)
+	off, pre := chainplan.TransferOffload, chainplan.TransferPrefetch
+	storeAll := "Fall1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 B1"
+	tests := []struct {
+		name  string
+		ops   string
+		xfers []chainplan.Transfer
+		limit int64
+		want  string
+	}{
+		{"NeverPrefetched", storeAll, []chainplan.Transfer{xf(off, "a0", 2, -1)}, 30, "never prefetched"},
+		{"OffloadInBackward", storeAll, []chainplan.Transfer{xf(off, "abar1", 6, 6)}, 30, "offloads start in the forward phase"},
+		{"PrefetchBeforeLoss", storeAll, []chainplan.Transfer{xf(off, "a0", 2, -1), xf(pre, "a0", 2, 3)}, 30, "prefetches end in the backward phase"},
+		{"OffloadAfterPrefetch", storeAll, []chainplan.Transfer{xf(off, "a0", 2, -1), xf(pre, "a0", 2, 9), xf(off, "abar1", 6, 0)}, 30, "runs all offloads first"},
+		{"WrongBytes", storeAll, []chainplan.Transfer{xf(off, "a0", 3, -1), xf(pre, "a0", 3, 9)}, 30, "the transfer says 3"},
+		{"NotStoredYet", storeAll, []chainplan.Transfer{xf(off, "abar2", 3, 0), xf(pre, "abar2", 3, 7)}, 30, "not stored then"},
+		{"OffloadedTwice", storeAll, []chainplan.Transfer{xf(off, "a0", 2, -1), xf(off, "a0", 2, 0), xf(pre, "a0", 2, 9)}, 30, "offloaded twice"},
+		{"PrefetchTooLate", storeAll, []chainplan.Transfer{xf(off, "abar1", 6, 0), xf(pre, "abar1", 6, 9)}, 30, "read before its prefetch completes"},
+		{"PrefetchNotOffloaded", storeAll, []chainplan.Transfer{xf(pre, "abar1", 6, 8)}, 30, "no offloaded copy"},
+		{"TooLittleMemory", storeAll, []chainplan.Transfer{xf(off, "a0", 2, -1), xf(pre, "a0", 2, 9)}, 20, "over the limit"},
+		{"FNoneFromSaved", "Fall1 Fnone2 Fall3 Fall4 Fall5 B5 B4 B3 B2 B1", nil, 30, "cannot read ā_1"},
+		{"LossNotFollowedByBackward", "Fall1 Fall2 Fall3 Fall4 Fall5 B4", nil, 30, "followed at once by B 5"},
+		{"LeftoverTensor", "Fall1 Fall2 Fall3 Fall4 Fck5 Fall5 B5 B4 B3 B2 B1", nil, 40, "a5 is still stored at the end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Schedule{Compute: parseOps(t, tt.ops), Transfers: tt.xfers, SyncAtLoss: true}
+			r, err := Simulate(c, s, SimOptions{BandwidthBytesPerS: 1, LimitBytes: tt.limit})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Valid {
+				t.Fatalf("accepted: %+v", r)
+			}
+			if msg := r.Err().Error(); !strings.Contains(msg, tt.want) {
+				t.Fatalf("%q does not mention %q", msg, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckTimings perturbs the timing of the spec's POFO schedule (M = 22, β = 1) and
+// checks that the checker of spec §5.5 finds each violation.
+func TestCheckTimings(t *testing.T) {
+	c := testchains.PofoExample(1)
+	s := Schedule{Compute: parseOps(t, "Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1"),
+		Transfers:  []chainplan.Transfer{xf(chainplan.TransferOffload, "a0", 2, -1), xf(chainplan.TransferPrefetch, "a0", 2, 9)},
+		SyncAtLoss: true}
+	good := func() chainplan.Timing {
+		return chainplan.Timing{ComputeStart: []float64{0, 1, 3, 4, 6, 6.5, 7, 11, 13, 17, 18}, TransferStart: []float64{0, 15}}
+	}
+	tests := []struct {
+		name   string
+		modify func(*chainplan.Timing)
+		model  chainplan.MemoryModel
+		want   string
+	}{
+		{"Valid", func(*chainplan.Timing) {}, chainplan.Integral, ""},
+		{"ComputeOverlap", func(tm *chainplan.Timing) { tm.ComputeStart[2] = 2.5 }, chainplan.Fractional, "before the previous operation ends"},
+		{"LinkOverlap", func(tm *chainplan.Timing) { tm.TransferStart[1] = 1 }, chainplan.Fractional, "one transfer at a time"},
+		{"PrefetchLate", func(tm *chainplan.Timing) { tm.TransferStart[1] = 15.5 }, chainplan.Fractional, "ends after op 9 starts"},
+		{"PrefetchBeforeLoss", func(tm *chainplan.Timing) { tm.TransferStart[1] = 5 }, chainplan.Fractional, "OR.3"},
+		{"ReadAfterOffload", func(tm *chainplan.Timing) {
+			for k := range tm.ComputeStart {
+				tm.ComputeStart[k] += 3
+			}
+			tm.TransferStart[1] += 3
+		}, chainplan.Integral, "after its offload"},
+		{"OverMemory", func(tm *chainplan.Timing) { tm.TransferStart[1] = 12 }, chainplan.Integral, "over the limit"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tm := good()
+			tt.modify(&tm)
+			r, err := Check(c, s, tm, SimOptions{BandwidthBytesPerS: 1, LimitBytes: 22, Model: tt.model})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.want == "" {
+				if !r.Valid || r.Makespan != 20 || r.PeakBytes > 22 {
+					t.Fatalf("valid timing rejected: %+v", r)
+				}
+				return
+			}
+			if r.Valid {
+				t.Fatalf("accepted: %+v", r)
+			}
+			if msg := r.Err().Error(); !strings.Contains(msg, tt.want) {
+				t.Fatalf("%q does not mention %q", msg, tt.want)
+			}
+		})
+	}
+}
