@@ -20,7 +20,7 @@ func TestDynprogSpecVectors(t *testing.T) {
 	c := testchains.PofoExample(2)
 	inf := math.Inf(1)
 	tests := []struct {
-		m                                    float64
+		m                                      float64
 		cheap1, full1, cheap4, full4, lb1, lb4 float64
 	}{
 		{25, 19, 19, 19, 19, 19, 19},
