@@ -92,8 +92,11 @@ def main() -> int:
         print(f"{label:>16} {mib(budget)} {mib(plan.peak_bytes):>9} {mib(ex.peak_bytes):>9} "
               f"{1e3 * plan.makespan:12.2f} {1e3 * ex.step_time_s:12.2f}  "
               f"{'same as plain' if same else 'DIFFERENT'}")
-    print("\n(predicted step time is the sum of the profiled stage times; measured is one "
-          "training step of the wrapped model)")
+    a_last = next(r.out_bytes for r in reversed(prof.rows) if r.stage_kind == "stage")
+    print("\npredicted step time: the sum of the profiled stage times; measured: one training "
+          "step of the\nwrapped model. Measured peaks exceed the prediction by the chain "
+          f"output's gradient ({a_last} B),\nwhich autograd holds until the executor's "
+          "backward returns (docs/executors.md).")
     return 0 if ok else 1
 
 
