@@ -63,7 +63,7 @@ test-py: bind
 	$(PY) -m pytest -q python/tests
 
 lint-py: venv
-	$(PY) -m ruff check python setup.py
+	$(PY) -m ruff check python setup.py examples bench testdata
 	$(PY) -m mypy python/chainplan
 
 ## fuzz: a brief run of every fuzz target (FUZZTIME each); `make fuzz-long` runs longer.

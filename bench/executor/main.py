@@ -24,10 +24,11 @@ from torch import nn
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
+from train_demo import small_cnn  # noqa: E402
+
 import chainplan  # noqa: E402
 from chainplan.executors import CheckpointedChain  # noqa: E402
 from chainplan.stages import flatten_stages  # noqa: E402
-from train_demo import small_cnn  # noqa: E402
 
 
 def median_time(fn: Callable[[], None], reps: int) -> float:

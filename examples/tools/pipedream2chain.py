@@ -148,17 +148,29 @@ def parse(path):
                 continue
             m = NODE_RE.match(line)
             if not m and "activation_size=[" in line:
-                raise ConversionError(f"{path}:{lineno}: a module with several outputs "
-                                      f"({line.split(' -- ')[1][:40]}): not supported, the "
-                                      "converter handles single-input image models")
+                raise ConversionError(
+                    f"{path}:{lineno}: a module with several outputs "
+                    f"({line.split(' -- ')[1][:40]}): not supported, the "
+                    "converter handles single-input image models"
+                )
             if not m:
                 raise ConversionError(f"{path}:{lineno}: unrecognized line: {line.strip()[:80]}")
             nid, desc = m.group(1), m.group(2)
             vals = [float(m.group(i)) for i in range(3, 7)]
-            for v, what in zip(vals, ("forward_compute_time", "backward_compute_time",
-                                      "activation_size", "parameter_size")):
+            for v, what in zip(
+                vals,
+                (
+                    "forward_compute_time",
+                    "backward_compute_time",
+                    "activation_size",
+                    "parameter_size",
+                ),
+                strict=True,
+            ):
                 if not math.isfinite(v) or v < 0:
-                    raise ConversionError(f"{path}:{lineno}: {what} must be finite and >= 0, got {v}")
+                    raise ConversionError(
+                        f"{path}:{lineno}: {what} must be finite and >= 0, got {v}"
+                    )
             if nid in nodes:
                 raise ConversionError(f"{path}:{lineno}: duplicate node {nid}")
             nodes[nid] = Node(nid, desc, *vals)
@@ -217,8 +229,10 @@ def infer_batch(nodes, order, input_node, log):
     feats = linear_out_features(last.desc)
     batch = last.act / (feats * FP32)
     if batch != int(batch) or batch < 1:
-        raise ConversionError(f"last Linear ({last.id}) activation {last.act:.0f} B is not "
-                              f"batch x {feats} x 4 B for an integer batch")
+        raise ConversionError(
+            f"last Linear ({last.id}) activation {last.act:.0f} B is not "
+            f"batch x {feats} x 4 B for an integer batch"
+        )
     batch = int(batch)
     # the input: batch x 3 x H x H fp32
     per_sample = input_node.act / (batch * 3 * FP32)
@@ -231,17 +245,22 @@ def infer_batch(nodes, order, input_node, log):
         if node.op == "Size":
             continue
         if node.act % (FP32 * batch) != 0:
-            raise ConversionError(f"{n} ({node.op}) activation {node.act:.0f} B is not a "
-                                  f"multiple of 4 x batch = {4 * batch}")
+            raise ConversionError(
+                f"{n} ({node.op}) activation {node.act:.0f} B is not a "
+                f"multiple of 4 x batch = {4 * batch}"
+            )
         c = conv_out_channels(node.desc)
         if c is not None:
             hw = node.act / (batch * c * FP32)
             if hw != int(hw) or math.isqrt(int(hw)) ** 2 != int(hw):
-                raise ConversionError(f"{n} Conv2d activation {node.act:.0f} B is not "
-                                      f"{batch} x {c} x H x H x 4 B")
-    log(f"batch {batch} inferred from {last.id} ({last.desc.split('(')[0]}, {feats} outputs, "
+                raise ConversionError(
+                    f"{n} Conv2d activation {node.act:.0f} B is not {batch} x {c} x H x H x 4 B"
+                )
+    log(
+        f"batch {batch} inferred from {last.id} ({last.desc.split('(')[0]}, {feats} outputs, "
         f"{last.act:.0f} B); input {batch} x 3 x {side} x {side} fp32 = {input_node.act:.0f} B; "
-        f"all activation sizes are multiples of 4 x {batch} and conv outputs are square fp32 maps")
+        f"all activation sizes are multiples of 4 x {batch} and conv outputs are square fp32 maps"
+    )
     return batch, side
 
 
@@ -266,9 +285,11 @@ def convert(path, name, log):
 
     inputs = [n for n in nodes if nodes[n].op.startswith("Input")]
     if len(inputs) != 1 or nodes[inputs[0]].op != "Input":
-        raise ConversionError(f"expected exactly one 'Input' node, found {len(inputs)} "
-                              f"({', '.join(sorted(inputs))}); multi-input models (gnmt) "
-                              "are not chains")
+        raise ConversionError(
+            f"expected exactly one 'Input' node, found {len(inputs)} "
+            f"({', '.join(sorted(inputs))}); multi-input models (gnmt) "
+            "are not chains"
+        )
     inp = inputs[0]
     if pred[inp]:
         raise ConversionError(f"the Input node {inp} has predecessors")
@@ -282,9 +303,11 @@ def convert(path, name, log):
     if len(sinks) > 1:
         keep = ancestors(main_sink, pred)
         dropped = [n for n in order if n not in keep]
-        log(f"{len(sinks)} outputs ({', '.join(sinks)}): keeping the ancestors of {main_sink}, "
+        log(
+            f"{len(sinks)} outputs ({', '.join(sinks)}): keeping the ancestors of {main_sink}, "
             f"dropping {len(dropped)} nodes of the other output branch(es) "
-            f"({', '.join(sorted({nodes[d].op for d in dropped}))}), as with aux_logits=False")
+            f"({', '.join(sorted({nodes[d].op for d in dropped}))}), as with aux_logits=False"
+        )
         order = [n for n in order if n in keep]
         for n in list(succ):
             succ[n] = [s for s in succ[n] if s in keep]
@@ -316,7 +339,7 @@ def convert(path, name, log):
     start = 1
     for i in range(1, len(order)):
         if legal[i]:
-            segments.append(order[start:i + 1])
+            segments.append(order[start : i + 1])
             start = i + 1
     if start != len(order):
         raise ConversionError("internal: the last node must end a segment")
@@ -348,16 +371,18 @@ def convert(path, name, log):
             kind = "residual(" + kind + ")"
         elif any(x.op == "Concat" for x in gn):
             kind = "concat(" + kind + ")"
-        stages.append({
-            "name": f"{k:02d}:{kind}",
-            "fwd_time": round(sum(x.fwd_ms for x in gn) * ms, 9),
-            "bwd_time": round(sum(x.bwd_ms for x in gn) * ms, 9),
-            "out_bytes": out_bytes,
-            "saved_bytes": saved,
-            "fwd_tmp_bytes": 0,
-            "bwd_tmp_bytes": 0,
-            "param_bytes": int(sum(x.params for x in gn)),
-        })
+        stages.append(
+            {
+                "name": f"{k:02d}:{kind}",
+                "fwd_time": round(sum(x.fwd_ms for x in gn) * ms, 9),
+                "bwd_time": round(sum(x.bwd_ms for x in gn) * ms, 9),
+                "out_bytes": out_bytes,
+                "saved_bytes": saved,
+                "fwd_tmp_bytes": 0,
+                "bwd_tmp_bytes": 0,
+                "param_bytes": int(sum(x.params for x in gn)),
+            }
+        )
 
     chain = {
         "format": "chainplan.chain/v1",
@@ -366,11 +391,13 @@ def convert(path, name, log):
         "loss": {"fwd_time": 0.0, "bwd_time": 0.0, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0},
     }
     store_all = int(nodes[inp].act) + sum(s["saved_bytes"] for s in stages)
-    log(f"{name}: {len(order) - 1} nodes -> {len(stages)} stages "
+    log(
+        f"{name}: {len(order) - 1} nodes -> {len(stages)} stages "
         f"({sum(1 for g in groups if len(g) > 1)} grouped); input {int(nodes[inp].act)} B; "
         f"sum of saved_bytes + input = {store_all / 2**30:.2f} GiB; "
         f"fwd {sum(s['fwd_time'] for s in stages) * 1e3:.1f} ms, "
-        f"bwd {sum(s['bwd_time'] for s in stages) * 1e3:.1f} ms")
+        f"bwd {sum(s['bwd_time'] for s in stages) * 1e3:.1f} ms"
+    )
     return chain
 
 

@@ -90,16 +90,18 @@ def build(b, s, h, a, L, V, tflops, bandwidth_tb):
     layer_params = 12 * h * h + 13 * h  # QKV, proj, fc1, fc2 weights + biases, 2 LNs
     layers = []
     for i in range(1, L + 1):
-        layers.append({
-            "name": f"layer{i}",
-            "fwd_time": layer_fwd,
-            "bwd_time": 2 * layer_fwd,
-            "out_bytes": 4 * sbh,
-            "saved_bytes": 66 * sbh + 9 * as2b,
-            "fwd_tmp_bytes": 4 * b * a * s * s,
-            "bwd_tmp_bytes": 4 * b * a * s * s,
-            "param_bytes": 4 * layer_params,
-        })
+        layers.append(
+            {
+                "name": f"layer{i}",
+                "fwd_time": layer_fwd,
+                "bwd_time": 2 * layer_fwd,
+                "out_bytes": 4 * sbh,
+                "saved_bytes": 66 * sbh + 9 * as2b,
+                "fwd_tmp_bytes": 4 * b * a * s * s,
+                "bwd_tmp_bytes": 4 * b * a * s * s,
+                "param_bytes": 4 * layer_params,
+            }
+        )
 
     logits = 4 * b * s * V
     head_fwd = 2 * b * s * h * V / flops_rate
@@ -142,10 +144,18 @@ def main(argv=None):
     ap.add_argument("--heads", type=int, default=12)
     ap.add_argument("--layers", type=int, default=12)
     ap.add_argument("--vocab", type=int, default=50257)
-    ap.add_argument("--tflops", type=float, default=100.0,
-                    help="assumed sustained throughput, TFLOP/s (default 100)")
-    ap.add_argument("--bandwidth", type=float, default=2.0,
-                    help="assumed memory bandwidth for memory-bound stages, TB/s (default 2)")
+    ap.add_argument(
+        "--tflops",
+        type=float,
+        default=100.0,
+        help="assumed sustained throughput, TFLOP/s (default 100)",
+    )
+    ap.add_argument(
+        "--bandwidth",
+        type=float,
+        default=2.0,
+        help="assumed memory bandwidth for memory-bound stages, TB/s (default 2)",
+    )
     args = ap.parse_args(argv)
     for k in ("batch", "seq", "hidden", "heads", "layers", "vocab"):
         if getattr(args, k) < 1:
@@ -154,8 +164,16 @@ def main(argv=None):
         ap.error("--hidden must be a multiple of --heads")
     if not (args.tflops > 0 and args.bandwidth > 0):
         ap.error("--tflops and --bandwidth must be > 0")
-    chain = build(args.batch, args.seq, args.hidden, args.heads, args.layers, args.vocab,
-                  args.tflops, args.bandwidth)
+    chain = build(
+        args.batch,
+        args.seq,
+        args.hidden,
+        args.heads,
+        args.layers,
+        args.vocab,
+        args.tflops,
+        args.bandwidth,
+    )
     text = json.dumps(chain, indent=1) + "\n"
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -163,10 +181,15 @@ def main(argv=None):
     else:
         sys.stdout.write(text)
     st = chain["stages"]
-    print(f"transformer_chain: {len(st)} stages, layer saved {st[1]['saved_bytes'] / 2**20:.0f} MiB, "
-          f"sum of saved + input {(sum(x['saved_bytes'] for x in st) + chain['input_bytes']) / 2**30:.2f} GiB, "
-          f"fwd {sum(x['fwd_time'] for x in st) * 1e3:.2f} ms, bwd {sum(x['bwd_time'] for x in st) * 1e3:.2f} ms",
-          file=sys.stderr)
+    layer_mib = st[1]["saved_bytes"] / 2**20
+    total_gib = (sum(x["saved_bytes"] for x in st) + chain["input_bytes"]) / 2**30
+    fwd_ms = sum(x["fwd_time"] for x in st) * 1e3
+    bwd_ms = sum(x["bwd_time"] for x in st) * 1e3
+    print(
+        f"transformer_chain: {len(st)} stages, layer saved {layer_mib:.0f} MiB, "
+        f"sum of saved + input {total_gib:.2f} GiB, fwd {fwd_ms:.2f} ms, bwd {bwd_ms:.2f} ms",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -7,13 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import chainplan
 import pyarrow.ipc as ipc
 import pytest
 import torch
-from chainplan.errors import NotFoundError, PlanError, ProfileError, SchemaError
 from torch import nn
 
+import chainplan
+from chainplan.errors import NotFoundError, PlanError, ProfileError, SchemaError
 from tests.models import MODELS
 
 # Bytes of the CPU generator's state (torch.get_rng_state()), which the executor keeps for

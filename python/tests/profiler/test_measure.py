@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
+
 from chainplan.errors import ProfileError
 from chainplan.profiler.measure import (
     StageMeasurement,
@@ -11,8 +13,6 @@ from chainplan.profiler.measure import (
     measure_stage,
 )
 from chainplan.profiler.memory import MemoryProbe
-from torch import nn
-
 from tests.profiler.helpers import DEVICES
 
 FLOAT = 4  # bytes per float32

@@ -6,11 +6,11 @@ import threading
 
 import pytest
 import torch
+from torch import nn
+
 from chainplan.errors import ChainplanError, ProfileError
 from chainplan.profiler import memory
 from chainplan.profiler.memory import MemoryProbe
-from torch import nn
-
 from tests.profiler.helpers import DEVICES, MiB
 
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
+
 from chainplan.errors import ProfileError
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
-from torch import nn
-
 from tests.profiler.helpers import DEVICES
 
 
