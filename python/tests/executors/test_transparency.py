@@ -7,12 +7,12 @@ import json
 
 import pytest
 import torch
+from torch import nn
+
 from chainplan import _bind
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.schedule import Plan
 from chainplan.stages import flatten_stages
-from torch import nn
-
 from tests.models import MODELS
 
 
