@@ -2,15 +2,23 @@ package planner
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/baseline"
+	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
 // Algorithms lists the algorithm names Solve accepts.
-var Algorithms = []string{"rotor", "optimal", "revolve", "sequential", "store-all"}
+var Algorithms = []string{"rotor", "optimal", "revolve", "sequential", "store-all",
+	"pofo", "offload", "greedy", "autocapper", "opportunist"}
+
+// OffloadAlgorithms lists the algorithms that also move activations to host memory; they
+// need Request.Bandwidth (docs/pofo.md).
+var OffloadAlgorithms = []string{"pofo", "offload", "greedy", "autocapper", "opportunist"}
 
 // Request says what to plan.
 type Request struct {
@@ -23,6 +31,11 @@ type Request struct {
 	Slots int64
 	// Segments fixes the segment count of "sequential" (0: the best that fits).
 	Segments int
+	// Bandwidth is the GPU↔host link bandwidth in bytes per second (bytes per time unit
+	// of the chain) of the offloading algorithms; it must be positive and finite for
+	// them and zero for the others. Their Slots default (0) is the algorithm's own
+	// (pofo.DefaultSlots, pofo.DefaultOffloadSlots).
+	Bandwidth float64
 }
 
 func (r Request) algo() string {
@@ -38,6 +51,15 @@ func (r Request) check() error {
 	}
 	if r.Segments != 0 && r.algo() != "sequential" {
 		return fmt.Errorf("%w: segments apply to the sequential algorithm only (got algorithm %q)", chainplan.ErrUnsupported, r.algo())
+	}
+	offloads := slices.Contains(OffloadAlgorithms, r.algo())
+	switch b := r.Bandwidth; {
+	case offloads && (math.IsNaN(b) || math.IsInf(b, 0) || b <= 0):
+		return fmt.Errorf("%w: algorithm %q needs a bandwidth: a positive, finite number of bytes per second (got %v)",
+			chainplan.ErrUnsupported, r.algo(), b)
+	case !offloads && b != 0:
+		return fmt.Errorf("%w: a bandwidth applies to the offloading algorithms only (%s), not to %q",
+			chainplan.ErrUnsupported, strings.Join(OffloadAlgorithms, ", "), r.algo())
 	}
 	for _, a := range Algorithms {
 		if a == r.algo() {
@@ -67,8 +89,21 @@ func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
 		return rotor.SolveFloating(c, req.BudgetBytes, opts)
 	case "sequential":
 		return baseline.Sequential(c, req.BudgetBytes, req.Segments)
-	default: // "store-all"
+	case "store-all":
 		return baseline.StoreAll(c, req.BudgetBytes)
+	}
+	po := pofo.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
+	switch req.algo() {
+	case "pofo":
+		return pofo.Solve(c, req.BudgetBytes, po)
+	case "offload":
+		return pofo.SolveOffload(c, req.BudgetBytes, po)
+	case "greedy":
+		return pofo.SolveGreedy(c, req.BudgetBytes, po)
+	case "autocapper":
+		return pofo.SolveAutoCapper(c, req.BudgetBytes, po)
+	default: // "opportunist"
+		return pofo.SolveOpportunist(c, req.BudgetBytes, po)
 	}
 }
 

@@ -41,7 +41,19 @@ func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chai
 			}), nil
 		})
 	}
-	return finishPlan("autocapper", c, budgetBytes, opts.slots(budgetBytes, rotor.DefaultSlots), s, opts, start)
+	return finishPlan("autocapper", c, budgetBytes, remSlots(opts, budgetBytes, exact.n), s, opts, start)
+}
+
+// remSlots returns the slots of the heuristics' rematerialization for a budget: rotor's
+// default unless set, and never fewer than 2(N+4) for N stages. With fewer, the rounding
+// of the terms of one memory check can exceed the whole budget at any budget, and rotor's
+// smallest-budget search, which an infeasible budget starts, does not stop.
+func remSlots(opts Options, budget int64, n int) int64 {
+	s := opts.slots(budget, rotor.DefaultSlots)
+	if opts.Slots < 0 {
+		return s // exact bytes
+	}
+	return max(s, int64(2*(n+4)))
 }
 
 // autoCapper returns the best CAPPER schedule over the tried limits.
@@ -60,7 +72,7 @@ func autoCapper(c *chainplan.Chain, exact *chain, budget int64, opts Options) (S
 			continue
 		}
 		seen[mp] = true
-		plan, err := rotor.Solve(c, mp, rotor.Options{Slots: opts.slots(mp, rotor.DefaultSlots)})
+		plan, err := rotor.Solve(c, mp, rotor.Options{Slots: remSlots(opts, mp, exact.n)})
 		if err != nil {
 			continue
 		}

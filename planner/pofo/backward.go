@@ -45,7 +45,15 @@ func (tb *table) cdCase1Value(s, t int, a, d1, excB, sub float64) float64 {
 }
 
 // cdValue returns C_Δ(s, t, A, Δ) (spec §4.8, combination (4.4)), memoized.
+//
+// A state whose stored data and backlog exceed M cannot end the sub-chain: it is
+// infeasible. In exact arithmetic the recurrences never reach one (checked on 20,000
+// random chains while writing this package); the rounding up of Δ can, and this keeps
+// every C_Δ lookup of the discretized table on its grid.
 func (tb *table) cdValue(s, t int, a, d float64) float64 {
+	if !tb.fits(a+d, tb.m) {
+		return math.Inf(1)
+	}
 	if e, ok := tb.cd.get(s, t, a, d); ok {
 		return e.v
 	}
@@ -56,6 +64,9 @@ func (tb *table) cdValue(s, t int, a, d float64) float64 {
 
 // cdChoice returns the choice of C_Δ(s, t, A, Δ).
 func (tb *table) cdChoice(s, t int, a, d float64) int32 {
+	if !tb.fits(a+d, tb.m) {
+		return cdInfeasible
+	}
 	if e, ok := tb.cd.get(s, t, a, d); ok {
 		return e.ch
 	}

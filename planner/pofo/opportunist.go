@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/rotor"
 )
 
 // SolveOpportunist returns the OPPORTUNIST schedule of spec §4.13 (L2322-2324), a
@@ -30,13 +29,13 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 		return nil, err
 	}
 	exact := exactChain(c)
-	slots := opts.slots(budgetBytes, rotor.DefaultSlots)
+	slots := remSlots(opts, budgetBytes, exact.n)
 	s, ok := opportunist(c, exact, budgetBytes, slots, opts)
 	if !ok {
 		return nil, infeasible(c, "opportunist", budgetBytes, opts, func() (int64, error) {
 			hi := int64(exact.storeAllPeak())
 			return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
-				_, ok := opportunist(c, exact, b, opts.slots(b, rotor.DefaultSlots), opts)
+				_, ok := opportunist(c, exact, b, remSlots(opts, b, exact.n), opts)
 				return ok
 			}), nil
 		})
