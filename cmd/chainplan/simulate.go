@@ -24,7 +24,10 @@ func newSimulateCmd(e *env) *cobra.Command {
 every validity error (missing input, backward missing, repeated or out of order, budget
 exceeded), the peak memory and the makespan, in exact bytes. The budget is the plan's
 budget_bytes unless --budget is given. A plan whose claimed makespan or peak differs from
-the replay is reported too.
+the replay is reported too. A plan with an offload section (pofo and the other
+offloading algorithms) is replayed with its transfers in both memory models (integral:
+an offload frees its tensor when it completes; fractional: continuously), and its timing,
+when present, is checked as given.
 
 Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 		Example: `  chainplan solve --chain c.json --budget 1GiB > plan.json
@@ -80,6 +83,10 @@ func runSimulate(w io.Writer, f simulateFlags) error {
 		if limit, err = parseBudget(f.budget); err != nil {
 			return err
 		}
+	}
+	if p.Offload != nil {
+		// An offloading plan (pofo, offload, ...): replay it with the transfers.
+		return runSimulateOffload(w, c, p, f, limit)
 	}
 	rep := simulate.Replay(c, p.Sequence, limit)
 	out := simulation{Valid: rep.Valid, Makespan: rep.Makespan, PeakBytes: rep.Peak, PeakIndex: rep.PeakIndex,

@@ -18,6 +18,8 @@ type solveFlags struct {
 	segments int
 	format   string
 	run      string
+	// bandwidth is --bandwidth, the link of the offloading algorithms (offload.go).
+	bandwidth string
 }
 
 func newSolveCmd(e *env) *cobra.Command {
@@ -35,24 +37,33 @@ Algorithms:
   sequential  PyTorch checkpoint_sequential (--segments K, or the best K that fits)
   store-all   PyTorch's default: no recomputation
 
+Offloading algorithms (need --bandwidth; docs/pofo.md):
+  pofo         optimal offloading + rematerialization (POFO, 100 slots by default)
+  offload      optimal offloading only (DYNPROG, 500 slots by default)
+  greedy       offload the shortest prefix of activations that fits (GREEDY)
+  autocapper   rotor schedules capped by offloading (AUTOCAPPER heuristic)
+  opportunist  offload while the link is free (OPPORTUNIST heuristic)
+
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
 		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
   chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
   chainplan solve --chain c.json --budget min --slots 1000
+  chainplan solve --algo pofo --chain c.json --budget 3GiB --bandwidth 12GB/s
   chainplan solve --run latest --budget 2GiB     # plan a stored profile, record the plan`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSolve(cmd, e, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: rotor, optimal, revolve, sequential or store-all")
+	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: rotor, optimal, revolve, sequential, store-all, pofo, offload, greedy, autocapper or opportunist")
 	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
 	fl.StringVar(&f.budget, "budget", "", "memory budget: bytes, a size such as 2GiB, or 'min'")
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (rotor, optimal, revolve)")
 	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo sequential (0: best that fits)")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
 	fl.StringVar(&f.run, "run", "", "plan a stored profile instead of --chain (a run id or \"latest\"); records the plan")
+	fl.StringVar(&f.bandwidth, "bandwidth", "", "GPU-host bandwidth of the offloading algorithms: bytes per second, or with a unit such as 12GB/s")
 	return cmd
 }
 
@@ -78,6 +89,9 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 		defer stored.db.Close()
 	}
 	req := planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments}
+	if err := offloadRequest(cmd, &req, f.bandwidth); err != nil {
+		return err
+	}
 	if f.budget == "min" {
 		if req.BudgetBytes, err = planner.MinBudget(c, req); err != nil {
 			return err
@@ -123,4 +137,5 @@ func writePlanText(w io.Writer, c *chainplan.Chain, p *chainplan.Plan) {
 	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
 	fmt.Fprintf(w, "sequence    %d operations (%d stages + loss)\n", len(p.Sequence), c.Len())
 	writeSequence(w, p.Sequence)
+	writeOffloadText(w, p)
 }

@@ -1,0 +1,173 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/pofo"
+)
+
+// This file holds the offloading side of solve and simulate (docs/pofo.md): the
+// --bandwidth flag and the replay of plans with transfers.
+
+// parseBandwidth reads a --bandwidth value: bytes per second as a plain number ("1.2e10",
+// "0.5") or a byte size with an optional "/s" ("12GB/s", "12GB", "1.5GiB/s"; decimal
+// units are powers of 1000, as for --budget).
+func parseBandwidth(s string) (float64, error) {
+	t := strings.TrimSpace(s)
+	t = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(t, "/s"), "/S"))
+	v, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		b, berr := chainplan.ParseBytes(t)
+		if berr != nil {
+			return 0, usagef("--bandwidth %q: want bytes per second, e.g. 12GB/s or 1.2e10", s)
+		}
+		v = float64(b)
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return 0, usagef("--bandwidth %q: must be a positive, finite number of bytes per second", s)
+	}
+	return v, nil
+}
+
+// offloadRequest fills the bandwidth of a solve request. An offloading algorithm needs
+// --bandwidth and, unless --slots is given, uses its own default discretization.
+func offloadRequest(cmd *cobra.Command, req *planner.Request, bandwidth string) error {
+	offloads := slices.Contains(planner.OffloadAlgorithms, req.Algo)
+	switch {
+	case offloads && bandwidth == "":
+		return usagef("--algo %s needs --bandwidth (bytes per second, e.g. 12GB/s)", req.Algo)
+	case !offloads && bandwidth != "":
+		return usagef("--bandwidth applies to the offloading algorithms only (%s), not to --algo %s",
+			strings.Join(planner.OffloadAlgorithms, ", "), req.Algo)
+	case !offloads:
+		return nil
+	}
+	bw, err := parseBandwidth(bandwidth)
+	if err != nil {
+		return err
+	}
+	req.Bandwidth = bw
+	if !cmd.Flags().Changed("slots") {
+		req.Slots = 0
+	}
+	return nil
+}
+
+// writeOffloadText prints the offloading part of a plan, if any.
+func writeOffloadText(w io.Writer, p *chainplan.Plan) {
+	o := p.Offload
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(w, "bandwidth   %.6g bytes/s, %s memory model", o.BandwidthBytesPerS, o.MemoryModel)
+	if o.SyncAtLoss {
+		fmt.Fprint(w, ", synchronized at the loss")
+	}
+	fmt.Fprintln(w)
+	for _, e := range o.Estimates {
+		fmt.Fprintf(w, "  %-10s makespan %.6g, peak %s\n", e.MemoryModel, e.Makespan, bytesLabel(e.PeakBytes))
+	}
+	fmt.Fprintf(w, "transfers   %d, %s offloaded\n", len(o.Transfers), bytesLabel(o.OffloadedBytes))
+	for i, t := range o.Transfers {
+		fmt.Fprintf(w, "  %4d  %s (%s)\n", i, t, bytesLabel(t.Bytes))
+	}
+}
+
+// offloadSimulation is the JSON output of simulate for an offloading plan.
+type offloadSimulation struct {
+	Valid          bool                  `json:"valid"`
+	MemoryModel    chainplan.MemoryModel `json:"memory_model"`
+	Makespan       float64               `json:"makespan"`
+	PeakBytes      int64                 `json:"peak_bytes"`
+	BudgetBytes    int64                 `json:"budget_bytes"`
+	Operations     int                   `json:"operations"`
+	Transfers      int                   `json:"transfers"`
+	OffloadedBytes int64                 `json:"offloaded_bytes"`
+	IdleTime       float64               `json:"idle_time"`
+	Estimates      []chainplan.Estimate  `json:"estimates"`
+	Issues         []pofo.Issue          `json:"issues"`
+}
+
+// runSimulateOffload replays an offloading plan with the pofo simulator in both memory
+// models. The plan's memory model decides validity and is compared with the plan's
+// claimed makespan and peak; a timing in the plan is checked as given.
+func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateFlags, limit int64) error {
+	s := pofo.ScheduleOf(p)
+	o := p.Offload
+	out := offloadSimulation{MemoryModel: o.MemoryModel, BudgetBytes: limit, Operations: len(p.Sequence), Transfers: len(o.Transfers)}
+	var main *pofo.Report
+	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
+		r, err := pofo.Simulate(c, s, pofo.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: m})
+		if err != nil {
+			return err
+		}
+		out.Estimates = append(out.Estimates, chainplan.Estimate{MemoryModel: m, Valid: r.Valid, Makespan: r.Makespan, PeakBytes: r.PeakBytes})
+		if m == o.MemoryModel {
+			main = r
+		}
+	}
+	out.Valid, out.Makespan, out.PeakBytes = main.Valid, main.Makespan, main.PeakBytes
+	out.OffloadedBytes, out.IdleTime = main.OffloadedBytes, main.IdleTime
+	out.Issues = append([]pofo.Issue{}, main.Issues...)
+	if o.Timing != nil && main.Valid {
+		r, err := pofo.Check(c, s, *o.Timing, pofo.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: o.MemoryModel})
+		if err != nil {
+			return err
+		}
+		for _, is := range r.Issues {
+			is.Msg = "the plan's timing: " + is.Msg
+			out.Issues = append(out.Issues, is)
+		}
+	}
+	claim := func(format string, args ...any) {
+		out.Issues = append(out.Issues, pofo.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
+	}
+	if main.Valid && p.Makespan != 0 && math.Abs(p.Makespan-main.Makespan) > 1e-9*math.Abs(main.Makespan) {
+		claim("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, main.Makespan)
+	}
+	if main.Valid && p.PeakBytes != 0 && p.PeakBytes != main.PeakBytes {
+		claim("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, main.PeakBytes)
+	}
+	out.Valid = len(out.Issues) == 0
+	if f.format == "json" {
+		if err := writeJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		verdict := "valid"
+		if !out.Valid {
+			verdict = fmt.Sprintf("INVALID (%d issues)", len(out.Issues))
+		}
+		fmt.Fprintf(w, "plan        %s: %s, %d operations, %d transfers\n", f.plan, verdict, len(p.Sequence), len(o.Transfers))
+		fmt.Fprintf(w, "model       %s, bandwidth %.6g bytes/s\n", o.MemoryModel, o.BandwidthBytesPerS)
+		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)
+		fmt.Fprintf(w, "peak        %s\n", bytesLabel(out.PeakBytes))
+		if limit >= 0 {
+			fmt.Fprintf(w, "budget      %s\n", bytesLabel(limit))
+		}
+		fmt.Fprintf(w, "offloaded   %s, compute idle %.6g\n", bytesLabel(out.OffloadedBytes), out.IdleTime)
+		for _, e := range out.Estimates {
+			state := "valid"
+			if !e.Valid {
+				state = "invalid"
+			}
+			fmt.Fprintf(w, "  %-10s %s, makespan %.6g, peak %s\n", e.MemoryModel, state, e.Makespan, bytesLabel(e.PeakBytes))
+		}
+		for _, is := range out.Issues {
+			fmt.Fprintf(w, "  - %s\n", is)
+		}
+	}
+	if !out.Valid {
+		return fmt.Errorf("%w: %s does not replay on %s (%d issues)", chainplan.ErrInvalidPlan, f.plan, f.chain, len(out.Issues))
+	}
+	return nil
+}
