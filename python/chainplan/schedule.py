@@ -135,11 +135,17 @@ class Plan:
         """Return an ``nn.Module`` that trains ``model`` with this schedule.
 
         ``model`` must be the chain the plan was made for (same stages, in order). The
-        returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters.
+        returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters; a
+        plan with an ``offload`` section (pofo) gets an
+        :class:`~chainplan.executors.OffloadedChain`.
         """
         from chainplan.executors.checkpoint import CheckpointedChain
         from chainplan.stages import flatten_stages
 
+        if self.raw.get("offload") is not None:
+            from chainplan.executors.offload import OffloadedChain
+
+            return OffloadedChain(flatten_stages(model), self)
         return CheckpointedChain(flatten_stages(model), self)
 
     def __str__(self) -> str:

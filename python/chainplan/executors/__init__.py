@@ -3,5 +3,6 @@
 from __future__ import annotations
 
 from chainplan.executors.checkpoint import CheckpointedChain
+from chainplan.executors.offload import OffloadedChain
 
-__all__ = ["CheckpointedChain"]
+__all__ = ["CheckpointedChain", "OffloadedChain"]

@@ -121,6 +121,15 @@ class _Runner:
             out = stage(x)  # a recomputation
         return out
 
+    def run_ops(self, ops: Sequence[Op], first: int) -> None:
+        """Run ``ops``, the operations ``first``, ``first + 1``, ... of the plan's sequence.
+
+        The index lets a subclass act between operations (the offloading executor issues
+        its transfers there).
+        """
+        for op in ops:
+            self.run(op)
+
     def run(self, op: Op) -> None:
         k = op.stage
         if op.kind == "B":
@@ -167,11 +176,11 @@ class _ChainFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, executor: CheckpointedChain, x: torch.Tensor,
                 _anchor: torch.Tensor) -> torch.Tensor:
-        runner = _Runner(list(executor.stages), x, executor.recomputed)
-        for op in executor.forward_ops:
-            runner.run(op)
+        runner = executor._runner(x)
+        runner.run_ops(executor.forward_ops, 0)
         ctx.runner = runner
         ctx.backward_ops = executor.backward_ops
+        ctx.backward_first = len(executor.forward_ops) + 2
         ctx.input_needs_grad = x.requires_grad
         n = len(executor.stages)
         out = runner.acts.get(n)
@@ -188,8 +197,7 @@ class _ChainFunction(torch.autograd.Function):
         # engine keeps its own reference until this backward returns, so a step holds a_L
         # bytes more than predicted from B_L on (docs/executors.md).
         del grad
-        for op in ctx.backward_ops:
-            runner.run(op)
+        runner.run_ops(ctx.backward_ops, ctx.backward_first)
         delta = runner.delta
         return None, (delta if ctx.input_needs_grad else None), None
 
@@ -223,6 +231,10 @@ class CheckpointedChain(nn.Module):
         forwards = [op.stage for op in plan.sequence if op.kind != "B"]
         self.recomputed = frozenset(k for k in set(forwards) if forwards.count(k) > 1)
         self._anchor = torch.empty(0, requires_grad=True)
+
+    def _runner(self, x: torch.Tensor) -> _Runner:
+        """A runner for one training step whose chain input is ``x``."""
+        return _Runner(list(self.stages), x, self.recomputed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not torch.is_grad_enabled():

@@ -1,0 +1,279 @@
+"""The offloading executor runs pofo schedules transparently and really frees memory.
+
+The plans are real plans of the Go planners (planner/pofo: POFO, DYNPROG, GREEDY) for the
+synthetic chains of the test models (``test_transparency.synthetic_chain``), stored in
+``data/offload_plans.json``: planner.Request cannot ask for them yet, so
+``data/gen_offload_plans.go`` computes them from ``data/chains.json``. Regenerate both after
+changing the models or the chains::
+
+    cd python && ../.venv/bin/python -m tests.executors.test_offload   # data/chains.json
+    cd .. && go run python/tests/executors/data/gen_offload_plans.go     # offload_plans.json
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from chainplan import _bind
+from chainplan.errors import ScheduleError
+from chainplan.executors import CheckpointedChain, OffloadedChain
+from chainplan.executors.offload import _LinkPlan, _OffloadRunner
+from chainplan.schedule import Plan
+from chainplan.stages import flatten_stages
+from tests.executors.test_transparency import step, synthetic_chain
+from tests.models import MODELS
+
+DATA = Path(__file__).parent / "data"
+
+
+def chains() -> dict[str, Any]:
+    out = {}
+    for name in sorted(MODELS):
+        torch.manual_seed(0)
+        model, x = MODELS[name]()
+        out[name] = json.loads(synthetic_chain(flatten_stages(model), x))
+    return out
+
+
+def fixtures(model: str) -> list[dict[str, Any]]:
+    entries = json.loads((DATA / "offload_plans.json").read_text())
+    return [e for e in entries if e["model"] == model]
+
+
+def plan_of(entry: dict[str, Any]) -> Plan:
+    return Plan.from_json(json.dumps(entry["plan"]))
+
+
+def find(model: str, algo: str) -> Plan:
+    return plan_of(next(e for e in fixtures(model) if e["algo"] == algo))
+
+
+def test_fixtures_match_models() -> None:
+    """The stored plans were made for the chains the models give today."""
+    stored = json.loads((DATA / "chains.json").read_text())
+    assert stored == chains(), "models changed: regenerate data/ (module docstring)"
+    kinds = {(e["algo"], t["tensor"].startswith("abar"))
+             for name in MODELS for e in fixtures(name) for t in e["plan"]["offload"]["transfers"]}
+    # POFO offloads plain a_ℓ and ā_ℓ; DYNPROG and GREEDY ā_ℓ.
+    assert {("pofo", False), ("pofo", True), ("dynprog", True), ("greedy", True)} <= kinds
+
+
+def released(runner: _OffloadRunner) -> tuple[int, int]:
+    """(bytes offloaded from storages the executor owns, bytes of those now freed)."""
+    total = freed = 0
+    for rec in runner.records.values():
+        for b in rec.blocks:
+            total += b.nbytes
+            freed += b.nbytes if b.released and b.storage.nbytes() == 0 else 0
+    return total, freed
+
+
+def checked_step(net: OffloadedChain, x: torch.Tensor,
+                 seed: int) -> tuple[torch.Tensor, torch.Tensor, int, int]:
+    """``step`` that also returns, between the forward and the backward, the bytes offloaded
+    from storages the executor owns and the bytes of those freed (storage resized to 0)."""
+    torch.manual_seed(seed)
+    x = x.clone().requires_grad_(True)
+    y = net(x)
+    assert y.grad_fn is not None
+    runner = y.grad_fn.runner
+    assert isinstance(runner, _OffloadRunner)
+    total, freed = released(runner)
+    loss = y.square().mean()
+    loss.backward()
+    assert not runner.records and not runner.groups  # everything came back and was used
+    assert x.grad is not None
+    return loss.detach(), x.grad, total, freed
+
+
+def selected(name: str) -> list[dict[str, Any]]:
+    """Every POFO plan (plain a_ℓ and ā_ℓ offloads) and one DYNPROG and GREEDY plan (ā_ℓ):
+    the CPU of the test machine is slow."""
+    entries = fixtures(name)
+    return ([e for e in entries if e["algo"] == "pofo"]
+            + [next(e for e in entries if e["algo"] == a) for a in ("dynprog", "greedy")])
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_offload_transparency(name: str) -> None:
+    """Loss, input gradient, weight gradients and buffers equal the plain model's, and the
+    offloaded storages are freed during the step.
+
+    After the forward phase the storages of the offloaded activations hold 0 bytes: every
+    tensor sharing them (the runner's a_ℓ, the next forward's detached input, autograd's
+    saved tensors) lost its memory; the backward brings them back."""
+    model, x = MODELS[name]()
+    model.train()
+    ref = copy.deepcopy(model)  # the plain model's two steps, once for every plan
+    want = [step(ref, x, seed) for seed in (1, 2)]
+    for e in selected(name):
+        p = plan_of(e)
+        what = f"{e['algo']} at {e['budget_bytes']} B"
+        net_model = copy.deepcopy(model)
+        net = p.wrap(net_model)
+        assert isinstance(net, OffloadedChain)
+        for seed, (want_loss, want_dx) in zip((1, 2), want, strict=True):
+            got_loss, got_dx, total, freed = checked_step(net, x, seed)
+            torch.testing.assert_close(got_loss, want_loss, rtol=1e-6, atol=1e-7)
+            torch.testing.assert_close(got_dx, want_dx, rtol=1e-5, atol=1e-6)
+            # Only a view shared with a later stage's output stays (resnet's Flatten, 128 B).
+            assert total > 0 and freed >= total - 128, (what, total, freed)
+        for (n, pr), pn in zip(ref.named_parameters(), net_model.parameters(), strict=True):
+            assert pn.grad is not None, f"{what}: no gradient for {n}"
+            torch.testing.assert_close(pn.grad, pr.grad, rtol=1e-5, atol=1e-6,
+                                       msg=lambda m, n=n, w=what: f"{w}: {n}: {m}")
+        for (n, br), bn in zip(ref.named_buffers(), net_model.buffers(), strict=True):
+            torch.testing.assert_close(bn, br, rtol=1e-6, atol=1e-7,
+                                       msg=lambda m, n=n, w=what: f"{w}: buffer {n}: {m}")
+
+
+def forward_only(net: OffloadedChain, x: torch.Tensor) -> tuple[torch.Tensor, _OffloadRunner]:
+    y = net(x.clone().requires_grad_(True))
+    assert y.grad_fn is not None
+    runner = y.grad_fn.runner
+    assert isinstance(runner, _OffloadRunner)
+    return y, runner
+
+
+def test_plain_offload_frees_shared_storage() -> None:
+    """An offloaded a_ℓ read by a recorded F_all ℓ+1 (which saved it, and whose detached
+    input aliases it) is freed all the same: the storage is resized, not dereferenced."""
+    model, x = MODELS["vgg"]()
+    p = find("vgg", "pofo")  # offloads a6 after F_ck 6, then F_all 7 runs from it
+    assert (p.sequence[5].kind, p.sequence[6].kind) == ("F_ck", "F_all")
+    net = OffloadedChain(flatten_stages(model), p)
+    y, runner = forward_only(net, x)
+    x7, _ = runner.saved[7]
+    assert runner.acts[6].untyped_storage().nbytes() == 0
+    assert x7.untyped_storage().nbytes() == 0 and x7.untyped_storage().data_ptr() == \
+        runner.acts[6].untyped_storage().data_ptr()
+    y.square().mean().backward()
+
+
+def test_abar_moves_saved_tensors() -> None:
+    """Offloading ā_ℓ of a Transformer layer moves its internal activations (autograd's
+    saved tensors), not its parameters nor its input."""
+    model, x = MODELS["transformer"]()
+    p = find("transformer", "greedy")
+    net = OffloadedChain(flatten_stages(model), p)
+    y, runner = forward_only(net, x)
+    group = runner.groups[2]  # the first encoder layer
+    params = {q.untyped_storage().data_ptr() for q in model.parameters()}
+    moved = [h for h in group.holders if h.block is not None]
+    kept = [h for h in group.holders if h.block is None]
+    assert len(moved) > 5 and all(h.tensor.untyped_storage().nbytes() == 0 for h in moved)
+    assert all(h.tensor.untyped_storage().data_ptr() not in params for h in moved)
+    assert any(h.tensor.untyped_storage().data_ptr() in params for h in kept)
+    y.square().mean().backward()
+
+
+def test_no_transfers_is_rotor() -> None:
+    """A plan whose offload section has no transfers runs exactly as the rotor executor."""
+    model, x = MODELS["vgg"]()
+    chain = synthetic_chain(flatten_stages(model), x)
+    lo = _bind.min_budget(chain, {"algo": "rotor", "slots": 500})
+    doc = json.loads(_bind.solve(chain, {"algo": "rotor", "budget_bytes": lo}))
+    rotor = Plan.from_json(json.dumps(doc))
+    doc["offload"] = {"bandwidth_bytes_per_s": 1e9, "memory_model": "integral",
+                      "sync_at_loss": True, "offloaded_bytes": 0, "transfers": []}
+    offl = Plan.from_json(json.dumps(doc))
+    a_model, b_model = copy.deepcopy(model), copy.deepcopy(model)
+    a, b = rotor.wrap(a_model), offl.wrap(b_model)
+    assert type(a) is CheckpointedChain and type(b) is OffloadedChain
+    for seed in (1, 2):
+        la, dxa = step(a, x, seed)
+        lb, dxb = step(b, x, seed)
+        assert torch.equal(la, lb) and torch.equal(dxa, dxb)
+    for pa, pb in zip(a_model.parameters(), b_model.parameters(), strict=True):
+        assert pa.grad is not None and pb.grad is not None and torch.equal(pa.grad, pb.grad)
+    for ba, bb in zip(a_model.buffers(), b_model.buffers(), strict=True):
+        assert torch.equal(ba, bb)
+
+
+def test_issue_points() -> None:
+    """Offloads right after their anchor; prefetches at the op running at their planned
+    start, never after their anchor, in link order; without timing, after the loss."""
+    for name in sorted(MODELS):
+        for e in fixtures(name):
+            p = plan_of(e)
+            cut = [i for i, op in enumerate(p.sequence) if op.stage == p.num_stages + 1][0]
+            timing = e["plan"]["offload"]["timing"]
+            for with_timing in (True, False):
+                if not with_timing:
+                    p.raw["offload"] = dict(p.raw["offload"], timing=None)
+                lp = _LinkPlan(p)
+                pos = {t.index: q for q, ts in lp.issue_at.items() for t in ts}
+                order = [pos[t.index] for t in lp.transfers]
+                assert order == sorted(order)
+                for t in lp.transfers:
+                    if t.dir == "offload":
+                        assert pos[t.index] >= t.anchor + 1
+                        continue
+                    assert pos[t.index] <= max(t.anchor, cut + 2)
+                    if p.raw["offload"]["sync_at_loss"]:  # OR.3: prefetches after the loss
+                        assert pos[t.index] >= cut + 2
+                    if with_timing:
+                        start = timing["transfer_start"][t.index]
+                        k = max(i for i, c in enumerate(timing["compute_start"])
+                                if c <= start + 1e-9)
+                        assert pos[t.index] >= min(k, t.anchor)
+
+
+def _drop(j: int) -> Callable[[dict[str, Any]], None]:
+    def drop(off: dict[str, Any]) -> None:
+        off["transfers"].pop(j)
+        off["timing"]["transfer_start"].pop(j)
+    return drop
+
+
+def _set(j: int, **kw: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda off: off["transfers"][j].update(kw)
+
+
+def _swap_late(off: dict[str, Any]) -> None:
+    """Put the prefetch of abar3 (before op 30) first, starting during op 30: the prefetch
+    of abar4, which must be done before op 29, then comes too late on the link."""
+    tr, ts = off["transfers"], off["timing"]["transfer_start"]
+    i = next(j for j, t in enumerate(tr) if t == {**t, "dir": "prefetch", "tensor": "abar3"})
+    tr[i - 1], tr[i] = tr[i], tr[i - 1]
+    ts[i - 1] = off["timing"]["compute_start"][30]
+
+
+MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
+    ("no list", lambda off: off.update(transfers={}), "'transfers' must be a list"),
+    ("dir", _set(1, dir="sideways"), "transfers[1]: unknown dir 'sideways'"),
+    ("name", _set(2, tensor="b2"), "transfers[2]: tensor 'b2'"),
+    ("stage", _set(2, tensor="abar99"), "transfers[2]: tensor 'abar99': the chain has 16"),
+    ("anchor key", lambda off: off["transfers"][1].update(before=3), "transfers[1]: offload"),
+    ("anchor range", _set(1, after=99), "transfers[1]: offload abar1: after 99 out of range"),
+    ("prefetch only", _drop(1), "prefetch abar1 before 32): abar1 is not offloaded"),
+    ("absent", _set(3, tensor="a3"), "transfers[3] (offload a3 after 2): a3 is not in memory"),
+    ("no prefetch", _drop(8), "transfers[1] (offload abar1 after 0): op 33 (B 1) needs abar1"),
+    ("timing", lambda off: off["timing"]["transfer_start"].pop(), "offload timing"),
+    ("link order", _swap_late, "prefetch abar4 before 29): link order issues it after op 29"),
+]
+
+
+@pytest.mark.parametrize("what,mutate,message", MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed(what: str, mutate: Callable[[dict[str, Any]], None], message: str) -> None:
+    model, _ = MODELS["vgg"]()
+    e = next(e for e in fixtures("vgg") if e["algo"] == "greedy")
+    doc = copy.deepcopy(e["plan"])
+    assert [t["tensor"] for t in doc["offload"]["transfers"]][:5] == \
+        ["a0", "abar1", "abar2", "abar3", "abar4"]
+    mutate(doc["offload"])
+    p = Plan.from_json(json.dumps(doc))
+    with pytest.raises(ScheduleError) as err:
+        p.wrap(model)
+    assert message in str(err.value), str(err.value)
+
+
+if __name__ == "__main__":
+    (DATA / "chains.json").write_text(json.dumps(chains(), indent=1) + "\n")
