@@ -1,0 +1,205 @@
+// Command pofo evaluates the offloading planners on the example chains, as in chapter 4 of
+// the thesis (pofo spec §6.4): for budgets M = (1−α)·M^low + α·M^high, α = 0.1 … 0.9, and
+// bandwidths 12, 24 and 36 GB/s, it plans each chain with rotor, offload-only (DYNPROG),
+// AUTOCAPPER, OPPORTUNIST and POFO, replays every plan with the simulator, and writes the
+// makespans over the sequential time, the offloaded volumes, the solver times for 50 and
+// 100 random stages, and the check of the thesis's claims C4-1 to C4-10 to
+// docs/pofo-eval.md, with plots in docs/pofo-eval.svg and docs/pofo-offloaded.svg.
+//
+// Usage, from the repository root:
+//
+//	go run ./bench/pofo [-chains resnet50,resnet101,densenet121] [-out docs]
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/rotor"
+)
+
+// algos are the compared planners, in table order.
+var algos = []string{"rotor", "offload", "autocapper", "opportunist", "pofo"}
+
+// alphas and bandwidths are the grid of spec §6.4.
+var (
+	alphas     = []float64{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}
+	bandwidths = []float64{12e9, 24e9, 36e9}
+)
+
+// result is one replayed plan.
+type result struct {
+	ok         bool
+	frac, intg float64 // makespan / sequential time, fractional and integral models
+	offloaded  float64 // offloaded bytes / Σ ā
+	solve      time.Duration
+	err        string
+}
+
+// point is one (chain, α, β) configuration with every algorithm's result.
+type point struct {
+	alpha, beta float64
+	budget      int64
+	res         map[string]result
+}
+
+// study is the evaluation of one chain.
+type study struct {
+	name       string
+	chain      *chainplan.Chain
+	low, high  int64
+	seq, saved float64
+	points     []point
+}
+
+func main() {
+	chains := flag.String("chains", "resnet50,resnet101,densenet121", "example chains (examples/NAME.json)")
+	out := flag.String("out", "docs", "output folder")
+	timing := flag.Bool("timing", true, "measure the solver on 50 and 100 random stages")
+	flag.Parse()
+	if err := run(strings.Split(*chains, ","), *out, *timing); err != nil {
+		fmt.Fprintln(os.Stderr, "pofo:", err)
+		os.Exit(1)
+	}
+}
+
+func run(names []string, out string, timing bool) error {
+	var studies []*study
+	for _, name := range names {
+		c, err := chainplan.ReadChain(filepath.Join("examples", name+".json"))
+		if err != nil {
+			return err
+		}
+		st := &study{name: name, chain: c, low: pofo.LowBudget(c), high: pofo.StoreAllPeak(c), seq: c.SumTime()}
+		st.saved = float64(c.InputBytes)
+		for _, s := range c.Stages {
+			st.saved += float64(s.SavedBytes)
+		}
+		for _, beta := range bandwidths {
+			for _, alpha := range alphas {
+				b := int64((1-alpha)*float64(st.low) + alpha*float64(st.high))
+				p := point{alpha: alpha, beta: beta, budget: b, res: map[string]result{}}
+				for _, a := range algos {
+					p.res[a] = evaluate(st, a, b, beta)
+					fmt.Fprintf(os.Stderr, "%s α=%.1f β=%.0fGB/s %-11s %s\n", name, alpha, beta/1e9, a, p.res[a].summary())
+				}
+				st.points = append(st.points, p)
+			}
+		}
+		studies = append(studies, st)
+	}
+	var times []solverTime
+	if timing {
+		times = measureSolver()
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "pofo-eval.svg"), []byte(makespanPlot(studies)), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(out, "pofo-offloaded.svg"), []byte(volumePlot(studies)), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(out, "pofo-eval.md"), []byte(report(studies, times)), 0o644)
+}
+
+func (r result) summary() string {
+	if !r.ok {
+		return "no plan: " + r.err
+	}
+	return fmt.Sprintf("%.4f / %.4f, offloaded %.2f, %v", r.frac, r.intg, r.offloaded, r.solve.Round(time.Millisecond))
+}
+
+// evaluate plans the chain at budget b and bandwidth beta and replays the plan in both
+// memory models.
+func evaluate(st *study, algo string, b int64, beta float64) result {
+	opts := pofo.Options{BandwidthBytesPerS: beta}
+	start := time.Now()
+	var p *chainplan.Plan
+	var err error
+	switch algo {
+	case "rotor":
+		p, err = rotor.Solve(st.chain, b, rotor.Options{})
+	case "offload":
+		p, err = pofo.SolveOffload(st.chain, b, opts)
+	case "autocapper":
+		p, err = pofo.SolveAutoCapper(st.chain, b, opts)
+	case "opportunist":
+		p, err = pofo.SolveOpportunist(st.chain, b, opts)
+	default:
+		p, err = pofo.Solve(st.chain, b, opts)
+	}
+	el := time.Since(start)
+	if err != nil {
+		msg := err.Error()
+		if i := strings.Index(msg, "; "); i >= 0 {
+			msg = msg[i+2:]
+		}
+		return result{err: msg, solve: el}
+	}
+	s := pofo.ScheduleOf(p)
+	r := result{ok: true, solve: el}
+	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
+		rep, err := pofo.Simulate(st.chain, s, pofo.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b, Model: m})
+		if err != nil || !rep.Valid {
+			return result{err: fmt.Sprintf("replay (%s): %v %v", m, err, rep.Err())}
+		}
+		if m == chainplan.Fractional {
+			r.frac = rep.Makespan / st.seq
+			r.offloaded = float64(rep.OffloadedBytes) / st.saved
+		} else {
+			r.intg = rep.Makespan / st.seq
+		}
+	}
+	return r
+}
+
+// solverTime is one measured POFO solve.
+type solverTime struct {
+	stages int
+	alpha  float64
+	wall   time.Duration
+}
+
+// measureSolver times pofo.Solve on seeded random chains of 50 and 100 stages at the
+// default discretization (the chains of BenchmarkPOFO).
+func measureSolver() []solverTime {
+	var out []solverTime
+	for _, l := range []int{50, 100} {
+		c, beta := randomChain(l)
+		for _, alpha := range []float64{0.2, 0.5, 0.8} {
+			b := int64((1-alpha)*float64(pofo.LowBudget(c)) + alpha*float64(pofo.StoreAllPeak(c)))
+			start := time.Now()
+			if _, err := pofo.Solve(c, b, pofo.Options{BandwidthBytesPerS: beta}); err != nil {
+				fmt.Fprintln(os.Stderr, "solver time:", err)
+				continue
+			}
+			out = append(out, solverTime{stages: l, alpha: alpha, wall: time.Since(start)})
+			fmt.Fprintf(os.Stderr, "solver: %d stages α=%.1f %v\n", l, alpha, out[len(out)-1].wall)
+		}
+	}
+	return out
+}
+
+// machine describes where the benchmark ran.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				model = strings.TrimSpace(line[strings.Index(line, ":")+1:])
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d logical CPUs (GOMAXPROCS %d), %s %s/%s", model, runtime.NumCPU(), runtime.GOMAXPROCS(0),
+		runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
