@@ -61,7 +61,7 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 			return true
 		}
 		slots := opts.slots(b, DefaultSlots)
-		tb := pofoTable(c, b, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(slots))
+		tb := pofoTable(c, b, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(b, slots))
 		tb.fill()
 		return !math.IsInf(tb.solveValue(), 1)
 	}

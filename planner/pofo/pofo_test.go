@@ -305,7 +305,7 @@ func TestSolveReplays(t *testing.T) {
 		}
 		if b < peak {
 			s := opts.slots(b, DefaultSlots)
-			tb := pofoTable(c, b, s, beta, false, opts.deltaQuantum(s))
+			tb := pofoTable(c, b, s, beta, false, opts.deltaQuantum(b, s))
 			tb.fill()
 			if v := tb.solveValue(); v < p.Makespan*(1-1e-9) {
 				t.Fatalf("chain %d: DP value %v below the simulated %v", i, v, p.Makespan)

@@ -48,13 +48,15 @@ func (o Options) slots(budget, def int64) int64 {
 	return o.Slots
 }
 
-// deltaQuantum returns the step of the Δ grid in units for a budget split into slots:
-// exact (1) when the options ask for exact bytes.
-func (o Options) deltaQuantum(slots int64) int {
+// deltaQuantum returns the step of the Δ grid in units for a budget split into slots, so
+// that the backlogs have about deltaLevels levels: exact (1) when the options ask for
+// exact bytes or the budget has few units.
+func (o Options) deltaQuantum(budget, slots int64) int {
 	if o.Slots < 0 {
 		return 1
 	}
-	return int(max(1, slots/deltaLevels))
+	m := budget / discretize.Unit(budget, slots)
+	return int(max(1, m/deltaLevels))
 }
 
 func (o Options) model() chainplan.MemoryModel {
@@ -107,7 +109,7 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		s := storeAllSchedule(exact, make([]bool, exact.n), true)
 		return finishPlan("pofo", c, budgetBytes, slots, s, opts, start)
 	}
-	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(slots))
+	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(budgetBytes, slots))
 	tb.fill()
 	if math.IsInf(tb.solveValue(), 1) {
 		return nil, infeasible(c, "pofo", budgetBytes, opts, func() (int64, error) { return MinBudget(c, opts) })
