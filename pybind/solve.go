@@ -14,12 +14,16 @@ type request struct {
 	BudgetBytes int64  `json:"budget_bytes"`
 	Slots       int64  `json:"slots"`
 	Segments    int    `json:"segments"`
+	// Bandwidth is the GPU↔host bandwidth of the offloading algorithms (pofo, offload,
+	// greedy, autocapper, opportunist), in bytes per time unit of the chain.
+	Bandwidth float64 `json:"bandwidth"`
 	// MinBudget asks for the smallest feasible budget instead of BudgetBytes.
 	MinBudget bool `json:"min_budget"`
 }
 
 // Solve plans the chain chainJSON (a chainplan.chain/v1 document) as requestJSON asks
-// ({"algo": "rotor", "budget_bytes": N, "slots": 500, "segments": 0, "min_budget": false})
+// ({"algo": "rotor", "budget_bytes": N, "slots": 500, "segments": 0, "bandwidth": 0,
+// "min_budget": false})
 // and returns the plan as JSON (DESIGN.md, "Sequence").
 func Solve(chainJSON, requestJSON string) (plan string, err error) {
 	defer recoverError(&err)
@@ -64,7 +68,8 @@ func parseRequest(s string) (req planner.Request, minBudget bool, err error) {
 	if err := json.Unmarshal([]byte(s), &r); err != nil {
 		return planner.Request{}, false, fmt.Errorf("%w: request: %v", errBadRequest, err)
 	}
-	return planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots, Segments: r.Segments}, r.MinBudget, nil
+	return planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots, Segments: r.Segments,
+		Bandwidth: r.Bandwidth}, r.MinBudget, nil
 }
 
 // ParseBytes reads a byte size such as "2GiB", "512MB" or "123456" (see
