@@ -151,16 +151,28 @@ def forward_only(net: OffloadedChain, x: torch.Tensor) -> tuple[torch.Tensor, _O
 def test_plain_offload_frees_shared_storage() -> None:
     """An offloaded a_ℓ read by a recorded F_all ℓ+1 (which saved it, and whose detached
     input aliases it) is freed all the same: the storage is resized, not dereferenced."""
-    model, x = MODELS["vgg"]()
-    p = find("vgg", "pofo")  # offloads a6 after F_ck 6, then F_all 7 runs from it
-    assert (p.sequence[5].kind, p.sequence[6].kind) == ("F_ck", "F_all")
-    net = OffloadedChain(flatten_stages(model), p)
-    y, runner = forward_only(net, x)
-    x7, _ = runner.saved[7]
-    assert runner.acts[6].untyped_storage().nbytes() == 0
-    assert x7.untyped_storage().nbytes() == 0 and x7.untyped_storage().data_ptr() == \
-        runner.acts[6].untyped_storage().data_ptr()
-    y.square().mean().backward()
+    seen = 0
+    for name in sorted(MODELS):
+        model, x = MODELS[name]()
+        for e in fixtures(name):
+            p = plan_of(e)
+            cases = [t["tensor"] for t in e["plan"]["offload"]["transfers"]
+                     if t["dir"] == "offload" and t["tensor"][1:].isdigit()
+                     and 0 < int(t["tensor"][1:]) < p.num_stages
+                     and p.sequence[t["after"] + 1].kind == "F_all"]
+            if not cases:
+                continue
+            net = OffloadedChain(flatten_stages(copy.deepcopy(model)), p)
+            y, runner = forward_only(net, x)
+            for c in cases:
+                k = int(c[1:])
+                x_next, _ = runner.saved[k + 1]
+                a = runner.acts[k].untyped_storage()
+                assert a.nbytes() == 0 and x_next.untyped_storage().nbytes() == 0, (name, c)
+                assert x_next.untyped_storage().data_ptr() == a.data_ptr()
+                seen += 1
+            y.square().mean().backward()
+    assert seen > 0  # POFO plans at small budgets do this (e.g. vgg: F_ck 6, F_all 7)
 
 
 def test_abar_moves_saved_tensors() -> None:
