@@ -8,8 +8,9 @@ import "math"
 // all stored data, I_s included. With Δ = 0 it is the persistent DP C_MP(s, t, M − A) of
 // spec §2 (the reduction check of §4.8).
 
-// cdNeeds are the requirements of spec §4.8 for C_Δ(s, t, ·): the backward B_s, the forward
-// F_s^all with δ_t stored, and RF0(k) for the F^ck/F^∅ run.
+// cdRB, cdRFall and cdRF0 are the requirements of spec §4.8 for C_Δ(s, t, ·): the backward
+// B_s, the forward F_s^all with δ_t stored, and RF0(k) for the F^ck/F^∅ run (every
+// recomputation in the backward phase carries δ_t, pitfall 3).
 func (tb *table) cdRB(s int) float64 {
 	c := tb.c
 	return c.abar[s] + c.delta(s) + c.delta(s-1) + c.oB[s]
@@ -28,10 +29,11 @@ func (tb *table) cdRF0(s, t, k int) float64 {
 	return c.delta(t) + c.a[k-1] + c.a[k] + c.oF[k]
 }
 
-// cdCase1 is the F_s^all branch of C_Δ (L2258-2276): F_s^all, the sub-chain s+1..t on
-// A + ā_s, then B_s. B_s runs last, so it absorbs the backlog first (Δ_1), then the
-// sub-chain (Δ_2); ε_B is idle after B_s, ε_F idle before F_s. It returns the new Δ of
-// the sub-chain and, given the sub-chain's value, the branch's value.
+// cdCase1Delta and cdCase1Value are the F_s^all branch of C_Δ (L2258-2276): F_s^all, the
+// sub-chain s+1..t on A + ā_s, then B_s. B_s runs last, so it absorbs the backlog first
+// (Δ_1), then the sub-chain (Δ_2); ε_B is idle after B_s, ε_F idle before F_s.
+// cdCase1Delta returns the Δ of the sub-chain, cdCase1Value the branch's value given the
+// sub-chain's.
 func (tb *table) cdCase1Delta(s int, a, d float64) (d1, excB float64) {
 	excB = max(tb.cdRB(s)-tb.m+a+d, 0)
 	return tb.q(d - tb.c.uB[s]*tb.beta - excB), excB

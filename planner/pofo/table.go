@@ -5,14 +5,14 @@ import (
 )
 
 // table holds the POFO dynamic program of spec §4.5-4.8 on a chain in memory units: the
-// forward-phase values OC_x(s, A, Δ_F, Δ_B) and the backward-phase values C_Δ(s, t, A, Δ),
-// memoized top-down so that only reachable states are computed.
+// forward-phase values OC_x(s, A, Δ_F, Δ_B) and the backward-phase values C_Δ(s, t, A, Δ).
 //
-// In the discretized mode (the production mode, spec §4.9) sizes are whole units, A is
-// a whole number of units, and every new Δ state is rounded up to whole units; idle times
-// and link capacities are computed in continuous arithmetic from the state. In the
-// continuous mode nothing is rounded: it is exact, exponential in the worst case, and
-// used for small chains and tests (spec §4.10 (a)).
+// In the discretized mode (the production mode, spec §4.9) the states lie on a grid: A is
+// a whole number of units (a size joining A is rounded up) and every new Δ is rounded up to
+// a multiple of dq units; the sizes themselves, idle times and link capacities keep their
+// exact values. fill computes every grid entry bottom-up. In the continuous mode nothing
+// is rounded and the values are memoized top-down on the reachable states: exact,
+// exponential in the worst case, for small chains and tests (spec §4.10 (a)).
 type table struct {
 	c          *chain
 	m          float64 // M, the memory limit in units, chain input included
