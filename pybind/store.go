@@ -259,3 +259,27 @@ func Runs(dbPath, modelName string, limit int64) (list string, err error) {
 	})
 	return list, err
 }
+
+// RecordBandwidth stores a host-device copy bandwidth (bytes per second) measured for run
+// runID and returns it.
+func RecordBandwidth(dbPath string, runID int64, bytesPerS float64, device, method string) (stored float64, err error) {
+	defer recoverError(&err)
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bytesPerS, Device: device, Method: method})
+		if err != nil && !errors.Is(err, chainplan.ErrNotFound) {
+			return fmt.Errorf("%w: %v", errBadRequest, err)
+		}
+		return err
+	})
+	return bytesPerS, err
+}
+
+// LatestBandwidth returns the newest bandwidth recorded for run runID, or 0 when none is.
+func LatestBandwidth(dbPath string, runID int64) (bytesPerS float64, err error) {
+	defer recoverError(&err)
+	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
+		bytesPerS, _, err = db.LatestBandwidth(ctx, runID)
+		return err
+	})
+	return bytesPerS, err
+}

@@ -92,3 +92,25 @@ func TestStoreErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestBandwidthEntryPoints(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "chainplan.db")
+	if _, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LatestBandwidth(db, 1); err != nil || got != 0 {
+		t.Fatalf("LatestBandwidth before any = %v, %v", got, err)
+	}
+	if _, err := RecordBandwidth(db, 1, 12e9, "cuda:0", "pinned copy"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LatestBandwidth(db, 1); err != nil || got != 12e9 {
+		t.Fatalf("LatestBandwidth = %v, %v", got, err)
+	}
+	if _, err := RecordBandwidth(db, 1, -3, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
+		t.Fatalf("negative bandwidth: %v", err)
+	}
+	if _, err := RecordBandwidth(db, 9, 1e9, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]") {
+		t.Fatalf("missing run: %v", err)
+	}
+}

@@ -133,3 +133,24 @@ def runs(model_name: str = "", limit: int = 0) -> list[dict[str, Any]]:
     """The stored runs, newest first."""
     out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), model_name, limit))
     return out
+
+
+def record_bandwidth(run_id: int, bytes_per_s: float, device: str, method: str) -> float:
+    """Store a measured host-device copy bandwidth for a run."""
+    return float(call(_go().RecordBandwidth, db_path(), run_id, bytes_per_s, device, method))
+
+
+def latest_bandwidth(run_id: int) -> float:
+    """The newest bandwidth (bytes/s) recorded for a run, 0 when none is."""
+    return float(call(_go().LatestBandwidth, db_path(), run_id))
+
+
+def run_device(run_id: int) -> str:
+    """The device a stored run was profiled on ("cpu", "cuda:0", ...)."""
+    import pyarrow as pa
+
+    data = query(f"SELECT device FROM runs WHERE run_id = {int(run_id)}")
+    rows = pa.ipc.open_file(pa.py_buffer(data)).read_all().to_pylist()
+    if not rows:
+        raise NotFoundError(f"no run {run_id} in {db_path()}")
+    return str(rows[0]["device"])

@@ -52,6 +52,7 @@ def plan(
     algo: str = "rotor",
     slots: int = 500,
     segments: int = 0,
+    bandwidth: float | str | None = None,
     sample: torch.Tensor | None = None,
     loss_fn: LossFn | None = None,
     target: torch.Tensor | None = None,
@@ -70,6 +71,10 @@ def plan(
             ``store-all``.
         slots: memory slots of the discretization (default: 500).
         segments: segment count for ``sequential`` (default: 0, the best that fits).
+        bandwidth: host-device copy bandwidth for the offloading algorithms (``pofo``,
+            ``offload``, ``greedy``, ``autocapper``, ``opportunist``): bytes per second, a
+            size per second such as ``"12GB/s"``, or ``"auto"``: the bandwidth recorded
+            with the run, else measured once on the profile's device and recorded.
         sample, loss_fn, target: used to profile ``source`` when it is a model.
 
     Returns:
@@ -86,6 +91,8 @@ def plan(
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
+    if bandwidth is not None:
+        req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
             return Plan.from_json(_bind.solve_file(str(source.path), req))
@@ -97,6 +104,29 @@ def plan(
         return Plan.from_json(_bind.solve(Path(source).read_text(), req))
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
+
+
+def _bandwidth(value: float | str, source: object) -> float:
+    """Resolve plan()'s bandwidth argument to bytes per second."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not value > 0:
+            raise PlanError(f"bandwidth must be positive (got {value!r})")
+        return float(value)
+    text = str(value).strip()
+    if text.lower() != "auto":
+        return float(_bind.parse_bytes(text.removesuffix("/s").removesuffix("/S")))
+    run_id = source.run_id if isinstance(source, Profile) else source
+    if not isinstance(run_id, int) or isinstance(run_id, bool):
+        raise PlanError("bandwidth='auto' needs a stored profile (a Profile with a run id, "
+                        "or a run id) to record the measurement with")
+    stored = _bind.latest_bandwidth(run_id)
+    if stored > 0:
+        return stored
+    from chainplan.profiler.bandwidth import measure_bandwidth
+
+    device = _bind.run_device(run_id)
+    bps, method = measure_bandwidth(device)
+    return _bind.record_bandwidth(run_id, bps, device, method)
 
 
 def query(sql: str) -> Any:

@@ -162,3 +162,25 @@ def test_torch_free_modules() -> None:
             " {\"op\": \"B\", \"stage\": 1}]}'); p.validate(); print(p)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "F_all 1, B 1"
+
+
+def test_pofo_plan_with_auto_bandwidth() -> None:
+    """plan(..., algo="pofo", bandwidth="auto") measures the copy bandwidth once, records it
+    with the run, and the plan runs with the plain model's gradients."""
+    model, x, y, prof = profiled("vgg")
+    lo = chainplan.plan(prof, budget="min").budget_bytes
+    p = chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="auto")
+    assert p.raw["offload"]["bandwidth_bytes_per_s"] > 0
+    rows = chainplan.query("SELECT run_id, bandwidth_bytes_per_s, device FROM bandwidths")
+    assert rows.num_rows == 1 and rows.to_pylist()[0]["device"] == "cpu"
+    chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="auto")  # reuses the stored one
+    assert chainplan.query("SELECT count(*) AS n FROM bandwidths").to_pylist() == [{"n": 1}]
+    assert chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="12GB/s").makespan > 0
+    ce = nn.CrossEntropyLoss()
+    ref = copy.deepcopy(model)
+    ce(ref(x), y).backward()
+    ce(p.wrap(model)(x), y).backward()
+    for a, b in zip(ref.parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)
+    with pytest.raises(PlanError, match="bandwidth"):
+        chainplan.plan(prof, budget=lo, algo="pofo", bandwidth=-1.0)
