@@ -17,7 +17,7 @@ func (tb *table) schedule(exact *chain) Schedule {
 	var ops []chainplan.Op
 	var offs, pres []chainplan.Transfer
 	emit := func(kind chainplan.OpKind, stage int) { ops = append(ops, chainplan.Op{Kind: kind, Stage: stage}) }
-	recCD := func(s, t int, a, d float64) { ops = tb.cdOps(ops, s, t, a, d) }
+	recCD := func(s, t int, a, d float64, run bool) { ops = tb.cdOps(ops, s, t, a, d, run) }
 	var recOC func(st ocState)
 	recOC = func(st ocState) {
 		e, ok := tb.oc.get(st)
@@ -68,22 +68,25 @@ func (tb *table) schedule(exact *chain) Schedule {
 		nx := tb.ocCase2(st, tb.input(st), t, v, capF, capB)
 		recOC(nx)
 		prefetch()
-		recCD(s, t, st.a+tb.qa(tb.input(st)), st.dB)
+		recCD(s, t, st.a+tb.keep(st), st.dB, st.savedInput() && !tb.continuous)
 	}
 	recOC(ocState{x: 0, s: 1})
 	return Schedule{Compute: ops, Transfers: append(offs, pres...), SyncAtLoss: true}
 }
 
-// cdSequence returns the operations of C_Δ(s, t, A, Δ) (REC_CΔ of spec §4.11).
-func (tb *table) cdSequence(s, t int, a, d float64) []chainplan.Op { return tb.cdOps(nil, s, t, a, d) }
+// cdSequence returns the operations of C_Δ(s, t, A, Δ) called without a run (REC_CΔ of
+// spec §4.11).
+func (tb *table) cdSequence(s, t int, a, d float64) []chainplan.Op {
+	return tb.cdOps(nil, s, t, a, d, false)
+}
 
 // cdOps appends the operations of C_Δ(s, t, A, Δ) to ops, following the memoized choices
 // with the arithmetic of the table.
-func (tb *table) cdOps(ops []chainplan.Op, s, t int, a, d float64) []chainplan.Op {
+func (tb *table) cdOps(ops []chainplan.Op, s, t int, a, d float64, run bool) []chainplan.Op {
 	emit := func(kind chainplan.OpKind, stage int) { ops = append(ops, chainplan.Op{Kind: kind, Stage: stage}) }
-	var rec func(s, t int, a, d float64)
-	rec = func(s, t int, a, d float64) {
-		ch := tb.cdChoice(s, t, a, d)
+	var rec func(s, t int, a, d float64, run bool)
+	rec = func(s, t int, a, d float64, run bool) {
+		ch := tb.cdChoice(s, t, a, d, run)
 		switch {
 		case ch == cdInfeasible:
 			panic(fmt.Sprintf("pofo: backtrack reached an infeasible C_Δ(%d, %d, %g, %g)", s, t, a, d))
@@ -93,7 +96,7 @@ func (tb *table) cdOps(ops []chainplan.Op, s, t int, a, d float64) []chainplan.O
 		case ch == cdAll:
 			emit(chainplan.FAll, s)
 			d1, _ := tb.cdCase1Delta(s, a, d)
-			rec(s+1, t, a+tb.qa(tb.c.abar[s]), d1)
+			rec(s+1, t, a+tb.incAbar(s+1, run), d1, !tb.continuous)
 			emit(chainplan.B, s)
 		default:
 			sp := int(ch)
@@ -101,11 +104,11 @@ func (tb *table) cdOps(ops []chainplan.Op, s, t int, a, d float64) []chainplan.O
 			for k := s + 1; k <= sp; k++ {
 				emit(chainplan.FNone, k)
 			}
-			_, d2, _ := tb.cdCase2Deltas(s, t, sp, a, d)
-			rec(sp+1, t, a+tb.qa(tb.c.a[sp]), d2)
-			rec(s, sp, a, d)
+			_, d2, _ := tb.cdCase2Deltas(s, t, sp, a, d, run)
+			rec(sp+1, t, a+tb.qa(tb.c.a[sp]), d2, false)
+			rec(s, sp, a, d, run)
 		}
 	}
-	rec(s, t, a, d)
+	rec(s, t, a, d, run)
 	return ops
 }

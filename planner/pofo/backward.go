@@ -52,30 +52,30 @@ func (tb *table) cdCase1Value(s, t int, a, d1, excB, sub float64) float64 {
 // infeasible. In exact arithmetic the recurrences never reach one (checked on 20,000
 // random chains while writing this package); the rounding up of Δ can, and this keeps
 // every C_Δ lookup of the discretized table on its grid.
-func (tb *table) cdValue(s, t int, a, d float64) float64 {
+func (tb *table) cdValue(s, t int, a, d float64, run bool) float64 {
 	if !tb.fits(a+d, tb.m) {
 		return math.Inf(1)
 	}
-	if e, ok := tb.cd.get(s, t, a, d); ok {
+	if e, ok := tb.cd.get(s, t, run, a, d); ok {
 		return e.v
 	}
-	e := tb.cdCompute(s, t, a, d)
-	tb.cd.put(s, t, a, d, e)
+	e := tb.cdCompute(s, t, a, d, run)
+	tb.cd.put(s, t, run, a, d, e)
 	return e.v
 }
 
 // cdChoice returns the choice of C_Δ(s, t, A, Δ).
-func (tb *table) cdChoice(s, t int, a, d float64) int32 {
+func (tb *table) cdChoice(s, t int, a, d float64, run bool) int32 {
 	if !tb.fits(a+d, tb.m) {
 		return cdInfeasible
 	}
-	if e, ok := tb.cd.get(s, t, a, d); ok {
+	if e, ok := tb.cd.get(s, t, run, a, d); ok {
 		return e.ch
 	}
-	return tb.cdCompute(s, t, a, d).ch
+	return tb.cdCompute(s, t, a, d, run).ch
 }
 
-func (tb *table) cdCompute(s, t int, a, d float64) cdEntry {
+func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
 	c := tb.c
 	inf := cdEntry{v: math.Inf(1), ch: cdInfeasible}
 	avail := tb.m - a
@@ -92,7 +92,7 @@ func (tb *table) cdCompute(s, t int, a, d float64) cdEntry {
 	best := inf
 	if tb.fits(rfall, avail) && tb.fits(rb, avail) {
 		d1, excB := tb.cdCase1Delta(s, a, d)
-		if sub := tb.cdValue(s+1, t, a+tb.qa(c.abar[s]), d1); !math.IsInf(sub, 1) {
+		if sub := tb.cdValue(s+1, t, a+tb.incAbar(s+1, run), d1, !tb.continuous); !math.IsInf(sub, 1) {
 			best = cdEntry{v: tb.cdCase1Value(s, t, a, d1, excB, sub), ch: cdAll}
 		}
 	}
@@ -103,9 +103,9 @@ func (tb *table) cdCompute(s, t int, a, d float64) cdEntry {
 			return best
 		}
 	}
-	run, sumF := math.Inf(-1), 0.0
+	fmax, sumF := math.Inf(-1), 0.0
 	for sp := s; sp < t; sp++ {
-		run, sumF = tb.cdRun(s, t, sp, run, sumF)
+		fmax, sumF = tb.cdRun(s, t, sp, fmax, sumF)
 		// F_s … F_{s'} run twice: value ≥ Σ_{k=s}^{s'} u_F(k) + Σ_{k=s}^{t} (u_F+u_B).
 		if !beats(sumF+tb.seq2[t]-tb.seq2[s-1], best.v) {
 			break
@@ -113,7 +113,7 @@ func (tb *table) cdCompute(s, t int, a, d float64) cdEntry {
 		if !beats(sumF+tb.cdLB(s, sp, a)+tb.cdLB(sp+1, t, a+tb.qa(c.a[sp])), best.v) {
 			continue
 		}
-		v := tb.cdCase2Value(s, t, sp, a, d, run, sumF)
+		v := tb.cdCase2Value(s, t, sp, a, d, fmax, sumF, run)
 		if v < best.v {
 			best = cdEntry{v: v, ch: int32(sp)}
 		}
@@ -124,29 +124,30 @@ func (tb *table) cdCompute(s, t int, a, d float64) cdEntry {
 // cdRun advances the running max of RF0(k) − β·Σ_{h=k+1}^{s'} u_F(h) over k = s..s' and the
 // forward time Σ_{k=s}^{s'} u_F(k) from s'−1 to s' (Lemma 8, prefetch case: distances to
 // the end of the run, pitfall 9).
-func (tb *table) cdRun(s, t, sp int, run, sumF float64) (float64, float64) {
-	return max(run-tb.beta*tb.c.uF[sp], tb.cdRF0(s, t, sp)), sumF + tb.c.uF[sp]
+func (tb *table) cdRun(s, t, sp int, fmax, sumF float64) (float64, float64) {
+	return max(fmax-tb.beta*tb.c.uF[sp], tb.cdRF0(s, t, sp)), sumF + tb.c.uF[sp]
 }
 
 // cdCase2Deltas returns the values and Δ arguments of the two sub-chains of case 2 for s':
 // C_Δ(s, s', A, Δ) runs last in time and absorbs the backlog first (pitfall 10), then
-// C_Δ(s'+1, t, A + a_{s'}, Δ_2).
-func (tb *table) cdCase2Deltas(s, t, sp int, a, d float64) (c2, d2, c1 float64) {
-	c2 = tb.cdValue(s, sp, a, d)
+// C_Δ(s'+1, t, A + a_{s'}, Δ_2). The first keeps the run state of the call (same A, same
+// s); the second starts afresh after the plain a_{s'}.
+func (tb *table) cdCase2Deltas(s, t, sp int, a, d float64, run bool) (c2, d2, c1 float64) {
+	c2 = tb.cdValue(s, sp, a, d, run)
 	if math.IsInf(c2, 1) {
 		return c2, 0, c2
 	}
 	d2 = tb.q(d - c2*tb.beta)
-	c1 = tb.cdValue(sp+1, t, a+tb.qa(tb.c.a[sp]), d2)
+	c1 = tb.cdValue(sp+1, t, a+tb.qa(tb.c.a[sp]), d2, false)
 	return c2, d2, c1
 }
 
-func (tb *table) cdCase2Value(s, t, sp int, a, d, run, sumF float64) float64 {
-	c2, d2, c1 := tb.cdCase2Deltas(s, t, sp, a, d)
+func (tb *table) cdCase2Value(s, t, sp int, a, d, fmax, sumF float64, run bool) float64 {
+	c2, d2, c1 := tb.cdCase2Deltas(s, t, sp, a, d, run)
 	if math.IsInf(c2, 1) || math.IsInf(c1, 1) {
 		return math.Inf(1)
 	}
 	d3 := max(d2-c1*tb.beta, 0)
-	excF := max(run-tb.m+a+d3, 0)
+	excF := max(fmax-tb.m+a+d3, 0)
 	return sumF + c1 + c2 + excF/tb.beta
 }

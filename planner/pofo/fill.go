@@ -40,36 +40,41 @@ func (tb *table) fill() {
 	g := cd.g
 	for s := 1; s <= n; s++ {
 		for t := s; t <= n; t++ {
-			p := s*(n+1) + t
-			cd.vals[p] = nanSlice(cd.size())
-			cd.chs[p] = make([]int16, cd.size())
+			for _, run := range []bool{false, true} {
+				p := cd.slab(s, t, run)
+				cd.vals[p] = nanSlice(cd.size())
+				cd.chs[p] = make([]int16, cd.size())
+			}
 		}
 	}
 	tb.cdMin = make([][]float64, (n+1)*(n+1))
 	tb.ocMin = make([][]float64, 2*(n+1))
 	for d := 0; d < n; d++ {
-		parallel(n-d, func(i int) {
-			s := i + 1
+		parallel(2*(n-d), func(i int) {
+			s := i/2 + 1
 			t := s + d
-			p := s*(n+1) + t
+			run := i%2 == 1
+			p := cd.slab(s, t, run)
 			for a := 0; a <= m; a++ {
 				for j := 0; j < g.w[a]; j++ {
-					e := tb.cdCompute(s, t, float64(a), float64(j*g.k))
+					e := tb.cdCompute(s, t, float64(a), float64(j*g.k), run)
 					cd.vals[p][g.off1[a]+j], cd.chs[p][g.off1[a]+j] = e.v, int16(e.ch)
 				}
 			}
 		})
 		// Publish the bounds of this length only once all of it is filled.
 		for s := 1; s+d <= n; s++ {
-			p := s*(n+1) + s + d
 			row := make([]float64, m+1)
 			for a := 0; a <= m; a++ {
 				row[a] = math.Inf(1)
-				for j := 0; j < g.w[a]; j++ {
-					row[a] = min(row[a], cd.vals[p][g.off1[a]+j])
+				for _, run := range []bool{false, true} {
+					p := cd.slab(s, s+d, run)
+					for j := 0; j < g.w[a]; j++ {
+						row[a] = min(row[a], cd.vals[p][g.off1[a]+j])
+					}
 				}
 			}
-			tb.cdMin[p] = row
+			tb.cdMin[s*(n+1)+s+d] = row
 		}
 	}
 	oc := &tb.oc
@@ -78,12 +83,18 @@ func (tb *table) fill() {
 			if x == 1 && s == 1 {
 				continue // a_0 = ā_0: the first input is plain
 			}
-			p := x*(n+1) + s
-			oc.vals[p] = nanSlice(oc.size())
-			oc.chs[p] = make([]ocChoice, oc.size())
 			row := make([]float64, m+1)
-			parallel(m+1, func(a int) { tb.fillRow(x, s, a, oc.vals[p], oc.chs[p], row) })
-			tb.ocMin[p] = row
+			for a := range row {
+				row[a] = math.Inf(1)
+			}
+			// The run state exists only for saved inputs (x = 1).
+			for _, run := range []bool{false, true}[:1+x] {
+				p := oc.slab(ocState{x: x, s: s, run: run})
+				oc.vals[p] = nanSlice(oc.size())
+				oc.chs[p] = make([]ocChoice, oc.size())
+				parallel(m+1, func(a int) { tb.fillRow(x, s, run, a, oc.vals[p], oc.chs[p], row) })
+			}
+			tb.ocMin[x*(n+1)+s] = row
 		}
 	}
 }
@@ -92,8 +103,8 @@ func (tb *table) fill() {
 // states: case 1 for every state, then each t for every state still in the race. The
 // successors of one t all lie in the table of stage t+1, which stays in the cache while
 // the states sweep it; each state sees its candidates in the order of ocCompute, so the
-// values and choices are the same. row[A] receives the smallest value.
-func (tb *table) fillRow(x, s, a int, vals []float64, chs []ocChoice, row []float64) {
+// values and choices are the same. row[A] is lowered to the smallest value.
+func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoice, row []float64) {
 	g := tb.oc.g
 	w := g.w[a]
 	base := g.off2[a]
@@ -106,7 +117,7 @@ func (tb *table) fillRow(x, s, a int, vals []float64, chs []ocChoice, row []floa
 	var todo []live
 	for f := 0; f < w; f++ {
 		for b := 0; b < w; b++ {
-			st := ocState{x: x, s: s, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
+			st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
 			best, keepOK, offOK, more := tb.ocStart(st)
 			j := base + f*w + b
 			vals[j], chs[j] = best.v, best.ch
@@ -115,13 +126,13 @@ func (tb *table) fillRow(x, s, a int, vals []float64, chs []ocChoice, row []floa
 			}
 		}
 	}
-	run, sumF := math.Inf(-1), 0.0
+	fmax, sumF := math.Inf(-1), 0.0
 	for t := s; t < tb.c.n && len(todo) > 0; t++ {
-		run, sumF = tb.ocRun(s, t, run, sumF)
+		fmax, sumF = tb.ocRun(s, t, fmax, sumF)
 		keep := todo[:0]
 		for _, l := range todo {
 			best := ocEntry{v: vals[l.j], ch: chs[l.j]}
-			stop := tb.ocStep(l.st, l.i, t, run, sumF, l.keepOK, l.offOK, &best)
+			stop := tb.ocStep(l.st, l.i, t, fmax, sumF, l.keepOK, l.offOK, &best)
 			vals[l.j], chs[l.j] = best.v, best.ch
 			if !stop {
 				keep = append(keep, l)
@@ -129,7 +140,6 @@ func (tb *table) fillRow(x, s, a int, vals []float64, chs []ocChoice, row []floa
 		}
 		todo = keep
 	}
-	row[a] = math.Inf(1)
 	for j := base; j < base+w*w; j++ {
 		row[a] = min(row[a], vals[j])
 	}

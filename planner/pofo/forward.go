@@ -8,23 +8,27 @@ import "math"
 // segment inputs kept on the GPU, Δ_F the bytes of them still to be offloaded after
 // F_{s−1} and Δ_B the bytes that must be prefetched before B_{s−1} starts.
 
-// ocState is a forward state.
+// ocState is a forward state. run marks, for x = 1, that the previous F_all segment kept
+// its input ā_{s−2}, so that keeping ā_{s−1} continues a run of incAbar (discretized mode
+// only).
 type ocState struct {
 	x      int
 	s      int
+	run    bool
 	a      float64
 	dF, dB float64
 }
 
 type ocKey struct {
 	x      uint8
+	run    bool
 	s      int32
 	a      float64
 	dF, dB float64
 }
 
 func (st ocState) key() ocKey {
-	return ocKey{x: uint8(st.x), s: int32(st.s), a: st.a, dF: st.dF, dB: st.dB}
+	return ocKey{x: uint8(st.x), run: st.run, s: int32(st.s), a: st.a, dF: st.dF, dB: st.dB}
 }
 
 // Kinds of forward choices.
@@ -56,6 +60,19 @@ func (tb *table) input(st ocState) float64 {
 	return tb.c.a[st.s-1]
 }
 
+// savedInput reports whether the input of the state is a saved activation ā_{s−1} (a_0 is
+// also ā_0), whose keeping can continue a run of incAbar.
+func (st ocState) savedInput() bool { return st.x == 1 || st.s == 1 }
+
+// keep returns what keeping the state's input adds to A: through incAbar for a saved
+// activation, rounded up to whole units for a plain one.
+func (tb *table) keep(st ocState) float64 {
+	if st.savedInput() {
+		return tb.incAbar(st.s, st.run)
+	}
+	return tb.qa(tb.c.a[st.s-1])
+}
+
 // next applies Table 4.1: v = 1 offloads the input (it joins both backlogs), v = 2 keeps
 // it (A grows). dF and dB are the bytes the link can move during the segment's forward
 // (D_F) and backward (D_B), idle included. The offload of I is added before the forward
@@ -68,9 +85,11 @@ func (tb *table) next(st ocState, x, s, v int, i, capF, capB float64) ocState {
 		out.dF = tb.q(st.dF + i - capF)
 		out.dB = tb.q(max(st.dB-capB, 0) + i)
 	} else {
-		out.a = st.a + tb.qa(i)
+		out.a = st.a + tb.keep(st)
 		out.dF = tb.q(st.dF - capF)
 		out.dB = tb.q(st.dB - capB)
+		// An F_all segment that keeps a saved input continues (or starts) a run.
+		out.run = x == 1 && st.savedInput() && !tb.continuous
 	}
 	return out
 }
@@ -109,7 +128,7 @@ func (tb *table) ocRun(s, t int, run, sumF float64) (float64, float64) {
 // back first (pitfall 11).
 func (tb *table) ocSegment(st ocState, i float64, t int, run, sumF float64) (fwd, cb, capF, capB float64) {
 	excF := max(run-tb.m+st.a+st.dF+i, 0)
-	cb = tb.cdValue(st.s, t, st.a+tb.qa(i), st.dB)
+	cb = tb.cdValue(st.s, t, st.a+tb.keep(st), st.dB, st.savedInput() && !tb.continuous)
 	return sumF + excF/tb.beta, cb, sumF*tb.beta + excF, cb * tb.beta
 }
 
@@ -201,7 +220,7 @@ func (tb *table) ocStep(st ocState, i float64, t int, run, sumF float64, keepOK,
 	}
 	// A cheaper bound before any lookup in the large tables: the smallest values of the
 	// segment's backward and of the rest at the A each choice leads to.
-	if !beats(sumF+tb.cdLB(s, t, st.a+tb.qa(i))+min(tb.ocLB(0, t+1, st.a), tb.ocLB(0, t+1, st.a+tb.qa(i))), best.v) {
+	if !beats(sumF+tb.cdLB(s, t, st.a+tb.keep(st))+min(tb.ocLB(0, t+1, st.a), tb.ocLB(0, t+1, st.a+tb.keep(st))), best.v) {
 		return false
 	}
 	fwd, cb, capF, capB := tb.ocSegment(st, i, t, run, sumF)

@@ -132,10 +132,10 @@ func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Opt
 				in = tb.c.abar[gr.g-1]
 			}
 			a := tb.qa(tb.c.abar[gr.g]) + tb.qa(in)
-			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0), 1) {
+			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0, false), 1) {
 				a = tb.qa(tb.c.abar[gr.g])
 			}
-			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0), 1) {
+			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0, false), 1) {
 				return Schedule{}, false
 			}
 			ops = append(ops, tb.cdSequence(gr.g+1, gr.e, a, 0)...)

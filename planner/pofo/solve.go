@@ -9,14 +9,13 @@ import (
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
-// Default discretizations. The thesis runs POFO with N = 50 slots (spec §4.9: "finer
-// grids changed nothing") and DYNPROG with N = 500 (spec §3.4.5). POFO here splits the
-// budget into DefaultSlots units for the stored data A and keeps the backlogs Δ_F, Δ_B on
-// a grid of deltaLevels steps, the thesis's N: with a few dozen activations stored, 50
-// units for A cost a large share of the budget in rounding (docs/pofo.md measures it),
-// while a finer grid for the backlogs changed little and costs N² more states.
+// Default discretizations: N = 50 slots for POFO (spec §4.9: "finer grids changed
+// nothing") and N = 500 for DYNPROG (spec §3.4.5). POFO keeps the backlogs Δ_F, Δ_B on a
+// grid of about deltaLevels steps whatever the slots, which only refine the stored data
+// A; the runs of saved activations are rounded through prefix sums (incAbar), without
+// which 50 units cost a large share of the budget on long chains (docs/pofo.md).
 const (
-	DefaultSlots        = 100
+	DefaultSlots        = 50
 	DefaultOffloadSlots = 500
 	deltaLevels         = 50
 )
@@ -27,10 +26,10 @@ type Options struct {
 	// chain (bytes per second for profiled chains). It must be positive and finite.
 	BandwidthBytesPerS float64
 	// Slots is the number of memory slots of the discretization (unit =
-	// max(1, floor(budget/slots)), sizes rounded up). Zero means the algorithm's
-	// default (DefaultSlots for POFO and the heuristics' rematerialization,
-	// DefaultOffloadSlots for DYNPROG); a negative value means exact bytes (unit 1),
-	// which only small budgets can afford.
+	// max(1, floor(budget/slots))). Zero means the algorithm's default (DefaultSlots for
+	// POFO, DefaultOffloadSlots for DYNPROG, rotor's default for the heuristics'
+	// rematerialization); a negative value means exact bytes (unit 1), which only small
+	// budgets can afford.
 	Slots int64
 	// Model is the memory model of the returned plan's makespan, peak and timing; the
 	// zero value means Fractional, the model the dynamic programs optimize. Both

@@ -18,19 +18,21 @@ type table struct {
 	m          float64 // M, the memory limit in units, chain input included
 	beta       float64 // β in units per time unit
 	continuous bool
+	nearest    bool    // sizes join A rounded to the nearest unit instead of up
 	noOffload  bool    // v = 2 only: POFO reduces to the persistent rematerialization DP
 	qtol       float64 // slack of the rounding up of Δ states
 	dq         float64 // the quantum of Δ states, in units (discretized mode)
 	tol        float64 // slack of memory comparisons
 	prefF      []float64
+	pa         []float64 // pa[s] = Σ_{k<s} ā_k in units, for the rounding of runs of ā (incAbar)
 	seqFrom    []float64 // seqFrom[s] = Σ_{k=s}^{N} (u_F(k)+u_B(k)), a lower bound of OC at s
 	seq2       []float64 // seq2[k] = Σ_{j≤k} (u_F(j)+u_B(j))
 	tailF0     []float64 // tailF0[s] = max_{k∈(s,L]} rF0(·, k), −Inf when s = L
 	oc         ocStore
 	cd         cdStore
 	// Lower bounds filled by the bottom-up fill: ocMin[x·(N+1)+s][A] is the smallest OC
-	// over Δ_F, Δ_B at that A, cdMin[s·(N+1)+t][A] the smallest C_Δ over Δ. nil: the
-	// sequential times are used instead.
+	// over Δ_F, Δ_B (and run) at that A, cdMin[s·(N+1)+t][A] the smallest C_Δ over Δ
+	// (and run). nil: the sequential times are used instead.
 	ocMin, cdMin [][]float64
 }
 
@@ -62,6 +64,7 @@ func newTable(c *chain, m, beta float64, continuous, noOffload bool, dq int) *ta
 		c: c, m: m, beta: beta, continuous: continuous, noOffload: noOffload,
 		qtol: 1e-12 * max(1, m), tol: 1e-9 * max(1, m),
 		prefF:   make([]float64, n+1),
+		pa:      make([]float64, n+1),
 		seqFrom: make([]float64, n+2),
 		seq2:    make([]float64, n+1),
 		tailF0:  make([]float64, n+1),
@@ -72,6 +75,9 @@ func newTable(c *chain, m, beta float64, continuous, noOffload bool, dq int) *ta
 	}
 	for k := n; k >= 1; k-- {
 		tb.seqFrom[k] = tb.seqFrom[k+1] + c.uF[k] + c.uB[k]
+	}
+	for k := 1; k <= n; k++ {
+		tb.pa[k] = tb.pa[k-1] + c.abar[k-1]
 	}
 	tb.tailF0[n] = math.Inf(-1)
 	for s := n - 1; s >= 1; s-- {
@@ -116,10 +122,33 @@ func beats(lb, best float64) bool { return lb <= best+1e-12*math.Abs(best) }
 // state A stays a whole number of units and never under-estimates the stored bytes,
 // while every other size keeps its exact value (spec §4.9 reading, docs/pofo.md).
 func (tb *table) qa(x float64) float64 {
-	if tb.continuous {
+	switch {
+	case tb.continuous:
 		return x
+	case tb.nearest:
+		return math.Floor(x + 0.5)
 	}
 	return math.Ceil(x - tb.qtol)
+}
+
+// incAbar returns what keeping ā_{s−1} adds to A. In the discretized mode the saved
+// activations kept one after the other, ā_{i−1}, ā_i, …, ā_{j−1} (a run: the F_all
+// segments of the forward phase, the F_all steps of case 1 in the backward phase), are
+// rounded through the prefix sums Σ_{k<s} ā_k: the first adds ⌈Σ_{k<i}⌉ − ⌊Σ_{k<i−1}⌋, the
+// next ones ⌈Σ_{k<s}⌉ − ⌈Σ_{k<s−1}⌉, so that a whole run costs less than two units more
+// than its exact size instead of up to one unit per activation, and A never under-
+// estimates the stored bytes. run says whether ā_{s−2} was the previous activation added.
+// With 68 stages and 100 units, rounding each activation up cost more than a third of the
+// budget on densenet121 (docs/pofo.md).
+func (tb *table) incAbar(s int, run bool) float64 {
+	if tb.continuous {
+		return tb.c.abar[s-1]
+	}
+	hi := math.Ceil(tb.pa[s] - tb.qtol)
+	if run {
+		return hi - math.Ceil(tb.pa[s-1]-tb.qtol)
+	}
+	return hi - math.Floor(tb.pa[s-1]+tb.qtol)
 }
 
 // fits reports need ≤ avail up to the memory tolerance.
@@ -140,6 +169,7 @@ type cdEntry struct {
 
 type cdKey struct {
 	s, t    int32
+	run     bool
 	a, dlta float64
 }
 
@@ -214,20 +244,29 @@ func (st *cdStore) init(n int, g *grid) {
 		return
 	}
 	st.g = g
-	st.vals = make([][]float64, (n+1)*(n+1))
-	st.chs = make([][]int16, (n+1)*(n+1))
+	st.vals = make([][]float64, 2*(n+1)*(n+1))
+	st.chs = make([][]int16, 2*(n+1)*(n+1))
+}
+
+// slab returns the index of the slab of C_Δ(s, t, ·, ·, run).
+func (st *cdStore) slab(s, t int, run bool) int {
+	p := 2 * (s*(st.n+1) + t)
+	if run {
+		p++
+	}
+	return p
 }
 
 // size is the number of entries of one slab.
 func (st *cdStore) size() int { return st.g.off1[st.g.m+1] }
 
-// get returns the memoized C_Δ(s, t, A, Δ), if any.
-func (st *cdStore) get(s, t int, a, d float64) (cdEntry, bool) {
+// get returns the memoized C_Δ(s, t, A, Δ, run), if any.
+func (st *cdStore) get(s, t int, run bool, a, d float64) (cdEntry, bool) {
 	if st.mp != nil {
-		e, ok := st.mp[cdKey{int32(s), int32(t), a, d}]
+		e, ok := st.mp[cdKey{int32(s), int32(t), run, a, d}]
 		return e, ok
 	}
-	p := s*(st.n+1) + t
+	p := st.slab(s, t, run)
 	vals := st.vals[p]
 	i := st.g.index1(a, d)
 	if vals == nil || i < 0 || math.IsNaN(vals[i]) {
@@ -236,16 +275,16 @@ func (st *cdStore) get(s, t int, a, d float64) (cdEntry, bool) {
 	return cdEntry{v: vals[i], ch: int32(st.chs[p][i])}, true
 }
 
-func (st *cdStore) put(s, t int, a, d float64, e cdEntry) {
+func (st *cdStore) put(s, t int, run bool, a, d float64, e cdEntry) {
 	if st.mp != nil {
-		st.mp[cdKey{int32(s), int32(t), a, d}] = e
+		st.mp[cdKey{int32(s), int32(t), run, a, d}] = e
 		return
 	}
 	i := st.g.index1(a, d)
 	if i < 0 {
 		return
 	}
-	p := s*(st.n+1) + t
+	p := st.slab(s, t, run)
 	if st.vals[p] == nil {
 		st.vals[p] = nanSlice(st.size())
 		st.chs[p] = make([]int16, st.size())
@@ -279,8 +318,17 @@ func (st *ocStore) init(n int, g *grid) {
 		return
 	}
 	st.g = g
-	st.vals = make([][]float64, 2*(n+1))
-	st.chs = make([][]ocChoice, 2*(n+1))
+	st.vals = make([][]float64, 4*(n+1))
+	st.chs = make([][]ocChoice, 4*(n+1))
+}
+
+// slab returns the index of the slab of the states (x, run, s).
+func (st *ocStore) slab(s ocState) int {
+	p := 2 * s.x
+	if s.run {
+		p++
+	}
+	return p*(st.n+1) + s.s
 }
 
 func (st *ocStore) size() int { return st.g.off2[st.g.m+1] }
@@ -290,7 +338,7 @@ func (st *ocStore) get(s ocState) (ocEntry, bool) {
 		e, ok := st.mp[s.key()]
 		return e, ok
 	}
-	p := s.x*(st.n+1) + s.s
+	p := st.slab(s)
 	vals := st.vals[p]
 	i := st.g.index2(s.a, s.dF, s.dB)
 	if vals == nil || i < 0 || math.IsNaN(vals[i]) {
@@ -308,7 +356,7 @@ func (st *ocStore) put(s ocState, e ocEntry) {
 	if i < 0 {
 		return
 	}
-	p := s.x*(st.n+1) + s.s
+	p := st.slab(s)
 	if st.vals[p] == nil {
 		st.vals[p] = nanSlice(st.size())
 		st.chs[p] = make([]ocChoice, st.size())
