@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/chainplan/chainplan/planner/pofo"
 )
 
 // claim is the verdict on one claim of spec §6.5.
@@ -131,8 +133,9 @@ func claims(studies []*study, times []solverTime) []claim {
 		})
 		add("C4-4", verdict(wins == total, wins > total*3/4),
 			"POFO is at least as fast as both rotor and offload-only in %d of %d configurations; elsewhere at most %.1f %% slower (%s). "+
-				"The losses come from the discretization: POFO rounds the stored data to 1/100 of the budget, rotor to 1/500; at the same slots POFO is never slower than rotor (tests).",
-			wins, total, 100*worst, firstFew(where))
+				"POFO's state is discretized more coarsely (%d slots, rotor and DYNPROG %d) and it offloads only segment inputs, never the loss input, and synchronizes at the loss (OR.3), "+
+				"which the unsynchronized offload-only schedules do not; at the same discretization POFO is never slower than rotor, nor than a synchronized offload-only schedule that keeps the loss input (tests).",
+			wins, total, 100*worst, firstFew(where), pofo.DefaultSlots, pofo.DefaultOffloadSlots)
 	}
 	// C4-5: at high memory AUTOCAPPER ≈ POFO, sometimes marginally better; at lower
 	// memory POFO is much better.
