@@ -1,6 +1,9 @@
 package rotor
 
 import (
+	"fmt"
+	"math"
+
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
@@ -29,6 +32,12 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 		step := max(1, lo/opts.slots(lo))
 		bad, hi := lo, lo+step
 		for !fits(hi) {
+			// With very few slots every size rounds up to a unit at least, and a chain may
+			// need more units than there are slots whatever the budget.
+			if step > math.MaxInt64/4 {
+				return 0, fmt.Errorf("%w: %s: no budget fits at %d slots (every size rounds up to "+
+					"at least one slot); use more slots", chainplan.ErrUnsupported, opts.algo(), opts.slots(lo))
+			}
 			bad, step = hi, step*2
 			hi = lo + step
 		}

@@ -113,10 +113,12 @@ func StoreAllPeak(c *chainplan.Chain) int64 {
 
 func infeasible(c *chainplan.Chain, budgetBytes int64, opts Options) error {
 	e := &chainplan.InfeasibleError{Algo: opts.algo(), BudgetBytes: budgetBytes, Slots: opts.slots(budgetBytes)}
-	if minB, err := MinBudget(c, opts); err == nil {
-		e.MinBudgetBytes = minB
-		e.Slots = opts.slots(minB)
+	minB, err := MinBudget(c, opts)
+	if err != nil {
+		return err
 	}
+	e.MinBudgetBytes = minB
+	e.Slots = opts.slots(minB)
 	return e
 }
 

@@ -214,3 +214,15 @@ func TestSolveRejectsInvalidChain(t *testing.T) {
 		t.Fatalf("got %v, want ErrInvalidChain", err)
 	}
 }
+
+// TestTooFewSlots: with fewer slots than a memory check has terms, no budget fits; the
+// search must say so instead of doubling forever.
+func TestTooFewSlots(t *testing.T) {
+	c := testchains.ExampleA().Chain
+	if _, err := MinBudget(c, Options{Slots: 2}); !errors.Is(err, chainplan.ErrUnsupported) {
+		t.Fatalf("MinBudget at 2 slots: %v", err)
+	}
+	if _, err := Solve(c, 25, Options{Slots: 2}); !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), "use more slots") {
+		t.Fatalf("Solve at 2 slots: %v", err)
+	}
+}
