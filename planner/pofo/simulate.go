@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan"
+	remat "github.com/chainplan/chainplan/planner/simulate"
 )
 
 // SimOptions describes the platform a schedule is replayed on.
@@ -45,15 +46,7 @@ func (r *Report) Err() error {
 	if r.Valid {
 		return nil
 	}
-	msg := fmt.Sprintf("invalid schedule (%d issues)", len(r.Issues))
-	for i, is := range r.Issues {
-		if i == 5 {
-			msg += "; …"
-			break
-		}
-		msg += "; " + is.String()
-	}
-	return fmt.Errorf("%w: %s", chainplan.ErrInvalidPlan, msg)
+	return remat.IssuesError("schedule", r.Issues)
 }
 
 func (o SimOptions) params(s Schedule) (params, error) {

@@ -37,8 +37,14 @@ func (r *Report) Err() error {
 	if r.Valid {
 		return nil
 	}
-	msg := fmt.Sprintf("invalid sequence (%d issues)", len(r.Issues))
-	for i, is := range r.Issues {
+	return IssuesError("sequence", r.Issues)
+}
+
+// IssuesError returns an error wrapping chainplan.ErrInvalidPlan that counts the issues of
+// an invalid replay of what ("sequence", "schedule") and lists the first five.
+func IssuesError[T fmt.Stringer](what string, issues []T) error {
+	msg := fmt.Sprintf("invalid %s (%d issues)", what, len(issues))
+	for i, is := range issues {
 		if i == 5 {
 			msg += "; …"
 			break
