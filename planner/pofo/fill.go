@@ -100,21 +100,13 @@ func (tb *table) fill() {
 }
 
 // fillRow computes OC_x(s, A, ·, ·) for one A, candidate by candidate across all of its
-// states: case 1 for every state, then each t for every state still in the race. The
-// successors of one t all lie in the table of stage t+1, which stays in the cache while
-// the states sweep it; each state sees its candidates in the order of ocCompute, so the
-// values and choices are the same. row[A] is lowered to the smallest value.
+// states: case 1 for every state, then each t for every state still in the race
+// (fillSegments). row[A] is lowered to the smallest value.
 func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoice, row []float64) {
 	g := tb.oc.g
 	w := g.w[a]
 	base := g.off2[a]
-	type live struct {
-		j             int
-		st            ocState
-		i             float64
-		keepOK, offOK bool
-	}
-	var todo []live
+	var todo []rowState
 	for f := 0; f < w; f++ {
 		for b := 0; b < w; b++ {
 			st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
@@ -122,25 +114,102 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 			j := base + f*w + b
 			vals[j], chs[j] = best.v, best.ch
 			if more {
-				todo = append(todo, live{j, st, tb.input(st), keepOK, offOK})
+				todo = append(todo, rowState{j: j, f: f, b: b, keepOK: keepOK, offOK: offOK})
 			}
 		}
+	}
+	if len(todo) > 0 {
+		tb.fillSegments(ocState{x: x, s: s, run: run, a: float64(a)}, todo, vals, chs)
+	}
+	for j := base; j < base+w*w; j++ {
+		row[a] = min(row[a], vals[j])
+	}
+}
+
+// rowState is a state of a row still trying case-2 segments: its position j in the slab,
+// its Δ_F and Δ_B indices, and which choices of v are feasible (ocStart).
+type rowState struct {
+	j, f, b       int
+	keepOK, offOK bool
+}
+
+// fillSegments tries the case-2 segments F_s^ck … F_t^∅, t = s..L, for the states of one
+// row (one x, s, run and A; row.dF and row.dB unused). The terms of a candidate separate:
+// the segment's forward (its idle time, the link capacity, the next Δ_F) depends on Δ_F
+// alone, and its backward C_Δ(s, t, A + I, Δ_B) with the next Δ_B on Δ_B alone. Each t
+// computes them once per Δ value, then combines them for every state with one lookup in the
+// table of stage t+1, which stays in the cache while the states sweep it. The arithmetic
+// is that of ocStep term by term (ocSegment, next) and every state sees its candidates in
+// the order of ocCompute, replacing its best only on a strictly smaller value, so values
+// and choices are those of the top-down recursion, which the reconstruction repeats.
+func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs []ocChoice) {
+	g := tb.oc.g
+	s, a, w := row.s, int(row.a), g.w[int(row.a)]
+	i, keep := tb.input(row), tb.keep(row)
+	saved := row.savedInput() && !tb.continuous
+	aKeep := a + int(keep) // A after keeping the input (v = 2); v = 1 leaves A
+	// Per Δ_F index: forward time with idle, and the next Δ_F index for v = 1 and v = 2
+	// (−1: off the grid, an infeasible successor). Per Δ_B index: C_Δ and the next Δ_B.
+	fwd := make([]float64, w)
+	nf1, nf2 := make([]int, w), make([]int, w)
+	cb := make([]float64, w)
+	nb1, nb2 := make([]int, w), make([]int, w)
+	step := func(at int, d float64) int {
+		if at > g.m {
+			return -1
+		}
+		return g.step(at, d)
 	}
 	fmax, sumF := math.Inf(-1), 0.0
 	for t := s; t < tb.c.n && len(todo) > 0; t++ {
 		fmax, sumF = tb.ocRun(s, t, fmax, sumF)
-		keep := todo[:0]
+		for f := range w {
+			dF := float64(f * g.k)
+			excF := max(fmax-tb.m+row.a+dF+i, 0)
+			capF := sumF*tb.beta + excF
+			fwd[f] = sumF + excF/tb.beta
+			nf1[f] = step(a, tb.nextF(dF, i, capF, 1))
+			nf2[f] = step(aKeep, tb.nextF(dF, i, capF, 2))
+		}
+		for b := range w {
+			dB := float64(b * g.k)
+			cb[b] = tb.cdValue(s, t, row.a+keep, dB, saved)
+			capB := cb[b] * tb.beta
+			nb1[b] = step(a, tb.nextB(dB, i, capB, 1))
+			nb2[b] = step(aKeep, tb.nextB(dB, i, capB, 2))
+		}
+		next := tb.oc.vals[tb.oc.slab(ocState{x: 0, s: t + 1})]
+		stopAt := sumF + tb.seqFrom[s]
+		lb1, lb2 := tb.ocLB(0, t+1, row.a), tb.ocLB(0, t+1, row.a+keep)
+		lbRow := sumF + tb.cdLB(s, t, row.a+keep) + min(lb1, lb2)
+		ch := ocChoice{kind: ocCk, t: uint16(t)}
+		alive := todo[:0]
 		for _, l := range todo {
-			best := ocEntry{v: vals[l.j], ch: chs[l.j]}
-			stop := tb.ocStep(l.st, l.i, t, fmax, sumF, l.keepOK, l.offOK, &best)
-			vals[l.j], chs[l.j] = best.v, best.ch
-			if !stop {
-				keep = append(keep, l)
+			best := vals[l.j]
+			// The segment's forward runs twice: value ≥ Σ_{k=s}^{t} u_F(k) + seqFrom[s],
+			// which only grows with t (ocStep).
+			if !beats(stopAt, best) {
+				continue
+			}
+			alive = append(alive, l)
+			c := cb[l.b]
+			if !beats(lbRow, best) || math.IsInf(c, 1) {
+				continue
+			}
+			head := fwd[l.f] + c
+			if l.keepOK && nf2[l.f] >= 0 && nb2[l.b] >= 0 && beats(head+lb2, best) {
+				if v := head + next[g.off2[aKeep]+nf2[l.f]*g.w[aKeep]+nb2[l.b]]; v < best {
+					best, ch.v = v, 2
+					vals[l.j], chs[l.j] = best, ch
+				}
+			}
+			if l.offOK && nf1[l.f] >= 0 && nb1[l.b] >= 0 && beats(head+lb1, best) {
+				if v := head + next[g.off2[a]+nf1[l.f]*w+nb1[l.b]]; v < best {
+					ch.v = 1
+					vals[l.j], chs[l.j] = v, ch
+				}
 			}
 		}
-		todo = keep
-	}
-	for j := base; j < base+w*w; j++ {
-		row[a] = min(row[a], vals[j])
+		todo = alive
 	}
 }

@@ -80,18 +80,31 @@ func (tb *table) keep(st ocState) float64 {
 // added after the backward capacity is subtracted, since it must be done before the
 // segment's backward starts (pitfall 7).
 func (tb *table) next(st ocState, x, s, v int, i, capF, capB float64) ocState {
-	out := ocState{x: x, s: s, a: st.a}
-	if v == 1 {
-		out.dF = tb.q(st.dF + i - capF)
-		out.dB = tb.q(max(st.dB-capB, 0) + i)
-	} else {
+	out := ocState{x: x, s: s, a: st.a, dF: tb.nextF(st.dF, i, capF, v), dB: tb.nextB(st.dB, i, capB, v)}
+	if v == 2 {
 		out.a = st.a + tb.keep(st)
-		out.dF = tb.q(st.dF - capF)
-		out.dB = tb.q(st.dB - capB)
 		// An F_all segment that keeps a saved input continues (or starts) a run.
 		out.run = x == 1 && st.savedInput() && !tb.continuous
 	}
 	return out
+}
+
+// nextF is the Δ_F column of Table 4.1: the offload of I (v = 1) joins the backlog before
+// the segment's forward capacity is subtracted.
+func (tb *table) nextF(dF, i, capF float64, v int) float64 {
+	if v == 1 {
+		return tb.q(dF + i - capF)
+	}
+	return tb.q(dF - capF)
+}
+
+// nextB is the Δ_B column of Table 4.1: the prefetch of I (v = 1) joins the backlog after
+// the segment's backward capacity is subtracted.
+func (tb *table) nextB(dB, i, capB float64, v int) float64 {
+	if v == 1 {
+		return tb.q(max(dB-capB, 0) + i)
+	}
+	return tb.q(dB - capB)
 }
 
 // ocValue returns OC(st), memoized.
