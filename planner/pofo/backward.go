@@ -76,33 +76,11 @@ func (tb *table) cdChoice(s, t int, a, d float64, run bool) int32 {
 }
 
 func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
+	best, more := tb.cdStart(s, t, a, d, run)
+	if !more {
+		return best
+	}
 	c := tb.c
-	inf := cdEntry{v: math.Inf(1), ch: cdInfeasible}
-	avail := tb.m - a
-	rb, rfall := tb.cdRB(s), tb.cdRFall(s, t)
-	if s == t {
-		if !tb.fits(rfall, avail) || !tb.fits(rb, avail) {
-			return inf
-		}
-		// Lemma 8 (prefetch case) over [F_s^all, B_s]: the F term is measured to the end
-		// of the sequence, hence − β·u_B(s) (pitfall 9).
-		exc := max(rfall-tb.beta*c.uB[s]-tb.m+a+d, rb-tb.m+a+d, 0)
-		return cdEntry{v: c.uF[s] + c.uB[s] + exc/tb.beta, ch: cdBase}
-	}
-	best := inf
-	if tb.fits(rfall, avail) && tb.fits(rb, avail) {
-		d1, excB := tb.cdCase1Delta(s, a, d)
-		if sub := tb.cdValue(s+1, t, a+tb.incAbar(s+1, run), d1, !tb.continuous); !math.IsInf(sub, 1) {
-			best = cdEntry{v: tb.cdCase1Value(s, t, a, d1, excB, sub), ch: cdAll}
-		}
-	}
-	// Case 2 needs every F of the run to fit; like rotor's m_∅ the check stops at t−1,
-	// since F_t always runs as F_all inside the sub-chain (spec §8, L2294).
-	for k := s; k < t; k++ {
-		if !tb.fits(tb.cdRF0(s, t, k), avail) {
-			return best
-		}
-	}
 	fmax, sumF := math.Inf(-1), 0.0
 	for sp := s; sp < t; sp++ {
 		fmax, sumF = tb.cdRun(s, t, sp, fmax, sumF)
@@ -119,6 +97,39 @@ func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
 		}
 	}
 	return best
+}
+
+// cdStart computes the base case and case 1 (F_s^all) of C_Δ(s, t, A, Δ) and reports
+// whether case 2 (F_s^ck, F^∅ …, for every s′) is feasible, which depends on A alone.
+func (tb *table) cdStart(s, t int, a, d float64, run bool) (cdEntry, bool) {
+	c := tb.c
+	inf := cdEntry{v: math.Inf(1), ch: cdInfeasible}
+	avail := tb.m - a
+	rb, rfall := tb.cdRB(s), tb.cdRFall(s, t)
+	if s == t {
+		if !tb.fits(rfall, avail) || !tb.fits(rb, avail) {
+			return inf, false
+		}
+		// Lemma 8 (prefetch case) over [F_s^all, B_s]: the F term is measured to the end
+		// of the sequence, hence − β·u_B(s) (pitfall 9).
+		exc := max(rfall-tb.beta*c.uB[s]-tb.m+a+d, rb-tb.m+a+d, 0)
+		return cdEntry{v: c.uF[s] + c.uB[s] + exc/tb.beta, ch: cdBase}, false
+	}
+	best := inf
+	if tb.fits(rfall, avail) && tb.fits(rb, avail) {
+		d1, excB := tb.cdCase1Delta(s, a, d)
+		if sub := tb.cdValue(s+1, t, a+tb.incAbar(s+1, run), d1, !tb.continuous); !math.IsInf(sub, 1) {
+			best = cdEntry{v: tb.cdCase1Value(s, t, a, d1, excB, sub), ch: cdAll}
+		}
+	}
+	// Case 2 needs every F of the run to fit; like rotor's m_∅ the check stops at t−1,
+	// since F_t always runs as F_all inside the sub-chain (spec §8, L2294).
+	for k := s; k < t; k++ {
+		if !tb.fits(tb.cdRF0(s, t, k), avail) {
+			return best, false
+		}
+	}
+	return best, true
 }
 
 // cdRun advances the running max of RF0(k) − β·Σ_{h=k+1}^{s'} u_F(h) over k = s..s' and the

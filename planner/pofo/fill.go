@@ -54,12 +54,8 @@ func (tb *table) fill() {
 			s := i/2 + 1
 			t := s + d
 			run := i%2 == 1
-			p := cd.slab(s, t, run)
 			for a := 0; a <= m; a++ {
-				for j := 0; j < g.w[a]; j++ {
-					e := tb.cdCompute(s, t, float64(a), float64(j*g.k), run)
-					cd.vals[p][g.off1[a]+j], cd.chs[p][g.off1[a]+j] = e.v, int16(e.ch)
-				}
+				tb.fillCDRow(s, t, run, a)
 			}
 		})
 		// Publish the bounds of this length only once all of it is filled.
@@ -99,24 +95,85 @@ func (tb *table) fill() {
 	}
 }
 
-// fillRow computes OC_x(s, A, ·, ·) for one A, candidate by candidate across all of its
-// states: case 1 for every state, then each t for every state still in the race
-// (fillSegments). row[A] is lowered to the smallest value.
+// fillCDRow computes C_Δ(s, t, A, ·) for one A: the base case and case 1 for every Δ
+// (cdStart), then case 2 split point by split point s′ for every Δ still in the race. The
+// lookups go straight to the slabs of the two sub-chains, both shorter and already filled;
+// the arithmetic is that of cdCompute term by term and every Δ sees the split points in
+// the same order, so values and choices are the same.
+func (tb *table) fillCDRow(s, t int, run bool, a int) {
+	cd := &tb.cd
+	g := cd.g
+	p := cd.slab(s, t, run)
+	vals, chs := cd.vals[p], cd.chs[p]
+	base, w, fa := g.off1[a], g.w[a], float64(a)
+	alive := make([]int, 0, w)
+	for j := range w {
+		e, more := tb.cdStart(s, t, fa, float64(j*g.k), run)
+		vals[base+j], chs[base+j] = e.v, int16(e.ch)
+		if more {
+			alive = append(alive, j)
+		}
+	}
+	fmax, sumF := math.Inf(-1), 0.0
+	for sp := s; sp < t && len(alive) > 0; sp++ {
+		fmax, sumF = tb.cdRun(s, t, sp, fmax, sumF)
+		stopAt := sumF + tb.seq2[t] - tb.seq2[s-1]
+		keep := tb.qa(tb.c.a[sp])
+		lb := sumF + tb.cdLB(s, sp, fa) + tb.cdLB(sp+1, t, fa+keep)
+		last := cd.vals[cd.slab(s, sp, run)]       // C_Δ(s, s′, A, Δ), last in time
+		middle := cd.vals[cd.slab(sp+1, t, false)] // C_Δ(s′+1, t, A + a_{s′}, Δ_2)
+		a1 := a + int(keep)
+		next := alive[:0]
+		for _, j := range alive {
+			best := vals[base+j]
+			if !beats(stopAt, best) {
+				continue
+			}
+			next = append(next, j)
+			if !beats(lb, best) {
+				continue
+			}
+			c2 := last[base+j]
+			if math.IsInf(c2, 1) {
+				continue
+			}
+			d2 := tb.q(float64(j*g.k) - c2*tb.beta)
+			k := g.stepAt(a1, d2)
+			if k < 0 {
+				continue
+			}
+			c1 := middle[g.off1[a1]+k]
+			if math.IsInf(c1, 1) {
+				continue
+			}
+			d3 := max(d2-c1*tb.beta, 0)
+			excF := max(fmax-tb.m+fa+d3, 0)
+			if v := sumF + c1 + c2 + excF/tb.beta; v < best {
+				vals[base+j], chs[base+j] = v, int16(sp)
+			}
+		}
+		alive = next
+	}
+}
+
+// fillRow computes OC_x(s, A, ·, ·) for one A: case 1 for every state (fillAll, or ocStart
+// at the loss), then each t of case 2 for every state still in the race (fillSegments).
+// row[A] is lowered to the smallest value.
 func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoice, row []float64) {
 	g := tb.oc.g
 	w := g.w[a]
 	base := g.off2[a]
 	var todo []rowState
-	for f := 0; f < w; f++ {
-		for b := 0; b < w; b++ {
-			st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
-			best, keepOK, offOK, more := tb.ocStart(st)
-			j := base + f*w + b
-			vals[j], chs[j] = best.v, best.ch
-			if more {
-				todo = append(todo, rowState{j: j, f: f, b: b, keepOK: keepOK, offOK: offOK})
+	if s == tb.c.n {
+		for f := 0; f < w; f++ {
+			for b := 0; b < w; b++ {
+				st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
+				best, _, _, _ := tb.ocStart(st)
+				vals[base+f*w+b], chs[base+f*w+b] = best.v, best.ch
 			}
 		}
+	} else {
+		todo = tb.fillAll(ocState{x: x, s: s, run: run, a: float64(a)}, vals, chs)
 	}
 	if len(todo) > 0 {
 		tb.fillSegments(ocState{x: x, s: s, run: run, a: float64(a)}, todo, vals, chs)
@@ -124,6 +181,70 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 	for j := base; j < base+w*w; j++ {
 		row[a] = min(row[a], vals[j])
 	}
+}
+
+// fillAll is ocStart for every state of one row before the loss (one x, s, run and A; row.dF
+// and row.dB unused): the pruning of states whose content exceeds M, then case 1 (F_s^all,
+// keep before offload). As in fillSegments, the idle times, link capacities and next
+// backlogs depend on Δ_F or on Δ_B alone and are computed once per value, with the
+// arithmetic of ocCase1 and next. It returns the states that go on to case 2.
+func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState {
+	c, g := tb.c, tb.oc.g
+	s, a, w := row.s, int(row.a), g.w[int(row.a)]
+	i, keep := tb.input(row), tb.keep(row)
+	aKeep := a + int(keep)
+	avail := tb.m - row.a
+	case1 := tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail)
+	keepOK := tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s]+i, avail)
+	offOK := !tb.noOffload && tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s], avail)
+	// A state holds A + Δ + I on the GPU, for Δ_F and Δ_B alike (ocStart's pruning).
+	ok := make([]bool, w)
+	excF, excB := make([]float64, w), make([]float64, w)
+	nf1, nf2, nb1, nb2 := make([]int, w), make([]int, w), make([]int, w), make([]int, w)
+	for k := range w {
+		d := float64(k * g.k)
+		ok[k] = tb.fits(row.a+d+i, tb.m)
+		excF[k] = max(c.rFall(s)-tb.m+row.a+d+i, 0)
+		excB[k] = max(c.rB(s)-tb.m+row.a+d+i, 0)
+		capF, capB := c.uF[s]*tb.beta+excF[k], c.uB[s]*tb.beta+excB[k]
+		nf1[k], nf2[k] = g.stepAt(a, tb.nextF(d, i, capF, 1)), g.stepAt(aKeep, tb.nextF(d, i, capF, 2))
+		nb1[k], nb2[k] = g.stepAt(a, tb.nextB(d, i, capB, 1)), g.stepAt(aKeep, tb.nextB(d, i, capB, 2))
+	}
+	// Successors: x = 1 at s+1; keeping a saved input continues a run (next).
+	saved := row.savedInput() && !tb.continuous
+	next1 := tb.oc.vals[tb.oc.slab(ocState{x: 1, s: s + 1})]
+	next2 := tb.oc.vals[tb.oc.slab(ocState{x: 1, s: s + 1, run: saved})]
+	lb1, lb2 := tb.ocLB(1, s+1, row.a), tb.ocLB(1, s+1, row.a+keep)
+	var todo []rowState
+	base := g.off2[a]
+	for f := range w {
+		for b := range w {
+			j := base + f*w + b
+			best := ocEntry{v: math.Inf(1)}
+			if !ok[f] || !ok[b] {
+				vals[j], chs[j] = best.v, best.ch
+				continue
+			}
+			if case1 {
+				cost := c.uF[s] + c.uB[s] + (excF[f]+excB[b])/tb.beta
+				if nf2[f] >= 0 && nb2[b] >= 0 && beats(cost+lb2, best.v) {
+					if v := cost + next2[g.off2[aKeep]+nf2[f]*g.w[aKeep]+nb2[b]]; v < best.v {
+						best = ocEntry{v: v, ch: ocChoice{kind: ocAll, v: 2}}
+					}
+				}
+				if !tb.noOffload && nf1[f] >= 0 && nb1[b] >= 0 && beats(cost+lb1, best.v) {
+					if v := cost + next1[base+nf1[f]*w+nb1[b]]; v < best.v {
+						best = ocEntry{v: v, ch: ocChoice{kind: ocAll, v: 1}}
+					}
+				}
+			}
+			vals[j], chs[j] = best.v, best.ch
+			if keepOK || offOK {
+				todo = append(todo, rowState{j: j, f: f, b: b, keepOK: keepOK, offOK: offOK})
+			}
+		}
+	}
+	return todo
 }
 
 // rowState is a state of a row still trying case-2 segments: its position j in the slab,
@@ -154,12 +275,6 @@ func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs 
 	nf1, nf2 := make([]int, w), make([]int, w)
 	cb := make([]float64, w)
 	nb1, nb2 := make([]int, w), make([]int, w)
-	step := func(at int, d float64) int {
-		if at > g.m {
-			return -1
-		}
-		return g.step(at, d)
-	}
 	fmax, sumF := math.Inf(-1), 0.0
 	for t := s; t < tb.c.n && len(todo) > 0; t++ {
 		fmax, sumF = tb.ocRun(s, t, fmax, sumF)
@@ -168,15 +283,15 @@ func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs 
 			excF := max(fmax-tb.m+row.a+dF+i, 0)
 			capF := sumF*tb.beta + excF
 			fwd[f] = sumF + excF/tb.beta
-			nf1[f] = step(a, tb.nextF(dF, i, capF, 1))
-			nf2[f] = step(aKeep, tb.nextF(dF, i, capF, 2))
+			nf1[f] = g.stepAt(a, tb.nextF(dF, i, capF, 1))
+			nf2[f] = g.stepAt(aKeep, tb.nextF(dF, i, capF, 2))
 		}
 		for b := range w {
 			dB := float64(b * g.k)
 			cb[b] = tb.cdValue(s, t, row.a+keep, dB, saved)
 			capB := cb[b] * tb.beta
-			nb1[b] = step(a, tb.nextB(dB, i, capB, 1))
-			nb2[b] = step(aKeep, tb.nextB(dB, i, capB, 2))
+			nb1[b] = g.stepAt(a, tb.nextB(dB, i, capB, 1))
+			nb2[b] = g.stepAt(aKeep, tb.nextB(dB, i, capB, 2))
 		}
 		next := tb.oc.vals[tb.oc.slab(ocState{x: 0, s: t + 1})]
 		stopAt := sumF + tb.seqFrom[s]

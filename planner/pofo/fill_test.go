@@ -9,9 +9,9 @@ import (
 )
 
 // TestFillMatchesRecursion checks the bottom-up fill, whose rows combine the separated
-// terms of every case-2 candidate (fillSegments), against the recurrence itself: every
-// entry of a filled table equals ocCompute on the same state, value and choice, where
-// ocCompute reads its successors from the filled table. A fill that dropped a candidate,
+// terms of the candidates (fillAll, fillSegments, fillCDRow), against the recurrences
+// themselves: every entry of a filled table equals ocCompute or cdCompute on the same
+// state, value and choice, where these read their successors from the filled table. A fill that dropped a candidate,
 // pruned one that could win or combined terms of different states would differ.
 func TestFillMatchesRecursion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 5))
@@ -26,6 +26,24 @@ func TestFillMatchesRecursion(t *testing.T) {
 		dq := 1 + rng.IntN(3)
 		tb := pofoTable(c, b, slots, beta, i%7 == 3, dq)
 		tb.fill()
+		cg := tb.cd.g
+		for s := 1; s <= tb.c.n; s++ {
+			for u := s; u <= tb.c.n; u++ {
+				for _, run := range []bool{false, true} {
+					p := tb.cd.slab(s, u, run)
+					for a := 0; a <= cg.m; a++ {
+						for j := 0; j < cg.w[a]; j++ {
+							want := tb.cdCompute(s, u, float64(a), float64(j*cg.k), run)
+							gv, gc := tb.cd.vals[p][cg.off1[a]+j], int32(tb.cd.chs[p][cg.off1[a]+j])
+							if want.v != gv && !(math.IsInf(want.v, 1) && math.IsInf(gv, 1)) || !math.IsInf(want.v, 1) && want.ch != gc {
+								t.Fatalf("chain %d C_Δ(%d, %d, %d, %d, %v): fill %v/%d, recursion %+v", i, s, u, a, j*cg.k, run, gv, gc, want)
+							}
+							checked++
+						}
+					}
+				}
+			}
+		}
 		g := tb.oc.g
 		for p, vals := range tb.oc.vals {
 			if vals == nil {

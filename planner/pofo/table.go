@@ -200,6 +200,14 @@ func (g *grid) step(a int, d float64) int {
 	return j
 }
 
+// stepAt is step for any A: −1 when A is beyond the grid (such a state holds more than M).
+func (g *grid) stepAt(a int, d float64) int {
+	if a > g.m {
+		return -1
+	}
+	return g.step(a, d)
+}
+
 // index1 returns the position of (A, Δ), or −1 off the grid.
 func (g *grid) index1(a, d float64) int {
 	ia := int(a)
