@@ -77,7 +77,7 @@ func (tb *table) cdChoice(s, t int, a, d float64, run bool) int32 {
 
 func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
 	best, more := tb.cdStart(s, t, a, d, run)
-	if !more {
+	if !more || !tb.cdCase2OK(s, t, a) {
 		return best
 	}
 	c := tb.c
@@ -100,7 +100,8 @@ func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
 }
 
 // cdStart computes the base case and case 1 (F_s^all) of C_Δ(s, t, A, Δ) and reports
-// whether case 2 (F_s^ck, F^∅ …, for every s′) is feasible, which depends on A alone.
+// whether case 2 (F_s^ck, F^∅ …, for every s′) remains to be tried (s < t), if
+// cdCase2OK, which depends on A alone.
 func (tb *table) cdStart(s, t int, a, d float64, run bool) (cdEntry, bool) {
 	c := tb.c
 	inf := cdEntry{v: math.Inf(1), ch: cdInfeasible}
@@ -122,14 +123,19 @@ func (tb *table) cdStart(s, t int, a, d float64, run bool) (cdEntry, bool) {
 			best = cdEntry{v: tb.cdCase1Value(s, t, a, d1, excB, sub), ch: cdAll}
 		}
 	}
-	// Case 2 needs every F of the run to fit; like rotor's m_∅ the check stops at t−1,
-	// since F_t always runs as F_all inside the sub-chain (spec §8, L2294).
+	return best, true
+}
+
+// cdCase2OK reports whether case 2 of C_Δ(s, t, A, ·) is feasible: every F of the run must
+// fit; like rotor's m_∅ the check stops at t−1, since F_t always runs as F_all inside the
+// sub-chain (spec §8, L2294).
+func (tb *table) cdCase2OK(s, t int, a float64) bool {
 	for k := s; k < t; k++ {
-		if !tb.fits(tb.cdRF0(s, t, k), avail) {
-			return best, false
+		if !tb.fits(tb.cdRF0(s, t, k), tb.m-a) {
+			return false
 		}
 	}
-	return best, true
+	return true
 }
 
 // cdRun advances the running max of RF0(k) − β·Σ_{h=k+1}^{s'} u_F(h) over k = s..s' and the

@@ -107,10 +107,11 @@ func (tb *table) fillCDRow(s, t int, run bool, a int) {
 	vals, chs := cd.vals[p], cd.chs[p]
 	base, w, fa := g.off1[a], g.w[a], float64(a)
 	alive := make([]int, 0, w)
+	case2 := s < t && tb.cdCase2OK(s, t, fa)
 	for j := range w {
 		e, more := tb.cdStart(s, t, fa, float64(j*g.k), run)
 		vals[base+j], chs[base+j] = e.v, int16(e.ch)
-		if more {
+		if more && case2 {
 			alive = append(alive, j)
 		}
 	}
