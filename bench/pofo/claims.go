@@ -133,9 +133,9 @@ func claims(studies []*study, times []solverTime) []claim {
 		})
 		add("C4-4", verdict(wins == total, wins > total*3/4),
 			"POFO is at least as fast as both rotor and offload-only in %d of %d configurations; elsewhere at most %.1f %% slower (%s). "+
-				"POFO's state is discretized more coarsely (%d slots, rotor and DYNPROG %d) and it offloads only segment inputs, never the loss input, and synchronizes at the loss (OR.3), "+
+				"POFO's state is discretized more coarsely (%s; rotor and DYNPROG %d slots) and it offloads only segment inputs, never the loss input, and synchronizes at the loss (OR.3), "+
 				"which the unsynchronized offload-only schedules do not; at the same discretization POFO is never slower than rotor, nor than a synchronized offload-only schedule that keeps the loss input (tests).",
-			wins, total, 100*worst, firstFew(where), pofo.DefaultSlots, pofo.DefaultOffloadSlots)
+			wins, total, 100*worst, firstFew(where), defaultGrids(studies), pofo.DefaultOffloadSlots)
 	}
 	// C4-5: at high memory AUTOCAPPER ≈ POFO, sometimes marginally better; at lower
 	// memory POFO is much better.

@@ -21,7 +21,7 @@ func report(studies []*study, times []solverTime) string {
 	p("Every plan is replayed by the simulator of planner/pofo with the exact sizes; the tables give the makespan over the ")
 	p("sequential time Σ(u_F+u_B), in the fractional model (O.7''/OR.5, the model the DPs optimize) and, after the slash, in the ")
 	p("integral model (O.7, a tensor released when its offload completes). Discretization: rotor and DYNPROG 500 slots, ")
-	p("POFO %d slots (its default; runs of saved activations rounded through prefix sums, docs/pofo.md), AUTOCAPPER and OPPORTUNIST rematerialize with rotor at 500 slots. ", pofo.DefaultSlots)
+	p("POFO its default grid, the same N levels for the stored data and both backlogs (pofo.DefaultSlots: %s; runs of saved activations rounded through prefix sums, docs/pofo.md), AUTOCAPPER and OPPORTUNIST rematerialize with rotor at 500 slots. ", defaultGrids(studies))
 	p("\"—\" means the algorithm found no schedule (the budget is below what it can handle).\n\n")
 	p("![makespans](pofo-eval.svg)\n\n![offloaded volumes](pofo-offloaded.svg)\n\n")
 	for _, st := range studies {
@@ -90,4 +90,13 @@ func report(studies []*study, times []solverTime) string {
 	}
 	p("\n")
 	return b.String()
+}
+
+// defaultGrids lists POFO's default slots for each studied chain.
+func defaultGrids(studies []*study) string {
+	var parts []string
+	for _, st := range studies {
+		parts = append(parts, fmt.Sprintf("N = %d for %s", pofo.DefaultSlots(st.chain.Len()), st.name))
+	}
+	return strings.Join(parts, ", ")
 }

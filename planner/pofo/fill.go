@@ -109,7 +109,7 @@ func (tb *table) fillCDRow(s, t int, run bool, a int) {
 	alive := make([]int, 0, w)
 	case2 := s < t && tb.cdCase2OK(s, t, fa)
 	for j := range w {
-		e, more := tb.cdStart(s, t, fa, float64(j*g.k), run)
+		e, more := tb.cdStart(s, t, fa, float64(j), run)
 		vals[base+j], chs[base+j] = e.v, int16(e.ch)
 		if more && case2 {
 			alive = append(alive, j)
@@ -138,7 +138,7 @@ func (tb *table) fillCDRow(s, t int, run bool, a int) {
 			if math.IsInf(c2, 1) {
 				continue
 			}
-			d2 := tb.q(float64(j*g.k) - c2*tb.beta)
+			d2 := tb.q(float64(j) - c2*tb.beta)
 			k := g.stepAt(a1, d2)
 			if k < 0 {
 				continue
@@ -168,7 +168,7 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 	if s == tb.c.n {
 		for f := 0; f < w; f++ {
 			for b := 0; b < w; b++ {
-				st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f * g.k), dB: float64(b * g.k)}
+				st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f), dB: float64(b)}
 				best, _, _, _ := tb.ocStart(st)
 				vals[base+f*w+b], chs[base+f*w+b] = best.v, best.ch
 			}
@@ -203,7 +203,7 @@ func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState
 	excF, excB := make([]float64, w), make([]float64, w)
 	nf1, nf2, nb1, nb2 := make([]int, w), make([]int, w), make([]int, w), make([]int, w)
 	for k := range w {
-		d := float64(k * g.k)
+		d := float64(k)
 		ok[k] = tb.fits(row.a+d+i, tb.m)
 		excF[k] = max(c.rFall(s)-tb.m+row.a+d+i, 0)
 		excB[k] = max(c.rB(s)-tb.m+row.a+d+i, 0)
@@ -280,7 +280,7 @@ func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs 
 	for t := s; t < tb.c.n && len(todo) > 0; t++ {
 		fmax, sumF = tb.ocRun(s, t, fmax, sumF)
 		for f := range w {
-			dF := float64(f * g.k)
+			dF := float64(f)
 			excF := max(fmax-tb.m+row.a+dF+i, 0)
 			capF := sumF*tb.beta + excF
 			fwd[f] = sumF + excF/tb.beta
@@ -288,7 +288,7 @@ func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs 
 			nf2[f] = g.stepAt(aKeep, tb.nextF(dF, i, capF, 2))
 		}
 		for b := range w {
-			dB := float64(b * g.k)
+			dB := float64(b)
 			cb[b] = tb.cdValue(s, t, row.a+keep, dB, saved)
 			capB := cb[b] * tb.beta
 			nb1[b] = g.stepAt(a, tb.nextB(dB, i, capB, 1))

@@ -23,8 +23,7 @@ func TestFillMatchesRecursion(t *testing.T) {
 		b := low + int64(rng.Float64()*float64(peak-low))
 		beta := float64(1<<20) * (0.2 + 3*rng.Float64())
 		slots := int64(10 + rng.IntN(30))
-		dq := 1 + rng.IntN(3)
-		tb := pofoTable(c, b, slots, beta, i%7 == 3, dq)
+		tb := pofoTable(c, b, slots, beta, i%7 == 3)
 		tb.fill()
 		cg := tb.cd.g
 		for s := 1; s <= tb.c.n; s++ {
@@ -33,10 +32,10 @@ func TestFillMatchesRecursion(t *testing.T) {
 					p := tb.cd.slab(s, u, run)
 					for a := 0; a <= cg.m; a++ {
 						for j := 0; j < cg.w[a]; j++ {
-							want := tb.cdCompute(s, u, float64(a), float64(j*cg.k), run)
+							want := tb.cdCompute(s, u, float64(a), float64(j), run)
 							gv, gc := tb.cd.vals[p][cg.off1[a]+j], int32(tb.cd.chs[p][cg.off1[a]+j])
 							if want.v != gv && !(math.IsInf(want.v, 1) && math.IsInf(gv, 1)) || !math.IsInf(want.v, 1) && want.ch != gc {
-								t.Fatalf("chain %d C_Δ(%d, %d, %d, %d, %v): fill %v/%d, recursion %+v", i, s, u, a, j*cg.k, run, gv, gc, want)
+								t.Fatalf("chain %d C_Δ(%d, %d, %d, %d, %v): fill %v/%d, recursion %+v", i, s, u, a, j, run, gv, gc, want)
 							}
 							checked++
 						}
@@ -53,7 +52,7 @@ func TestFillMatchesRecursion(t *testing.T) {
 			for a := 0; a <= g.m; a++ {
 				for f := 0; f < g.w[a]; f++ {
 					for bb := 0; bb < g.w[a]; bb++ {
-						st := ocState{x: xr / 2, run: xr%2 == 1, s: s, a: float64(a), dF: float64(f * g.k), dB: float64(bb * g.k)}
+						st := ocState{x: xr / 2, run: xr%2 == 1, s: s, a: float64(a), dF: float64(f), dB: float64(bb)}
 						j := g.off2[a] + f*g.w[a] + bb
 						want := tb.ocCompute(st)
 						got := ocEntry{v: vals[j], ch: tb.oc.chs[p][j]}

@@ -55,13 +55,12 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 	exact := exactChain(c)
 	hi := int64(exact.storeAllPeak())
 	lo := int64(math.Ceil(pofoNeed(exact) - 1e-9))
-	prec := max(1, hi/(8*opts.slots(hi, DefaultSlots)))
+	prec := max(1, hi/(8*opts.slots(hi, DefaultSlots(c.Len()))))
 	feasible := func(b int64) bool {
 		if b >= hi {
 			return true
 		}
-		slots := opts.slots(b, DefaultSlots)
-		tb := pofoTable(c, b, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(b, slots))
+		tb := pofoTable(c, b, opts.slots(b, DefaultSlots(c.Len())), opts.BandwidthBytesPerS, false)
 		tb.fill()
 		return !math.IsInf(tb.solveValue(), 1)
 	}

@@ -121,7 +121,7 @@ func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Opt
 	for l := n; l >= g; l-- {
 		emit(chainplan.B, l)
 	}
-	tb := pofoTable(c, budget, slots, beta, true, 1)
+	tb := pofoTable(c, budget, slots, beta, true)
 	for i := len(groups) - 1; i >= 0; i-- {
 		gr := groups[i]
 		if gr.e > gr.g {

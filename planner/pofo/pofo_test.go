@@ -22,7 +22,7 @@ func randomCount() int {
 
 // exactValue runs the continuous POFO DP (spec §4.10 (a)) on c at a budget of m bytes.
 func exactValue(c *chainplan.Chain, m, beta float64, noOffload bool) (*table, float64) {
-	tb := newTable(exactChain(c), m, beta, true, noOffload, 1)
+	tb := newTable(exactChain(c), m, beta, true, noOffload)
 	return tb, tb.solveValue()
 }
 
@@ -304,8 +304,7 @@ func TestSolveReplays(t *testing.T) {
 			t.Fatalf("chain %d: makespan %v below Σ %v", i, p.Makespan, c.SumTime())
 		}
 		if b < peak {
-			s := opts.slots(b, DefaultSlots)
-			tb := pofoTable(c, b, s, beta, false, opts.deltaQuantum(b, s))
+			tb := pofoTable(c, b, opts.slots(b, DefaultSlots(c.Len())), beta, false)
 			tb.fill()
 			if v := tb.solveValue(); v < p.Makespan*(1-1e-9) {
 				t.Fatalf("chain %d: DP value %v below the simulated %v", i, v, p.Makespan)

@@ -9,16 +9,33 @@ import (
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
-// Default discretizations: N = 50 slots for POFO (spec §4.9: "finer grids changed
-// nothing") and N = 500 for DYNPROG (spec §3.4.5). POFO keeps the backlogs Δ_F, Δ_B on a
-// grid of about deltaLevels steps whatever the slots, which only refine the stored data
-// A; the runs of saved activations are rounded through prefix sums (incAbar), without
-// which 50 units cost a large share of the budget on long chains (docs/pofo.md).
+// Default discretizations. DYNPROG uses DefaultOffloadSlots = 500 (spec §3.4.5). POFO
+// uses the same grid of N levels for the stored data A and for both backlogs Δ_F and Δ_B.
+// Its time grows as L²N³ + L³N² (Theorem 12) and its forward table holds about L·N³/3·3
+// entries of 12 bytes, so its default is the finest grid whose time stays within that of the
+// thesis's N = 50 on 50 stages (about 0.7 s on the 2-core reference machine) and whose
+// table stays under maxTableBytes, and never coarser than N = 50 (MinSlots). Short chains
+// thus get a finer grid: the rounding of the states is the only loss of the discretized DP,
+// and it shrinks as N grows (docs/pofo.md).
 const (
-	DefaultSlots        = 50
+	MinSlots            = 50
 	DefaultOffloadSlots = 500
-	deltaLevels         = 50
+	maxTableBytes       = 320 << 20
 )
+
+// DefaultSlots returns the number of slots POFO uses for a chain of l stages (the loss not
+// counted) when Options.Slots is 0.
+func DefaultSlots(l int) int64 {
+	work := func(n, slots float64) float64 { return n*n*slots*slots*slots + n*n*n*slots*slots }
+	table := func(n, slots float64) float64 { return n * slots * slots * slots / 3 * 3 * 12 }
+	limit := work(51, MinSlots) // 50 stages and the loss
+	n := float64(l + 1)
+	slots := int64(MinSlots)
+	for next := float64(slots + 1); work(n, next) <= limit && table(n, next) <= maxTableBytes; next++ {
+		slots++
+	}
+	return slots
+}
 
 // Options configures the planners.
 type Options struct {
@@ -26,8 +43,8 @@ type Options struct {
 	// chain (bytes per second for profiled chains). It must be positive and finite.
 	BandwidthBytesPerS float64
 	// Slots is the number of memory slots of the discretization (unit =
-	// max(1, floor(budget/slots))). Zero means the algorithm's default (DefaultSlots for
-	// POFO, DefaultOffloadSlots for DYNPROG, rotor's default for the heuristics'
+	// max(1, floor(budget/slots))). Zero means the algorithm's default (DefaultSlots(L)
+	// for POFO, DefaultOffloadSlots for DYNPROG, rotor's default for the heuristics'
 	// rematerialization); a negative value means exact bytes (unit 1), which only small
 	// budgets can afford.
 	Slots int64
@@ -45,17 +62,6 @@ func (o Options) slots(budget, def int64) int64 {
 		return max(budget, 1)
 	}
 	return o.Slots
-}
-
-// deltaQuantum returns the step of the Δ grid in units for a budget split into slots, so
-// that the backlogs have about deltaLevels levels: exact (1) when the options ask for
-// exact bytes or the budget has few units.
-func (o Options) deltaQuantum(budget, slots int64) int {
-	if o.Slots < 0 {
-		return 1
-	}
-	m := budget / discretize.Unit(budget, slots)
-	return int(max(1, m/deltaLevels))
 }
 
 func (o Options) model() chainplan.MemoryModel {
@@ -102,13 +108,13 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 	if err := opts.check(c, budgetBytes); err != nil {
 		return nil, err
 	}
-	slots := opts.slots(budgetBytes, DefaultSlots)
+	slots := opts.slots(budgetBytes, DefaultSlots(c.Len()))
 	exact := exactChain(c)
 	if exact.storeAllPeak() <= float64(budgetBytes) {
 		s := storeAllSchedule(exact, make([]bool, exact.n), true)
 		return finishPlan("pofo", c, budgetBytes, slots, s, opts, start)
 	}
-	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false, opts.deltaQuantum(budgetBytes, slots))
+	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false)
 	tb.fill()
 	if math.IsInf(tb.solveValue(), 1) {
 		return nil, infeasible(c, "pofo", budgetBytes, opts, func() (int64, error) { return MinBudget(c, opts) })
@@ -123,16 +129,16 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 // conservative like rounding every size up, as rotor does, but the requirement terms
 // and the inputs that are not kept lose nothing: with the 50 slots of the thesis,
 // rounding each of a few dozen stored activations up costs a large share of the budget.
-func pofoTable(c *chainplan.Chain, budgetBytes, slots int64, beta float64, noOffload bool, dq int) *table {
+func pofoTable(c *chainplan.Chain, budgetBytes, slots int64, beta float64, noOffload bool) *table {
 	unit := discretize.Unit(budgetBytes, slots)
-	return newTable(exactChain(c).scaled(unit), float64(budgetBytes/unit), beta/float64(unit), false, noOffload, dq)
+	return newTable(exactChain(c).scaled(unit), float64(budgetBytes/unit), beta/float64(unit), false, noOffload)
 }
 
 // rotorTable is pofoTable with every size rounded up to whole units first, exactly as the
 // rotor DP discretizes: with offloading disabled its value is rotor's (spec §4.8).
 func rotorTable(c *chainplan.Chain, budgetBytes, slots int64, beta float64, noOffload bool) *table {
 	dc := discretize.ForBudget(c, budgetBytes, slots)
-	return newTable(fromDiscrete(dc), float64(dc.Units(budgetBytes)), beta/float64(dc.Unit), false, noOffload, 1)
+	return newTable(fromDiscrete(dc), float64(dc.Units(budgetBytes)), beta/float64(dc.Unit), false, noOffload)
 }
 
 // finishPlan replays s in both memory models with the exact sizes and assembles the

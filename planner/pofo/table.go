@@ -9,7 +9,7 @@ import (
 //
 // In the discretized mode (the production mode, spec §4.9) the states lie on a grid: A is
 // a whole number of units (a size joining A is rounded up) and every new Δ is rounded up to
-// a multiple of dq units; the sizes themselves, idle times and link capacities keep their
+// whole units; the sizes themselves, idle times and link capacities keep their
 // exact values. fill computes every grid entry bottom-up. In the continuous mode nothing
 // is rounded and the values are memoized top-down on the reachable states: exact,
 // exponential in the worst case, for small chains and tests (spec §4.10 (a)).
@@ -21,7 +21,6 @@ type table struct {
 	nearest    bool    // sizes join A rounded to the nearest unit instead of up
 	noOffload  bool    // v = 2 only: POFO reduces to the persistent rematerialization DP
 	qtol       float64 // slack of the rounding up of Δ states
-	dq         float64 // the quantum of Δ states, in units (discretized mode)
 	tol        float64 // slack of memory comparisons
 	prefF      []float64
 	pa         []float64 // pa[s] = Σ_{k<s} ā_k in units, for the rounding of runs of ā (incAbar)
@@ -57,8 +56,8 @@ func (tb *table) cdLB(s, t int, a float64) float64 {
 }
 
 // newTable returns an empty table for M = m units and β in units per time unit. In the
-// discretized mode Δ states are multiples of dq units (dq ≥ 1).
-func newTable(c *chain, m, beta float64, continuous, noOffload bool, dq int) *table {
+// discretized mode A and Δ states are whole numbers of units.
+func newTable(c *chain, m, beta float64, continuous, noOffload bool) *table {
 	n := c.n
 	tb := &table{
 		c: c, m: m, beta: beta, continuous: continuous, noOffload: noOffload,
@@ -90,9 +89,8 @@ func newTable(c *chain, m, beta float64, continuous, noOffload bool, dq int) *ta
 	}
 	var g *grid
 	if !continuous {
-		gr := newGrid(int(m), max(1, dq))
+		gr := newGrid(int(m))
 		g = &gr
-		tb.dq = float64(max(1, dq))
 	}
 	tb.cd.init(n, g)
 	tb.oc.init(n, g)
@@ -108,7 +106,7 @@ func (tb *table) q(x float64) float64 {
 	if tb.continuous {
 		return x
 	}
-	return tb.dq * math.Ceil(x/tb.dq-tb.qtol)
+	return math.Ceil(x - tb.qtol)
 }
 
 // beats reports whether a candidate whose value is at least lb may beat best: the
@@ -173,18 +171,18 @@ type cdKey struct {
 	a, dlta float64
 }
 
-// grid indexes the discretized states: A, a whole number of units in [0, m], with Δ values
-// that are multiples of k units and A + Δ ≤ m (stored data and backlog are both on the GPU).
+// grid indexes the discretized states: A and Δ whole numbers of units with A + Δ ≤ m
+// (stored data and backlog are both on the GPU).
 type grid struct {
-	m, k       int
-	w          []int // w[a] = ⌊(m−a)/k⌋ + 1, the number of Δ values at A = a
+	m          int
+	w          []int // w[a] = m − a + 1, the number of Δ values at A = a
 	off1, off2 []int // Σ_{a'<a} w[a'] and Σ_{a'<a} w[a']²
 }
 
-func newGrid(m, k int) grid {
-	g := grid{m: m, k: k, w: make([]int, m+1), off1: make([]int, m+2), off2: make([]int, m+2)}
+func newGrid(m int) grid {
+	g := grid{m: m, w: make([]int, m+1), off1: make([]int, m+2), off2: make([]int, m+2)}
 	for a := 0; a <= m; a++ {
-		g.w[a] = (m-a)/k + 1
+		g.w[a] = m - a + 1
 		g.off1[a+1] = g.off1[a] + g.w[a]
 		g.off2[a+1] = g.off2[a] + g.w[a]*g.w[a]
 	}
@@ -193,8 +191,8 @@ func newGrid(m, k int) grid {
 
 // step returns the Δ index of d, or −1 when d is not on the grid at A = a.
 func (g *grid) step(a int, d float64) int {
-	j := int(d) / g.k
-	if d < 0 || j >= g.w[a] || float64(j*g.k) != d {
+	j := int(d)
+	if d < 0 || j >= g.w[a] || float64(j) != d {
 		return -1
 	}
 	return j
