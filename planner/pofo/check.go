@@ -24,6 +24,7 @@ type checkResult struct {
 	issues   []Issue
 	peak     float64
 	makespan float64
+	memTol   float64 // the tolerance of the memory comparisons
 }
 
 // check validates an explicitly timed schedule (spec §5.5): operations in order without
@@ -100,8 +101,9 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 			}
 		}
 	}
+	res.memTol = p.memTol(res.makespan)
 	res.peak = lg.memoryPeak(t, p, func(op int, v float64) {
-		add(op, -1, "needs %.0f bytes at some instant, over the limit of %.0f", v, p.limit)
+		add(op, -1, "needs %.10g bytes at some instant, over the limit of %.0f", v, p.limit)
 	})
 	return res
 }
@@ -157,7 +159,7 @@ func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) 
 	if len(lg.insts) > 0 {
 		peak = lg.insts[0].size
 	}
-	lim := p.limit + memTol(p.limit)
+	lim := p.limit + p.memTol(t.end[len(t.end)-1])
 	window := func(k int, base, from, to float64, isOp bool) {
 		worst := 0.0
 		eval := func(τ float64, relSide, fetchSide side) {

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/chainplan/chainplan"
@@ -308,6 +310,43 @@ func TestSolveReplays(t *testing.T) {
 			tb.fill()
 			if v := tb.solveValue(); v < p.Makespan*(1-1e-9) {
 				t.Fatalf("chain %d: DP value %v below the simulated %v", i, v, p.Makespan)
+			}
+		}
+	}
+}
+
+// TestSolveFastLink plans the tiny example chain (bytes in the tens, seconds per stage)
+// over links so fast that a transfer lasts 10⁻⁸ s or less, shorter than the time tolerance
+// of the simulator: from the smallest feasible budget to just below the store-all peak,
+// the plan replays and its peak fits. The memory tolerance once ignored the rounding of the
+// times and rejected POFO's own schedule at 1 GB/s for being 4·10⁻⁶ bytes over.
+func TestSolveFastLink(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "tiny.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chainplan.ParseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	betas := []float64{1e9, 1e12}
+	if testing.Short() {
+		betas = betas[:1]
+	}
+	for _, beta := range betas {
+		opts := Options{BandwidthBytesPerS: beta}
+		lo, err := MinBudget(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peak := StoreAllPeak(c)
+		for _, b := range []int64{lo, lo + 1, (lo + peak) / 2, peak - 1} {
+			p, err := Solve(c, b, opts)
+			if err != nil {
+				t.Fatalf("β %g budget %d: %v", beta, b, err)
+			}
+			if p.PeakBytes > b {
+				t.Fatalf("β %g budget %d: peak %d", beta, b, p.PeakBytes)
 			}
 		}
 	}

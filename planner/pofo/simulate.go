@@ -168,7 +168,7 @@ func finishReport(r *Report, lg *logical, t *times, res checkResult) *Report {
 	r.Valid = len(r.Issues) == 0
 	r.Makespan = res.makespan
 	r.peak = res.peak
-	r.PeakBytes = int64(math.Ceil(res.peak - memTol(res.peak)))
+	r.PeakBytes = int64(math.Ceil(res.peak - res.memTol))
 	busy := 0.0
 	for _, d := range lg.dur {
 		busy += d

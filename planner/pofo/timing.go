@@ -95,8 +95,15 @@ func earliest(t0, need float64, cs []credit, fractional bool, tol float64) float
 // total.
 func timeTol(total float64) float64 { return 1e-9 * max(1, total) }
 
-// memTol is the tolerance of memory comparisons for a limit of m bytes.
-func memTol(m float64) float64 { return 1e-9 * max(1, m) }
+// memTol is the tolerance of memory comparisons for the limit, on a schedule whose times
+// reach about horizon: a part in 10⁹ of the limit, plus what the rounding of the times
+// (about 10⁻¹³ of the horizon after the sums of a long schedule) moves through the link at
+// β. The second term matters only when transfers are very short next to the computation:
+// the tiny example at 1 GB/s moves 10 bytes in 10⁻⁸ s, so one rounding of a time near 16 s
+// shifts a credit by 10⁻⁶ bytes.
+func (p params) memTol(horizon float64) float64 {
+	return 1e-9*max(1, p.limit) + 1e-13*p.beta*max(1, horizon)
+}
 
 // phases holds the two halves of the no-wait timing of spec §5.4: the forward phase in real
 // time (ASAP), the backward phase in reverse time (ALAP).
@@ -122,7 +129,7 @@ func (lg *logical) noWait(p params) *phases {
 	for _, d := range lg.dur {
 		total += d
 	}
-	tol := memTol(p.limit)
+	tol := p.memTol(total)
 	ph := &phases{t: newTimes(n, len(lg.xfers)), rstart: make([]float64, n), rend: make([]float64, n),
 		rxs: make([]float64, len(lg.xfers)), failOp: -1}
 	t := ph.t
