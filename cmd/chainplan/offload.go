@@ -76,10 +76,36 @@ func writeOffloadText(w io.Writer, p *chainplan.Plan) {
 	for _, e := range o.Estimates {
 		fmt.Fprintf(w, "  %-10s makespan %.6g, peak %s\n", e.MemoryModel, e.Makespan, bytesLabel(e.PeakBytes))
 	}
-	fmt.Fprintf(w, "transfers   %d, %s offloaded\n", len(o.Transfers), bytesLabel(o.OffloadedBytes))
+	fmt.Fprintf(w, "transfers   %d, %s offloaded, in link order\n", len(o.Transfers), bytesLabel(o.OffloadedBytes))
 	for i, t := range o.Transfers {
-		fmt.Fprintf(w, "  %4d  %s (%s)\n", i, t, bytesLabel(t.Bytes))
+		fmt.Fprintf(w, "  %4d  %-8s %-7s %9s  %s%s\n", i, t.Dir, t.Tensor, bytesLabel(t.Bytes),
+			transferAnchor(p.Sequence, t), transferTime(o, i))
 	}
+}
+
+// transferAnchor names the operation a transfer waits for or must precede.
+func transferAnchor(seq []chainplan.Op, t chainplan.Transfer) string {
+	op := func(k int) string {
+		if k >= 0 && k < len(seq) {
+			return fmt.Sprintf("op %d (%s)", k, seq[k])
+		}
+		return fmt.Sprintf("op %d", k)
+	}
+	switch {
+	case t.Dir == chainplan.TransferPrefetch:
+		return "before " + op(t.Anchor)
+	case t.Anchor < 0:
+		return "from the start"
+	}
+	return "after " + op(t.Anchor)
+}
+
+// transferTime gives the start and duration of transfer i from the plan's timing, if any.
+func transferTime(o *chainplan.Offload, i int) string {
+	if o.Timing == nil || i >= len(o.Timing.TransferStart) || o.BandwidthBytesPerS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", starts at %.6g, lasts %.3g", o.Timing.TransferStart[i], float64(o.Transfers[i].Bytes)/o.BandwidthBytesPerS)
 }
 
 // offloadSimulation is the JSON output of simulate for an offloading plan.
