@@ -33,13 +33,13 @@ func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chai
 	exact := exactChain(c)
 	s, ok := autoCapper(c, exact, budgetBytes, opts)
 	if !ok {
-		return nil, infeasible(c, "autocapper", budgetBytes, opts, func() (int64, error) {
+		return infeasible(c, "autocapper", budgetBytes, opts, start, func() (int64, error) {
 			hi := int64(exact.storeAllPeak())
 			return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
 				_, ok := autoCapper(c, exact, b, opts)
 				return ok
 			}), nil
-		})
+		}, SolveAutoCapper)
 	}
 	return finishPlan("autocapper", c, budgetBytes, remSlots(opts, budgetBytes, exact.n), s, opts, start)
 }

@@ -260,13 +260,15 @@ func solveOffload(c *chainplan.Chain, budgetBytes int64, opts Options, do dynOpt
 	exact := exactChain(c)
 	s, ok := dynSchedule(exact, budgetBytes, slots, opts.BandwidthBytesPerS, opts.model(), do)
 	if !ok {
-		return nil, infeasible(c, "offload", budgetBytes, opts, func() (int64, error) {
+		return infeasible(c, "offload", budgetBytes, opts, start, func() (int64, error) {
 			hi := int64(exact.storeAllPeak())
 			lo := int64(offloadNeed(exact))
 			return searchBudget(lo, hi, max(1, hi/(8*slots)), func(b int64) bool {
 				_, ok := dynSchedule(exact, b, opts.slots(b, DefaultOffloadSlots), opts.BandwidthBytesPerS, opts.model(), do)
 				return ok
 			}), nil
+		}, func(c *chainplan.Chain, b int64, o Options) (*chainplan.Plan, error) {
+			return solveOffload(c, b, o, do)
 		})
 	}
 	return finishPlan("offload", c, budgetBytes, slots, s, opts, start)

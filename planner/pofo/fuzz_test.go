@@ -55,7 +55,7 @@ func FuzzSimulate(f *testing.F) {
 }
 
 // FuzzSolve plans small chains drawn from the fuzzer's bytes with POFO (exact bytes and a
-// coarse grid) and DYNPROG: a plan must replay within its budget with the makespan it
+// coarse grid) and DYNPROG, over slow and very fast links: a plan must replay within its budget with the makespan it
 // reports; an error must be an infeasibility with a smallest budget above the budget.
 func FuzzSolve(f *testing.F) {
 	f.Add([]byte{3, 5, 2, 4, 1, 6, 2, 3, 7, 1, 2, 2}, uint16(30), uint8(2))
@@ -71,7 +71,9 @@ func FuzzSolve(f *testing.F) {
 				OutBytes: a, SavedBytes: a + int64(data[i+3]%5), FwdTmpBytes: int64(data[i+4] % 3), BwdTmpBytes: int64(data[i+4] / 3 % 3)})
 		}
 		b := int64(budget%200) + 1
-		opts := Options{BandwidthBytesPerS: float64(beta%6 + 1), Slots: []int64{-1, 12}[beta%2]}
+		// Slow links, and links so fast that a transfer is shorter than the time
+		// tolerance (TestSolveFastLink).
+		opts := Options{BandwidthBytesPerS: float64(beta%6+1) * []float64{1, 1e9}[beta/6%2], Slots: []int64{-1, 12}[beta%2]}
 		for _, solve := range []func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error){Solve, SolveOffload} {
 			p, err := solve(c, b, opts)
 			if err != nil {

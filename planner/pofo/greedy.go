@@ -24,13 +24,13 @@ func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainpla
 	exact := exactChain(c)
 	s, ok := greedySchedule(exact, float64(budgetBytes), opts.BandwidthBytesPerS, opts.model())
 	if !ok {
-		return nil, infeasible(c, "greedy", budgetBytes, opts, func() (int64, error) {
+		return infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) {
 			hi := int64(exact.storeAllPeak())
 			return searchBudget(1, hi, 1, func(b int64) bool {
 				_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.model())
 				return ok
 			}), nil
-		})
+		}, SolveGreedy)
 	}
 	return finishPlan("greedy", c, budgetBytes, 0, s, opts, start)
 }

@@ -2,18 +2,33 @@ package pofo
 
 import (
 	"math"
+	"time"
 
 	"github.com/chainplan/chainplan"
 )
 
-// infeasible builds the error of a budget below what the algorithm needs, with the
-// smallest budget at which it finds a schedule.
-func infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options, minBudget func() (int64, error)) error {
+// infeasible answers a budget at which the algorithm found no schedule. minBudget searches
+// the smallest budget at which it finds one. That is normally above the budget, and the
+// answer is an *chainplan.InfeasibleError that states it. But rounding makes feasibility
+// not quite monotone in the budget: a smaller budget can get a finer unit (at 12 slots,
+// 23 bytes are counted in units of 1 and 24 in units of 2). A schedule found for a smaller
+// budget fits this one too, so it is solved there and returned, replayed at this budget.
+func infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options, start time.Time,
+	minBudget func() (int64, error), solve func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error)) (*chainplan.Plan, error) {
 	e := &chainplan.InfeasibleError{Algo: algo, BudgetBytes: budgetBytes}
-	if mb, err := minBudget(); err == nil {
+	mb, err := minBudget()
+	switch {
+	case err != nil:
+		return nil, e
+	case mb > budgetBytes:
 		e.MinBudgetBytes = mb
+		return nil, e
 	}
-	return e
+	p, err := solve(c, mb, opts)
+	if err != nil {
+		return nil, e
+	}
+	return finishPlan(algo, c, budgetBytes, p.Slots, ScheduleOf(p), opts, start)
 }
 
 // searchBudget returns the smallest budget in [lo, hi] at which feasible holds, assuming

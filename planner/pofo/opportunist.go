@@ -32,13 +32,13 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 	slots := remSlots(opts, budgetBytes, exact.n)
 	s, ok := opportunist(c, exact, budgetBytes, slots, opts)
 	if !ok {
-		return nil, infeasible(c, "opportunist", budgetBytes, opts, func() (int64, error) {
+		return infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) {
 			hi := int64(exact.storeAllPeak())
 			return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
 				_, ok := opportunist(c, exact, b, remSlots(opts, b, exact.n), opts)
 				return ok
 			}), nil
-		})
+		}, SolveOpportunist)
 	}
 	return finishPlan("opportunist", c, budgetBytes, slots, s, opts, start)
 }

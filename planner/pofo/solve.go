@@ -117,7 +117,7 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false)
 	tb.fill()
 	if math.IsInf(tb.solveValue(), 1) {
-		return nil, infeasible(c, "pofo", budgetBytes, opts, func() (int64, error) { return MinBudget(c, opts) })
+		return infeasible(c, "pofo", budgetBytes, opts, start, func() (int64, error) { return MinBudget(c, opts) }, Solve)
 	}
 	return finishPlan("pofo", c, budgetBytes, slots, tb.schedule(exact), opts, start)
 }
