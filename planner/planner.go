@@ -34,7 +34,7 @@ type Request struct {
 	// Bandwidth is the GPU↔host link bandwidth in bytes per second (bytes per time unit
 	// of the chain) of the offloading algorithms; it must be positive and finite for
 	// them and zero for the others. Their Slots default (0) is the algorithm's own
-	// (pofo.DefaultSlots, pofo.DefaultOffloadSlots).
+	// (pofo.DefaultSlots(L), pofo.DefaultOffloadSlots).
 	Bandwidth float64
 }
 

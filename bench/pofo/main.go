@@ -57,6 +57,8 @@ type study struct {
 	low, high  int64
 	seq, saved float64
 	points     []point
+	// under20 is the smallest budget at which POFO stays under 20 % overhead at 12 GB/s.
+	under20 int64
 }
 
 func main() {
@@ -93,6 +95,11 @@ func run(names []string, out string, timing bool) error {
 				st.points = append(st.points, p)
 			}
 		}
+		st.under20, err = smallestBudgetUnder(st, 1.2, bandwidths[0])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: POFO under 20 %% overhead at %.0fGB/s down to M^high/%.2f\n", name, bandwidths[0]/1e9, float64(st.high)/float64(st.under20))
 		studies = append(studies, st)
 	}
 	var times []solverTime
@@ -109,6 +116,35 @@ func run(names []string, out string, timing bool) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "pofo-eval.md"), []byte(report(studies, times)), 0o644)
+}
+
+// smallestBudgetUnder returns, to 1 % of M^high, the smallest budget at which POFO's
+// fractional makespan is at most limit times the sequential time at bandwidth beta: a
+// bisection between POFO's smallest feasible budget and M^high, assuming the makespan does
+// not grow with the budget (spec §4.12.5).
+func smallestBudgetUnder(st *study, limit, beta float64) (int64, error) {
+	opts := pofo.Options{BandwidthBytesPerS: beta}
+	lo, err := pofo.MinBudget(st.chain, opts)
+	if err != nil {
+		return 0, err
+	}
+	under := func(b int64) bool {
+		p, err := pofo.Solve(st.chain, b, opts)
+		return err == nil && p.Makespan <= limit*st.seq
+	}
+	if under(lo) {
+		return lo, nil
+	}
+	hi := st.high
+	for hi-lo > st.high/100 {
+		mid := lo + (hi-lo)/2
+		if under(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, nil
 }
 
 func (r result) summary() string {
