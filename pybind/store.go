@@ -128,7 +128,7 @@ func SolveRun(dbPath string, runID int64, requestJSON string) (result string, er
 		if err != nil {
 			return err
 		}
-		params := map[string]any{"algo": req.Algo, "budget_bytes": p.BudgetBytes, "slots": req.Slots,
+		params := map[string]any{"algo": req.Algo, "budget_bytes": p.BudgetBytes, "slots": p.Slots,
 			"segments": req.Segments, "min_budget": minBudget, "source": "python"}
 		id, err := db.RecordPlan(ctx, runID, p, params, Version)
 		if err != nil {

@@ -119,7 +119,13 @@ func solveInput(cmd *cobra.Command, f solveFlags) (*chainplan.Chain, *storedRun,
 // record stores the plan solve computed, with the options that produced it, and says so
 // on standard error (standard output carries the plan alone).
 func (s *storedRun) record(ctx context.Context, e *env, p *chainplan.Plan, f solveFlags) error {
-	params := map[string]any{"algo": f.algo, "budget": f.budget, "slots": f.slots}
+	// The slots the plan was solved with: an offloading algorithm without --slots uses
+	// its own default, not the flag's.
+	slots := f.slots
+	if p.Slots > 0 {
+		slots = p.Slots
+	}
+	params := map[string]any{"algo": f.algo, "budget": f.budget, "slots": slots}
 	if f.segments > 0 {
 		params["segments"] = f.segments
 	}

@@ -71,6 +71,9 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 	hi := int64(exact.storeAllPeak())
 	lo := int64(math.Ceil(pofoNeed(exact) - 1e-9))
 	prec := max(1, hi/(8*opts.slots(hi, DefaultSlots(c.Len()))))
+	if err := checkTableSize(c, hi, opts.slots(hi, DefaultSlots(c.Len()))); err != nil {
+		return 0, err
+	}
 	feasible := func(b int64) bool {
 		if b >= hi {
 			return true

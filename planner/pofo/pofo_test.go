@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chainplan/chainplan"
@@ -349,5 +350,25 @@ func TestSolveFastLink(t *testing.T) {
 				t.Fatalf("β %g budget %d: peak %d", beta, b, p.PeakBytes)
 			}
 		}
+	}
+}
+
+// TestSolveRefusesHugeTables: a grid whose tables would need gigabytes is refused with
+// ErrUnsupported naming the default, before any allocation; the default grid is accepted.
+func TestSolveRefusesHugeTables(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	c := testchains.Random(rng, 30, testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18})
+	b := (LowBudget(c) + StoreAllPeak(c)) / 2
+	for _, slots := range []int64{2000, -1} {
+		_, err := Solve(c, b, Options{BandwidthBytesPerS: 1e6, Slots: slots})
+		if !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), "use fewer slots (the default for this chain is 78)") {
+			t.Fatalf("slots %d: %v", slots, err)
+		}
+		if _, err := MinBudget(c, Options{BandwidthBytesPerS: 1e6, Slots: slots}); !errors.Is(err, chainplan.ErrUnsupported) {
+			t.Fatalf("MinBudget, slots %d: %v", slots, err)
+		}
+	}
+	if err := checkTableSize(c, b, DefaultSlots(c.Len())); err != nil {
+		t.Fatal(err)
 	}
 }

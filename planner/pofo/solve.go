@@ -114,12 +114,35 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		s := storeAllSchedule(exact, make([]bool, exact.n), true)
 		return finishPlan("pofo", c, budgetBytes, slots, s, opts, start)
 	}
+	if err := checkTableSize(c, budgetBytes, slots); err != nil {
+		return nil, err
+	}
 	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false)
 	tb.fill()
 	if math.IsInf(tb.solveValue(), 1) {
 		return infeasible(c, "pofo", budgetBytes, opts, start, func() (int64, error) { return MinBudget(c, opts) }, Solve)
 	}
 	return finishPlan("pofo", c, budgetBytes, slots, tb.schedule(exact), opts, start)
+}
+
+// maxTableBytesAllowed bounds the memory of the tables a caller may ask for with
+// Options.Slots; the default grid stays under maxTableBytes.
+const maxTableBytesAllowed = 4 << 30
+
+// checkTableSize refuses a grid whose tables would not fit in memory: the forward table has
+// about 3·(L+1)·N³/3 entries of 12 bytes, the backward one (L+1)²·N²/2 of 10 bytes. An
+// explicit --slots of a few hundred on a long chain, or exact bytes (Slots < 0) on a real
+// budget, would otherwise fail allocating gigabytes.
+func checkTableSize(c *chainplan.Chain, budgetBytes, slots int64) error {
+	m := float64(budgetBytes / discretize.Unit(budgetBytes, slots))
+	n := float64(c.Len() + 1)
+	bytes := 3*n*(m+1)*(m+2)*(2*m+3)/6*12 + n*n*(m+1)*(m+2)/2*10
+	if bytes <= maxTableBytesAllowed {
+		return nil
+	}
+	return fmt.Errorf("%w: pofo at %.0f memory units on %d stages needs about %s of tables (at most %s): "+
+		"use fewer slots (the default for this chain is %d)", chainplan.ErrUnsupported, m, c.Len(),
+		chainplan.FormatBytes(int64(bytes)), chainplan.FormatBytes(maxTableBytesAllowed), DefaultSlots(c.Len()))
 }
 
 // pofoTable returns the discretized POFO table of c for a budget.

@@ -31,8 +31,12 @@ profile = profile_model
 record = record_model
 
 
-def _budget_request(budget: Budget, algo: str, slots: int, segments: int) -> dict[str, Any]:
-    req: dict[str, Any] = {"algo": algo, "slots": slots, "segments": segments}
+def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int) -> dict[str, Any]:
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots <= 0):
+        raise PlanError(f"slots must be a positive integer, or None for the algorithm's default "
+                        f"(got {slots!r})")
+    # 0 asks the Go planner for the algorithm's own default grid.
+    req: dict[str, Any] = {"algo": algo, "slots": slots or 0, "segments": segments}
     if isinstance(budget, str) and budget.strip().lower() == "min":
         req["min_budget"] = True
     elif isinstance(budget, str):
@@ -50,7 +54,7 @@ def plan(
     *,
     budget: Budget,
     algo: str = "rotor",
-    slots: int = 500,
+    slots: int | None = None,
     segments: int = 0,
     bandwidth: float | str | None = None,
     sample: torch.Tensor | None = None,
@@ -69,7 +73,9 @@ def plan(
             ``"2GiB"``, or ``"min"`` for the algorithm's smallest feasible budget.
         algo: ``rotor`` (default), ``optimal``, ``revolve``, ``sequential`` or
             ``store-all``.
-        slots: memory slots of the discretization (default: 500).
+        slots: memory slots of the discretization (default: the algorithm's own: 500 for
+            the rematerialization algorithms and ``offload``, a grid sized to the chain's
+            length for ``pofo``, 50 to 240 slots).
         segments: segment count for ``sequential`` (default: 0, the best that fits).
         bandwidth: host-device copy bandwidth for the offloading algorithms (``pofo``,
             ``offload``, ``greedy``, ``autocapper``, ``opportunist``): bytes per second, a
@@ -267,7 +273,7 @@ class Checkpointed(nn.Module):
 
     def __init__(self, model: nn.Module, *, budget: Budget, algo: str = "rotor",
                  loss_fn: LossFn | None = None, target: torch.Tensor | None = None,
-                 slots: int = 500, repeats: int = 3, warmup: int = 1) -> None:
+                 slots: int | None = None, repeats: int = 3, warmup: int = 1) -> None:
         super().__init__()
         _budget_request(budget, algo, slots, 0)  # reject a bad budget now, not on first use
         self.model = model

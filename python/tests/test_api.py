@@ -184,3 +184,20 @@ def test_pofo_plan_with_auto_bandwidth() -> None:
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)
     with pytest.raises(PlanError, match="bandwidth"):
         chainplan.plan(prof, budget=lo, algo="pofo", bandwidth=-1.0)
+
+
+def test_slots_default_per_algorithm() -> None:
+    """Without slots each algorithm uses its own grid (rotor 500, POFO sized to the chain),
+    which the plan and its database record report; a bad value is refused by name."""
+    _, _, _, prof = profiled("vgg")
+    lo = chainplan.plan(prof, budget="min").budget_bytes
+    assert chainplan.plan(prof, budget=lo).raw["slots"] == 500
+    assert chainplan.plan(prof, budget=2 * lo, slots=64).raw["slots"] == 64
+    p = chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="12GB/s")
+    assert 50 <= p.raw["slots"] <= 240 and p.raw["slots"] != 500
+    rows = chainplan.query("SELECT slots, json_extract(params_json, '$.slots') AS asked "
+                           "FROM plans WHERE algo = 'pofo'").to_pylist()
+    assert rows == [{"slots": p.raw["slots"], "asked": p.raw["slots"]}]
+    for bad in (0, -3, 2.5, True):
+        with pytest.raises(PlanError, match="slots must be a positive integer"):
+            chainplan.plan(prof, budget=lo, slots=bad)  # type: ignore[arg-type]
