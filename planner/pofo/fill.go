@@ -177,7 +177,8 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 		todo = tb.fillAll(ocState{x: x, s: s, run: run, a: float64(a)}, vals, chs)
 	}
 	if len(todo) > 0 {
-		tb.fillSegments(ocState{x: x, s: s, run: run, a: float64(a)}, todo, vals, chs)
+		_, keepOK, offOK := tb.choicesOK(ocState{x: x, s: s, run: run, a: float64(a)})
+		tb.fillSegments(ocState{x: x, s: s, run: run, a: float64(a)}, todo, keepOK, offOK, vals, chs)
 	}
 	for j := base; j < base+w*w; j++ {
 		row[a] = min(row[a], vals[j])
@@ -188,16 +189,14 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 // and row.dB unused): the pruning of states whose content exceeds M, then case 1 (F_s^all,
 // keep before offload). As in fillSegments, the idle times, link capacities and next
 // backlogs depend on Δ_F or on Δ_B alone and are computed once per value, with the
-// arithmetic of ocCase1 and next. It returns the states that go on to case 2.
+// arithmetic of ocCase1 and next. It returns the states that go on to case 2 (none when case 2 is
+// infeasible).
 func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState {
 	c, g := tb.c, tb.oc.g
 	s, a, w := row.s, int(row.a), g.w[int(row.a)]
 	i, keep := tb.input(row), tb.keep(row)
 	aKeep := a + int(keep)
-	avail := tb.m - row.a
-	case1 := tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail)
-	keepOK := tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s]+i, avail)
-	offOK := !tb.noOffload && tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s], avail)
+	case1, keepOK, offOK := tb.choicesOK(row)
 	// A state holds A + Δ + I on the GPU, for Δ_F and Δ_B alike (ocStart's pruning).
 	ok := make([]bool, w)
 	excF, excB := make([]float64, w), make([]float64, w)
@@ -241,22 +240,20 @@ func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState
 			}
 			vals[j], chs[j] = best.v, best.ch
 			if keepOK || offOK {
-				todo = append(todo, rowState{j: j, f: f, b: b, keepOK: keepOK, offOK: offOK})
+				todo = append(todo, rowState{j: j, f: f, b: b})
 			}
 		}
 	}
 	return todo
 }
 
-// rowState is a state of a row still trying case-2 segments: its position j in the slab,
-// its Δ_F and Δ_B indices, and which choices of v are feasible (ocStart).
-type rowState struct {
-	j, f, b       int
-	keepOK, offOK bool
-}
+// rowState is a state of a row still trying case-2 segments: its position j in the slab
+// and its Δ_F and Δ_B indices.
+type rowState struct{ j, f, b int }
 
 // fillSegments tries the case-2 segments F_s^ck … F_t^∅, t = s..L, for the states of one
-// row (one x, s, run and A; row.dF and row.dB unused). The terms of a candidate separate:
+// row (one x, s, run and A; row.dF and row.dB unused), keeping or offloading the input as
+// choicesOK allows. The terms of a candidate separate:
 // the segment's forward (its idle time, the link capacity, the next Δ_F) depends on Δ_F
 // alone, and its backward C_Δ(s, t, A + I, Δ_B) with the next Δ_B on Δ_B alone. Each t
 // computes them once per Δ value, then combines them for every state with one lookup in the
@@ -264,7 +261,7 @@ type rowState struct {
 // is that of ocStep term by term (ocSegment, next) and every state sees its candidates in
 // the order of ocCompute, replacing its best only on a strictly smaller value, so values
 // and choices are those of the top-down recursion, which the reconstruction repeats.
-func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs []ocChoice) {
+func (tb *table) fillSegments(row ocState, todo []rowState, keepOK, offOK bool, vals []float64, chs []ocChoice) {
 	g := tb.oc.g
 	s, a, w := row.s, int(row.a), g.w[int(row.a)]
 	i, keep := tb.input(row), tb.keep(row)
@@ -313,13 +310,13 @@ func (tb *table) fillSegments(row ocState, todo []rowState, vals []float64, chs 
 				continue
 			}
 			head := fwd[l.f] + c
-			if l.keepOK && nf2[l.f] >= 0 && nb2[l.b] >= 0 && beats(head+lb2, best) {
+			if keepOK && nf2[l.f] >= 0 && nb2[l.b] >= 0 && beats(head+lb2, best) {
 				if v := head + next[g.off2[aKeep]+nf2[l.f]*g.w[aKeep]+nb2[l.b]]; v < best {
 					best, ch.v = v, 2
 					vals[l.j], chs[l.j] = best, ch
 				}
 			}
-			if l.offOK && nf1[l.f] >= 0 && nb1[l.b] >= 0 && beats(head+lb1, best) {
+			if offOK && nf1[l.f] >= 0 && nb1[l.b] >= 0 && beats(head+lb1, best) {
 				if v := head + next[g.off2[a]+nf1[l.f]*w+nb1[l.b]]; v < best {
 					ch.v = 1
 					vals[l.j], chs[l.j] = v, ch

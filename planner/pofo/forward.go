@@ -198,9 +198,9 @@ func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
 	if s == c.n {
 		return ocEntry{v: tb.lossValue(st), ch: ocChoice{kind: ocLoss}}, false, false, false
 	}
-	avail := tb.m - st.a
+	case1, keepOK, offOK := tb.choicesOK(st)
 	// Case 1: F_s^all. Keep is tried first: ties prefer no transfer (pitfall 16).
-	if tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail) {
+	if case1 {
 		for v := 2; v >= 1; v-- {
 			if v == 1 && tb.noOffload {
 				break
@@ -215,11 +215,20 @@ func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
 		}
 	}
 	// Case 2: F_s^ck F_{s+1}^∅ … F_t^∅ for s ≤ t ≤ L (the thesis prints t ≤ L−1; §8, L2219).
-	// Feasibility over k ∈ [s, L] (L2227): keeping I needs it beside every F of the
-	// forward phase; an offloaded I is needed by F_s only.
+	return best, keepOK, offOK, keepOK || offOK
+}
+
+// choicesOK returns the feasibility of the choices at a forward state before the loss,
+// which depends on x, s and A only: case 1 (F_s^all), and case 2 keeping or offloading the
+// input. Case 2 is checked over k ∈ [s, L] (L2227): keeping I needs it beside every F of
+// the forward phase; an offloaded I is needed by F_s only.
+func (tb *table) choicesOK(st ocState) (case1, keepOK, offOK bool) {
+	c, s, i := tb.c, st.s, tb.input(st)
+	avail := tb.m - st.a
+	case1 = tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail)
 	keepOK = tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s]+i, avail)
 	offOK = !tb.noOffload && tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s], avail)
-	return best, keepOK, offOK, keepOK || offOK
+	return case1, keepOK, offOK
 }
 
 // ocStep tries the segment s..t of case 2 for both v, given the state's input size i and
