@@ -169,10 +169,7 @@ func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f si
 			return err
 		}
 	} else {
-		verdict := "valid"
-		if !out.Valid {
-			verdict = fmt.Sprintf("INVALID (%d issues)", len(out.Issues))
-		}
+		verdict := verdictLabel(out.Valid, len(out.Issues))
 		fmt.Fprintf(w, "plan        %s: %s, %d operations, %d transfers\n", f.plan, verdict, len(p.Sequence), len(o.Transfers))
 		fmt.Fprintf(w, "model       %s, bandwidth %.6g bytes/s\n", o.MemoryModel, o.BandwidthBytesPerS)
 		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)

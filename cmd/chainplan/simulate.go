@@ -108,10 +108,7 @@ func runSimulate(w io.Writer, f simulateFlags) error {
 			return err
 		}
 	} else {
-		verdict := "valid"
-		if !out.Valid {
-			verdict = fmt.Sprintf("INVALID (%d issues)", len(out.Issues))
-		}
+		verdict := verdictLabel(out.Valid, len(out.Issues))
 		fmt.Fprintf(w, "plan        %s: %s, %d operations\n", f.plan, verdict, len(p.Sequence))
 		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)
 		fmt.Fprintf(w, "peak        %s", bytesLabel(out.PeakBytes))
@@ -130,4 +127,12 @@ func runSimulate(w io.Writer, f simulateFlags) error {
 		return fmt.Errorf("%w: %s does not replay on %s (%d issues)", chainplan.ErrInvalidPlan, f.plan, f.chain, len(out.Issues))
 	}
 	return nil
+}
+
+// verdictLabel is the verdict line of simulate's text output.
+func verdictLabel(valid bool, issues int) string {
+	if valid {
+		return "valid"
+	}
+	return fmt.Sprintf("INVALID (%d issues)", issues)
 }

@@ -38,7 +38,7 @@ Algorithms:
   store-all   PyTorch's default: no recomputation
 
 Offloading algorithms (need --bandwidth; docs/pofo.md):
-  pofo         optimal offloading + rematerialization (POFO; default grid by chain length, 50-240 slots)
+  pofo         optimal offloading + rematerialization (POFO; default grid by chain length, 50-243 slots)
   offload      optimal offloading only (DYNPROG, 500 slots by default)
   greedy       offload the shortest prefix of activations that fits (GREEDY)
   autocapper   rotor schedules capped by offloading (AUTOCAPPER heuristic)

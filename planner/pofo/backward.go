@@ -76,8 +76,8 @@ func (tb *table) cdChoice(s, t int, a, d float64, run bool) int32 {
 }
 
 func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
-	best, more := tb.cdStart(s, t, a, d, run)
-	if !more || !tb.cdCase2OK(s, t, a) {
+	best := tb.cdStart(s, t, a, d, run)
+	if s == t || !tb.cdCase2OK(s, t, a) {
 		return best
 	}
 	c := tb.c
@@ -99,22 +99,21 @@ func (tb *table) cdCompute(s, t int, a, d float64, run bool) cdEntry {
 	return best
 }
 
-// cdStart computes the base case and case 1 (F_s^all) of C_Δ(s, t, A, Δ) and reports
-// whether case 2 (F_s^ck, F^∅ …, for every s′) remains to be tried (s < t), if
-// cdCase2OK, which depends on A alone.
-func (tb *table) cdStart(s, t int, a, d float64, run bool) (cdEntry, bool) {
+// cdStart computes the base case (s = t) or case 1 (F_s^all) of C_Δ(s, t, A, Δ); case 2
+// (F_s^ck, F^∅ …, for every s′) remains for s < t when cdCase2OK, which depends on A alone.
+func (tb *table) cdStart(s, t int, a, d float64, run bool) cdEntry {
 	c := tb.c
 	inf := cdEntry{v: math.Inf(1), ch: cdInfeasible}
 	avail := tb.m - a
 	rb, rfall := tb.cdRB(s), tb.cdRFall(s, t)
 	if s == t {
 		if !tb.fits(rfall, avail) || !tb.fits(rb, avail) {
-			return inf, false
+			return inf
 		}
 		// Lemma 8 (prefetch case) over [F_s^all, B_s]: the F term is measured to the end
 		// of the sequence, hence − β·u_B(s) (pitfall 9).
 		exc := max(rfall-tb.beta*c.uB[s]-tb.m+a+d, rb-tb.m+a+d, 0)
-		return cdEntry{v: c.uF[s] + c.uB[s] + exc/tb.beta, ch: cdBase}, false
+		return cdEntry{v: c.uF[s] + c.uB[s] + exc/tb.beta, ch: cdBase}
 	}
 	best := inf
 	if tb.fits(rfall, avail) && tb.fits(rb, avail) {
@@ -123,7 +122,7 @@ func (tb *table) cdStart(s, t int, a, d float64, run bool) (cdEntry, bool) {
 			best = cdEntry{v: tb.cdCase1Value(s, t, a, d1, excB, sub), ch: cdAll}
 		}
 	}
-	return best, true
+	return best
 }
 
 // cdCase2OK reports whether case 2 of C_Δ(s, t, A, ·) is feasible: every F of the run must

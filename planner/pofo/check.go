@@ -102,7 +102,7 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 		}
 	}
 	res.memTol = p.memTol(res.makespan)
-	res.peak = lg.memoryPeak(t, p, func(op int, v float64) {
+	res.peak = lg.memoryPeak(t, p, res.memTol, func(op int, v float64) {
 		add(op, -1, "needs %.10g bytes at some instant, over the limit of %.0f", v, p.limit)
 	})
 	return res
@@ -111,8 +111,8 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 // memoryPeak evaluates mem(τ) of spec §5.3 at every breakpoint, with both one-sided limits,
 // over each operation's window [start, end] (stored data, the transfers' credit and the
 // operation's transient) and each idle gap before an operation (stored data and credit).
-// over is called for each window that exceeds the limit.
-func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) float64 {
+// over is called for each window that exceeds the limit by more than memTol.
+func (lg *logical) memoryPeak(t *times, p params, memTol float64, over func(op int, v float64)) float64 {
 	frac := p.model == chainplan.Fractional
 	tt := timeTol(t.end[len(t.end)-1])
 	// The credit of an offloaded instance at τ: memory released minus memory reserved again.
@@ -159,7 +159,7 @@ func (lg *logical) memoryPeak(t *times, p params, over func(op int, v float64)) 
 	if len(lg.insts) > 0 {
 		peak = lg.insts[0].size
 	}
-	lim := p.limit + p.memTol(t.end[len(t.end)-1])
+	lim := p.limit + memTol
 	window := func(k int, base, from, to float64, isOp bool) {
 		worst := 0.0
 		eval := func(τ float64, relSide, fetchSide side) {

@@ -109,9 +109,9 @@ func (tb *table) fillCDRow(s, t int, run bool, a int) {
 	alive := make([]int, 0, w)
 	case2 := s < t && tb.cdCase2OK(s, t, fa)
 	for j := range w {
-		e, more := tb.cdStart(s, t, fa, float64(j), run)
+		e := tb.cdStart(s, t, fa, float64(j), run)
 		vals[base+j], chs[base+j] = e.v, int16(e.ch)
-		if more && case2 {
+		if case2 {
 			alive = append(alive, j)
 		}
 	}
@@ -174,11 +174,12 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 			}
 		}
 	} else {
-		todo = tb.fillAll(ocState{x: x, s: s, run: run, a: float64(a)}, vals, chs)
-	}
-	if len(todo) > 0 {
-		_, keepOK, offOK := tb.choicesOK(ocState{x: x, s: s, run: run, a: float64(a)})
-		tb.fillSegments(ocState{x: x, s: s, run: run, a: float64(a)}, todo, keepOK, offOK, vals, chs)
+		st := ocState{x: x, s: s, run: run, a: float64(a)}
+		case1, keepOK, offOK := tb.choicesOK(st)
+		todo = tb.fillAll(st, case1, keepOK || offOK, vals, chs)
+		if len(todo) > 0 {
+			tb.fillSegments(st, todo, keepOK, offOK, vals, chs)
+		}
 	}
 	for j := base; j < base+w*w; j++ {
 		row[a] = min(row[a], vals[j])
@@ -189,14 +190,13 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 // and row.dB unused): the pruning of states whose content exceeds M, then case 1 (F_s^all,
 // keep before offload). As in fillSegments, the idle times, link capacities and next
 // backlogs depend on Δ_F or on Δ_B alone and are computed once per value, with the
-// arithmetic of ocCase1 and next. It returns the states that go on to case 2 (none when case 2 is
-// infeasible).
-func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState {
+// arithmetic of ocCase1 and next. case1 and case2 say which cases are feasible in the row
+// (choicesOK). It returns the states that go on to case 2.
+func (tb *table) fillAll(row ocState, case1, case2 bool, vals []float64, chs []ocChoice) []rowState {
 	c, g := tb.c, tb.oc.g
 	s, a, w := row.s, int(row.a), g.w[int(row.a)]
 	i, keep := tb.input(row), tb.keep(row)
 	aKeep := a + int(keep)
-	case1, keepOK, offOK := tb.choicesOK(row)
 	// A state holds A + Δ + I on the GPU, for Δ_F and Δ_B alike (ocStart's pruning).
 	ok := make([]bool, w)
 	excF, excB := make([]float64, w), make([]float64, w)
@@ -206,9 +206,8 @@ func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState
 		ok[k] = tb.fits(row.a+d+i, tb.m)
 		excF[k] = max(c.rFall(s)-tb.m+row.a+d+i, 0)
 		excB[k] = max(c.rB(s)-tb.m+row.a+d+i, 0)
-		capF, capB := c.uF[s]*tb.beta+excF[k], c.uB[s]*tb.beta+excB[k]
-		nf1[k], nf2[k] = g.stepAt(a, tb.nextF(d, i, capF, 1)), g.stepAt(aKeep, tb.nextF(d, i, capF, 2))
-		nb1[k], nb2[k] = g.stepAt(a, tb.nextB(d, i, capB, 1)), g.stepAt(aKeep, tb.nextB(d, i, capB, 2))
+		nf1[k], nf2[k] = tb.nextSteps(tb.nextF, a, aKeep, d, i, c.uF[s]*tb.beta+excF[k])
+		nb1[k], nb2[k] = tb.nextSteps(tb.nextB, a, aKeep, d, i, c.uB[s]*tb.beta+excB[k])
 	}
 	// Successors: x = 1 at s+1; keeping a saved input continues a run (next).
 	saved := row.savedInput() && !tb.continuous
@@ -239,12 +238,20 @@ func (tb *table) fillAll(row ocState, vals []float64, chs []ocChoice) []rowState
 				}
 			}
 			vals[j], chs[j] = best.v, best.ch
-			if keepOK || offOK {
+			if case2 {
 				todo = append(todo, rowState{j: j, f: f, b: b})
 			}
 		}
 	}
 	return todo
+}
+
+// nextSteps returns the grid indices of the next backlog (next = nextF or nextB, Table 4.1)
+// after offloading the input (v = 1, A stays a) and after keeping it (v = 2, A becomes
+// aKeep), for a backlog d and a link capacity capacity; −1 off the grid, where the
+// successor holds more than M and is infeasible.
+func (tb *table) nextSteps(next func(d, i, capacity float64, v int) float64, a, aKeep int, d, i, capacity float64) (v1, v2 int) {
+	return tb.oc.g.stepAt(a, next(d, i, capacity, 1)), tb.oc.g.stepAt(aKeep, next(d, i, capacity, 2))
 }
 
 // rowState is a state of a row still trying case-2 segments: its position j in the slab
@@ -281,15 +288,12 @@ func (tb *table) fillSegments(row ocState, todo []rowState, keepOK, offOK bool, 
 			excF := max(fmax-tb.m+row.a+dF+i, 0)
 			capF := sumF*tb.beta + excF
 			fwd[f] = sumF + excF/tb.beta
-			nf1[f] = g.stepAt(a, tb.nextF(dF, i, capF, 1))
-			nf2[f] = g.stepAt(aKeep, tb.nextF(dF, i, capF, 2))
+			nf1[f], nf2[f] = tb.nextSteps(tb.nextF, a, aKeep, dF, i, capF)
 		}
 		for b := range w {
 			dB := float64(b)
 			cb[b] = tb.cdValue(s, t, row.a+keep, dB, saved)
-			capB := cb[b] * tb.beta
-			nb1[b] = g.stepAt(a, tb.nextB(dB, i, capB, 1))
-			nb2[b] = g.stepAt(aKeep, tb.nextB(dB, i, capB, 2))
+			nb1[b], nb2[b] = tb.nextSteps(tb.nextB, a, aKeep, dB, i, cb[b]*tb.beta)
 		}
 		next := tb.oc.vals[tb.oc.slab(ocState{x: 0, s: t + 1})]
 		stopAt := sumF + tb.seqFrom[s]

@@ -2,6 +2,7 @@ package pofo
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -361,7 +362,8 @@ func TestSolveRefusesHugeTables(t *testing.T) {
 	b := (LowBudget(c) + StoreAllPeak(c)) / 2
 	for _, slots := range []int64{2000, -1} {
 		_, err := Solve(c, b, Options{BandwidthBytesPerS: 1e6, Slots: slots})
-		if !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), "use fewer slots (the default for this chain is 78)") {
+		want := fmt.Sprintf("use fewer slots (the default for this chain is %d)", DefaultSlots(c.Len()))
+		if !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("slots %d: %v", slots, err)
 		}
 		if _, err := MinBudget(c, Options{BandwidthBytesPerS: 1e6, Slots: slots}); !errors.Is(err, chainplan.ErrUnsupported) {

@@ -11,8 +11,8 @@ import (
 
 // Default discretizations. DYNPROG uses DefaultOffloadSlots = 500 (spec §3.4.5). POFO
 // uses the same grid of N levels for the stored data A and for both backlogs Δ_F and Δ_B.
-// Its time grows as L²N³ + L³N² (Theorem 12) and its forward table holds about L·N³/3·3
-// entries of 12 bytes, so its default is the finest grid whose time stays within that of the
+// Its time grows as L²N³ + L³N² (Theorem 12) and its tables as L·N³ (tableBytes), so its
+// default is the finest grid whose time stays within that of the
 // thesis's N = 50 on 50 stages (about 0.7 s on the 2-core reference machine) and whose
 // table stays under maxTableBytes, and never coarser than N = 50 (MinSlots). Short chains
 // thus get a finer grid: the rounding of the states is the only loss of the discretized DP,
@@ -20,18 +20,17 @@ import (
 const (
 	MinSlots            = 50
 	DefaultOffloadSlots = 500
-	maxTableBytes       = 320 << 20
+	maxTableBytes       = 336 << 20
 )
 
 // DefaultSlots returns the number of slots POFO uses for a chain of l stages (the loss not
 // counted) when Options.Slots is 0.
 func DefaultSlots(l int) int64 {
 	work := func(n, slots float64) float64 { return n*n*slots*slots*slots + n*n*n*slots*slots }
-	table := func(n, slots float64) float64 { return n * slots * slots * slots / 3 * 3 * 12 }
 	limit := work(51, MinSlots) // 50 stages and the loss
 	n := float64(l + 1)
 	slots := int64(MinSlots)
-	for next := float64(slots + 1); work(n, next) <= limit && table(n, next) <= maxTableBytes; next++ {
+	for next := float64(slots + 1); work(n, next) <= limit && tableBytes(n, next) <= maxTableBytes; next++ {
 		slots++
 	}
 	return slots
@@ -129,14 +128,20 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 // Options.Slots; the default grid stays under maxTableBytes.
 const maxTableBytesAllowed = 4 << 30
 
-// checkTableSize refuses a grid whose tables would not fit in memory: the forward table has
-// about 3·(L+1)·N³/3 entries of 12 bytes, the backward one (L+1)²·N²/2 of 10 bytes. An
+// tableBytes is the memory of the discretized tables for n stages (the loss included) and m
+// units: three forward slabs per stage (x = 0, and x = 1 with and without a run) of
+// Σ_{A≤m} (m−A+1)² entries of 12 bytes (a value and a choice), and two backward slabs per
+// sub-chain of Σ_{A≤m} (m−A+1) entries of 10 bytes.
+func tableBytes(n, m float64) float64 {
+	return 3*n*(m+1)*(m+2)*(2*m+3)/6*12 + n*n*(m+1)*(m+2)/2*10
+}
+
+// checkTableSize refuses a grid whose tables (tableBytes) would not fit in memory: an
 // explicit --slots of a few hundred on a long chain, or exact bytes (Slots < 0) on a real
 // budget, would otherwise fail allocating gigabytes.
 func checkTableSize(c *chainplan.Chain, budgetBytes, slots int64) error {
 	m := float64(budgetBytes / discretize.Unit(budgetBytes, slots))
-	n := float64(c.Len() + 1)
-	bytes := 3*n*(m+1)*(m+2)*(2*m+3)/6*12 + n*n*(m+1)*(m+2)/2*10
+	bytes := tableBytes(float64(c.Len()+1), m)
 	if bytes <= maxTableBytesAllowed {
 		return nil
 	}

@@ -75,7 +75,7 @@ def plan(
             ``store-all``.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
-            length for ``pofo``, 50 to 240 slots).
+            length for ``pofo``, 50 to 243 slots).
         segments: segment count for ``sequential`` (default: 0, the best that fits).
         bandwidth: host-device copy bandwidth for the offloading algorithms (``pofo``,
             ``offload``, ``greedy``, ``autocapper``, ``opportunist``): bytes per second, a

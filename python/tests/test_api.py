@@ -194,7 +194,7 @@ def test_slots_default_per_algorithm() -> None:
     assert chainplan.plan(prof, budget=lo).raw["slots"] == 500
     assert chainplan.plan(prof, budget=2 * lo, slots=64).raw["slots"] == 64
     p = chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="12GB/s")
-    assert 50 <= p.raw["slots"] <= 240 and p.raw["slots"] != 500
+    assert 50 <= p.raw["slots"] <= 243 and p.raw["slots"] != 500
     rows = chainplan.query("SELECT slots, json_extract(params_json, '$.slots') AS asked "
                            "FROM plans WHERE algo = 'pofo'").to_pylist()
     assert rows == [{"slots": p.raw["slots"], "asked": p.raw["slots"]}]
