@@ -87,7 +87,10 @@ func (c *Chain) Validate() error {
 				return bad(f.name, fmt.Sprintf("negative value %d", f.v))
 			}
 		}
-		if s.SavedBytes < s.OutBytes {
+		// The last stage's output goes to the loss, which may consume it: when neither the
+		// stage nor the loss keeps it, ā_L is what the stage keeps besides it (possibly
+		// less than a_L) and the loss's fwd_tmp_bytes carries a_L (docs/formats.md).
+		if s.SavedBytes < s.OutBytes && i < len(c.Stages)-1 {
 			return bad("saved_bytes", fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
 				s.SavedBytes, s.OutBytes))
 		}

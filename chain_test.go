@@ -138,3 +138,15 @@ func FuzzParseChain(f *testing.F) {
 		}
 	})
 }
+
+// The last stage may keep less than its output: the loss consumes a_L (docs/formats.md).
+func TestParseChainLastStageKeepsLessThanOutput(t *testing.T) {
+	doc := strings.Replace(validChain, `"saved_bytes": 40,`, `"saved_bytes": 0,`, 1)
+	c, err := chainplan.ParseChain([]byte(doc))
+	if err != nil {
+		t.Fatalf("last stage with saved_bytes < out_bytes: %v", err)
+	}
+	if got := c.Stages[1].SavedBytes; got != 0 {
+		t.Fatalf("SavedBytes = %d, want 0", got)
+	}
+}

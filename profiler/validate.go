@@ -48,9 +48,21 @@ func checkRow(r *Row, row int) error {
 			return bad(ColSavedBytes, fmt.Sprintf("%d for the loss, want 0 or null (put what the loss keeps "+
 				"for its backward in bwd_tmp_bytes)", r.SavedBytes.Int64))
 		}
-	} else if r.SavedBytes.Valid && r.SavedBytes.Int64 < r.OutBytes {
-		return bad(ColSavedBytes, fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
-			r.SavedBytes.Int64, r.OutBytes))
+	}
+	return nil
+}
+
+// checkSavedCoversOutput checks ā ≥ a for every stage but the last, whose output the loss
+// may consume (the chain contract, docs/formats.md); it needs the whole file to know L.
+func checkSavedCoversOutput(rows []Row, last int) error {
+	for i := range rows {
+		r := &rows[i]
+		if r.StageKind == KindLoss || r.StageIndex == last || !r.SavedBytes.Valid || r.SavedBytes.Int64 >= r.OutBytes {
+			continue
+		}
+		return &Error{Column: ColSavedBytes, Row: i, Stage: r.StageIndex, Rep: r.Rep,
+			Msg: fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output; only the last "+
+				"stage, whose output the loss consumes, may keep less)", r.SavedBytes.Int64, r.OutBytes)}
 	}
 	return nil
 }
@@ -118,7 +130,7 @@ func checkStructure(rows []Row) error {
 		return &Error{Column: ColStageIndex, Row: -1,
 			Msg: fmt.Sprintf("stages must be numbered 1..%d without gaps; missing: %v", maxStage, missing)}
 	}
-	return nil
+	return checkSavedCoversOutput(rows, maxStage)
 }
 
 func btoi(b bool) int {

@@ -32,6 +32,8 @@ func TestReadRejectsBadValues(t *testing.T) {
 			[]string{`column "bwd_tmp_bytes", row 6`, "negative"}},
 		{"saved below out", func(p *profiler.Profile) { p.Rows[2].SavedBytes = valid(p.Rows[2].OutBytes - 1) },
 			[]string{`column "saved_bytes", row 2`, "smaller than out_bytes"}},
+		{"saved below out, stage 3 of 4", func(p *profiler.Profile) { p.Rows[8].SavedBytes = valid(p.Rows[8].OutBytes - 1) },
+			[]string{`column "saved_bytes", row 8`, "smaller than out_bytes"}},
 		{"unknown kind", func(p *profiler.Profile) { p.Rows[1].StageKind = "block" },
 			[]string{`column "stage_kind", row 1`, `"block"`}},
 		{"stage index 0", func(p *profiler.Profile) { p.Rows[0].StageIndex = 0 },
@@ -125,5 +127,24 @@ func TestWriteUnknownCompression(t *testing.T) {
 	err := profiler.Write(&sb, sampleProfile(1, 1, 1), profiler.WriteOptions{Compression: "gzip"})
 	if err == nil || !strings.Contains(err.Error(), `"gzip"`) {
 		t.Fatalf("Write error %v, want one naming gzip", err)
+	}
+}
+
+// The last stage (4 of 4) may keep less than its output: the loss consumes a_L.
+func TestReadAcceptsLastStageKeepingLessThanOutput(t *testing.T) {
+	p := sampleProfile(4, 3, 1)
+	for i := 9; i < 12; i++ {
+		p.Rows[i].SavedBytes = valid(0)
+	}
+	got, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{}))
+	if err != nil {
+		t.Fatalf("Read: %v", err)
+	}
+	c, err := got.Chain()
+	if err != nil {
+		t.Fatalf("Chain: %v", err)
+	}
+	if s := c.Stages[3].SavedBytes; s != 0 {
+		t.Fatalf("last stage saved_bytes = %d, want 0", s)
 	}
 }

@@ -52,7 +52,8 @@ from chainplan.errors import ProfileError
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 
-__all__ = ["LossMeasurement", "StageMeasurement", "measure_loss", "measure_stage"]
+__all__ = ["ChainEnd", "LossMeasurement", "StageMeasurement", "chain_end", "measure_loss",
+           "measure_stage"]
 
 _T = TypeVar("_T")
 
@@ -82,6 +83,13 @@ class StageMeasurement:
         fwd_retained_bytes: allocated-memory increase over the measured forward (bytes), an
             independent check of ``saved_bytes`` (it also sees tensors kept outside
             autograd's saved tensors, and misses outputs aliasing their input).
+        fwd_peak_bytes: the forward's peak above the memory present before it (bytes),
+            ``saved_bytes + fwd_tmp_bytes`` whenever the overhead is not clamped at 0.
+        kept_bytes: what the backward needs besides the input and an output that no
+            operation saved (bytes): ``saved_bytes`` for a stage whose output a loss
+            consumes (:func:`consumed_output`).
+        output_kept: whether the stage itself keeps its output storage alive for the
+            backward (an operation saved it, or it aliases the input).
         output: the stage output, detached, for measuring the next stage.
     """
 
@@ -96,6 +104,9 @@ class StageMeasurement:
     bwd_times_s: tuple[float, ...]
     input_grad_bytes: int
     fwd_retained_bytes: int
+    fwd_peak_bytes: int
+    kept_bytes: int
+    output_kept: bool
     output: torch.Tensor = field(repr=False, compare=False)
 
 
@@ -118,6 +129,9 @@ class LossMeasurement:
         grad_bytes: ``δ_L``, bytes of the gradient with respect to the loss input.
         saved_bytes: bytes the loss forward keeps for its backward (saved tensors and the
             loss value), part of both overheads.
+        input_kept: whether the loss's backward needs its input ``a_L`` (e.g. a mean
+            squared error); a cross-entropy keeps its log-softmax instead and lets ``a_L``
+            go as soon as its forward is done.
     """
 
     fwd_time_s: float
@@ -128,6 +142,7 @@ class LossMeasurement:
     bwd_times_s: tuple[float, ...]
     grad_bytes: int
     saved_bytes: int
+    input_kept: bool
 
 
 def measure_stage(
@@ -221,7 +236,8 @@ def measure_stage(
 
         out_bytes = _nbytes(output)
         kept_bytes = saved.saved_bytes
-        if not saved.is_saved(output) and not _shares_storage(output, x_in):
+        output_kept = saved.is_saved(output) or _shares_storage(output, x_in)
+        if not output_kept:
             kept_bytes += _storage_nbytes(output)
         saved_bytes = max(kept_bytes, out_bytes)
         fwd_tmp_bytes = max(0, fwd.peak_bytes - saved_bytes)
@@ -256,6 +272,9 @@ def measure_stage(
         bwd_times_s=tuple(bwd_times),
         input_grad_bytes=input_grad_bytes,
         fwd_retained_bytes=fwd.delta_bytes,
+        fwd_peak_bytes=fwd.peak_bytes,
+        kept_bytes=saved.saved_bytes,
+        output_kept=output_kept,
         output=output,
     )
 
@@ -327,6 +346,7 @@ def measure_loss(
             ):
                 loss = forward()
             kept = saved.saved_bytes
+            input_kept = saved.is_packed(a_in)
             if not saved.is_saved(loss):
                 kept += _storage_nbytes(loss)
             with MemoryProbe(device=dev) as bwd:
@@ -357,7 +377,41 @@ def measure_loss(
         bwd_times_s=tuple(bwd_times),
         grad_bytes=grad_bytes,
         saved_bytes=kept,
+        input_kept=input_kept,
     )
+
+
+@dataclass(frozen=True)
+class ChainEnd:
+    """The memory columns of the last stage and of the loss, as the executor runs them.
+
+    Attributes:
+        saved_bytes: ``ā_L``, what stays in memory from the last stage's forward to its
+            backward.
+        fwd_tmp_bytes: ``o_F(L)``, the last forward's peak on top of ``ā_L``.
+        loss_fwd_tmp_bytes: ``o_F(L+1)``, the loss forward's peak, plus ``a_L`` when the
+            loss consumes it (``a_L`` is then no longer part of ``ā_L``).
+    """
+
+    saved_bytes: int
+    fwd_tmp_bytes: int
+    loss_fwd_tmp_bytes: int
+
+
+def chain_end(last: StageMeasurement, loss: LossMeasurement | None) -> ChainEnd:
+    """How the chain's output is counted: held until ``B_L``, or consumed by the loss.
+
+    The executors hand ``a_L`` to the training script and keep no reference to it, so when
+    neither the last stage nor the loss saves it for a backward, it lives only until the
+    loss forward is done: the model then counts it in the loss forward's overhead
+    ``o_F(L+1)`` instead of in ``ā_L``, which may become smaller than ``a_L``
+    (docs/formats.md). Without a measured loss nothing is known about what the script does
+    with ``a_L``, and it stays in ``ā_L`` as for every other stage.
+    """
+    if loss is None or last.output_kept or loss.input_kept:
+        return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, loss.fwd_tmp_bytes if loss else 0)
+    return ChainEnd(last.kept_bytes, max(0, last.fwd_peak_bytes - last.kept_bytes),
+                    loss.fwd_tmp_bytes + last.out_bytes)
 
 
 def _check_counts(*, repeats: int, warmup: int) -> None:

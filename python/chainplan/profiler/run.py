@@ -19,7 +19,13 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.measure import LossMeasurement, measure_loss, measure_stage
+from chainplan.profiler.measure import (
+    LossMeasurement,
+    StageMeasurement,
+    chain_end,
+    measure_loss,
+    measure_stage,
+)
 from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, signature, write_profile
 from chainplan.stages import flatten_stages
 
@@ -78,10 +84,27 @@ def _stage_name(model: nn.Module, stage: nn.Module, k: int) -> str:
     return f"{k}:{type(stage).__name__}"
 
 
-def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str) -> list[ProfileRow]:
+def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
+                lm: LossMeasurement | None) -> list[ProfileRow]:
+    """One row per stage and repetition; the last stage's memory as the executor runs it."""
+    rows: list[ProfileRow] = []
+    end = chain_end(measured[-1][0], lm)
+    for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
+        saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
+        if k == len(measured):
+            saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
+        bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
+        for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
+            rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved, fwd_tmp,
+                                   m.bwd_tmp_bytes, m.param_bytes))
+    return rows
+
+
+def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
+               fwd_tmp: int) -> list[ProfileRow]:
     if lm is None:  # no loss given: the loss stage costs nothing
         return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, 0, 0, 0, stage_kind="loss")]
-    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, lm.fwd_tmp_bytes, lm.bwd_tmp_bytes, 0,
+    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp, lm.bwd_tmp_bytes, 0,
                        stage_kind="loss")
             for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
 
@@ -134,7 +157,7 @@ def profile_model(
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
     names = [_stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
-    rows: list[ProfileRow] = []
+    measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
     x = sample
     try:
         from tqdm import tqdm
@@ -142,14 +165,10 @@ def profile_model(
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
                    leave=False)
         with bar:
-            for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
+            for stage, sname in zip(stages, names, strict=True):
                 bar.set_postfix_str(sname, refresh=False)
                 m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
-                bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
-                for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-                    rows.append(ProfileRow(k, sname, r, f, b, _nbytes(x), m.out_bytes,
-                                           m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes,
-                                           m.param_bytes))
+                measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
             lm = None
@@ -159,7 +178,10 @@ def profile_model(
                 lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
                                   repeats=repeats, warmup=warmup, device=device)
                 loss_name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
-            rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name))
+            rows = _stage_rows(measured, names, lm)
+            end = chain_end(measured[-1][0], lm)
+            rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
+                                   end.loss_fwd_tmp_bytes))
             bar.update()
     finally:
         model.train(was_training)

@@ -93,6 +93,7 @@ class SavedTensorProbe:
                 excluded.add(key)
         self._excluded = frozenset(excluded)
         self._saved: dict[_StorageKey, int] = {}
+        self._packed_keys: set[_StorageKey] = set()  # every packed storage, excluded ones too
         self._packed = 0
         self._hooks: Any = None
         self._state = "new"
@@ -100,6 +101,8 @@ class SavedTensorProbe:
     def _pack(self, t: torch.Tensor) -> torch.Tensor:
         self._packed += 1
         key = _storage_key(t)
+        if key is not None:
+            self._packed_keys.add(key)
         if key is not None and key not in self._excluded:
             nbytes = _storage_nbytes(t)
             # A storage may have grown (resize_) between two saves; keep the largest size.
@@ -163,3 +166,16 @@ class SavedTensorProbe:
         self._check_closed()
         key = _storage_key(t)
         return key is not None and key in self._saved
+
+    def is_packed(self, t: torch.Tensor) -> bool:
+        """Tells whether autograd saved ``t``'s storage, excluded tensors included.
+
+        :meth:`is_saved` answers for the counted storages only; this one also sees an
+        excluded input that the region's backward keeps (a loss that saves its input).
+
+        Args:
+            t: any tensor, typically one passed in ``exclude``.
+        """
+        self._check_closed()
+        key = _storage_key(t)
+        return key is not None and key in self._packed_keys
