@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["vgg_like", "resnet_like", "transformer_like", "MODELS"]
+__all__ = ["vgg_like", "resnet_like", "transformer_like", "gpt_like", "MODELS"]
 
 
 def vgg_like() -> tuple[nn.Sequential, torch.Tensor]:
@@ -55,3 +55,59 @@ def transformer_like() -> tuple[nn.Sequential, torch.Tensor]:
 
 
 MODELS = {"vgg": vgg_like, "resnet": resnet_like, "transformer": transformer_like}
+
+
+class Embed(nn.Module):
+    """Token and position embeddings of a small GPT."""
+
+    def __init__(self, vocab: int, width: int, seq: int) -> None:
+        super().__init__()
+        self.tok = nn.Embedding(vocab, width)
+        self.pos = nn.Embedding(seq, width)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
+
+
+class Block(nn.Module):
+    """A pre-norm causal Transformer block."""
+
+    def __init__(self, width: int, heads: int) -> None:
+        super().__init__()
+        self.ln1 = nn.LayerNorm(width)
+        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
+        self.ln2 = nn.LayerNorm(width)
+        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
+                                 nn.Linear(4 * width, width))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[1]
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), 1)
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class Head(nn.Module):
+    """Final norm and the vocabulary projection; logits flattened for cross-entropy."""
+
+    def __init__(self, width: int, vocab: int) -> None:
+        super().__init__()
+        self.ln = nn.LayerNorm(width)
+        self.out = nn.Linear(width, vocab, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.ln(x)).flatten(0, 1)
+
+
+def gpt_like(vocab: int = 1024, width: int = 32, blocks: int = 4, seq: int = 32,
+             batch: int = 4) -> tuple[nn.Sequential, torch.Tensor, torch.Tensor]:
+    """A small GPT as a chain, with a head much larger than a block's output (the logits).
+
+    Returns the model, token ids and next-token targets (one per position).
+    """
+    model = nn.Sequential(Embed(vocab, width, seq), *[Block(width, 4) for _ in range(blocks)],
+                          Head(width, vocab))
+    x = torch.randint(0, vocab, (batch, seq))
+    y = torch.randint(0, vocab, (batch * seq,))
+    return model, x, y

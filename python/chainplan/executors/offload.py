@@ -76,7 +76,8 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.checkpoint import CheckpointedChain, _Runner
+from chainplan.executors.checkpoint import CheckpointedChain
+from chainplan.executors.runner import Runner as _Runner
 from chainplan.schedule import Op, Plan
 
 __all__ = ["OffloadedChain"]
@@ -489,7 +490,8 @@ class _OffloadRunner(_Runner):
             if k != stage and _storage(t) == ptr:
                 return True
         for k, (x, out) in self.saved.items():
-            if (k != stage and _storage(out) == ptr) or (k != stage + 1 and _storage(x) == ptr):
+            out_shared = isinstance(out, torch.Tensor) and _storage(out) == ptr
+            if (k != stage and out_shared) or (k != stage + 1 and _storage(x) == ptr):
                 return True
         return False
 
@@ -543,6 +545,7 @@ class _OffloadRunner(_Runner):
             with torch.autograd.graph.saved_tensors_hooks(group.pack, unpack):
                 super().run(op)
             x, out = self.saved[k]
+            assert isinstance(out, torch.Tensor)  # a fresh F_all's output, not yet handed over
             stage = self.stages[k - 1]
             kept = {_storage(x)}
             kept.update(_storage(t) for t in stage.parameters())

@@ -132,6 +132,11 @@ class LossMeasurement:
         input_kept: whether the loss's backward needs its input ``a_L`` (e.g. a mean
             squared error); a cross-entropy keeps its log-softmax instead and lets ``a_L``
             go as soon as its forward is done.
+        held_bytes: what the loss leaves in memory after its backward besides ``δ_L``
+            (bytes): memory the loss value keeps until the script drops it, after the
+            step. PyTorch's mean squared error and binary cross-entropy return a scalar
+            whose storage is the unreduced buffer, ``a_L`` bytes, held through every
+            later backward.
     """
 
     fwd_time_s: float
@@ -143,6 +148,7 @@ class LossMeasurement:
     grad_bytes: int
     saved_bytes: int
     input_kept: bool
+    held_bytes: int
 
 
 def measure_stage(
@@ -351,7 +357,9 @@ def measure_loss(
                 kept += _storage_nbytes(loss)
             with MemoryProbe(device=dev) as bwd:
                 torch.autograd.backward(loss)
+            # The loss value is alive until here, as in a training step (loss.backward()).
             del loss
+        held = fwd.delta_bytes + bwd.delta_bytes
         grad_bytes = _nbytes(a_in.grad) if a_in.grad is not None else 0
         a_in.grad = None
 
@@ -378,6 +386,7 @@ def measure_loss(
         grad_bytes=grad_bytes,
         saved_bytes=kept,
         input_kept=input_kept,
+        held_bytes=max(0, held - grad_bytes),
     )
 
 
@@ -391,11 +400,17 @@ class ChainEnd:
         fwd_tmp_bytes: ``o_F(L)``, the last forward's peak on top of ``ā_L``.
         loss_fwd_tmp_bytes: ``o_F(L+1)``, the loss forward's peak, plus ``a_L`` when the
             loss consumes it (``a_L`` is then no longer part of ``ā_L``).
+        held_bytes: what the loss value holds from the loss to the end of the step
+            (:attr:`LossMeasurement.held_bytes`). The chain model has no place for memory
+            held through the whole backward phase, so the profiler adds it to every
+            stage's overheads: exact after the loss, where the peaks are, and an
+            over-estimate before it.
     """
 
     saved_bytes: int
     fwd_tmp_bytes: int
     loss_fwd_tmp_bytes: int
+    held_bytes: int = 0
 
 
 def chain_end(last: StageMeasurement, loss: LossMeasurement | None) -> ChainEnd:
@@ -408,10 +423,13 @@ def chain_end(last: StageMeasurement, loss: LossMeasurement | None) -> ChainEnd:
     (docs/formats.md). Without a measured loss nothing is known about what the script does
     with ``a_L``, and it stays in ``ā_L`` as for every other stage.
     """
-    if loss is None or last.output_kept or loss.input_kept:
-        return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, loss.fwd_tmp_bytes if loss else 0)
+    if loss is None:
+        return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, 0)
+    if last.output_kept or loss.input_kept:
+        return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, loss.fwd_tmp_bytes,
+                        loss.held_bytes)
     return ChainEnd(last.kept_bytes, max(0, last.fwd_peak_bytes - last.kept_bytes),
-                    loss.fwd_tmp_bytes + last.out_bytes)
+                    loss.fwd_tmp_bytes + last.out_bytes, loss.held_bytes)
 
 
 def _check_counts(*, repeats: int, warmup: int) -> None:

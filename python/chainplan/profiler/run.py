@@ -95,8 +95,9 @@ def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
         for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-            rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved, fwd_tmp,
-                                   m.bwd_tmp_bytes, m.param_bytes))
+            rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved,
+                                   fwd_tmp + end.held_bytes, m.bwd_tmp_bytes + end.held_bytes,
+                                   m.param_bytes))
     return rows
 
 
@@ -191,8 +192,7 @@ def profile_model(
         torch_version=torch.__version__,
         device=str(device),
         device_name=_device_name(device),
-        dtype=str(sample.dtype).removeprefix("torch.") if sample.is_floating_point()
-        else _param_dtype(model),
+        dtype=compute_dtype(model, sample),
         batch_size=int(sample.shape[0]) if sample.dim() > 0 else 1,
         input_shape=list(sample.shape),
         threads=torch.get_num_threads(),
@@ -211,6 +211,22 @@ def profile_model(
         run_id = _bind.ingest(str(out))
     return Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
                    rows=tuple(rows), seconds=time.perf_counter() - start)
+
+
+def compute_dtype(model: nn.Module, sample: torch.Tensor) -> str:
+    """The dtype a profile's stages compute in, as stored in the run's ``dtype`` column.
+
+    Under ``torch.autocast`` for the sample's device it is ``"autocast:<dtype>"`` (e.g.
+    ``"autocast:bfloat16"``: the parameters stay in their dtype, the eligible operations
+    run in the autocast dtype); otherwise the sample's floating dtype, or the parameters'
+    dtype for integer samples (token ids).
+    """
+    if torch.is_autocast_enabled(sample.device.type):
+        dtype = torch.get_autocast_dtype(sample.device.type)
+        return "autocast:" + str(dtype).removeprefix("torch.")
+    if sample.is_floating_point():
+        return str(sample.dtype).removeprefix("torch.")
+    return _param_dtype(model)
 
 
 def _param_dtype(model: nn.Module) -> str:

@@ -89,7 +89,7 @@ def checked_step(net: OffloadedChain, x: torch.Tensor,
     x = x.clone().requires_grad_(True)
     y = net(x)
     assert y.grad_fn is not None
-    runner = y.grad_fn.runner
+    runner = y.grad_fn.step.runner  # the node of B_L holds the step's runner
     assert isinstance(runner, _OffloadRunner)
     total, freed = released(runner)
     loss = y.square().mean()
@@ -143,7 +143,7 @@ def test_offload_transparency(name: str) -> None:
 def forward_only(net: OffloadedChain, x: torch.Tensor) -> tuple[torch.Tensor, _OffloadRunner]:
     y = net(x.clone().requires_grad_(True))
     assert y.grad_fn is not None
-    runner = y.grad_fn.runner
+    runner = y.grad_fn.step.runner  # the node of B_L holds the step's runner
     assert isinstance(runner, _OffloadRunner)
     return y, runner
 

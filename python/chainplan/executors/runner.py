@@ -1,0 +1,234 @@
+"""The runner both executors share: it runs a plan's operations on the live tensors of a step.
+
+A :class:`Runner` holds, for one training step, the plain activations ``a_k`` stored by
+``F_ck``/``F_none``, the recorded graphs (``ā_k``) of ``F_all`` and the current gradient; the
+executors decide when each operation runs (:mod:`chainplan.executors.checkpoint`) and what
+moves between device and host around it (:mod:`chainplan.executors.offload`).
+
+Recomputation keeps training transparent, as ``torch.utils.checkpoint`` does:
+
+* **RNG**: each stage that the plan runs forward more than once and that draws random
+  numbers saves its RNG state before its first forward and replays it for every later
+  forward (dropout draws the same mask);
+* **autocast**: the autocast state of the step's forward (enabled, dtype and cache, for the
+  CPU and for the device's type) is captured once and re-entered around every recomputation,
+  which may run in the backward pass, outside the user's ``torch.autocast`` block;
+* **BatchNorm** layers do not update their running statistics during recomputations (a
+  known trap of ``torch.utils.checkpoint``, where a recomputed forward updates them twice).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+
+import torch
+from torch import nn
+from torch.autograd.graph import GradientEdge, get_gradient_edge
+
+from chainplan.errors import ScheduleError
+from chainplan.schedule import Op
+
+__all__ = ["Runner", "AutocastState"]
+
+_BatchNorm = nn.modules.batchnorm._BatchNorm
+
+
+class _RNGState:
+    """The RNG states a forward of a stage started with (CPU, and the CUDA device if used)."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cpu = torch.get_rng_state()
+        self.cuda: torch.Tensor | None = None
+        self.cuda_device = device if device.type == "cuda" else None
+        if self.cuda_device is not None:
+            self.cuda = torch.cuda.get_rng_state(self.cuda_device)
+
+    def consumed(self) -> bool:
+        """Whether random numbers were drawn since this state was taken."""
+        if not torch.equal(torch.get_rng_state(), self.cpu):
+            return True
+        if self.cuda is not None and self.cuda_device is not None:
+            return not torch.equal(torch.cuda.get_rng_state(self.cuda_device), self.cuda)
+        return False
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        devices = [self.cuda_device] if self.cuda_device is not None else []
+        with torch.random.fork_rng(devices=devices):
+            torch.set_rng_state(self.cpu)
+            if self.cuda is not None and self.cuda_device is not None:
+                torch.cuda.set_rng_state(self.cuda, self.cuda_device)
+            yield
+
+
+class AutocastState:
+    """The autocast settings in force when a step's forward ran, for re-entering them.
+
+    ``torch.autocast`` state is thread-local and the backward pass usually runs outside the
+    user's ``with torch.autocast(...)`` block, so a recomputation must re-enter it explicitly
+    (as ``torch.utils.checkpoint`` does) to compute in the same dtypes as the forward.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        types = ["cpu"] if device.type == "cpu" else [device.type, "cpu"]
+        self.settings: list[tuple[str, bool, torch.dtype]] = [
+            (t, torch.is_autocast_enabled(t), torch.get_autocast_dtype(t)) for t in types]
+        self.cache = torch.is_autocast_cache_enabled()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether autocast was on for any of the step's device types."""
+        return any(on for _, on, _ in self.settings)
+
+    @contextlib.contextmanager
+    def replay(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for device_type, on, dtype in self.settings:
+                stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=on,
+                                                   cache_enabled=self.cache))
+            yield
+
+
+@contextlib.contextmanager
+def _frozen_batchnorm(stage: nn.Module) -> Iterator[None]:
+    """Recompute a stage without updating BatchNorm running statistics.
+
+    With ``track_running_stats`` off, a training-mode BatchNorm normalizes with the batch
+    statistics exactly as in the first forward but neither touches ``running_mean`` /
+    ``running_var`` nor increments ``num_batches_tracked``.
+    """
+    bns = [m for m in stage.modules() if isinstance(m, _BatchNorm) and m.track_running_stats]
+    for m in bns:
+        m.track_running_stats = False
+    try:
+        yield
+    finally:
+        for m in bns:
+            m.track_running_stats = True
+
+
+class Runner:
+    """Executes operations on the live tensors of one training step.
+
+    ``acts[k]`` holds a_k stored by ``F_ck``/``F_none`` (a plain tensor), ``saved[k]`` the
+    (detached input, output) pair of a recorded ``F_all``: its ā_k. Once the chain output has
+    been handed to the training script (:meth:`hand_over_output`), the last stage's entry
+    keeps the output's gradient edge instead of the tensor, so that the loss can free a_L.
+
+    Args:
+        stages: the chain's stages, in order.
+        x: the chain input a_0.
+        recomputed: the stages the plan runs forward more than once.
+    """
+
+    def __init__(self, stages: Sequence[nn.Module], x: torch.Tensor,
+                 recomputed: frozenset[int]) -> None:
+        self.stages = stages
+        self.recomputed = recomputed
+        self.acts: dict[int, torch.Tensor] = {0: x}
+        self.saved: dict[int, tuple[torch.Tensor, torch.Tensor | GradientEdge]] = {}
+        self.rng: dict[int, _RNGState] = {}
+        self.seen: set[int] = set()
+        self.device = x.device
+        self.autocast = AutocastState(x.device)
+        # (shape, dtype) of each a_k as first computed: the gradients the backward steps
+        # exchange with autograd have these.
+        self.out_meta: dict[int, tuple[torch.Size, torch.dtype]] = {}
+        self.delta: torch.Tensor | None = None
+
+    def _input(self, k: int, op: Op) -> torch.Tensor:
+        if k - 1 in self.acts:
+            return self.acts[k - 1]
+        if k - 1 in self.saved:
+            out = self.saved[k - 1][1]
+            if isinstance(out, torch.Tensor):
+                return out.detach()
+        raise ScheduleError(f"{op}: input a_{k - 1} is not in memory")
+
+    def _forward(self, k: int, x: torch.Tensor) -> torch.Tensor:
+        stage = self.stages[k - 1]
+        out: torch.Tensor
+        if k not in self.seen:
+            self.seen.add(k)
+            # Only a stage the plan runs forward more than once, and that draws random
+            # numbers, keeps its RNG state (5 KiB on the CPU): the others never replay.
+            state = _RNGState(self.device) if k in self.recomputed else None
+            out = stage(x)
+            if state is not None and state.consumed():
+                self.rng[k] = state
+            if isinstance(out, torch.Tensor):
+                self.out_meta[k] = (out.shape, out.dtype)
+            return out
+        state = self.rng.get(k)
+        with (state.replay() if state else contextlib.nullcontext(), self.autocast.replay(),
+              _frozen_batchnorm(stage)):
+            out = stage(x)  # a recomputation
+        return out
+
+    def run_ops(self, ops: Sequence[Op], first: int) -> None:
+        """Run ``ops``, the operations ``first``, ``first + 1``, ... of the plan's sequence.
+
+        The index lets a subclass act between operations (the offloading executor issues
+        its transfers there).
+        """
+        for op in ops:
+            self.run(op)
+
+    def run(self, op: Op) -> None:
+        k = op.stage
+        if op.kind == "B":
+            self.backward(k, None)
+            return
+        if op.kind == "F_none" and k - 1 not in self.acts:
+            raise ScheduleError(f"{op}: F_none needs the plain activation a_{k - 1}")
+        x = self._input(k, op)
+        if op.kind == "F_all":
+            x = x.detach()
+            if x.is_floating_point() or x.is_complex():
+                x.requires_grad_(True)
+            with torch.enable_grad():
+                out = self._forward(k, x)
+            self.saved[k] = (x, out)
+        else:
+            with torch.no_grad():
+                out = self._forward(k, x)
+            self.acts[k] = out
+            if op.kind == "F_none":
+                del self.acts[k - 1]
+        if not isinstance(out, torch.Tensor):
+            raise ScheduleError(
+                f"stage {k} ({type(self.stages[k - 1]).__name__}) returned "
+                f"{type(out).__name__}; a chain stage must return one tensor")
+
+    def hand_over_output(self) -> torch.Tensor:
+        """The chain output a_L, detached, for the loss; the runner stops holding it.
+
+        The last stage's backward needs the output's place in the graph, not its values
+        (unless the stage saved it, and then autograd keeps it), so the runner keeps only
+        its gradient edge: a_L lives as long as the training script and the loss need it.
+        """
+        n = len(self.stages)
+        if n in self.acts:  # a plain a_L (F_ck/F_none L): the loss consumes it (B_{L+1})
+            return self.acts.pop(n).detach()
+        if n not in self.saved:
+            raise ScheduleError(f"the forward phase ends without a_{n}, the chain output")
+        x, out = self.saved[n]
+        assert isinstance(out, torch.Tensor)
+        if out.requires_grad:
+            self.saved[n] = (x, get_gradient_edge(out))
+        return out.detach()
+
+    def backward(self, k: int, grad: torch.Tensor | None) -> None:
+        """Run B_k with δ_k = grad (or the δ the previous backward left)."""
+        if k not in self.saved:
+            raise ScheduleError(f"B {k}: stage {k} has no recorded forward (no F_all {k})")
+        x, out = self.saved.pop(k)
+        delta = self.delta if grad is None else grad
+        self.delta = None
+        if isinstance(out, GradientEdge) or out.requires_grad:
+            torch.autograd.backward(out, delta)
+        del out, delta
+        self.delta = x.grad if x.requires_grad else None
+        self.acts.pop(k - 1, None)
+
