@@ -1,0 +1,34 @@
+package pybind
+
+import (
+	"os"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/profiler"
+)
+
+// ProfileChain returns the chain aggregated from the profile file at filePath (not stored)
+// as chainplan.chain/v1 JSON, so that Python can hand an unstored profile to the entry
+// points that take a chain (Frontier, MinBudget).
+func ProfileChain(filePath string) (chain string, err error) {
+	defer recoverError(&err)
+	c, err := readProfileChain(filePath)
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := c.MarshalIndent()
+	return string(b), codedError(err)
+}
+
+// readProfileChain reads and validates a profile file and aggregates it to a chain.
+func readProfileChain(filePath string) (*chainplan.Chain, error) {
+	data, err := os.ReadFile(filePath)
+	if err != nil {
+		return nil, fileError(err)
+	}
+	prof, err := profiler.Read(data)
+	if err != nil {
+		return nil, fileError(err)
+	}
+	return prof.Chain()
+}
