@@ -33,7 +33,6 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint_sequential
 
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
@@ -42,20 +41,10 @@ from models import MODELS, Case  # noqa: E402
 
 import chainplan  # noqa: E402
 from chainplan.stages import flatten_stages  # noqa: E402
+from tests.models import CheckpointSequential  # noqa: E402
 
 MiB = 2**20
 MAX_SEGMENTS = 12  # segment counts 2..12: beyond, checkpoint_sequential only gets slower
-
-
-class CheckpointSequential(nn.Module):
-    def __init__(self, model: nn.Sequential, segments: int) -> None:
-        super().__init__()
-        self.model, self.segments = model, segments
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = checkpoint_sequential(self.model, self.segments, x,
-                                                  use_reentrant=False)
-        return out
 
 
 @dataclass

@@ -9,51 +9,19 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Callable
 
 import torch
 from torch import nn
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+from tests.models import Block, Embed, Head  # noqa: E402  (the tests' GPT, at a larger size)
+
 __all__ = ["MODELS", "Case"]
 
 Case = tuple[nn.Sequential, torch.Tensor, torch.Tensor, nn.Module]
-
-
-class Embed(nn.Module):
-    def __init__(self, vocab: int, width: int, seq: int) -> None:
-        super().__init__()
-        self.tok = nn.Embedding(vocab, width)
-        self.pos = nn.Embedding(seq, width)
-
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
-        return self.tok(idx) + self.pos(torch.arange(idx.shape[1], device=idx.device))
-
-
-class Block(nn.Module):
-    def __init__(self, width: int, heads: int) -> None:
-        super().__init__()
-        self.ln1 = nn.LayerNorm(width)
-        self.attn = nn.MultiheadAttention(width, heads, batch_first=True)
-        self.ln2 = nn.LayerNorm(width)
-        self.mlp = nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(),
-                                 nn.Linear(4 * width, width))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        n = x.shape[1]
-        mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=x.device), 1)
-        h = self.ln1(x)
-        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
-        return x + self.mlp(self.ln2(x))
-
-
-class Head(nn.Module):
-    def __init__(self, width: int, vocab: int) -> None:
-        super().__init__()
-        self.ln = nn.LayerNorm(width)
-        self.out = nn.Linear(width, vocab, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(self.ln(x)).flatten(0, 1)
 
 
 def gpt(vocab: int = 8192, width: int = 128, blocks: int = 4, seq: int = 64,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["vgg_like", "resnet_like", "transformer_like", "gpt_like", "MODELS"]
+__all__ = ["vgg_like", "resnet_like", "transformer_like", "gpt_like", "CheckpointSequential",
+           "MODELS"]
 
 
 def vgg_like() -> tuple[nn.Sequential, torch.Tensor]:
@@ -111,3 +112,18 @@ def gpt_like(vocab: int = 1024, width: int = 32, blocks: int = 4, seq: int = 32,
     x = torch.randint(0, vocab, (batch, seq))
     y = torch.randint(0, vocab, (batch * seq,))
     return model, x, y
+
+
+class CheckpointSequential(nn.Module):
+    """PyTorch's own checkpointing of a chain (``checkpoint_sequential``), for comparison."""
+
+    def __init__(self, model: nn.Sequential, segments: int) -> None:
+        super().__init__()
+        self.model, self.segments = model, segments
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        from torch.utils.checkpoint import checkpoint_sequential
+
+        out: torch.Tensor = checkpoint_sequential(self.model, self.segments, x,
+                                                  use_reentrant=False)
+        return out

@@ -15,10 +15,9 @@ from collections.abc import Callable
 import pytest
 import torch
 from torch import nn
-from torch.utils.checkpoint import checkpoint_sequential
 
 import chainplan
-from tests.models import gpt_like
+from tests.models import CheckpointSequential, gpt_like
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -76,19 +75,6 @@ def test_plans_hold_their_budgets(kind: str) -> None:
         assert got <= 1.05 * budget, (kind, budget, got, p.peak_bytes)
         # The prediction is close to the measurement, not a loose bound.
         assert got >= 0.85 * p.peak_bytes, (kind, budget, got, p.peak_bytes)
-
-
-class CheckpointSequential(nn.Module):
-    """PyTorch's own checkpointing of the same chain, for comparison."""
-
-    def __init__(self, model: nn.Sequential, segments: int) -> None:
-        super().__init__()
-        self.model, self.segments = model, segments
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor = checkpoint_sequential(self.model, self.segments, x,
-                                                  use_reentrant=False)
-        return out
 
 
 def test_smallest_plan_goes_where_checkpoint_sequential_goes() -> None:
