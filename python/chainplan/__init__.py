@@ -20,7 +20,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chainplan.api import Checkpointed, plan, profile, query, record
+    from chainplan.api import plan, profile, query, record
+    from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.schedule import Plan
 
@@ -42,7 +43,7 @@ _WHERE = {
     "record": "chainplan.api",
     "measure": "chainplan.api",
     "runs": "chainplan.api",
-    "Checkpointed": "chainplan.api",
+    "Checkpointed": "chainplan.checkpointed",
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",
     "InfeasibleBudget": "chainplan.errors",

@@ -1,4 +1,5 @@
-"""The public entry points: profile, plan, query, record, Checkpointed, measure."""
+"""The public entry points: profile, plan, query, record, measure (``Checkpointed`` is in
+:mod:`chainplan.checkpointed`)."""
 
 from __future__ import annotations
 
@@ -16,13 +17,12 @@ from torch import nn
 
 from chainplan import _bind
 from chainplan.errors import PlanError, ProfileError
-from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.profiler.hooks import record_model
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
-from chainplan.stages import flatten_stages
+from chainplan.shapecheck import profile_input_shape, run_input_shape
 
-__all__ = ["profile", "plan", "query", "record", "runs", "Checkpointed", "measure", "Execution"]
+__all__ = ["profile", "plan", "query", "record", "runs", "measure", "Execution"]
 
 Budget = int | str
 LossFn = Callable[..., torch.Tensor]
@@ -85,7 +85,8 @@ def plan(
 
     Returns:
         The :class:`~chainplan.schedule.Plan`; plans of stored runs are recorded in the
-        database (``plan.plan_id``).
+        database (``plan.plan_id``). Plans of a profile or a run know the input shape it
+        was taken with (``plan.input_shape``).
 
     Raises:
         InfeasibleBudget: the budget is too small (``min_budget_bytes`` says how small it
@@ -101,11 +102,13 @@ def plan(
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
-            return Plan.from_json(_bind.solve_file(str(source.path), req))
+            return Plan.from_json(_bind.solve_file(str(source.path), req),
+                                  input_shape=profile_input_shape(source.path))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, req))
-        return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source)
+        return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source,
+                              input_shape=run_input_shape(source))
     if isinstance(source, (str, os.PathLike)):
         return Plan.from_json(_bind.solve(Path(source).read_text(), req))
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
@@ -251,59 +254,3 @@ def measure(
         ex = Execution(ex.step_time_s, ex.peak_bytes, ex.predicted_makespan_s,
                        ex.predicted_peak_bytes, eid)
     return ex
-
-
-class Checkpointed(nn.Module):
-    """A chain model that profiles, plans and checkpoints itself within a memory budget.
-
-    The first call with an input shape profiles the model on that very input (stored in
-    the database), plans with the Go planner and builds the executor; later calls with the
-    same shape, dtype and device go straight to the cached executor, so a training loop
-    pays only a dictionary lookup. A new shape is profiled and planned again.
-
-    Args:
-        model: an ``nn.Sequential`` chain.
-
-    Keyword Args:
-        budget: activation memory budget (bytes, a size such as ``"2GiB"``, or ``"min"``).
-        algo: the planning algorithm (default: ``rotor``).
-        loss_fn, target: the loss, to profile its cost (optional).
-        slots, repeats, warmup: planner and profiler options.
-    """
-
-    def __init__(self, model: nn.Module, *, budget: Budget, algo: str = "rotor",
-                 loss_fn: LossFn | None = None, target: torch.Tensor | None = None,
-                 slots: int | None = None, repeats: int = 3, warmup: int = 1) -> None:
-        super().__init__()
-        _budget_request(budget, algo, slots, 0)  # reject a bad budget now, not on first use
-        self.model = model
-        self.stages = flatten_stages(model)
-        self.budget, self.algo, self.slots = budget, algo, slots
-        self.loss_fn, self.target = loss_fn, target
-        self.repeats, self.warmup = repeats, warmup
-        self._cache: dict[tuple[Any, ...], CheckpointedChain] = {}
-
-    def executor(self, x: torch.Tensor) -> CheckpointedChain:
-        """The executor for inputs shaped like ``x`` (profiled and planned on first use)."""
-        key = (tuple(x.shape), x.dtype, x.device)
-        net = self._cache.get(key)
-        if net is None:
-            prof = profile_model(self.model, x, loss_fn=self.loss_fn, target=self.target,
-                                 repeats=self.repeats, warmup=self.warmup)
-            p = plan(prof, budget=self.budget, algo=self.algo, slots=self.slots)
-            net = CheckpointedChain(self.stages, p)
-            self._cache[key] = net
-        return net
-
-    @property
-    def plans(self) -> list[Plan]:
-        """The plans made so far, one per input shape."""
-        return [net.plan for net in self._cache.values()]
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out: torch.Tensor
-        if not torch.is_grad_enabled():
-            out = self.model(x)
-        else:
-            out = self.executor(x)(x)
-        return out

@@ -6,6 +6,7 @@ This module never imports torch, so plans can be read, checked and tested withou
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -51,6 +52,9 @@ class Plan:
         segments: segment count of a ``sequential`` plan, else 0.
         plan_id: the id of the plan in the database, when it was recorded there.
         run_id: the id of the profile the plan was computed from, when stored.
+        input_shape: the shape of the chain input the profile was taken with, when known
+            (plans of a profile or a stored run; None for a chain file). The executors
+            warn when the plan runs on another shape (:mod:`chainplan.shapecheck`).
     """
 
     algo: str
@@ -63,6 +67,7 @@ class Plan:
     segments: int = 0
     plan_id: int | None = None
     run_id: int | None = None
+    input_shape: tuple[int, ...] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -72,8 +77,12 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str | bytes, *, plan_id: int | None = None,
-                  run_id: int | None = None) -> Plan:
+                  run_id: int | None = None,
+                  input_shape: Sequence[int] | None = None) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
+
+        The keyword arguments fill the attributes of the same names, which the document
+        does not hold.
 
         Raises:
             ScheduleError: the document is not a valid plan (the message says why).
@@ -105,6 +114,7 @@ class Plan:
             segments=int(doc.get("segments", 0)),
             plan_id=plan_id,
             run_id=run_id,
+            input_shape=tuple(int(d) for d in input_shape) if input_shape is not None else None,
             raw=doc,
         )
 

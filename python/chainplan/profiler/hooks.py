@@ -27,7 +27,8 @@ from torch.utils.hooks import RemovableHandle
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.run import Profile, _device_name, _param_dtype, default_profile_dir
-from chainplan.schema import ProfileMetadata, ProfileRow, signature, write_profile
+from chainplan.profiler.signature import model_signature
+from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
 from chainplan.stages import flatten_stages
 
 __all__ = ["Recording", "record_model"]
@@ -194,7 +195,7 @@ def record_model(
                            "(a forward of every stage with grad enabled)")
     name = name or type(model).__name__
     meta = ProfileMetadata(
-        model_name=name, model_signature=signature(repr(model)),
+        model_name=name, model_signature=model_signature(model, device),
         torch_version=torch.__version__, device=str(device), device_name=_device_name(device),
         dtype=_param_dtype(model), batch_size=1, input_shape=[],
         threads=torch.get_num_threads(),

@@ -26,7 +26,8 @@ from chainplan.profiler.measure import (
     measure_loss,
     measure_stage,
 )
-from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, signature, write_profile
+from chainplan.profiler.signature import model_signature
+from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profile
 from chainplan.stages import flatten_stages
 
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
@@ -188,7 +189,7 @@ def profile_model(
         model.train(was_training)
     meta = ProfileMetadata(
         model_name=name,
-        model_signature=signature(repr(model)),
+        model_signature=model_signature(model, device),
         torch_version=torch.__version__,
         device=str(device),
         device_name=_device_name(device),

@@ -1,0 +1,146 @@
+"""Stored profiles that can stand in for a new one, and scaling one to another batch size.
+
+:class:`~chainplan.checkpointed.Checkpointed` asks here before profiling: a run in the
+database with the same model signature (:mod:`chainplan.profiler.signature`), compute
+dtype, device, torch version and loss is reused as is when its input shape is the new
+input's, and scaled when only the batch dimension (the first) differs.
+
+Scaling assumes what holds for the activations of a chain model: every size and time of a
+stage is proportional to the batch size (parameters excepted). Sizes that do not scale (a
+fixed workspace) make the scaled profile an estimate; ``Checkpointed(rescale=False)``
+profiles the new shape instead.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__: list[str] = []
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A stored profile of the model: its run id and the input shape it was taken with."""
+
+    run_id: int
+    input_shape: tuple[int, ...]
+
+    @property
+    def batch(self) -> int:
+        return self.input_shape[0]
+
+
+def loss_name(loss_fn: Callable[..., object] | None) -> str:
+    """The name ``chainplan.profile`` stores for the loss stage (``"none"`` without a loss)."""
+    if loss_fn is None:
+        return "none"
+    return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
+
+
+def _text(value: str) -> str:
+    """A SQL string literal (the query API takes no parameters)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
+                loss: str) -> list[StoredRun]:
+    """The plannable stored runs of a model, newest first.
+
+    A run qualifies when its signature, compute dtype, device and torch version are these,
+    its loss stage has this name (so its loss cost is the one trained with), and every
+    stage has its saved size measured (``chainplan.record`` profiles may lack it).
+    """
+    from chainplan import _bind
+    from chainplan.api import query
+
+    if not Path(_bind.db_path()).exists():
+        return []  # nothing stored yet (reading would not create the database)
+    rows = query(
+        "SELECT r.run_id, r.input_shape FROM runs AS r "
+        "JOIN stages AS s ON s.run_id = r.run_id AND s.stage_kind = 'loss' "
+        f"WHERE r.model_signature = {_text(signature)} AND r.dtype = {_text(dtype)} "
+        f"AND r.device = {_text(device)} AND r.torch_version = {_text(torch_version)} "
+        f"AND s.stage_name = {_text(loss)} AND r.total_saved_bytes IS NOT NULL "
+        "ORDER BY r.created_at DESC, r.run_id DESC").to_pylist()
+    out = []
+    for row in rows:
+        shape = tuple(int(d) for d in json.loads(row["input_shape"] or "[]"))
+        if shape:  # a run without its input shape cannot be matched to an input
+            out.append(StoredRun(int(row["run_id"]), shape))
+    return out
+
+
+def choose(runs: Sequence[StoredRun], shape: Sequence[int], *,
+           rescale: bool) -> tuple[StoredRun | None, bool]:
+    """The run to plan ``shape`` from, and whether it must be scaled.
+
+    Returns:
+        ``(run, False)`` for the newest run of exactly this shape; else, when ``rescale``
+        and some runs differ from ``shape`` in the batch dimension only, ``(run, True)``
+        for the one whose batch is closest by ratio (the newest among equals); else
+        ``(None, False)``.
+    """
+    shape = tuple(shape)
+    for run in runs:
+        if run.input_shape == shape:
+            return run, False
+    if not rescale or not shape or shape[0] < 1:
+        return None, False
+    same = [r for r in runs if r.input_shape[1:] == shape[1:] and r.batch > 0]
+    if not same:
+        return None, False
+    # min() keeps the first (newest) among equal distances.
+    return min(same, key=lambda r: abs(math.log(shape[0] / r.batch))), True
+
+
+def scale_chain(chain: dict[str, object], factor: float) -> dict[str, object]:
+    """A copy of a ``chainplan.chain/v1`` document for ``factor`` times the batch size.
+
+    Every ``*_bytes`` value but ``param_bytes`` is multiplied and rounded up, and every
+    ``*_time`` value multiplied; names and unknown fields are kept.
+    """
+
+    def scaled(doc: dict[str, object]) -> dict[str, object]:
+        out: dict[str, object] = {}
+        for key, v in doc.items():
+            out[key] = v
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                continue
+            if key.endswith("_bytes") and key != "param_bytes":
+                out[key] = math.ceil(v * factor)
+            elif key.endswith("_time"):
+                out[key] = v * factor
+        return out
+
+    doc = scaled(chain)
+    stages = chain.get("stages")
+    if isinstance(stages, list):
+        doc["stages"] = [scaled(st) for st in stages]
+    loss = chain.get("loss")
+    if isinstance(loss, dict):
+        doc["loss"] = scaled(loss)
+    return doc
+
+
+def write_scaled_chain(run: StoredRun, batch: int, folder: Path) -> Path:
+    """Write ``run``'s chain scaled to ``batch`` into ``folder``; returns the file.
+
+    The name says what it holds (``run<id>-batch<b>.chain.json``), so the file can be
+    planned again with ``chainplan solve --chain``; it is written to a temporary name and
+    renamed, so concurrent writers of the same file never leave half of one.
+    """
+    from chainplan import _bind
+
+    chain = json.loads(_bind.export_chain(run.run_id))
+    doc = scale_chain(chain, batch / run.batch)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"run{run.run_id}-batch{batch}.chain.json"
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.part")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, path)
+    return path
