@@ -48,6 +48,24 @@ type Plan struct {
 	// Offload is the offloading part of a pofo, offload-only or heuristic plan: the link
 	// bandwidth, the ordered transfers and the timing (see Offload). Absent otherwise.
 	Offload *Offload `json:"offload,omitempty"`
+	// Chosen names, in the plan of an algorithm that computes several candidate schedules
+	// and returns the fastest ("pofo": its DP, AUTOCAPPER, OPPORTUNIST, rotor), the
+	// candidate whose schedule this is; Candidates lists every candidate's outcome. Both
+	// are absent from other plans (docs/formats-schedule.md).
+	Chosen     string      `json:"chosen,omitempty"`
+	Candidates []Candidate `json:"candidates,omitempty"`
+}
+
+// Candidate is the outcome of one schedule a planner compared before choosing
+// (Plan.Chosen): its makespan and peak, replayed with the exact sizes in the plan's memory
+// model, or Feasible false when it found no schedule within the budget. SolveMS is the
+// time it took.
+type Candidate struct {
+	Algo      string  `json:"algo"`
+	Feasible  bool    `json:"feasible"`
+	Makespan  float64 `json:"makespan,omitempty"`
+	PeakBytes int64   `json:"peak_bytes,omitempty"`
+	SolveMS   float64 `json:"solve_ms"`
 }
 
 // FormatSequence writes a sequence compactly, e.g. "F_ck 1, F_none 2, F_all 3, B 3".

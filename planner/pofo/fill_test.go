@@ -11,7 +11,8 @@ import (
 // TestFillMatchesRecursion checks the bottom-up fill, whose rows combine the separated
 // terms of the candidates (fillAll, fillSegments, fillCDRow), against the recurrences
 // themselves: every entry of a filled table equals ocCompute or cdCompute on the same
-// state, value and choice, where these read their successors from the filled table. A fill that dropped a candidate,
+// state, value and choice, where these read their successors from the filled table, with
+// the backlogs rounded up or to the nearest unit. A fill that dropped a candidate,
 // pruned one that could win or combined terms of different states would differ.
 func TestFillMatchesRecursion(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 5))
@@ -24,6 +25,7 @@ func TestFillMatchesRecursion(t *testing.T) {
 		beta := float64(1<<20) * (0.2 + 3*rng.Float64())
 		slots := int64(10 + rng.IntN(30))
 		tb := pofoTable(c, b, slots, beta, i%7 == 3)
+		tb.nearestDelta = i%3 == 1 // Solve's second rounding of the backlogs
 		tb.fill()
 		cg := tb.cd.g
 		for s := 1; s <= tb.c.n; s++ {

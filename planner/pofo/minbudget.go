@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/rotor"
 )
 
 // infeasible answers a budget at which the algorithm found no schedule. minBudget searches
@@ -28,7 +29,12 @@ func infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 	if err != nil {
 		return nil, e
 	}
-	return finishPlan(algo, c, budgetBytes, p.Slots, ScheduleOf(p), opts, start)
+	out, err := finishPlan(algo, c, budgetBytes, p.Slots, ScheduleOf(p), opts, start)
+	if err == nil {
+		// The candidates' makespans were those at the smaller budget: only the name stays.
+		out.Chosen = p.Chosen
+	}
+	return out, err
 }
 
 // searchBudget returns the smallest budget in [lo, hi] at which feasible holds, assuming
@@ -61,9 +67,24 @@ func searchBudget(lo, hi, prec int64, feasible func(int64) bool) int64 {
 
 // MinBudget returns, within hi/(8·slots) bytes, the smallest budget at which Solve finds
 // a POFO schedule with these options (it depends on the bandwidth: a slow link leaves the
-// offloaded bytes on the GPU longer). The search starts from the need with an infinitely
+// offloaded bytes on the GPU longer), or rotor's smallest budget if that is smaller (the
+// DP's grid is coarser than rotor's). The search starts from the need with an infinitely
 // fast link, a lower bound computed without any table, and runs the DP at each probe.
+// AUTOCAPPER and OPPORTUNIST, which Solve also tries, are not searched: they rarely go
+// lower and each probe costs dozens of rotor solves.
 func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
+	dp, err := minBudgetDP(c, opts)
+	if err != nil {
+		return 0, err
+	}
+	if rm, err := rotor.MinBudget(c, rotorOptions(opts, c.Len()+1)); err == nil && rm < dp {
+		return rm, nil
+	}
+	return dp, nil
+}
+
+// minBudgetDP is MinBudget for the POFO DP alone.
+func minBudgetDP(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := opts.check(c, 1); err != nil {
 		return 0, err
 	}

@@ -88,12 +88,19 @@ func (o Options) check(c *chainplan.Chain, budgetBytes int64) error {
 	return nil
 }
 
-// Solve returns the POFO schedule of c within budgetBytes (spec chapter 4): the optimal
+// Solve returns the fastest schedule of c within budgetBytes that it finds at the link
+// bandwidth opts.BandwidthBytesPerS, built around POFO (spec chapter 4): the optimal
 // combination of offloading segment inputs during the forward phase and persistent
-// rematerialization, under Assumptions 4 (OR.1-OR.5) and up to the discretization, with
-// the link bandwidth opts.BandwidthBytesPerS. The plan's makespan and peak are the
-// simulator's, with the exact sizes; with conservative rounding the DP value is never
-// below the fractional makespan (spec §4.9).
+// rematerialization, under Assumptions 4 (OR.1-OR.5) and up to the discretization.
+//
+// The DP runs twice, with its new backlogs rounded up (conservative, spec §4.9) and to the
+// nearest unit, and each schedule is timed both synchronized at the loss and not. Beside it
+// run rotor, AUTOCAPPER and OPPORTUNIST at the same budget and bandwidth. Every candidate
+// is replayed by the simulator with the exact sizes in the plan's memory model (fractional
+// by default, the model the DP optimizes) and the fastest is returned, the DP's on ties;
+// Plan.Chosen names it and Plan.Candidates lists every candidate's makespan
+// (docs/pofo.md, "Candidates"). The plan's makespan and peak are the simulator's; with the
+// conservative rounding the first DP value is never below its fractional makespan.
 //
 // When the no-recomputation schedule fits the budget it is returned without transfers:
 // its makespan Σ(u_F+u_B) is a lower bound.
@@ -101,7 +108,7 @@ func (o Options) check(c *chainplan.Chain, budgetBytes int64) error {
 // Errors: *chainplan.InfeasibleError with the smallest feasible budget; ErrInvalidChain;
 // ErrUnsupported for a bad bandwidth, memory model or budget. The time complexity is
 // O(L²N³ + L³N²) for N slots (Theorem 12), much less in practice since only reachable
-// states are computed.
+// states are computed, plus AUTOCAPPER's 40 rotor solves.
 func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
 	start := time.Now()
 	if err := opts.check(c, budgetBytes); err != nil {
@@ -111,17 +118,29 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 	exact := exactChain(c)
 	if exact.storeAllPeak() <= float64(budgetBytes) {
 		s := storeAllSchedule(exact, make([]bool, exact.n), true)
-		return finishPlan("pofo", c, budgetBytes, slots, s, opts, start)
+		p, err := finishPlan("pofo", c, budgetBytes, slots, s, opts, start)
+		if err == nil {
+			p.Chosen = CandidatePOFO
+		}
+		return p, err
 	}
 	if err := checkTableSize(c, budgetBytes, slots); err != nil {
 		return nil, err
 	}
-	tb := pofoTable(c, budgetBytes, slots, opts.BandwidthBytesPerS, false)
-	tb.fill()
-	if math.IsInf(tb.solveValue(), 1) {
+	cands := solveCandidates(c, exact, budgetBytes, slots, opts)
+	if err := checkDP(cands, opts.model()); err != nil {
+		return nil, err
+	}
+	best := pick(cands)
+	if best < 0 {
 		return infeasible(c, "pofo", budgetBytes, opts, start, func() (int64, error) { return MinBudget(c, opts) }, Solve)
 	}
-	return finishPlan("pofo", c, budgetBytes, slots, tb.schedule(exact), opts, start)
+	p, err := finishPlan("pofo", c, budgetBytes, slots, cands[best].s, opts, start)
+	if err != nil {
+		return nil, err
+	}
+	p.Chosen, p.Candidates = cands[best].name, summaries(cands)
+	return p, nil
 }
 
 // maxTableBytesAllowed bounds the memory of the tables a caller may ask for with

@@ -33,6 +33,10 @@ type table struct {
 	// over Δ_F, Δ_B (and run) at that A, cdMin[s·(N+1)+t][A] the smallest C_Δ over Δ
 	// (and run). nil: the sequential times are used instead.
 	ocMin, cdMin [][]float64
+	// nearestDelta rounds every new Δ state to the nearest unit instead of up: no longer
+	// conservative (the value may fall below the replayed makespan), but the rounding
+	// errors of a long backlog cancel instead of adding up (Solve's "pofo-nearest").
+	nearestDelta bool
 }
 
 // ocLB returns a lower bound of OC_x(s, A, ·, ·).
@@ -98,13 +102,15 @@ func newTable(c *chain, m, beta float64, continuous, noOffload bool) *table {
 }
 
 // q rounds a new Δ state up to whole units in the discretized mode (spec §4.9: new Δ
-// states → ⌈·⌉, conservative).
+// states → ⌈·⌉, conservative), or to the nearest unit with nearestDelta.
 func (tb *table) q(x float64) float64 {
-	if x <= 0 {
+	switch {
+	case x <= 0:
 		return 0
-	}
-	if tb.continuous {
+	case tb.continuous:
 		return x
+	case tb.nearestDelta:
+		return math.Floor(x + 0.5)
 	}
 	return math.Ceil(x - tb.qtol)
 }

@@ -1,0 +1,187 @@
+package pofo
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/rotor"
+)
+
+// The POFO DP is optimal only within its model and up to its grid: it synchronizes the
+// link at the loss (OR.3), offloads segment inputs only, and rounds its backlogs up to whole
+// units, which on a slow link costs a unit of transfer time per rounding while a backlog
+// lasts. Schedules outside that space (AUTOCAPPER's, whose offloads run on into the
+// backward phase) or lost to the grid can be faster. Solve therefore computes the
+// candidates below at the same budget and bandwidth, replays each with the simulator in the
+// plan's memory model, and returns the fastest (docs/pofo.md, "Candidates").
+
+// Names of Solve's candidates (Plan.Chosen), in the order that breaks ties: the DP's own
+// plans first.
+const (
+	// CandidatePOFO is the POFO DP with every new backlog rounded up (spec §4.9).
+	CandidatePOFO = "pofo"
+	// CandidatePOFONearest is the same DP with every new backlog rounded to the nearest
+	// unit: not conservative, but a long backlog no longer gains a unit per step.
+	CandidatePOFONearest = "pofo-nearest"
+	// CandidateRotor is the rematerialization-only plan (rotor), without transfers.
+	CandidateRotor = "rotor"
+	// CandidateAutoCapper is SolveAutoCapper's schedule.
+	CandidateAutoCapper = "autocapper"
+	// CandidateOpportunist is SolveOpportunist's schedule.
+	CandidateOpportunist = "opportunist"
+)
+
+// tieTol is the relative margin by which a candidate must beat the best so far to replace
+// it: the same schedule found twice differs by the rounding of sums only, and ties go to the
+// earlier candidate.
+const tieTol = 1e-12
+
+// candidate is one schedule Solve compares, with its replay in the plan's memory model
+// (rep nil: the candidate found no schedule).
+type candidate struct {
+	name string
+	s    Schedule
+	rep  *Report
+	ms   float64
+}
+
+// solveCandidates computes every candidate at the budget, in the order of the constants
+// above. The DP runs one table at a time (a table may take hundreds of megabytes), while the
+// heuristics, which are independent of it, run beside it.
+func solveCandidates(c *chainplan.Chain, exact *chain, budget, slots int64, opts Options) []candidate {
+	p := params{beta: opts.BandwidthBytesPerS, limit: float64(budget), model: opts.model()}
+	var others []candidate
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		others = heuristicCandidates(c, exact, budget, opts, p)
+	}()
+	out := []candidate{
+		dpCandidate(CandidatePOFO, c, exact, budget, slots, p, false),
+		dpCandidate(CandidatePOFONearest, c, exact, budget, slots, p, true),
+	}
+	wg.Wait()
+	return append(out, others...)
+}
+
+// dpCandidate runs the POFO DP, with new backlogs rounded up or to the nearest unit, and
+// replays its schedule (bestTiming).
+func dpCandidate(name string, c *chainplan.Chain, exact *chain, budget, slots int64, p params, nearest bool) candidate {
+	start := time.Now()
+	cd := candidate{name: name}
+	tb := pofoTable(c, budget, slots, p.beta, false)
+	tb.nearestDelta = nearest
+	tb.fill()
+	if !math.IsInf(tb.solveValue(), 1) {
+		cd.s, cd.rep = bestTiming(exact, tb.schedule(exact), p)
+	}
+	cd.ms = msSince(start)
+	return cd
+}
+
+// bestTiming replays a synchronized schedule both under OR.3, the DP's model, and
+// unsynchronized: the same operations and transfers with the backward phase joined at the
+// smallest gap the checker accepts, never later than the synchronized one (Simulate). The
+// unsynchronized timing is kept only when it is faster.
+func bestTiming(exact *chain, s Schedule, p params) (Schedule, *Report) {
+	r := simulate(exact, s, p)
+	if !r.Valid || !s.SyncAtLoss {
+		return s, r
+	}
+	u := s
+	u.SyncAtLoss = false
+	if ru := simulate(exact, u, p); ru.Valid && ru.Makespan < r.Makespan*(1-tieTol) {
+		return u, ru
+	}
+	return s, r
+}
+
+// heuristicCandidates returns rotor's, AUTOCAPPER's and OPPORTUNIST's schedules at the
+// budget, each replayed; below the memory that some operation needs whatever the schedule,
+// none is tried.
+func heuristicCandidates(c *chainplan.Chain, exact *chain, budget int64, opts Options, p params) []candidate {
+	out := []candidate{{name: CandidateRotor}, {name: CandidateAutoCapper}, {name: CandidateOpportunist}}
+	if float64(budget) < opNeed(exact) {
+		return out
+	}
+	solvers := []func() (Schedule, bool){
+		func() (Schedule, bool) {
+			plan, err := rotor.Solve(c, budget, rotorOptions(opts, exact.n))
+			if err != nil {
+				return Schedule{}, false
+			}
+			return Schedule{Compute: plan.Sequence, SyncAtLoss: true}, true
+		},
+		func() (Schedule, bool) { return autoCapper(c, exact, budget, opts) },
+		func() (Schedule, bool) { return opportunist(c, exact, budget, remSlots(opts, budget, exact.n), opts) },
+	}
+	for i, solve := range solvers {
+		start := time.Now()
+		if s, ok := solve(); ok {
+			out[i].s, out[i].rep = s, simulate(exact, s, p)
+		}
+		out[i].ms = msSince(start)
+	}
+	return out
+}
+
+// rotorOptions are the options of the rematerialization the heuristics use (remSlots):
+// rotor's default slots unless set, never fewer than 2(N+4), exact bytes for Slots < 0.
+func rotorOptions(opts Options, n int) rotor.Options {
+	if opts.Slots < 0 {
+		return rotor.Options{Slots: -1}
+	}
+	return rotor.Options{Slots: remSlots(opts, 0, n)}
+}
+
+// opNeed returns a memory below which no schedule of c exists: each F_ℓ holds at least its
+// input and its output with its overhead, each B_ℓ its input, ā_ℓ, δ_ℓ, δ_{ℓ−1} and its
+// overhead, none of which a transfer can free while the operation reads or writes it.
+func opNeed(c *chain) float64 {
+	var need float64
+	for l := 1; l <= c.n; l++ {
+		in := min(c.a[l-1], c.abar[l-1])
+		need = max(need, in+min(c.a[l], c.abar[l])+c.oF[l], in+c.rB(l))
+	}
+	return need
+}
+
+// pick returns the index of the fastest candidate whose replay is valid (the earlier one on
+// ties), or −1 when none is.
+func pick(cands []candidate) int {
+	best := -1
+	for i, cd := range cands {
+		if cd.rep == nil || !cd.rep.Valid {
+			continue
+		}
+		if best < 0 || cd.rep.Makespan < cands[best].rep.Makespan*(1-tieTol) {
+			best = i
+		}
+	}
+	return best
+}
+
+// summaries returns the candidates' outcomes for Plan.Candidates.
+func summaries(cands []candidate) []chainplan.Candidate {
+	out := make([]chainplan.Candidate, len(cands))
+	for i, cd := range cands {
+		out[i] = chainplan.Candidate{Algo: cd.name, SolveMS: cd.ms}
+		if cd.rep != nil && cd.rep.Valid {
+			out[i].Feasible, out[i].Makespan, out[i].PeakBytes = true, cd.rep.Makespan, cd.rep.PeakBytes
+		}
+	}
+	return out
+}
+
+// checkDP reports the conservative DP's schedule failing its own replay: with sizes and
+// states rounded up, that is a bug, not a property of the input.
+func checkDP(cands []candidate, model chainplan.MemoryModel) error {
+	if cd := cands[0]; cd.rep != nil && !cd.rep.Valid {
+		return fmt.Errorf("pofo: internal error: the schedule does not replay in the %s model: %w", model, cd.rep.Err())
+	}
+	return nil
+}
