@@ -36,7 +36,7 @@ _warned: dict[tuple[int, tuple[int, ...]], Plan] = {}
 _lock = threading.Lock()
 
 
-def warn_if_shape_differs(plan: Plan, x: _Shaped, *, stacklevel: int = 3) -> bool:
+def warn_if_shape_differs(plan: Plan, x: _Shaped, *, stacklevel: int = 5) -> bool:
     """Warn once per plan and shape when ``x`` is not shaped as the plan's profile input.
 
     Cheap enough to call on every forward: a plan without a known input shape, or an input
@@ -48,8 +48,9 @@ def warn_if_shape_differs(plan: Plan, x: _Shaped, *, stacklevel: int = 3) -> boo
         x: the chain input of this forward.
 
     Keyword Args:
-        stacklevel: passed to :func:`warnings.warn` (default: 3, the caller's caller: the
-            training script when called from an executor's ``forward``).
+        stacklevel: passed to :func:`warnings.warn` (default: 5, the training script's
+            line when called from an executor's ``forward``: this function, ``forward``
+            and the two frames of ``nn.Module.__call__`` lie between).
 
     Returns:
         True when the shapes differ (whether or not this call warned).
