@@ -31,10 +31,12 @@ type Frontier struct {
 
 // SolveFrontier computes the optimal makespan at every budget from one DP run: the table
 // built for the store-all peak holds C(1, N, m) for every smaller budget m too, and the
-// frontier is every m where that value drops. The unit is the one of the store-all peak
-// (peak/S), so all points share one discretization; a Solve at a point's budget uses a
-// finer unit and is at least as good up to rounding. The last point is the store-all
-// peak, where no recomputation is needed (Solve returns that schedule in exact bytes).
+// frontier is every m where that value drops (by more than float rounding). The unit is
+// the one of the store-all peak (peak/S), so all points share one discretization. A Solve
+// at a point's budget with S slots uses that budget's own, finer unit, and its sizes round
+// differently, so its makespan may differ either way; Solve with budget/unit slots uses the
+// frontier's unit and finds the point's makespan. The last point is the store-all peak,
+// where no recomputation is needed (Solve returns that schedule in exact bytes).
 //
 // The cost is that of one Solve at the store-all peak.
 func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
@@ -54,16 +56,32 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 	prev := math.Inf(1)
 	for m := max(0, tb.need.at(1, dc.N)); m <= top; m++ {
 		v := tb.value(1, dc.N, m)
-		if v < prev {
+		if drops(v, prev) {
 			f.Points = append(f.Points, f.point(dc.Bytes(m+dc.A[0]), v))
 			prev = v
 		}
 	}
-	if !opts.Revolve && prev > f.SumTime {
-		f.Points = append(f.Points, f.point(peak, f.SumTime))
+	if n := len(f.Points); !opts.Revolve && n > 0 {
+		// Without recomputation the makespan is exactly SumTime: a last point that close to
+		// it takes the exact value, instead of being followed by a second point one ulp
+		// faster (at the same budget when it is the peak).
+		last := &f.Points[n-1]
+		switch {
+		case last.BudgetBytes == peak || !drops(f.SumTime, prev):
+			*last = f.point(last.BudgetBytes, f.SumTime)
+		default:
+			f.Points = append(f.Points, f.point(peak, f.SumTime))
+		}
 	}
 	f.SolveMS = msSince(start)
 	return f, nil
+}
+
+// drops reports whether makespan v improves on prev by more than float rounding: with
+// fractional times two sums of the same operations in another order may differ in the last
+// bits, and such a difference is no step of the frontier.
+func drops(v, prev float64) bool {
+	return v < prev*(1-1e-12)
 }
 
 func (f *Frontier) point(budget int64, makespan float64) FrontierPoint {
