@@ -168,6 +168,11 @@ def bench_compile(rounds: int, out: list[str]) -> None:
     prof = chainplan.profile(model, x, loss_fn=loss_fn, target=y, repeats=5, warmup=2,
                              progress=False, name="gpt")
     variants = [Variant("eager plain", model)]
+    # The budget is read when a graph is partitioned, at the first call of each copy: without
+    # these, the compiled-graph caches hand every budget the first budget's partition.
+    torch._inductor.config.fx_graph_cache = False
+    fconfig.enable_autograd_cache = False
+    torch._dynamo.config.cache_size_limit = 64  # one entry per compiled copy
     for budget in (1.0, 0.5, 0.2, 0.05):
         fconfig.activation_memory_budget = budget
         compiled = torch.compile(copy.deepcopy(model))
