@@ -172,7 +172,7 @@ class Checkpointed(nn.Module):
 
     @property
     def plans(self) -> list[Plan]:
-        """The plans made so far, one per input shape, in the order the shapes came."""
+        """The plans made so far, one per kind of input, in the order they came."""
         return list(self._plans.values())
 
     def train(self, mode: bool = True) -> Checkpointed:
@@ -196,9 +196,9 @@ class Checkpointed(nn.Module):
         net = self._cache.get(key)
         if net is not None:
             return net
-        if not isinstance(x, torch.Tensor) or x.dim() == 0:
-            raise ProfileError("Checkpointed needs a batched tensor input (dimension 0 is the "
-                               f"batch; got {type(x).__name__})")
+        if x.dim() == 0:
+            raise ProfileError("Checkpointed needs a batched input (dimension 0 is the batch; "
+                               "got a 0-dimensional tensor)")
         shape = tuple(int(d) for d in x.shape)
         p, how = self._plan_for(x, shape)
         executor: nn.Module = p.wrap(self.model)
@@ -264,6 +264,9 @@ class Checkpointed(nn.Module):
 
 def _key(x: torch.Tensor) -> tuple[Any, ...]:
     """What makes a plan valid for an input: shape, dtype, device and autocast state."""
+    if not isinstance(x, torch.Tensor):
+        raise ProfileError(f"Checkpointed takes one tensor, the chain input (got "
+                           f"{type(x).__name__})")
     kind = x.device.type
     cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
     return (x.shape, x.dtype, x.device, cast)

@@ -199,6 +199,15 @@ def test_options_checked_at_construction(options: dict[str, Any], message: str,
     assert not private_db.exists()
 
 
+def test_input_must_be_a_batched_tensor() -> None:
+    model, x = MODELS["resnet"]()
+    net = Checkpointed(model, budget="min", **FAST)
+    with pytest.raises(ProfileError, match="one tensor"):
+        net((x,))
+    with pytest.raises(ProfileError, match="batched"):
+        net(torch.tensor(1.0))
+
+
 @pytest.mark.parametrize("value", [0, -1, 1.5, True])
 def test_profiling_options_checked_at_construction(value: Any) -> None:
     model, _ = MODELS["resnet"]()
