@@ -34,6 +34,7 @@ from torch import nn
 from chainplan.errors import ScheduleError
 from chainplan.executors.runner import Runner
 from chainplan.schedule import Op, Plan
+from chainplan.shapecheck import warn_if_shape_differs
 
 __all__: list[str] = []
 
@@ -150,6 +151,7 @@ class CheckpointedChain(nn.Module):
             for stage in self.stages:
                 x = stage(x)
             return x
+        warn_if_shape_differs(self.plan, x)
         runner = self._runner(x)
         runner.run_ops(self.forward_ops, 0)
         out = runner.hand_over_output()
