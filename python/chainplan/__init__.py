@@ -7,6 +7,7 @@ Usage::
     plan = chainplan.plan(prof, budget="2GiB", algo="rotor")             # Go planner
     net = plan.wrap(model)                                               # runs the schedule
     rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
+    print(prof.summary(), chainplan.frontier(prof))    # stage table; makespan at every budget
 
     net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
 
@@ -20,16 +21,22 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from chainplan.api import plan, profile, query, record
+    from chainplan.api import measure, plan, profile, query, record, runs
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.schedule import Plan
+    from chainplan.tradeoff import Frontier, frontier, min_budget
 
 __all__ = [
     "profile",
     "plan",
     "query",
     "record",
+    "measure",
+    "runs",
+    "frontier",
+    "min_budget",
+    "Frontier",
     "Checkpointed",
     "Plan",
     "ChainplanError",
@@ -43,6 +50,9 @@ _WHERE = {
     "record": "chainplan.api",
     "measure": "chainplan.api",
     "runs": "chainplan.api",
+    "frontier": "chainplan.tradeoff",
+    "min_budget": "chainplan.tradeoff",
+    "Frontier": "chainplan.tradeoff",
     "Checkpointed": "chainplan.checkpointed",
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",

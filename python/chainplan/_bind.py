@@ -154,3 +154,13 @@ def run_device(run_id: int) -> str:
     if not rows:
         raise NotFoundError(f"no run {run_id} in {db_path()}")
     return str(rows[0]["device"])
+
+
+def frontier(chain_json: str, request: dict[str, Any]) -> str:
+    """The budget-versus-makespan frontier of a chain (rotor or revolve), as JSON."""
+    return str(call(_go().Frontier, chain_json, json.dumps(request)))
+
+
+def profile_chain(file_path: str) -> str:
+    """The ``chainplan.chain/v1`` JSON of a profile file, without storing it."""
+    return str(call(_go().ProfileChain, file_path))

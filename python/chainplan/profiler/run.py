@@ -59,6 +59,19 @@ class Profile:
     def num_stages(self) -> int:
         return len(self.stage_names)
 
+    def summary(self) -> str:
+        """A readable stage table: per stage its name, median forward and backward times
+        (ms) and sizes (out, saved, temporaries, parameters), the loss, and the totals."""
+        from chainplan.profiler.summary import profile_summary
+
+        return profile_summary(self)
+
+    def __repr__(self) -> str:
+        # The dataclass repr would print every row; name the profile instead.
+        from chainplan.profiler.summary import profile_repr
+
+        return profile_repr(self)
+
 
 def default_profile_dir() -> Path:
     """Where profiles are written: next to the database (``$CHAINPLAN_DB``'s folder, or

@@ -1,0 +1,226 @@
+"""How memory buys time: :func:`frontier` (makespan at every budget) and :func:`min_budget`.
+
+Both ask the Go planner in-process: the frontier comes from one run of rotor's dynamic
+programme at the store-all peak (``rotor.SolveFrontier``: the table built for that budget
+holds the optimal makespan at every smaller one too), the smallest budget from the
+algorithm's own search. This module imports torch only to recognize a
+:class:`~chainplan.profiler.run.Profile` (which exists only where torch is loaded) and to
+resolve a ``bandwidth``; chain files and run ids work without it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chainplan import _bind
+from chainplan.errors import PlanError
+from chainplan.profiler.summary import format_bytes
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from chainplan.profiler.run import Profile
+
+__all__ = ["frontier", "min_budget", "Frontier", "FrontierPoint", "FRONTIER_ALGORITHMS"]
+
+#: The algorithms with a frontier: those whose table gives every budget's optimum at once.
+FRONTIER_ALGORITHMS = ("rotor", "revolve")
+
+
+@dataclasses.dataclass(frozen=True)
+class FrontierPoint:
+    """One step of the trade-off: from ``budget_bytes`` on (up to the next point's budget)
+    the optimal makespan is ``makespan``.
+
+    Attributes:
+        budget_bytes: total activation memory, chain input included (bytes).
+        makespan: the time of one training step at that budget (the chain's time unit:
+            seconds for measured profiles).
+        overhead: ``makespan / sum_time - 1``, the share of time spent recomputing.
+        slots: the slot count that gives a plan at ``budget_bytes`` the frontier's unit, so
+            that ``chainplan.plan(source, budget=p.budget_bytes, slots=p.slots)`` has this
+            makespan (up to the last bits of the float sum).
+    """
+
+    budget_bytes: int
+    makespan: float
+    overhead: float
+    slots: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Frontier:
+    """The whole budget-versus-makespan trade-off of a chain under one algorithm.
+
+    Attributes:
+        algo: ``rotor`` or ``revolve``.
+        points: the budgets where the makespan drops, in increasing budget (and strictly
+            decreasing makespan) order; the first is the smallest feasible budget, and for
+            rotor the last is the store-all peak, with ``makespan == sum_time``.
+        store_all_peak_bytes: the peak of the schedule that recomputes nothing.
+        sum_time: the time of the chain without recomputation (forward + backward).
+        slots, unit_bytes: the discretization, that of the store-all peak
+            (``unit_bytes = store_all_peak_bytes // slots``), shared by every point.
+        solve_ms: the planner's time (ms).
+    """
+
+    algo: str
+    points: tuple[FrontierPoint, ...]
+    store_all_peak_bytes: int
+    sum_time: float
+    slots: int
+    unit_bytes: int
+    solve_ms: float
+
+    @classmethod
+    def from_json(cls, text: str) -> Frontier:
+        """Read the JSON the Go side returns (``rotor.Frontier``)."""
+        doc = json.loads(text)
+        unit = int(doc["unit_bytes"])
+        # Every point below the store-all peak is a whole number of units, and a plan's unit
+        # is floor(budget / slots) (DESIGN.md): budget // unit slots give back the same
+        # unit, hence the same table. At the peak itself rotor returns store-all whatever
+        # the grid.
+        points = tuple(FrontierPoint(int(p["budget_bytes"]), float(p["makespan"]),
+                                     float(p["overhead"]), max(1, int(p["budget_bytes"]) // unit))
+                       for p in doc["points"] or ())
+        return cls(algo=str(doc["algo"]), points=points,
+                   store_all_peak_bytes=int(doc["store_all_peak_bytes"]),
+                   sum_time=float(doc["sum_time"]), slots=int(doc["slots"]),
+                   unit_bytes=int(doc["unit_bytes"]), solve_ms=float(doc["solve_ms"]))
+
+    def point_at(self, budget_bytes: int) -> FrontierPoint | None:
+        """The point in force at a budget (the last one at or below it), None below the first."""
+        k = bisect.bisect_right([p.budget_bytes for p in self.points], budget_bytes)
+        return self.points[k - 1] if k else None
+
+    def to_pylist(self) -> list[dict[str, Any]]:
+        """The points as dictionaries (``budget_bytes``, ``makespan``, ``overhead``, ``slots``)."""
+        return [dataclasses.asdict(p) for p in self.points]
+
+    def to_arrow(self) -> pa.Table:
+        """The points as a :class:`pyarrow.Table`, one row per point."""
+        import pyarrow as pa
+
+        return pa.Table.from_pylist(self.to_pylist(), schema=pa.schema([
+            ("budget_bytes", pa.int64()), ("makespan", pa.float64()), ("overhead", pa.float64()),
+            ("slots", pa.int64())]))
+
+    def __str__(self) -> str:
+        lines = [f"{self.algo} frontier: {len(self.points)} points, {self.slots} slots of "
+                 f"{format_bytes(self.unit_bytes)}, no-recomputation time {self.sum_time:.6g}, "
+                 f"store-all peak {format_bytes(self.store_all_peak_bytes)}",
+                 f"{'budget_bytes':>16}  {'budget':>12}  {'makespan':>14}  {'overhead':>9}  "
+                 f"{'slots':>7}"]
+        lines += [f"{p.budget_bytes:>16}  {format_bytes(p.budget_bytes):>12}  "
+                  f"{p.makespan:>14.6g}  {100 * p.overhead:>8.2f}%  {p.slots:>7}"
+                  for p in self.points]
+        return "\n".join(lines)
+
+
+def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rotor",
+             slots: int | None = None) -> Frontier:
+    """The optimal makespan at every budget, from the smallest feasible one to the store-all peak.
+
+    Every point shares the unit of the store-all peak (``peak // slots`` bytes). A plan at
+    a point's budget with the default grid uses that budget's own, finer unit, and the
+    sizes round differently, so its makespan may differ from the point's either way; the
+    point's ``slots`` reproduce it. Likewise :func:`min_budget`, searched with each
+    budget's own unit, may lie a little below the first point. With ``slots`` at least the
+    store-all peak in bytes every unit is one byte and all of them agree exactly.
+
+    Args:
+        source: what :func:`chainplan.plan` takes: a
+            :class:`~chainplan.profiler.run.Profile`, a stored run id, a chain file
+            (``chainplan.chain/v1`` JSON), or a profile file (Arrow).
+
+    Keyword Args:
+        algo: ``rotor`` (default) or ``revolve``.
+        slots: memory slots of the discretization (default: 500).
+
+    Returns:
+        The :class:`Frontier`; ``print()`` it for a table.
+
+    Raises:
+        PlanError: an algorithm without a frontier, a bad ``slots`` or ``source``.
+        SchemaError: the chain or profile is invalid.
+        NotFoundError: no stored run has that id.
+    """
+    if algo not in FRONTIER_ALGORITHMS:
+        raise PlanError(f"no frontier for algorithm {algo!r}: only "
+                        f"{' and '.join(FRONTIER_ALGORITHMS)} have one")
+    req = {"algo": algo, "slots": _slots(slots)}
+    return Frontier.from_json(_bind.frontier(_chain_json(source, "frontier"), req))
+
+
+def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "rotor",
+               slots: int | None = None, segments: int = 0,
+               bandwidth: float | str | None = None) -> int:
+    """The smallest budget (bytes, chain input included) at which ``algo`` finds a plan.
+
+    ``chainplan.plan(source, budget=min_budget(source, ...), ...)`` succeeds with the same
+    options, as does ``budget="min"``.
+
+    Args:
+        source: as for :func:`frontier`.
+
+    Keyword Args:
+        algo: any algorithm :func:`chainplan.plan` knows (default: ``rotor``).
+        slots: memory slots of the discretization (default: the algorithm's own).
+        segments: segment count for ``sequential`` (default: 0, the best that fits).
+        bandwidth: host-device bandwidth of the offloading algorithms, as for
+            :func:`chainplan.plan` (this needs torch).
+
+    Raises:
+        PlanError: an unknown algorithm or a bad option.
+        SchemaError: the chain or profile is invalid.
+        NotFoundError: no stored run has that id.
+    """
+    req: dict[str, Any] = {"algo": algo, "slots": _slots(slots), "segments": segments}
+    if bandwidth is not None:
+        # plan()'s rule, in one place: numbers, sizes per second, or "auto" (the bandwidth
+        # recorded with the run, else measured on its device).
+        from chainplan.api import _bandwidth
+
+        req["bandwidth"] = _bandwidth(bandwidth, source)
+    return _bind.min_budget(_chain_json(source, "min_budget"), req)
+
+
+def _slots(slots: int | None) -> int:
+    """The request's slots: 0 asks the Go side for the algorithm's default."""
+    if slots is None:
+        return 0
+    if isinstance(slots, bool) or not isinstance(slots, int) or slots <= 0:
+        raise PlanError(f"slots must be a positive integer, or None for the algorithm's default "
+                        f"(got {slots!r})")
+    return slots
+
+
+def _chain_json(source: object, caller: str) -> str:
+    """The ``chainplan.chain/v1`` JSON of any source plan() accepts."""
+    if isinstance(source, int) and not isinstance(source, bool):
+        return _bind.export_chain(source)
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise PlanError(f"{caller}(): cannot read the chain or profile file {str(path)!r}: "
+                            f"{e.strerror} (a stored run is given by its integer id)") from e
+        # Arrow IPC files open with this magic; anything else is read as a chain file.
+        if data.startswith(b"ARROW1"):
+            return _bind.profile_chain(str(path))
+        return data.decode("utf-8", errors="replace")
+    from chainplan.profiler.run import Profile
+
+    if isinstance(source, Profile):
+        if source.run_id is None:
+            return _bind.profile_chain(str(source.path))
+        return _bind.export_chain(source.run_id)
+    raise PlanError(f"{caller}() takes a Profile, a run id, a chain file or a profile file "
+                    f"(got {type(source).__name__})")
