@@ -24,6 +24,10 @@ type StoredPlan struct {
 	Params json.RawMessage
 	// Version is the chainplan version that computed the plan.
 	Version string
+	// Rebuilt marks a plan stored before the plans table kept whole documents (migration
+	// 0003): Plan was rebuilt from its columns and lacks what only the document held, the
+	// transfers of an offloading plan.
+	Rebuilt bool
 }
 
 // RecordPlan stores plan, computed from run runID's chain with the given parameters (a
@@ -45,6 +49,10 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 	if err != nil {
 		return 0, fmt.Errorf("record plan: %w", err)
 	}
+	planJSON, err := json.Marshal(plan)
+	if err != nil {
+		return 0, fmt.Errorf("record plan: %w", err)
+	}
 	paramsJSON := []byte("{}")
 	if params != nil {
 		if paramsJSON, err = json.Marshal(params); err != nil {
@@ -61,10 +69,10 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 			return notFound("no run %d in %s", runID, db.path)
 		}
 		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
-			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING plan_id`,
+			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version, plan_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING plan_id`,
 			runID, formatTime(time.Now()), plan.Algo, string(paramsJSON), plan.BudgetBytes, plan.Slots, plan.Feasible,
-			plan.Makespan, plan.PeakBytes, plan.SolveMS, len(seq), string(seqJSON), version).Scan(&id)
+			plan.Makespan, plan.PeakBytes, plan.SolveMS, len(seq), string(seqJSON), version, string(planJSON)).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("record plan for run %d: %w", runID, err)
@@ -72,14 +80,12 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 	return id, nil
 }
 
-const planColumns = `plan_id, run_id, created_at, algo, params_json, budget_bytes, slots, feasible, makespan_s,
-	peak_bytes, solve_ms, sequence_json, chainplan_version`
+const planColumns = `plan_id, run_id, created_at, params_json, chainplan_version, plan_json, plan_json_rebuilt`
 
 func scanPlan(s interface{ Scan(...any) error }) (*StoredPlan, error) {
 	var p StoredPlan
-	var created, params, seq string
-	err := s.Scan(&p.ID, &p.RunID, &created, &p.Plan.Algo, &params, &p.Plan.BudgetBytes, &p.Plan.Slots,
-		&p.Plan.Feasible, &p.Plan.Makespan, &p.Plan.PeakBytes, &p.Plan.SolveMS, &seq, &p.Version)
+	var created, params, doc string
+	err := s.Scan(&p.ID, &p.RunID, &created, &params, &p.Version, &doc, &p.Rebuilt)
 	if err != nil {
 		return nil, err
 	}
@@ -87,8 +93,8 @@ func scanPlan(s interface{ Scan(...any) error }) (*StoredPlan, error) {
 		return nil, err
 	}
 	p.Params = json.RawMessage(params)
-	if err := json.Unmarshal([]byte(seq), &p.Plan.Sequence); err != nil {
-		return nil, fmt.Errorf("plan %d: bad sequence_json: %w", p.ID, err)
+	if err := json.Unmarshal([]byte(doc), &p.Plan); err != nil {
+		return nil, fmt.Errorf("plan %d: bad plan_json: %w", p.ID, err)
 	}
 	return &p, nil
 }

@@ -112,6 +112,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newIngestCmd(e),
 		newProfilesCmd(e),
 		newShowCmd(e),
+		newShowPlanCmd(e),
 		newExportCmd(e),
 		newSQLCmd(e),
 	)

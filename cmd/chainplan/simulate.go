@@ -4,15 +4,18 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
 
 type simulateFlags struct {
 	chain, plan, budget, format string
+	planID                      string
 }
 
 func newSimulateCmd(e *env) *cobra.Command {
@@ -29,12 +32,20 @@ offloading algorithms) is replayed with its transfers in both memory models (int
 an offload frees its tensor when it completes; fractional: continuously), and its timing,
 when present, is checked as given.
 
+With --plan-id, the plan is a stored one (chainplan show-plan) and the chain is that of
+the run it was computed from.
+
 Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 		Example: `  chainplan solve --chain c.json --budget 1GiB > plan.json
   chainplan simulate --chain c.json --plan plan.json
-  chainplan simulate --chain c.json --plan plan.json --budget 900MiB --format json`,
+  chainplan simulate --chain c.json --plan plan.json --budget 900MiB --format json
+  chainplan simulate --plan-id 7`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runSimulate(e.stdout, f)
+			c, p, err := simulateInput(cmd, &f)
+			if err != nil {
+				return err
+			}
+			return runSimulate(e.stdout, c, p, f)
 		},
 	}
 	fl := cmd.Flags()
@@ -42,7 +53,46 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 	fl.StringVar(&f.plan, "plan", "", "plan file, as printed by chainplan solve")
 	fl.StringVar(&f.budget, "budget", "", "memory limit to check (default: the plan's budget_bytes; 'none' checks none)")
 	fl.StringVar(&f.format, "format", "text", "output format: text or json")
+	fl.StringVar(&f.planID, "plan-id", "", "a stored plan id, replayed on its run's chain (instead of --chain and --plan)")
 	return cmd
+}
+
+// simulateInput returns the chain and the plan to replay: two files, or a stored plan and
+// its run's chain. It names them in f.chain and f.plan for the messages.
+func simulateInput(cmd *cobra.Command, f *simulateFlags) (*chainplan.Chain, *chainplan.Plan, error) {
+	if f.planID != "" {
+		if f.chain != "" || f.plan != "" {
+			return nil, nil, usagef("--plan-id replays a stored plan on its run's chain: give it without --chain and --plan")
+		}
+		db, err := openStore(cmd)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer db.Close()
+		sp, c, err := loadStoredPlan(cmd.Context(), db, f.planID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if sp.Rebuilt && slices.Contains(planner.OffloadAlgorithms, sp.Plan.Algo) {
+			return nil, nil, fmt.Errorf("%w: plan %d (%s) was stored before the database kept whole plans "+
+				"(migration 0003): its transfers were not kept, and its sequence alone does not replay; plan run %d again",
+				chainplan.ErrInvalidPlan, sp.ID, sp.Plan.Algo, sp.RunID)
+		}
+		f.chain, f.plan = fmt.Sprintf("run %d", sp.RunID), fmt.Sprintf("plan %d", sp.ID)
+		return c, &sp.Plan, nil
+	}
+	if f.chain == "" || f.plan == "" {
+		return nil, nil, usagef("--chain and --plan are required (or --plan-id for a stored plan)")
+	}
+	c, err := chainplan.ReadChain(f.chain)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := chainplan.ReadPlan(f.plan)
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, p, nil
 }
 
 // simulation is the JSON output of simulate.
@@ -56,21 +106,11 @@ type simulation struct {
 	Issues      []simulate.Issue `json:"issues"`
 }
 
-func runSimulate(w io.Writer, f simulateFlags) error {
+func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateFlags) error {
 	if err := checkFormat(f.format, "text", "json"); err != nil {
 		return err
 	}
-	if f.chain == "" || f.plan == "" {
-		return usagef("--chain and --plan are required")
-	}
-	c, err := chainplan.ReadChain(f.chain)
-	if err != nil {
-		return err
-	}
-	p, err := chainplan.ReadPlan(f.plan)
-	if err != nil {
-		return err
-	}
+	var err error
 	limit := p.BudgetBytes
 	switch f.budget {
 	case "":
