@@ -2,9 +2,10 @@
 // the thesis (pofo spec §6.4): for budgets M = (1−α)·M^low + α·M^high, α = 0.1 … 0.9, and
 // bandwidths 12, 24 and 36 GB/s, it plans each chain with rotor, offload-only (DYNPROG),
 // AUTOCAPPER, OPPORTUNIST and POFO, replays every plan with the simulator, and writes the
-// makespans over the sequential time, the offloaded volumes, the solver times for 50 and
-// 100 random stages, and the check of the thesis's claims C4-1 to C4-10 to
-// docs/pofo-eval.md, with plots in docs/pofo-eval.svg and docs/pofo-offloaded.svg.
+// makespans over the sequential time, the offloaded volumes, which of its candidates POFO
+// returned and why its DP lost, the solver times for 50 and 100 random stages, and the check
+// of the thesis's claims C4-1 to C4-10 to docs/pofo-eval.md, with plots in
+// docs/pofo-eval.svg and docs/pofo-offloaded.svg.
 //
 // Usage, from the repository root:
 //
@@ -14,6 +15,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -41,6 +43,15 @@ type result struct {
 	offloaded  float64 // offloaded bytes / Σ ā
 	solve      time.Duration
 	err        string
+	// POFO only: the candidate it returned and every candidate's fractional makespan over
+	// the sequential time (absent: not computed or no plan).
+	chosen string
+	cands  map[string]float64
+	// AUTOCAPPER only: its schedule timed synchronized at the loss (OR.3, the DP's model),
+	// +Inf when that timing is not valid, and the schedule.
+	sync      float64
+	seq       []chainplan.Op
+	transfers []chainplan.Transfer
 }
 
 // point is one (chain, α, β) configuration with every algorithm's result.
@@ -193,6 +204,25 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 			r.offloaded = float64(rep.OffloadedBytes) / st.saved
 		} else {
 			r.intg = rep.Makespan / st.seq
+		}
+	}
+	switch algo {
+	case "pofo":
+		r.chosen, r.cands = p.Chosen, map[string]float64{}
+		for _, cd := range p.Candidates {
+			if cd.Feasible {
+				r.cands[cd.Algo] = cd.Makespan / st.seq
+			}
+		}
+		if p.Candidates == nil { // store-all, or a plan found at a smaller budget
+			r.cands[p.Chosen] = r.frac
+		}
+	case "autocapper":
+		r.seq, r.transfers = s.Compute, s.Transfers
+		s.SyncAtLoss = true
+		r.sync = math.Inf(1)
+		if rep, err := pofo.Simulate(st.chain, s, pofo.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b}); err == nil && rep.Valid {
+			r.sync = rep.Makespan / st.seq
 		}
 	}
 	return r

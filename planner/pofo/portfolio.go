@@ -48,11 +48,16 @@ type candidate struct {
 	ms   float64
 }
 
-// solveCandidates computes every candidate at the budget, in the order of the constants
-// above. The DP runs one table at a time (a table may take hundreds of megabytes), while the
-// heuristics, which are independent of it, run beside it.
+// solveCandidates computes the candidates at the budget, in the order of the constants
+// above. When the first DP plan already runs in Σ(u_F+u_B), a lower bound, it is the only
+// one. Otherwise the second DP runs (one table at a time: a table may take hundreds of
+// megabytes) beside the heuristics, which are independent of it.
 func solveCandidates(c *chainplan.Chain, exact *chain, budget, slots int64, opts Options) []candidate {
 	p := params{beta: opts.BandwidthBytesPerS, limit: float64(budget), model: opts.model()}
+	out := []candidate{dpCandidate(CandidatePOFO, c, exact, budget, slots, p, false)}
+	if r := out[0].rep; r != nil && r.Valid && r.Makespan <= exact.sumTime()*(1+tieTol) {
+		return out
+	}
 	var others []candidate
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -60,10 +65,7 @@ func solveCandidates(c *chainplan.Chain, exact *chain, budget, slots int64, opts
 		defer wg.Done()
 		others = heuristicCandidates(c, exact, budget, opts, p)
 	}()
-	out := []candidate{
-		dpCandidate(CandidatePOFO, c, exact, budget, slots, p, false),
-		dpCandidate(CandidatePOFONearest, c, exact, budget, slots, p, true),
-	}
+	out = append(out, dpCandidate(CandidatePOFONearest, c, exact, budget, slots, p, true))
 	wg.Wait()
 	return append(out, others...)
 }

@@ -87,15 +87,16 @@ func checkPortfolio(t *testing.T, name string, c *chainplan.Chain, b int64, opts
 // TestSolveNeverSlowerOnExamples solves example chains at budgets where POFO's DP used to
 // lose to AUTOCAPPER (docs/pofo-eval.md before the candidates; resnet50 at 12 GB/s and
 // α = 0.3: 1.135 against 1.129 of the sequential time, the offloads of AUTOCAPPER running on
-// into the backward phase; the others lost to the DP's grid): the plan is never slower
-// than rotor, AUTOCAPPER or OPPORTUNIST and replays, and its JSON names the winner.
+// into the backward phase; resnet50 at 24 GB/s lost to the DP's grid; on vgg16 at 1 GB/s
+// and α = 0.2 the DP is slower than rotor at 500 slots): the plan is never slower than
+// rotor, AUTOCAPPER or OPPORTUNIST and replays, and its JSON names the winner.
 func TestSolveNeverSlowerOnExamples(t *testing.T) {
 	cases := []struct {
 		chain       string
 		alpha, beta float64
 	}{
 		{"resnet50", 0.3, 12e9}, {"resnet50", 0.4, 24e9}, {"resnet101", 0.5, 12e9},
-		{"vgg16", 0.5, 12e9}, {"gpt2-small", 0.3, 24e9}, {"tiny", 0.4, 1e9},
+		{"vgg16", 0.2, 1e9}, {"gpt2-small", 0.1, 1e9}, {"tiny", 0.1, 1e9},
 	}
 	if testing.Short() {
 		cases = cases[:1]
@@ -116,8 +117,13 @@ func TestSolveNeverSlowerOnExamples(t *testing.T) {
 		if data, err := json.Marshal(p); err != nil || json.Unmarshal(data, &doc) != nil || doc["chosen"] != p.Chosen || doc["algo"] != "pofo" {
 			t.Fatalf("%s: JSON %v lacks chosen %q (%v)", tt.chain, doc, p.Chosen, err)
 		}
-		if cands, ok := doc["candidates"].([]any); !ok || len(cands) != 5 {
-			t.Fatalf("%s: candidates %v", tt.chain, doc["candidates"])
+		// Every candidate runs, unless the DP's plan reaches Σ(u_F+u_B), a lower bound.
+		want := 5
+		if p.Makespan <= c.SumTime()*(1+1e-12) {
+			want = 1
+		}
+		if cands, ok := doc["candidates"].([]any); !ok || len(cands) != want {
+			t.Fatalf("%s: candidates %v, want %d", tt.chain, doc["candidates"], want)
 		}
 	}
 }
