@@ -45,7 +45,20 @@ func (r Request) algo() string {
 	return r.Algo
 }
 
+// check validates the request, the algorithm's name first: a misspelt name must be
+// reported as such, not as a bandwidth or segments problem of the algorithm it is not.
+// Names are case-sensitive, lower-case as listed in Algorithms: they are stored with every
+// plan and compared in SQL (plans.algo), where one spelling per algorithm keeps queries
+// simple; a name that differs only in case gets a hint instead.
 func (r Request) check() error {
+	if !slices.Contains(Algorithms, r.algo()) {
+		hint := ""
+		if lower := strings.ToLower(r.Algo); slices.Contains(Algorithms, lower) {
+			hint = fmt.Sprintf("names are lower-case: did you mean %q? ", lower)
+		}
+		return fmt.Errorf("%w: unknown algorithm %q (%swant one of %s)", chainplan.ErrUnsupported, r.Algo,
+			hint, strings.Join(Algorithms, ", "))
+	}
 	if r.Slots < 0 {
 		return fmt.Errorf("%w: slots must be positive (got %d)", chainplan.ErrUnsupported, r.Slots)
 	}
@@ -61,12 +74,7 @@ func (r Request) check() error {
 		return fmt.Errorf("%w: a bandwidth applies to the offloading algorithms only (%s), not to %q",
 			chainplan.ErrUnsupported, strings.Join(OffloadAlgorithms, ", "), r.algo())
 	}
-	for _, a := range Algorithms {
-		if a == r.algo() {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: unknown algorithm %q (want one of %s)", chainplan.ErrUnsupported, r.Algo, strings.Join(Algorithms, ", "))
+	return nil
 }
 
 // Solve plans c with the request's algorithm. Errors: *chainplan.InfeasibleError (with the

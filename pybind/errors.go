@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/store"
 )
 
 // codedError prefixes err's message with its stable code (see the package comment).
@@ -27,6 +28,9 @@ func codedError(err error) error {
 		return fmt.Errorf("chainplan[invalid-profile]: %s", msg)
 	case errors.Is(err, chainplan.ErrInvalidPlan):
 		return fmt.Errorf("chainplan[invalid-plan]: %s", msg)
+	case errors.Is(err, store.ErrBadQuery), errors.Is(err, store.ErrReadOnly):
+		// Checked before bad-request: a query error is a bad request with its own class.
+		return fmt.Errorf("chainplan[bad-query]: %s", msg)
 	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest):
 		return fmt.Errorf("chainplan[bad-request]: %s", msg)
 	case errors.Is(err, chainplan.ErrNotFound):
@@ -36,6 +40,15 @@ func codedError(err error) error {
 }
 
 var errBadRequest = errors.New("bad request")
+
+// badRequest marks err as a bad request without adding to its message: the code
+// "chainplan[bad-request]" already says so.
+func badRequest(err error) error { return &requestError{err} }
+
+type requestError struct{ err error }
+
+func (e *requestError) Error() string   { return e.err.Error() }
+func (e *requestError) Unwrap() []error { return []error{errBadRequest, e.err} }
 
 // recoverError turns a panic into an internal error, so that a bug in Go raises a Python
 // exception instead of ending the interpreter. Use it as `defer recoverError(&err)`.

@@ -46,11 +46,36 @@ func TestErrorCodes(t *testing.T) {
 		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
 		{exampleA(t), `{"algo": "magic", "budget_bytes": 10}`, `chainplan[bad-request]: unsupported request: unknown algorithm "magic"`},
 		{exampleA(t), `{"budget_bytes": "ten"}`, `chainplan[bad-request]: bad request: request:`},
+		// The name is checked before the bandwidth: "POFO" is not an offloading algorithm.
+		{exampleA(t), `{"algo": "POFO", "budget_bytes": 30, "bandwidth": 1e9}`, `chainplan[bad-request]: unsupported request: unknown algorithm "POFO" (names are lower-case: did you mean "pofo"?`},
 	}
 	for _, tt := range tests {
 		_, err := Solve(tt.chain, tt.req)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
 			t.Errorf("Solve(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
+		}
+	}
+}
+
+// TestParseSizes checks that Python reads sizes and bandwidths with the CLI's rule, and that
+// a bad one is a bad request whose message says "bad request" once, in its code.
+func TestParseSizes(t *testing.T) {
+	if n, err := ParseBytes("2g"); err != nil || n != 2_000_000_000 {
+		t.Errorf("ParseBytes(2g) = %d, %v", n, err)
+	}
+	if b, err := ParseBandwidth("1.5e3MB/s"); err != nil || b != 1.5e9 {
+		t.Errorf("ParseBandwidth(1.5e3MB/s) = %v, %v", b, err)
+	}
+	for _, tt := range []struct {
+		call func() error
+		want string
+	}{
+		{func() error { _, err := ParseBytes("2XB"); return err }, `chainplan[bad-request]: byte size "2XB": unknown unit "XB"`},
+		{func() error { _, err := ParseBytes("1.5"); return err }, `chainplan[bad-request]: byte size "1.5": not a whole number of bytes`},
+		{func() error { _, err := ParseBandwidth("0/s"); return err }, `chainplan[bad-request]: bandwidth "0/s": must be a positive`},
+	} {
+		if err := tt.call(); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("error %v, want prefix %q", err, tt.want)
 		}
 	}
 }

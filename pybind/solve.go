@@ -72,13 +72,24 @@ func parseRequest(s string) (req planner.Request, minBudget bool, err error) {
 		Bandwidth: r.Bandwidth}, r.MinBudget, nil
 }
 
-// ParseBytes reads a byte size such as "2GiB", "512MB" or "123456" (see
-// chainplan.ParseBytes), so that Python and the CLI accept the same spellings.
+// ParseBytes reads a byte size such as "2GiB", "512MB", "1e9" or "123456" with
+// chainplan.ParseBytes, so that Python and the CLI accept the same spellings.
 func ParseBytes(s string) (n int64, err error) {
 	defer recoverError(&err)
 	n, err = chainplan.ParseBytes(s)
 	if err != nil {
-		return 0, codedError(fmt.Errorf("%w: %v", errBadRequest, err))
+		return 0, codedError(badRequest(err))
 	}
 	return n, nil
+}
+
+// ParseBandwidth reads a bandwidth in bytes per second such as "12GB/s", "1.5GiB/s" or
+// "1.2e10" with chainplan.ParseBandwidth, the rule of the CLI's --bandwidth.
+func ParseBandwidth(s string) (bps float64, err error) {
+	defer recoverError(&err)
+	bps, err = chainplan.ParseBandwidth(s)
+	if err != nil {
+		return 0, codedError(badRequest(err))
+	}
+	return bps, nil
 }

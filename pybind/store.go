@@ -84,7 +84,7 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 	err = withDB(dbPath, false, func(ctx context.Context, db *store.DB) error {
 		rows, err := db.Query(ctx, query)
 		if err != nil {
-			return queryError(err)
+			return err // store.ErrBadQuery or ErrReadOnly: coded "bad-query" by withDB
 		}
 		defer rows.Close()
 		t := profiler.Table{Columns: rows.Columns()}
@@ -92,7 +92,7 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 			t.Append(rows.Values())
 		}
 		if err := rows.Err(); err != nil {
-			return queryError(err)
+			return err
 		}
 		var buf bytes.Buffer
 		if err := profiler.WriteTable(&buf, &t); err != nil {
@@ -102,13 +102,6 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 		return nil
 	})
 	return arrowBase64, err
-}
-
-func queryError(err error) error {
-	if errors.Is(err, store.ErrReadOnly) || errors.Is(err, store.ErrBadQuery) {
-		return fmt.Errorf("%w: %v", errBadRequest, err)
-	}
-	return err
 }
 
 // SolveRun plans the chain of stored run runID as requestJSON asks (see Solve), records

@@ -79,7 +79,10 @@ func TestStoreErrors(t *testing.T) {
 			_, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "bad_negative.arrow"))
 			return err
 		}, "chainplan[invalid-profile]"},
-		{"Write", func() error { _, err := Query(db, "DELETE FROM runs"); return err }, "chainplan[bad-request]"},
+		{"Write", func() error { _, err := Query(db, "DELETE FROM runs"); return err }, "chainplan[bad-query]: query refused: queries are read-only"},
+		// One code and one "bad query", not "bad request: chainplan: bad query" as before.
+		{"Syntax", func() error { _, err := Query(db, "SELEC 1"); return err }, `chainplan[bad-query]: bad query: near "SELEC": syntax error`},
+		{"UnknownColumn", func() error { _, err := Query(db, "SELECT nope FROM runs"); return err }, "chainplan[bad-query]: bad query: no such column: nope"},
 		{"UnknownRun", func() error { _, err := SolveRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
 		{"TooSmall", func() error { _, err := SolveRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
 		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},

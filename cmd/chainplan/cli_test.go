@@ -56,6 +56,19 @@ func TestSolveJSON(t *testing.T) {
 	}
 }
 
+// TestSolveBudgetSpellings checks that every spelling of one size gives the same plan
+// (docs/CLI.md, "Sizes and bandwidths"): scientific notation and SI units included.
+func TestSolveBudgetSpellings(t *testing.T) {
+	chain := writeChain(t)
+	for _, budget := range []string{"24", "2.4e1", "0.024kB", "0.024 k", "24B"} {
+		code, out, errs := run(t, "solve", "--chain", chain, "--budget", budget, "--slots", "24")
+		var p chainplan.Plan
+		if code != 0 || json.Unmarshal([]byte(out), &p) != nil || p.BudgetBytes != 24 || p.Makespan != 21 {
+			t.Errorf("--budget %s: exit %d, plan %+v, stderr %s", budget, code, p, errs)
+		}
+	}
+}
+
 func TestSolveAlgorithms(t *testing.T) {
 	chain := writeChain(t)
 	for _, algo := range []string{"rotor", "optimal", "revolve", "sequential", "store-all"} {
@@ -110,6 +123,9 @@ func TestBadInput(t *testing.T) {
 		{"MissingFile", []string{"solve", "--chain", "/nonexistent.json", "--budget", "40"}, "no such file"},
 		{"UnknownAlgo", []string{"solve", "--algo", "magic", "--chain", chain, "--budget", "40"}, `unknown algorithm "magic"`},
 		{"BadBudget", []string{"solve", "--chain", chain, "--budget", "lots"}, `byte size "lots"`},
+		{"FractionalBudget", []string{"solve", "--chain", chain, "--budget", "1.5"}, `--budget: byte size "1.5": not a whole number of bytes`},
+		{"BudgetUnit", []string{"solve", "--chain", chain, "--budget", "2XB"}, `unknown unit "XB"`},
+		{"NaNBudget", []string{"solve", "--chain", chain, "--budget", "NaN"}, `byte size "NaN": not a number`},
 		{"NoBudget", []string{"solve", "--chain", chain}, "--budget is required"},
 		{"UnknownFlag", []string{"solve", "--chian", chain}, "unknown flag: --chian"},
 		{"UnknownCommand", []string{"solv"}, `unknown command "solv"`},

@@ -127,6 +127,9 @@ func TestSolvePofoErrors(t *testing.T) {
 		{"ZeroBandwidth", []string{"--algo", "pofo", "--budget", "22", "--bandwidth", "0"}, 2, "--bandwidth \"0\": must be a positive"},
 		{"BadBandwidth", []string{"--algo", "offload", "--budget", "22", "--bandwidth", "quick"}, 2, "--bandwidth \"quick\""},
 		{"BandwidthForRotor", []string{"--algo", "rotor", "--budget", "22", "--bandwidth", "1"}, 2, "offloading algorithms only"},
+		{"UpperCaseAlgo", []string{"--algo", "POFO", "--budget", "22", "--bandwidth", "1"}, 2, `unknown algorithm "POFO" (names are lower-case: did you mean "pofo"?`},
+		{"UpperCaseAlgoNoBandwidth", []string{"--algo", "Pofo", "--budget", "22"}, 2, `unknown algorithm "Pofo"`},
+		{"BandwidthUnit", []string{"--algo", "pofo", "--budget", "22", "--bandwidth", "1XB/s"}, 2, `--bandwidth "1XB/s": unknown unit "XB"`},
 		{"Infeasible", []string{"--algo", "pofo", "--budget", "15", "--slots", "15", "--bandwidth", "1"}, 3, "smallest feasible budget"},
 		{"InfeasibleOffload", []string{"--algo", "offload", "--budget", "15", "--slots", "15", "--bandwidth", "1"}, 3, "smallest feasible budget"},
 	}

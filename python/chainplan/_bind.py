@@ -20,6 +20,7 @@ from chainplan.errors import (
     InfeasibleBudget,
     NotFoundError,
     PlanError,
+    QueryError,
     ScheduleError,
     SchemaError,
 )
@@ -58,6 +59,7 @@ def translate(err: BaseException) -> Exception:
         "invalid-profile": SchemaError,
         "invalid-plan": ScheduleError,
         "bad-request": PlanError,
+        "bad-query": QueryError,
         "not-found": NotFoundError,
     }.get(code, ChainplanError)
     return cls(msg)
@@ -82,8 +84,13 @@ def min_budget(chain_json: str, request: dict[str, Any]) -> int:
 
 
 def parse_bytes(text: str) -> int:
-    """Read a byte size with the CLI's rules ("2GiB", "512MB", "123456")."""
+    """Read a byte size with the CLI's rule ("2GiB", "512MB", "1e9", "123456"; docs/CLI.md)."""
     return int(call(_go().ParseBytes, text))
+
+
+def parse_bandwidth(text: str) -> float:
+    """Read a bandwidth in bytes per second with the CLI's rule ("12GB/s", "1.2e10")."""
+    return float(call(_go().ParseBandwidth, text))
 
 
 def db_path() -> str:

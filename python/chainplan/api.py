@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import statistics
 import time
@@ -16,7 +17,7 @@ import torch
 from torch import nn
 
 from chainplan import _bind
-from chainplan.errors import PlanError, ProfileError
+from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
 from chainplan.profiler.hooks import record_model
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
@@ -32,21 +33,44 @@ record = record_model
 
 
 def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int) -> dict[str, Any]:
-    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int) or slots <= 0):
+    """The planning request for a budget, checked before any work: a wrong type raises
+    :class:`ArgumentTypeError` naming the argument, a bad value :class:`PlanError`.
+
+    A budget is a positive int (bytes), a size string read by the Go parser with the CLI's
+    rule (docs/CLI.md, "Sizes and bandwidths": ``"2GiB"``, ``"2GB"``, ``"1e9"``), or
+    ``"min"``. A float is refused, also a whole one: a size in a string keeps its exact
+    spelling (``"2.5GB"``, ``"1e9"``) where a float would round.
+    """
+    if not isinstance(algo, str):
+        raise ArgumentTypeError(f"algo must be a str such as 'rotor' (got {_typed(algo)})")
+    if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int)):
+        raise ArgumentTypeError(f"slots must be a positive integer, or None for the "
+                                f"algorithm's default (got {_typed(slots)})")
+    if slots is not None and slots <= 0:
         raise PlanError(f"slots must be a positive integer, or None for the algorithm's default "
                         f"(got {slots!r})")
+    if isinstance(segments, bool) or not isinstance(segments, int):
+        raise ArgumentTypeError(f"segments must be an integer (got {_typed(segments)})")
     # 0 asks the Go planner for the algorithm's own default grid.
     req: dict[str, Any] = {"algo": algo, "slots": slots or 0, "segments": segments}
     if isinstance(budget, str) and budget.strip().lower() == "min":
         req["min_budget"] = True
-    elif isinstance(budget, str):
-        req["budget_bytes"] = _bind.parse_bytes(budget)
-    elif isinstance(budget, int) and not isinstance(budget, bool) and budget > 0:
-        req["budget_bytes"] = budget
-    else:
-        raise PlanError(f"budget must be a positive number of bytes, a size such as '2GiB', "
-                        f"or 'min' (got {budget!r})")
+        return req
+    if isinstance(budget, str):
+        budget = _bind.parse_bytes(budget)
+    elif isinstance(budget, bool) or not isinstance(budget, int):
+        raise ArgumentTypeError(
+            f"budget must be an int (bytes), a size string such as '2GiB' or '1e9', or 'min' "
+            f"(got {_typed(budget)})")
+    if budget <= 0:
+        raise PlanError(f"budget must be positive (got {budget} bytes)")
+    req["budget_bytes"] = budget
     return req
+
+
+def _typed(value: object) -> str:
+    """A value and its type for an error message: ``2.5 (float)``."""
+    return f"{value!r} ({type(value).__name__})"
 
 
 def plan(
@@ -69,18 +93,22 @@ def plan(
             required and the model is profiled first).
 
     Keyword Args:
-        budget: total activation memory (chain input included): bytes, a size such as
-            ``"2GiB"``, or ``"min"`` for the algorithm's smallest feasible budget.
+        budget: total activation memory (chain input included): bytes (an int), a size
+            such as ``"2GiB"``, ``"2GB"`` or ``"1.5e9"``, or ``"min"`` for the algorithm's
+            smallest feasible budget. Sizes follow the CLI's rule (docs/CLI.md, "Sizes and
+            bandwidths"): ``k``, ``M``, ``G``, ``T`` with or without ``B`` are powers of
+            1000, ``Ki``, ``Mi``, ``Gi``, ``Ti`` powers of 1024, case-insensitive.
         algo: ``rotor`` (default), ``optimal``, ``revolve``, ``sequential`` or
-            ``store-all``.
+            ``store-all``, or an offloading algorithm; names are lower-case.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
             length for ``pofo``, 50 to 243 slots).
         segments: segment count for ``sequential`` (default: 0, the best that fits).
         bandwidth: host-device copy bandwidth for the offloading algorithms (``pofo``,
-            ``offload``, ``greedy``, ``autocapper``, ``opportunist``): bytes per second, a
-            size per second such as ``"12GB/s"``, or ``"auto"``: the bandwidth recorded
-            with the run, else measured once on the profile's device and recorded.
+            ``offload``, ``greedy``, ``autocapper``, ``opportunist``): bytes per second (an
+            int or a float), a size per second such as ``"12GB/s"`` or ``"1.2e10"`` (the
+            budget's units, ``/s`` optional), or ``"auto"``: the bandwidth recorded with the
+            run, else measured once on the profile's device and recorded.
         sample, loss_fn, target: used to profile ``source`` when it is a model.
 
     Returns:
@@ -91,7 +119,10 @@ def plan(
     Raises:
         InfeasibleBudget: the budget is too small (``min_budget_bytes`` says how small it
             may be).
-        PlanError: a bad algorithm name or option.
+        PlanError: a bad algorithm name, size or option.
+        ArgumentTypeError: an argument of the wrong type (``budget=2.5``, ``slots="10"``);
+            also a :class:`TypeError` and a :class:`PlanError`.
+        NotFoundError: no such stored run, or ``source`` is a string naming no file.
     """
     req = _budget_request(budget, algo, slots, segments)
     if isinstance(source, nn.Module):
@@ -110,20 +141,44 @@ def plan(
         return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source,
                               input_shape=run_input_shape(source))
     if isinstance(source, (str, os.PathLike)):
-        return Plan.from_json(_bind.solve(Path(source).read_text(), req))
+        return Plan.from_json(_bind.solve(_read_chain_file(source), req))
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
 
 
+def _read_chain_file(source: str | os.PathLike[str]) -> str:
+    """The text of plan()'s chain file, with chainplan errors for a path that is not one."""
+    path = Path(source)
+    try:
+        return path.read_text()
+    except FileNotFoundError as err:
+        hint, text = "", str(source).strip()
+        if isinstance(source, str) and text.isdigit():
+            hint = f"; for the stored run {text} pass the int: plan({text}, ...)"
+        raise NotFoundError(f"plan() source {str(source)!r} is not an existing chain file (nor a "
+                            f"Profile or a run id){hint}") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanError(f"cannot read the chain file {str(source)!r}: {err}") from err
+
+
 def _bandwidth(value: float | str, source: object) -> float:
-    """Resolve plan()'s bandwidth argument to bytes per second."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if not value > 0:
-            raise PlanError(f"bandwidth must be positive (got {value!r})")
+    """Resolve plan()'s bandwidth argument to bytes per second.
+
+    A positive, finite int or float is bytes per second; a string is read by the Go parser
+    with the CLI's rule (a size with an optional ``/s``: ``"12GB/s"``, ``"1.2e10"``; docs/CLI.md,
+    "Sizes and bandwidths"), except ``"auto"``: the bandwidth recorded with the run, else
+    measured once on the profile's device and recorded.
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise ArgumentTypeError(f"bandwidth must be bytes per second (an int or a float), a "
+                                f"string such as '12GB/s', or 'auto' (got {_typed(value)})")
+    if not isinstance(value, str):
+        if not (math.isfinite(value) and value > 0):
+            raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
+                            f"(got {value!r})")
         return float(value)
-    text = str(value).strip()
-    if text.lower() != "auto":
-        return float(_bind.parse_bytes(text.removesuffix("/s").removesuffix("/S")))
+    if value.strip().lower() != "auto":
+        return _bind.parse_bandwidth(value)
     run_id = source.run_id if isinstance(source, Profile) else source
     if not isinstance(run_id, int) or isinstance(run_id, bool):
         raise PlanError("bandwidth='auto' needs a stored profile (a Profile with a run id, "

@@ -2,19 +2,23 @@
 
 Every error chainplan raises on purpose derives from :class:`ChainplanError`, so one ``except``
 catches them all. Errors about a value handed to chainplan also derive from
-:class:`ValueError`. Errors coming from the Go planner carry the Go message unchanged.
-This module never imports torch.
+:class:`ValueError`, and errors about an argument of the wrong type from :class:`TypeError`.
+Errors coming from the Go planner carry the Go message unchanged. Warnings chainplan issues
+are :class:`ChainplanWarning` instances. This module never imports torch.
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentTypeError",
     "ChainplanError",
+    "ChainplanWarning",
     "InfeasibleBudget",
     "InfeasiblePlanError",
     "NotFoundError",
     "PlanError",
     "ProfileError",
+    "QueryError",
     "ScheduleError",
     "SchemaError",
 ]
@@ -29,7 +33,18 @@ class ProfileError(ChainplanError, ValueError):
 
     It is also a :class:`ValueError`: the cause is always the value handed to the profiler
     (a stage returning a tuple, an unsupported device, an option out of range, ...).
+
+    Attributes:
+        stage_index: the 1-based index of the stage that failed (``L+1`` for the loss), or
+            None when the error is not about one stage.
+        stage_name: that stage's name, or None.
     """
+
+    def __init__(self, message: str, *, stage_index: int | None = None,
+                 stage_name: str | None = None) -> None:
+        super().__init__(message)
+        self.stage_index = stage_index
+        self.stage_name = stage_name
 
 
 class SchemaError(ChainplanError, ValueError):
@@ -38,6 +53,22 @@ class SchemaError(ChainplanError, ValueError):
 
 class PlanError(ChainplanError, ValueError):
     """The planner could not produce a plan from the request (unknown algorithm, bad option)."""
+
+
+class ArgumentTypeError(PlanError, TypeError):
+    """An argument has the wrong type (``budget=2.5``, ``slots="10"``); the message names it.
+
+    It is a :class:`TypeError`, as Python's own functions raise for a wrong type, and a
+    :class:`PlanError` (so a :class:`ValueError` too), so that code which caught the
+    planner's errors before this class existed still does (numpy's ``AxisError`` is both a
+    ``ValueError`` and an ``IndexError`` for the same reason).
+    """
+
+
+class QueryError(ChainplanError, ValueError):
+    """A SQL query was refused: SQLite cannot run it (syntax, unknown table or column), or it
+    would write (every query is read-only). The message is SQLite's, after "bad query:" or
+    "query refused:"."""
 
 
 class InfeasibleBudget(PlanError):
@@ -63,3 +94,11 @@ class ScheduleError(ChainplanError, ValueError):
 
 class NotFoundError(ChainplanError, LookupError):
     """A stored run or plan does not exist."""
+
+
+class ChainplanWarning(UserWarning):
+    """Something chainplan measured or was asked looks wrong but does not stop it, such as a
+    profile whose repeated measurements spread too much to be trusted.
+
+    Filter them as a group: ``warnings.simplefilter("error", chainplan.errors.ChainplanWarning)``.
+    """
