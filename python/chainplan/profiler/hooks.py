@@ -1,13 +1,29 @@
-"""``chainplan.record``: per-stage times and sizes over ordinary training steps.
+"""``chainplan.record``: a plannable profile from ordinary training steps.
 
-Where :func:`chainplan.profile` measures each stage in isolation (memory included),
-``record`` watches a model while it trains: forward pre/post hooks time each stage's
-forward, a hook on each stage's output gradient marks the start of its backward and a
-hook on its input gradient the end (the first stage, whose input needs no gradient, ends
-with the backward pass). Only timestamps and sizes are taken in the hooks, so the overhead
-is a few microseconds per stage and step; on a GPU the timestamps are CUDA events, read
-once at the end. The result is a version-1 profile file without memory columns, one row
-per stage and step, for watching drift over a run.
+Where :func:`chainplan.profile` runs each stage in isolation, ``record`` watches the model
+while the user's own loop trains it and measures the same quantities, so that a normal
+training run yields a profile the planners accept without a separate pass:
+
+* **times** of every stage, from hooks: forward pre-hook to forward hook, and from the hook
+  on the stage output's gradient to the hook on its input's gradient (the first stage, whose
+  input needs no gradient, ends with the backward pass). Only timestamps are taken (CUDA
+  events on a GPU, read once at the end), a few microseconds per stage and step;
+* **memory** (saved bytes ``ā``, temporaries ``o_F``/``o_B``), on one sampled step only,
+  with saved-tensor hooks and allocator probes (:mod:`chainplan.profiler.stepmemory`). CPU
+  probes cost about 10 µs per operator, so that step is left out of the times;
+* **the loss**, when given as ``record(model, loss_fn=...)``: its forward is the loss call
+  itself, its backward runs from the hook on the loss value to the hook on ``δ_L``. The
+  time between the last stage's forward and its backward is not the loss (it also holds the
+  script's own work and the start of ``backward()``), so without ``loss_fn`` the loss stage
+  costs nothing, as with ``profile()`` without one;
+* the real **batch size, input shape and compute dtype**, from the first stage's input on
+  the measured step.
+
+Steps: the first ``warmup`` steps (lazy allocations, optimizer state, caches) are skipped,
+the next is measured for memory, and every later complete step with the same input shape
+is one timed repetition (``rep``). A step starts with a forward of the first stage with
+grad enabled; steps without a full backward, such as evaluation passes under grad, are
+ignored.
 """
 
 from __future__ import annotations
@@ -15,9 +31,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import os
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,68 +40,87 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.run import Profile, _device_name, _param_dtype, default_profile_dir
+from chainplan.profiler.recorded import Clock, Step, recorded_rows
+from chainplan.profiler.run import (
+    Profile,
+    _device_name,
+    _stage_name,
+    compute_dtype,
+    default_profile_dir,
+)
 from chainplan.profiler.signature import model_signature
+from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
+from chainplan.profiler.stepmemory import StepMemory, nbytes
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
 from chainplan.stages import flatten_stages
 
 __all__ = ["Recording", "record_model"]
 
-
-class _Clock:
-    """Timestamps: CUDA events on a GPU (resolved later), nanoseconds on the CPU."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cuda = device.type == "cuda"
-
-    def now(self) -> Any:
-        if self.cuda:
-            ev = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-            ev.record()
-            return ev
-        return time.perf_counter_ns()
-
-    def seconds(self, a: Any, b: Any) -> float:
-        if self.cuda:
-            return float(a.elapsed_time(b)) / 1e3
-        return float(b - a) / 1e9
-
-
-@dataclass
-class _Step:
-    fwd: dict[int, tuple[Any, Any]] = field(default_factory=dict)
-    bwd_start: dict[int, Any] = field(default_factory=dict)
-    bwd_end: dict[int, Any] = field(default_factory=dict)
-    in_bytes: dict[int, int] = field(default_factory=dict)
-    out_bytes: dict[int, int] = field(default_factory=dict)
+LossFn = Callable[..., torch.Tensor]
 
 
 class Recording:
-    """What :func:`record_model` collects; ``profile`` is set when the block exits."""
+    """What :func:`record_model` collects; ``profile`` is set when the block exits.
 
-    def __init__(self, model: nn.Module, stages: list[nn.Module], device: torch.device) -> None:
+    Attributes:
+        loss_fn: the loss to compute the training loss with, so that it is measured: the
+            module given as ``loss_fn`` itself (hooked), or a wrapper of the function
+            given; None without ``loss_fn``.
+        profile: the recorded :class:`~chainplan.profiler.run.Profile`, after the block.
+    """
+
+    def __init__(self, model: nn.Module, stages: list[nn.Module], device: torch.device,
+                 loss_fn: LossFn | None, warmup: int) -> None:
         self.model = model
         self.stages = stages
-        self.clock = _Clock(device)
-        self.steps: list[_Step] = []
+        self.device = device
+        self.clock = Clock(device)
+        self.steps: list[Step] = []
         self.profile: Profile | None = None
+        self.warmup = warmup
+        self.memory: StepMemory | None = None  # the measured step's, once complete
+        self.names = [_stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
+        self._loss_module = loss_fn if isinstance(loss_fn, nn.Module) else None
+        self._loss_name = "none" if loss_fn is None else getattr(
+            loss_fn, "__name__", type(loss_fn).__name__)
+        self.loss_fn: LossFn | None = loss_fn
+        if loss_fn is not None and self._loss_module is None:
+            self.loss_fn = self._wrap_loss(loss_fn)
         self._fwd_start: dict[int, Any] = {}
+        self._loss_start: Any = None
 
     @property
     def num_steps(self) -> int:
         """Steps recorded so far (a step starts with a forward of the first stage)."""
         return len(self.steps)
 
+    # Stage hooks ------------------------------------------------------------------------
+
     def _pre(self, k: int, inputs: tuple[Any, ...]) -> None:
         if not torch.is_grad_enabled():
             return
+        x = inputs[0] if inputs else None
         if k == 1:
-            self.steps.append(_Step())
-        if self.steps:
-            x = inputs[0] if inputs else None
-            if isinstance(x, torch.Tensor):
-                self.steps[-1].in_bytes[k] = x.numel() * x.element_size()
-            self._fwd_start[k] = self.clock.now()
+            self._begin_step(x)
+        if not self.steps:
+            return
+        step = self.steps[-1]
+        if isinstance(x, torch.Tensor):
+            step.in_bytes[k] = nbytes(x)
+        if step.memory is not None:
+            step.memory.fwd_begin(k, x)
+        self._fwd_start[k] = self.clock.now()
+
+    def _begin_step(self, x: Any) -> None:
+        self.close()
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else ()
+        dtype = compute_dtype(self.model, x) if isinstance(x, torch.Tensor) else ""
+        step = Step(shape, dtype)
+        if self.memory is None and len(self.steps) >= self.warmup:
+            step.memory = StepMemory(self.device, self.stages, self._loss_module)
+            step.probed = True
+            step.memory.start()
+        self.steps.append(step)
 
     def _post(self, k: int, inputs: tuple[Any, ...], out: Any) -> None:
         if not torch.is_grad_enabled() or not self.steps or k not in self._fwd_start:
@@ -96,111 +129,208 @@ class Recording:
         step.fwd[k] = (self._fwd_start.pop(k), self.clock.now())
         if not isinstance(out, torch.Tensor):
             raise ProfileError(f"stage {k} returned {type(out).__name__}; "
-                               "a chain stage must return one tensor")
-        step.out_bytes[k] = out.numel() * out.element_size()
+                               "a chain stage must return one tensor",
+                               stage_index=k, stage_name=type(self.stages[k - 1]).__name__)
+        x = inputs[0] if inputs else None
+        if step.memory is not None:
+            step.memory.fwd_end(k, x, out)
         if out.requires_grad:
             out.register_hook(  # type: ignore[no-untyped-call]
-                lambda g, k=k, step=step: self._grad_out(k, step))
-        x = inputs[0] if inputs else None
+                lambda g, k=k, step=step: self._grad_out(k, step, g))
         if isinstance(x, torch.Tensor) and x.requires_grad and k > 1:
             x.register_hook(  # type: ignore[no-untyped-call]
-                lambda g, k=k, step=step: self._grad_in(k, step))
+                lambda g, k=k, step=step: self._grad_in(k, step, g))
 
-    def _grad_out(self, k: int, step: _Step) -> None:
-        step.bwd_start[k] = self.clock.now()
+    def _grad_out(self, k: int, step: Step, g: torch.Tensor) -> None:
+        now = self.clock.now()
+        if k == len(self.stages) and len(step.loss_bwd) == 1:
+            step.loss_bwd.append(now)  # δ_L is here: the loss's backward is over
+            if step.memory is not None:
+                step.memory.loss_bwd_end(nbytes(g))
+        step.bwd_start[k] = now
+        if step.memory is not None:
+            step.memory.bwd_begin(k)
         if k == 1:
             # The first stage has no input gradient: its backward ends with the pass.
             torch.autograd.Variable._execution_engine.queue_callback(
-                lambda: step.bwd_end.__setitem__(1, self.clock.now()))
+                lambda: self._backward_done(step))
 
-    def _grad_in(self, k: int, step: _Step) -> None:
+    def _grad_in(self, k: int, step: Step, g: torch.Tensor) -> None:
         # The gradient of stage k's input is computed by stage k's backward.
         step.bwd_end[k] = self.clock.now()
+        if step.memory is not None:
+            step.memory.bwd_end(k, nbytes(g))
+
+    def _backward_done(self, step: Step) -> None:
+        step.bwd_end[1] = self.clock.now()
+        mem = step.memory
+        if mem is not None and not mem.finished:
+            mem.bwd_end(1, 0)
+            mem.finish()
+            if mem.complete(with_loss=self.loss_fn is not None):
+                self.memory = mem
+
+    # Loss hooks -------------------------------------------------------------------------
+
+    def _wrap_loss(self, fn: LossFn) -> LossFn:
+        def loss(*args: Any, **kwargs: Any) -> torch.Tensor:
+            self._loss_pre(args)
+            value = fn(*args, **kwargs)
+            self._loss_post(args, value)
+            return value
+
+        return loss
+
+    def _loss_pre(self, args: tuple[Any, ...]) -> None:
+        step = self.steps[-1] if self.steps else None
+        # Only the loss of a step's chain output counts, once per step.
+        if (not torch.is_grad_enabled() or step is None or step.loss_fwd is not None
+                or len(step.fwd) < len(self.stages)):
+            return
+        if step.memory is not None:
+            step.memory.loss_fwd_begin(a for a in args if isinstance(a, torch.Tensor))
+        self._loss_start = self.clock.now()
+
+    def _loss_post(self, args: tuple[Any, ...], value: Any) -> None:
+        if self._loss_start is None:
+            return
+        step = self.steps[-1]
+        step.loss_fwd = (self._loss_start, self.clock.now())
+        self._loss_start = None
+        if not isinstance(value, torch.Tensor):
+            raise ProfileError(f"the loss returned {type(value).__name__}, not a tensor")
+        if step.memory is not None:
+            a_last = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            step.memory.loss_fwd_end(a_last, value)
+        if value.requires_grad:
+            value.register_hook(  # type: ignore[no-untyped-call]
+                lambda g, step=step: self._loss_backward(step))
+
+    def _loss_backward(self, step: Step) -> None:
+        step.loss_bwd[:] = [self.clock.now()]
+        if step.memory is not None:
+            step.memory.loss_bwd_begin()
+
+    def install(self) -> list[RemovableHandle]:
+        """Register the hooks; returns their handles."""
+        handles: list[RemovableHandle] = []
+        for k, st in enumerate(self.stages, start=1):
+            handles.append(st.register_forward_pre_hook(
+                lambda _m, inputs, k=k: self._pre(k, inputs)))
+            handles.append(st.register_forward_hook(
+                lambda _m, inputs, out, k=k: self._post(k, inputs, out)))
+        if self._loss_module is not None:
+            handles.append(self._loss_module.register_forward_pre_hook(
+                lambda _m, inputs: self._loss_pre(inputs)))
+            handles.append(self._loss_module.register_forward_hook(
+                lambda _m, inputs, out: self._loss_post(inputs, out)))
+        return handles
+
+    def close(self) -> None:
+        """Close the probes of the last step measured for memory, outside any backward.
+
+        A complete measurement's results become readable; an incomplete one (no backward,
+        or the loss not seen) is dropped, and the next step is measured instead.
+        """
+        last = self.steps[-1] if self.steps else None
+        if last is None or last.memory is None:
+            return
+        if last.memory is self.memory:
+            last.memory.close()
+        else:
+            last.memory.abort()
+            last.memory = None
+
+    # Results ----------------------------------------------------------------------------
 
     def rows(self) -> list[ProfileRow]:
-        """One row per stage and complete step (forward and backward of every stage)."""
-        if self.clock.cuda:
-            torch.cuda.synchronize()
-        params = [sum(p.numel() * p.element_size() for p in st.parameters())
-                  for st in self.stages]
-        names = [f"{k}:{type(st).__name__}" for k, st in enumerate(self.stages, start=1)]
-        n = len(self.stages)
-        rows: list[ProfileRow] = []
-        rep = 0
-        for step in self.steps:
-            if len(step.fwd) < n:
-                continue
-            for k in range(1, n + 1):
-                f0, f1 = step.fwd[k]
-                b = 0.0
-                if k in step.bwd_start and k in step.bwd_end:
-                    b = max(0.0, self.clock.seconds(step.bwd_start[k], step.bwd_end[k]))
-                rows.append(ProfileRow(k, names[k - 1], rep, self.clock.seconds(f0, f1), b,
-                                       step.in_bytes.get(k, 0), step.out_bytes[k], None, None,
-                                       None, params[k - 1]))
-            rows.append(ProfileRow(n + 1, "loss", rep, 0.0, 0.0, step.out_bytes[n], 0, None,
-                                   None, None, 0, stage_kind="loss"))
-            rep += 1
+        """The profile's rows: times from the timed steps, memory from the measured one."""
+        if self.memory is None:
+            raise ProfileError(_too_few(self))
+        rows = recorded_rows(self.steps, self.memory, self.stages, self.names, self.clock,
+                             warmup=self.warmup, loss_name=self._loss_name)
+        if rows is None:
+            raise ProfileError(_too_few(self))
         return rows
+
+    def measured_step(self) -> Step:
+        """The step measured for memory (after :meth:`rows` succeeded)."""
+        return next(s for s in self.steps if s.memory is not None and s.memory is self.memory)
+
+
+def _too_few(rec: Recording) -> str:
+    return (f"chainplan.record saw {len(rec.steps)} training step(s); it needs {rec.warmup} "
+            f"warm-up step(s), one step measured for memory and at least one timed step, each "
+            f"a forward of every stage with grad enabled and a backward"
+            + ("" if rec.loss_fn is None else ", with the loss computed by rec.loss_fn"))
 
 
 @contextlib.contextmanager
 def record_model(
     model: nn.Module,
     *,
+    loss_fn: LossFn | None = None,
+    warmup: int = 1,
     name: str | None = None,
     path: str | os.PathLike[str] | None = None,
     ingest: bool = True,
+    spread_warning: float | None = DEFAULT_SPREAD_WARNING,
 ) -> Iterator[Recording]:
-    """Record per-stage forward and backward times and output sizes while training.
+    """Record a plannable profile over ordinary training steps (see the module doc).
 
     Usage::
 
-        with chainplan.record(model) as rec:
+        with chainplan.record(model, loss_fn=nn.CrossEntropyLoss()) as rec:
             for x, y in loader:
-                loss_fn(model(x), y).backward(); opt.step(); opt.zero_grad()
-        print(rec.profile.run_id)
+                rec.loss_fn(model(x), y).backward(); opt.step(); opt.zero_grad()
+        plan = chainplan.plan(rec.profile, budget="min")
 
     Args:
         model: an ``nn.Sequential`` chain (nested Sequentials are flattened).
 
     Keyword Args:
+        loss_fn: the training loss. A module (``nn.CrossEntropyLoss()``) is hooked, so
+            calling it as usual measures it; a function is measured when called through
+            ``rec.loss_fn``. None gives the loss stage no cost, as in ``profile()``.
+        warmup: first steps neither measured nor timed, ≥ 0 (default: 1). The step after
+            them is measured for memory; every later step is timed. At least
+            ``warmup + 2`` training steps are needed.
         name: the model's name in the database (default: its class name).
         path: the Arrow file to write (default: a new file in the profile folder).
         ingest: store the profile in the database (default: True).
+        spread_warning: warn when a stage's times over the timed steps spread more than
+            this, as ``(max − min) / median`` (default: 0.25; None never warns).
 
     Raises:
-        ProfileError: the model is not a chain, or no complete step was recorded.
+        ProfileError: the model is not a chain, a stage does not return one tensor, or too
+            few complete steps were recorded.
     """
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ProfileError(f"warmup must be an integer ≥ 0 (got {warmup!r})")
     stages = flatten_stages(model)
     try:
         device = next(model.parameters()).device
     except StopIteration:
         device = torch.device("cpu")
-    rec = Recording(model, stages, device)
-    handles: list[RemovableHandle] = []
-    for k, st in enumerate(stages, start=1):
-        handles.append(st.register_forward_pre_hook(
-            lambda _m, inputs, k=k: rec._pre(k, inputs)))
-        handles.append(st.register_forward_hook(
-            lambda _m, inputs, out, k=k: rec._post(k, inputs, out)))
+    rec = Recording(model, stages, device, loss_fn, warmup)
+    handles = rec.install()
     try:
         yield rec
     finally:
         for h in handles:
             h.remove()
+        rec.close()
     rows = rec.rows()
-    if not rows:
-        raise ProfileError("chainplan.record saw no complete training step "
-                           "(a forward of every stage with grad enabled)")
+    measured = rec.measured_step()
     name = name or type(model).__name__
+    shape = list(measured.input_shape)
     meta = ProfileMetadata(
         model_name=name, model_signature=model_signature(model, device),
         torch_version=torch.__version__, device=str(device), device_name=_device_name(device),
-        dtype=_param_dtype(model), batch_size=1, input_shape=[],
+        dtype=measured.dtype, batch_size=shape[0] if shape else 1, input_shape=shape,
         threads=torch.get_num_threads(),
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=0, reps=max(r.rep for r in rows) + 1)
+        warmup_reps=warmup, reps=max(r.rep for r in rows) + 1)
     if path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         path = default_profile_dir() / f"{name}-record-{stamp}.arrow"
@@ -211,5 +341,7 @@ def record_model(
 
         run_id = _bind.ingest(str(out))
     rec.profile = Profile(path=out, run_id=run_id, model_name=name,
-                          stage_names=tuple(r.stage_name for r in rows[: len(stages)]),
-                          rows=tuple(rows), seconds=0.0)
+                          stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0)
+    # stacklevel 4: past this generator and contextlib, to the user's `with` statement.
+    warn_if_spread(rec.profile.spread, spread_warning, what=f"recorded profile of {name}",
+                   stacklevel=4)

@@ -7,11 +7,12 @@ random gradient; times are medians of repetitions; the loss is the last stage.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,12 @@ from chainplan.profiler.measure import (
     measure_stage,
 )
 from chainplan.profiler.signature import model_signature
+from chainplan.profiler.spread import (
+    DEFAULT_SPREAD_WARNING,
+    StageSpread,
+    stage_spreads,
+    warn_if_spread,
+)
 from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profile
 from chainplan.stages import flatten_stages
 
@@ -58,6 +65,17 @@ class Profile:
     @property
     def num_stages(self) -> int:
         return len(self.stage_names)
+
+    @property
+    def spread(self) -> tuple[StageSpread, ...]:
+        """Per stage (the loss last), how far its repeated times spread: ``(max − min) /
+        median`` of the forward and of the backward times (:mod:`chainplan.profiler.spread`)."""
+        return stage_spreads(self.rows)
+
+    @property
+    def max_spread(self) -> float:
+        """The largest forward or backward spread of any stage (0 for a single repetition)."""
+        return max((s.spread for s in self.spread), default=0.0)
 
     def summary(self) -> str:
         """A readable stage table: per stage its name, median forward and backward times
@@ -136,6 +154,7 @@ def profile_model(
     path: str | os.PathLike[str] | None = None,
     ingest: bool = True,
     progress: bool | None = None,
+    spread_warning: float | None = DEFAULT_SPREAD_WARNING,
 ) -> Profile:
     """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
 
@@ -154,15 +173,21 @@ def profile_model(
             :func:`default_profile_dir`).
         ingest: store the profile in the database (default: True).
         progress: show a progress bar over the stages (default: when stderr is a terminal).
+        spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
+            repeated times spread more than this, as ``(max − min) / median`` (default:
+            0.25; None never warns). :attr:`Profile.spread` has every stage's spread.
 
     Returns:
         The :class:`Profile`, with its run id when ingested.
 
     Raises:
-        ProfileError: the model is not a chain, a stage does not return one tensor, or an
+        ProfileError: the model is not a chain, a stage does not return one tensor, a stage
+            or the loss raises while measured (the error names it, ``stage_index`` and
+            ``stage_name`` say which, and the original error is its ``__cause__``), or an
             option is out of range.
     """
     start = time.perf_counter()
+    _check_spread_warning(spread_warning)
     stages = flatten_stages(model)
     if not isinstance(sample, torch.Tensor):
         raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
@@ -180,9 +205,10 @@ def profile_model(
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
                    leave=False)
         with bar:
-            for stage, sname in zip(stages, names, strict=True):
+            for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
                 bar.set_postfix_str(sname, refresh=False)
-                m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                with _naming_stage(k, sname):
+                    m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
                 measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
@@ -190,9 +216,10 @@ def profile_model(
             loss_name = "none"
             if loss_fn is not None:
                 fn = loss_fn if target is not None else (lambda out, _t: loss_fn(out))
-                lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
-                                  repeats=repeats, warmup=warmup, device=device)
                 loss_name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+                with _naming_stage(len(stages) + 1, f"loss {loss_name}"):
+                    lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
+                                      repeats=repeats, warmup=warmup, device=device)
             rows = _stage_rows(measured, names, lm)
             end = chain_end(measured[-1][0], lm)
             rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
@@ -223,8 +250,35 @@ def profile_model(
         from chainplan import _bind
 
         run_id = _bind.ingest(str(out))
-    return Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
+    prof = Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
                    rows=tuple(rows), seconds=time.perf_counter() - start)
+    warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
+    return prof
+
+
+@contextlib.contextmanager
+def _naming_stage(k: int, name: str) -> Iterator[None]:
+    """Re-raise an error of measuring stage ``k`` as a :class:`ProfileError` naming it.
+
+    A stage's own exception (a shape mismatch, a dtype error, an out-of-memory) reaches the
+    user from inside the profiler's measuring loop, with nothing saying which of perhaps
+    hundreds of stages raised; the original stays the ``__cause__``.
+    """
+    try:
+        yield
+    except Exception as err:
+        raise ProfileError(f"stage {k} ({name}) failed while profiling: "
+                           f"{type(err).__name__}: {err}", stage_index=k,
+                           stage_name=name) from err
+
+
+def _check_spread_warning(value: float | None) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ProfileError(f"spread_warning must be a number ≥ 0 or None (got {value!r})")
+    if not value >= 0:
+        raise ProfileError(f"spread_warning must be ≥ 0 (got {value!r})")
 
 
 def compute_dtype(model: nn.Module, sample: torch.Tensor) -> str:
