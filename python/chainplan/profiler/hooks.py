@@ -20,8 +20,9 @@ training run yields a profile the planners accept without a separate pass:
   the measured step.
 
 Steps: the first ``warmup`` steps (lazy allocations, optimizer state, caches) are skipped,
-the next is measured for memory, and every later complete step with the same input shape
-is one timed repetition (``rep``). A step starts with a forward of the first stage with
+the next is measured for memory (the one after it if it had no backward or no loss, up to
+three tries), and every later complete step with the same input shape is one timed
+repetition (``rep``). A step starts with a forward of the first stage with
 grad enabled; steps without a full backward, such as evaluation passes under grad, are
 ignored.
 """
@@ -88,6 +89,7 @@ class Recording:
             self.loss_fn = self._wrap_loss(loss_fn)
         self._fwd_start: dict[int, Any] = {}
         self._loss_start: Any = None
+        self._attempts = 0  # steps measured for memory so far
 
     @property
     def num_steps(self) -> int:
@@ -116,7 +118,10 @@ class Recording:
         shape = tuple(x.shape) if isinstance(x, torch.Tensor) else ()
         dtype = compute_dtype(self.model, x) if isinstance(x, torch.Tensor) else ""
         step = Step(shape, dtype)
-        if self.memory is None and len(self.steps) >= self.warmup:
+        # A step that ends without a backward (or without the loss) is measured again on the
+        # next one, a few times only: probes slow a CPU step down several times over.
+        if self.memory is None and len(self.steps) >= self.warmup and self._attempts < 3:
+            self._attempts += 1
             step.memory = StepMemory(self.device, self.stages, self._loss_module)
             step.probed = True
             step.memory.start()
@@ -130,7 +135,7 @@ class Recording:
         if not isinstance(out, torch.Tensor):
             raise ProfileError(f"stage {k} returned {type(out).__name__}; "
                                "a chain stage must return one tensor",
-                               stage_index=k, stage_name=type(self.stages[k - 1]).__name__)
+                               stage_index=k, stage_name=self.names[k - 1])
         x = inputs[0] if inputs else None
         if step.memory is not None:
             step.memory.fwd_end(k, x, out)
@@ -260,9 +265,10 @@ class Recording:
 
 def _too_few(rec: Recording) -> str:
     return (f"chainplan.record saw {len(rec.steps)} training step(s); it needs {rec.warmup} "
-            f"warm-up step(s), one step measured for memory and at least one timed step, each "
-            f"a forward of every stage with grad enabled and a backward"
-            + ("" if rec.loss_fn is None else ", with the loss computed by rec.loss_fn"))
+            f"warm-up step(s), one step measured for memory (tried on {rec._attempts}) and at "
+            f"least one timed step, each a forward of every stage with grad enabled and a "
+            f"backward" + ("" if rec.loss_fn is None else
+                           ", with the loss computed by rec.loss_fn (or the loss module given)"))
 
 
 @contextlib.contextmanager

@@ -189,6 +189,13 @@ def test_too_few_steps() -> None:
         with chainplan.record(model, ingest=False):
             for _ in range(2):
                 model(x).sum().backward()
+    # A loss function never called through rec.loss_fn: three steps are tried for memory,
+    # then the others run unprobed, and the error says what was missing.
+    with pytest.raises(ProfileError, match=r"tried on 3\).*computed by rec.loss_fn"):
+        with chainplan.record(model, loss_fn=nn.functional.cross_entropy, ingest=False) as rec:
+            for _ in range(6):
+                nn.functional.cross_entropy(model(x), torch.zeros(4, dtype=torch.long)).backward()
+    assert [s.probed for s in rec.steps] == [False, True, True, True, False, False]
     with pytest.raises(ProfileError, match="warmup"):
         with chainplan.record(model, warmup=-1):
             pass
