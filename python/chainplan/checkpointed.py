@@ -30,6 +30,7 @@ from torch import nn
 from chainplan import _bind
 from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, plan
 from chainplan.errors import InfeasibleBudget, ProfileError
+from chainplan.executors import wrap
 from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
 from chainplan.reuse import choose, loss_name, stored_runs, write_scaled_chain
@@ -201,7 +202,7 @@ class Checkpointed(nn.Module):
                                "got a 0-dimensional tensor)")
         shape = tuple(int(d) for d in x.shape)
         p, how = self._plan_for(x, shape)
-        executor: nn.Module = p.wrap(self.model)
+        executor: nn.Module = wrap(p, self.model)
         msg = (f"Checkpointed({self.name}): input {_describe(key)}: {how}; {p.algo} plan, "
                f"predicted peak {p.peak_bytes / 2**20:.1f} MiB for a budget of "
                f"{p.budget_bytes / 2**20:.1f} MiB")

@@ -1,6 +1,9 @@
 """Plans and their operation sequences, mirroring the Go types (DESIGN.md, "Sequence").
 
-This module never imports torch, so plans can be read, checked and tested without it.
+A :class:`Plan` is read from the planner's JSON document (``schedule.go``); the offloading
+part of a plan is typed in :mod:`chainplan.offloading`. This module never imports torch, so
+plans can be read, checked and tested without it; :meth:`Plan.wrap` imports the executors
+only when called.
 """
 
 from __future__ import annotations
@@ -8,14 +11,19 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from chainplan.errors import ScheduleError
+from chainplan.jsonfields import Fields
+from chainplan.offloading import Offload
 
-__all__ = ["Op", "Plan", "OpKind"]
+if TYPE_CHECKING:
+    from torch import nn
+
+__all__ = ["Candidate", "Op", "Plan", "OpKind"]
 
 OpKind = Literal["F_all", "F_ck", "F_none", "B"]
-_KINDS: frozenset[str] = frozenset({"F_all", "F_ck", "F_none", "B"})
+_KINDS: tuple[str, ...] = ("F_all", "F_ck", "F_none", "B")
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,25 @@ class Op:
 
 
 @dataclass(frozen=True)
+class Candidate:
+    """One schedule a planner computed and compared before choosing (:attr:`Plan.chosen`).
+
+    Attributes:
+        algo: the candidate (``pofo``, ``pofo-nearest``, ``rotor``, ``autocapper``, ...).
+        feasible: false when it found no schedule within the budget.
+        makespan: its makespan, replayed with the exact sizes in the plan's memory model.
+        peak_bytes: its peak memory (bytes), replayed likewise.
+        solve_ms: the time it took (milliseconds).
+    """
+
+    algo: str
+    feasible: bool
+    makespan: float = 0.0
+    peak_bytes: int = 0
+    solve_ms: float = 0.0
+
+
+@dataclass(frozen=True)
 class Plan:
     """A schedule returned by the planner.
 
@@ -55,6 +82,12 @@ class Plan:
         input_shape: the shape of the chain input the profile was taken with, when known
             (plans of a profile or a stored run; None for a chain file). The executors
             warn when the plan runs on another shape (:mod:`chainplan.shapecheck`).
+        offload: the offloading part of the plan (transfers to host memory and back), for
+            the offloading algorithms (``pofo``, ``offload``, ``greedy``, ...); else None.
+        chosen: for an algorithm that compares several schedules (``pofo``), the
+            candidate this plan is; else empty.
+        candidates: the outcome of every candidate compared, in tie-breaking order.
+        raw: the document as read, for compatibility; the typed attributes are the API.
     """
 
     algo: str
@@ -68,6 +101,9 @@ class Plan:
     plan_id: int | None = None
     run_id: int | None = None
     input_shape: tuple[int, ...] | None = None
+    offload: Offload | None = None
+    chosen: str = ""
+    candidates: tuple[Candidate, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -91,38 +127,45 @@ class Plan:
             doc = json.loads(text)
         except json.JSONDecodeError as e:
             raise ScheduleError(f"plan is not JSON ({e})") from e
-        if not isinstance(doc, dict) or not isinstance(doc.get("sequence"), list):
+        f = Fields(doc)
+        if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
-        ops = []
-        for i, item in enumerate(doc["sequence"]):
-            kind, stage = item.get("op"), item.get("stage")
-            if kind not in _KINDS:
-                raise ScheduleError(f"sequence[{i}]: unknown op ({kind!r})")
-            if not isinstance(stage, int) or stage < 1:
-                raise ScheduleError(f"sequence[{i}]: bad stage ({stage!r})")
-            ops.append(Op(kind, stage))
+        ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1))
+                    for o in f.objects("sequence"))
         if not ops:
             raise ScheduleError("plan has an empty sequence")
+        num_stages = max(op.stage for op in ops) - 1
+        section = f.object("offload")
         return cls(
-            algo=str(doc.get("algo", "")),
-            makespan=float(doc.get("makespan", 0.0)),
-            peak_bytes=int(doc.get("peak_bytes", 0)),
-            budget_bytes=int(doc.get("budget_bytes", 0)),
-            sequence=tuple(ops),
-            slots=int(doc.get("slots", 0)),
-            solve_ms=float(doc.get("solve_ms", 0.0)),
-            segments=int(doc.get("segments", 0)),
+            algo=f.string("algo", ""),
+            makespan=f.number("makespan", 0.0),
+            peak_bytes=f.integer("peak_bytes", 0),
+            budget_bytes=f.integer("budget_bytes", 0),
+            sequence=ops,
+            slots=f.integer("slots", 0),
+            solve_ms=f.number("solve_ms", 0.0),
+            segments=f.integer("segments", 0),
             plan_id=plan_id,
             run_id=run_id,
             input_shape=tuple(int(d) for d in input_shape) if input_shape is not None else None,
+            offload=None if section is None else Offload.from_dict(
+                section.obj, ops=len(ops), stages=num_stages),
+            chosen=f.string("chosen", ""),
+            candidates=tuple(
+                Candidate(algo=c.string("algo"), feasible=c.boolean("feasible", False),
+                          makespan=c.number("makespan", 0.0),
+                          peak_bytes=c.integer("peak_bytes", 0),
+                          solve_ms=c.number("solve_ms", 0.0))
+                for c in f.objects("candidates")),
             raw=doc,
         )
 
     def validate(self) -> None:
         """Check the structural rules every executable sequence follows.
 
-        Every backward runs exactly once, in order L+1, L, ..., 1, and the forward of the
-        loss comes right before its backward.
+        Every backward runs exactly once, in order L+1, L, ..., 1, the forward of the
+        loss comes right before its backward, and an :attr:`offload` section fits the
+        sequence (:meth:`~chainplan.offloading.Offload.check`).
 
         Raises:
             ScheduleError: naming the first operation that breaks a rule.
@@ -140,23 +183,22 @@ class Plan:
         loss = [i for i, op in enumerate(self.sequence) if op.stage == n]
         if len(loss) != 2 or self.sequence[loss[0]].kind != "F_all" or loss[1] != loss[0] + 1:
             raise ScheduleError(f"the loss (stage {n}) must appear as F_all {n} then B {n}")
+        if self.offload is not None:
+            self.offload.check(ops=len(self.sequence), stages=self.num_stages)
 
-    def wrap(self, model: Any) -> Any:
+    def wrap(self, model: nn.Module) -> nn.Module:
         """Return an ``nn.Module`` that trains ``model`` with this schedule.
 
         ``model`` must be the chain the plan was made for (same stages, in order). The
         returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters; a
-        plan with an ``offload`` section (pofo) gets an
-        :class:`~chainplan.executors.OffloadedChain`.
+        plan with an :attr:`offload` section gets an
+        :class:`~chainplan.executors.OffloadedChain`. The same as
+        :func:`chainplan.executors.wrap`, which this imports only when called (the
+        executors need torch, this module does not).
         """
-        from chainplan.executors.checkpoint import CheckpointedChain
-        from chainplan.stages import flatten_stages
+        from chainplan.executors import wrap
 
-        if self.raw.get("offload") is not None:
-            from chainplan.executors.offload import OffloadedChain
-
-            return OffloadedChain(flatten_stages(model), self)
-        return CheckpointedChain(flatten_stages(model), self)
+        return wrap(self, model)
 
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

@@ -150,7 +150,7 @@ def test_pofo_plan_with_auto_bandwidth() -> None:
     model, x, y, prof = profiled("vgg")
     lo = chainplan.plan(prof, budget="min").budget_bytes
     p = chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="auto")
-    assert p.raw["offload"]["bandwidth_bytes_per_s"] > 0
+    assert p.offload is not None and p.offload.bandwidth_bytes_per_s > 0
     rows = chainplan.query("SELECT run_id, bandwidth_bytes_per_s, device FROM bandwidths")
     assert rows.num_rows == 1 and rows.to_pylist()[0]["device"] == "cpu"
     chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="auto")  # reuses the stored one

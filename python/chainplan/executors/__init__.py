@@ -1,8 +1,40 @@
-"""Executors: nn.Modules that run a planned schedule inside the training loop."""
+"""Executors: nn.Modules that run a planned schedule inside the training loop.
+
+:func:`wrap` picks the executor a plan needs: :class:`CheckpointedChain` runs a
+rematerialization sequence (:mod:`~chainplan.executors.checkpoint`), :class:`OffloadedChain`
+one with transfers to host memory (:mod:`~chainplan.executors.offload`). Both run their
+operations through the shared :class:`~chainplan.executors.runner.Runner`.
+"""
 
 from __future__ import annotations
 
+from torch import nn
+
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
+from chainplan.schedule import Plan
+from chainplan.stages import flatten_stages
 
-__all__ = ["CheckpointedChain", "OffloadedChain"]
+__all__ = ["CheckpointedChain", "OffloadedChain", "wrap"]
+
+
+def wrap(plan: Plan, model: nn.Module) -> CheckpointedChain:
+    """Return an ``nn.Module`` that trains ``model`` with ``plan``'s schedule.
+
+    Args:
+        plan: a plan for ``model``'s chain (same stages, in order).
+        model: the chain (see :func:`chainplan.stages.flatten_stages`); the returned
+            module shares its parameters.
+
+    Returns:
+        An :class:`OffloadedChain` when the plan has an ``offload`` section (the offloading
+        algorithms: ``pofo``, ``offload``, ``greedy``, ...), else a
+        :class:`CheckpointedChain`.
+
+    Raises:
+        ScheduleError: the plan is malformed or is for another number of stages.
+    """
+    stages = flatten_stages(model)
+    if plan.offload is not None:
+        return OffloadedChain(stages, plan)
+    return CheckpointedChain(stages, plan)

@@ -9,6 +9,7 @@ unit of forward time, so that transfers take about as long as the computations t
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -19,8 +20,9 @@ import torch
 
 from chainplan import _bind
 from chainplan.errors import ScheduleError
-from chainplan.executors import CheckpointedChain, OffloadedChain
-from chainplan.executors.offload import _LinkPlan, _OffloadRunner
+from chainplan.executors import CheckpointedChain, OffloadedChain, wrap
+from chainplan.executors.linkplan import LinkPlan
+from chainplan.executors.offload import OffloadRunner
 from chainplan.schedule import Plan
 from chainplan.stages import flatten_stages
 from tests.executors.test_transparency import step, synthetic_chain
@@ -71,7 +73,7 @@ def test_plans_offload_both_kinds() -> None:
     assert {("pofo", False), ("pofo", True), ("dynprog", True), ("greedy", True)} <= kinds
 
 
-def released(runner: _OffloadRunner) -> tuple[int, int]:
+def released(runner: OffloadRunner) -> tuple[int, int]:
     """(bytes offloaded from storages the executor owns, bytes of those now freed)."""
     total = freed = 0
     for rec in runner.records.values():
@@ -90,7 +92,7 @@ def checked_step(net: OffloadedChain, x: torch.Tensor,
     y = net(x)
     assert y.grad_fn is not None
     runner = y.grad_fn.step.runner  # the node of B_L holds the step's runner
-    assert isinstance(runner, _OffloadRunner)
+    assert isinstance(runner, OffloadRunner)
     total, freed = released(runner)
     loss = y.square().mean()
     loss.backward()
@@ -140,11 +142,11 @@ def test_offload_transparency(name: str) -> None:
                                        msg=lambda m, n=n, w=what: f"{w}: buffer {n}: {m}")
 
 
-def forward_only(net: OffloadedChain, x: torch.Tensor) -> tuple[torch.Tensor, _OffloadRunner]:
+def forward_only(net: OffloadedChain, x: torch.Tensor) -> tuple[torch.Tensor, OffloadRunner]:
     y = net(x.clone().requires_grad_(True))
     assert y.grad_fn is not None
     runner = y.grad_fn.step.runner  # the node of B_L holds the step's runner
-    assert isinstance(runner, _OffloadRunner)
+    assert isinstance(runner, OffloadRunner)
     return y, runner
 
 
@@ -203,7 +205,7 @@ def test_no_transfers_is_rotor() -> None:
                       "sync_at_loss": True, "offloaded_bytes": 0, "transfers": []}
     offl = Plan.from_json(json.dumps(doc))
     a_model, b_model = copy.deepcopy(model), copy.deepcopy(model)
-    a, b = rotor.wrap(a_model), offl.wrap(b_model)
+    a, b = wrap(rotor, a_model), offl.wrap(b_model)
     assert type(a) is CheckpointedChain and type(b) is OffloadedChain
     for seed in (1, 2):
         la, dxa = step(a, x, seed)
@@ -223,10 +225,12 @@ def test_issue_points() -> None:
             p = plan_of(e)
             cut = [i for i, op in enumerate(p.sequence) if op.stage == p.num_stages + 1][0]
             timing = e["plan"]["offload"]["timing"]
+            assert p.offload is not None
             for with_timing in (True, False):
                 if not with_timing:
-                    p.raw["offload"] = dict(p.raw["offload"], timing=None)
-                lp = _LinkPlan(p)
+                    p = dataclasses.replace(p, offload=dataclasses.replace(p.offload,
+                                                                           timing=None))
+                lp = LinkPlan(p)
                 pos = {t.index: q for q, ts in lp.issue_at.items() for t in ts}
                 order = [pos[t.index] for t in lp.transfers]
                 assert order == sorted(order)
@@ -235,7 +239,7 @@ def test_issue_points() -> None:
                         assert pos[t.index] >= t.anchor + 1
                         continue
                     assert pos[t.index] <= max(t.anchor, cut + 2)
-                    if p.raw["offload"]["sync_at_loss"]:  # OR.3: prefetches after the loss
+                    if p.offload.sync_at_loss:  # OR.3: prefetches after the loss
                         assert pos[t.index] >= cut + 2
                     if with_timing:
                         start = timing["transfer_start"][t.index]
@@ -264,31 +268,41 @@ def _swap_late(off: dict[str, Any]) -> None:
     ts[i - 1] = off["timing"]["compute_start"][30]
 
 
-MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("no list", lambda off: off.update(transfers={}), "'transfers' must be a list"),
-    ("dir", _set(1, dir="sideways"), "transfers[1]: unknown dir 'sideways'"),
-    ("name", _set(2, tensor="b2"), "transfers[2]: tensor 'b2'"),
-    ("stage", _set(2, tensor="abar99"), "transfers[2]: tensor 'abar99': the chain has 16"),
-    ("anchor key", lambda off: off["transfers"][1].update(before=3), "transfers[1]: offload"),
-    ("anchor range", _set(1, after=99), "transfers[1]: offload abar1: after 99 out of range"),
-    ("prefetch only", _drop(1), "prefetch abar1 before 32): abar1 is not offloaded"),
-    ("absent", _set(3, tensor="a3"), "transfers[3] (offload a3 after 2): a3 is not in memory"),
-    ("no prefetch", _drop(8), "transfers[1] (offload abar1 after 0): op 33 (B 1) needs abar1"),
-    ("timing", lambda off: off["timing"]["transfer_start"].pop(), "offload timing"),
-    ("link order", _swap_late, "prefetch abar4 before 29): link order issues it after op 29"),
+# (what, mutation of the offload section, message, refused when the document is read rather
+# than when the executor replays the transfers against the sequence)
+MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str, bool]] = [
+    ("no list", lambda off: off.update(transfers={}), "offload.transfers: want a list", True),
+    ("dir", _set(1, dir="sideways"), "offload.transfers[1].dir: unknown value 'sideways'", True),
+    ("name", _set(2, tensor="b2"), "offload.transfers[2].tensor: 'b2'", True),
+    ("stage", _set(2, tensor="abar99"),
+     "offload.transfers[2].tensor: 'abar99': the chain has 16 stages", True),
+    ("anchor key", lambda off: off["transfers"][1].update(before=3),
+     "offload.transfers[1]: offload abar1: needs an integer 'after'", True),
+    ("anchor range", _set(1, after=99), "offload.transfers[1].after: 99 out of range -1..33",
+     True),
+    ("timing", lambda off: off["timing"]["transfer_start"].pop(), "offload.timing: ", True),
+    ("prefetch only", _drop(1), "prefetch abar1 before 32): abar1 is not offloaded", False),
+    ("absent", _set(3, tensor="a3"), "transfers[3] (offload a3 after 2): a3 is not in memory",
+     False),
+    ("no prefetch", _drop(8), "transfers[1] (offload abar1 after 0): op 33 (B 1) needs abar1",
+     False),
+    ("link order", _swap_late, "prefetch abar4 before 29): link order issues it after op 29",
+     False),
 ]
 
 
-@pytest.mark.parametrize("what,mutate,message", MALFORMED, ids=[m[0] for m in MALFORMED])
-def test_malformed(what: str, mutate: Callable[[dict[str, Any]], None], message: str) -> None:
+@pytest.mark.parametrize("what,mutate,message,on_read", MALFORMED,
+                         ids=[m[0] for m in MALFORMED])
+def test_malformed(what: str, mutate: Callable[[dict[str, Any]], None], message: str,
+                   on_read: bool) -> None:
     model, _ = MODELS["vgg"]()
     e = next(e for e in fixtures("vgg") if e["algo"] == "greedy")
     doc = copy.deepcopy(e["plan"])
     assert [t["tensor"] for t in doc["offload"]["transfers"]][:5] == \
         ["a0", "abar1", "abar2", "abar3", "abar4"]
     mutate(doc["offload"])
-    p = Plan.from_json(json.dumps(doc))
     with pytest.raises(ScheduleError) as err:
+        p = Plan.from_json(json.dumps(doc))
+        assert not on_read, "read without error"
         p.wrap(model)
     assert message in str(err.value), str(err.value)
-
