@@ -63,8 +63,8 @@ def test_missing_go_is_named(tmp_path: Path) -> None:
     assert "needs the Go toolchain" in res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("module", ["chainplan.schedule", "chainplan.offloading", "chainplan.errors",
-                                    "chainplan.schema"])
+@pytest.mark.parametrize("module", ["chainplan.schedule", "chainplan.offloading",
+                                    "chainplan.errors", "chainplan.schema"])
 def test_public_modules_declare_all(module: str) -> None:
     mod = __import__(module, fromlist=["__all__"])
     assert isinstance(mod.__all__, list) and mod.__all__

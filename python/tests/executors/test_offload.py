@@ -225,11 +225,11 @@ def test_issue_points() -> None:
             p = plan_of(e)
             cut = [i for i, op in enumerate(p.sequence) if op.stage == p.num_stages + 1][0]
             timing = e["plan"]["offload"]["timing"]
-            assert p.offload is not None
+            off = p.offload
+            assert off is not None
             for with_timing in (True, False):
                 if not with_timing:
-                    p = dataclasses.replace(p, offload=dataclasses.replace(p.offload,
-                                                                           timing=None))
+                    p = dataclasses.replace(p, offload=dataclasses.replace(off, timing=None))
                 lp = LinkPlan(p)
                 pos = {t.index: q for q, ts in lp.issue_at.items() for t in ts}
                 order = [pos[t.index] for t in lp.transfers]
@@ -239,7 +239,7 @@ def test_issue_points() -> None:
                         assert pos[t.index] >= t.anchor + 1
                         continue
                     assert pos[t.index] <= max(t.anchor, cut + 2)
-                    if p.offload.sync_at_loss:  # OR.3: prefetches after the loss
+                    if off.sync_at_loss:  # OR.3: prefetches after the loss
                         assert pos[t.index] >= cut + 2
                     if with_timing:
                         start = timing["transfer_start"][t.index]
