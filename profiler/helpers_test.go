@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -15,8 +16,8 @@ import (
 // last. Values are drawn from a PCG seeded with seed.
 func sampleProfile(stages, reps int, seed uint64) *profiler.Profile {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	p := &profiler.Profile{Meta: profiler.Metadata{
-		Format:         profiler.Format,
+	p := &profiler.Profile{Meta: profile.Metadata{
+		Format:         profile.Format,
 		ModelName:      "sample",
 		ModelSignature: fmt.Sprintf("sha256:%016x", seed),
 		TorchVersion:   "2.15.0",
@@ -41,26 +42,30 @@ func sampleProfile(stages, reps int, seed uint64) *profiler.Profile {
 		params := int64(rng.IntN(1 << 20))
 		fwd, bwd := 1e-4+rng.Float64()*1e-3, 2e-4+rng.Float64()*2e-3
 		for r := 0; r < reps; r++ {
-			p.Rows = append(p.Rows, profiler.Row{
-				StageIndex: k, StageName: fmt.Sprintf("layers.%d", k-1), StageKind: profiler.KindStage, Rep: r,
-				FwdTimeS: fwd * (0.95 + 0.1*rng.Float64()), BwdTimeS: bwd * (0.95 + 0.1*rng.Float64()),
-				InBytes: in, OutBytes: out, SavedBytes: valid(saved), FwdTmpBytes: valid(ftmp),
-				BwdTmpBytes: valid(btmp + int64(r)*4096), ParamBytes: params,
+			p.Rows = append(p.Rows, profile.Row{
+				StageIndex: k, StageName: fmt.Sprintf("layers.%d", k-1), StageKind: profile.KindStage, Rep: r,
+				Measures: profile.Measures{
+					FwdTimeS: fwd * (0.95 + 0.1*rng.Float64()), BwdTimeS: bwd * (0.95 + 0.1*rng.Float64()),
+					InBytes: in, OutBytes: out, SavedBytes: valid(saved), FwdTmpBytes: valid(ftmp),
+					BwdTmpBytes: valid(btmp + int64(r)*4096), ParamBytes: params,
+				},
 			})
 		}
 		in = out
 	}
 	for r := 0; r < reps; r++ {
-		p.Rows = append(p.Rows, profiler.Row{
-			StageIndex: stages + 1, StageName: "loss", StageKind: profiler.KindLoss, Rep: r,
-			FwdTimeS: 1e-5 * (1 + rng.Float64()), BwdTimeS: 1e-5 * (1 + rng.Float64()),
-			InBytes: in, SavedBytes: valid(0), FwdTmpBytes: valid(0), BwdTmpBytes: valid(4096),
+		p.Rows = append(p.Rows, profile.Row{
+			StageIndex: stages + 1, StageName: "loss", StageKind: profile.KindLoss, Rep: r,
+			Measures: profile.Measures{
+				FwdTimeS: 1e-5 * (1 + rng.Float64()), BwdTimeS: 1e-5 * (1 + rng.Float64()),
+				InBytes: in, SavedBytes: valid(0), FwdTmpBytes: valid(0), BwdTmpBytes: valid(4096),
+			},
 		})
 	}
 	return p
 }
 
-func valid(v int64) profiler.NullInt64 { return profiler.NullInt64{Int64: v, Valid: true} }
+func valid(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 
 // mustEncode writes p with opts and returns the bytes.
 func mustEncode(tb testing.TB, p *profiler.Profile, opts profiler.WriteOptions) []byte {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -22,7 +23,7 @@ func TestPyarrowReadsGoFiles(t *testing.T) {
 		t.Skip("no .venv/bin/python (make venv): pyarrow check skipped")
 	}
 	p := sampleProfile(4, 3, 5)
-	p.Rows[2].SavedBytes = profiler.NullInt64{}
+	p.Rows[2].SavedBytes = profile.NullInt64{}
 	dir := t.TempDir()
 	var paths []string
 	for i, opts := range []profiler.WriteOptions{{}, {Compression: profiler.CompressionLZ4},

@@ -12,36 +12,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/chainplan/chainplan/profile"
 )
-
-// Profile is the content of a profile file: its provenance and its rows, in file order.
-type Profile struct {
-	Meta Metadata
-	Rows []Row
-}
-
-// NullInt64 is an int64 that may be missing (a null in the file). It has the shape of
-// database/sql.NullInt64, so either converts to the other.
-type NullInt64 struct {
-	Int64 int64
-	Valid bool // false for a null
-}
-
-// Row is one measurement of one stage: a row of the file.
-type Row struct {
-	StageIndex  int    // 1..L, L+1 for the loss
-	StageName   string // the module's name
-	StageKind   string // KindStage or KindLoss
-	Rep         int    // repetition or training step, unique per stage
-	FwdTimeS    float64
-	BwdTimeS    float64
-	InBytes     int64
-	OutBytes    int64
-	SavedBytes  NullInt64 // null when not measured (chainplan.record)
-	FwdTmpBytes NullInt64
-	BwdTmpBytes NullInt64
-	ParamBytes  int64
-}
 
 // MaxDecodedBytes bounds the memory a file may make the reader allocate (decompressed
 // buffers included), so that a corrupt length field cannot exhaust memory: a file of n
@@ -108,9 +81,9 @@ func Read(data []byte) (p *Profile, err error) {
 
 // decoder accumulates the rows of a file's record batches.
 type decoder struct {
-	schema *arrow.Schema
-	idx    map[string]int // column name → field index
-	rows   []Row
+	meta profile.Metadata
+	idx  map[string]int // column name → field index
+	rows []profile.Row
 }
 
 func (d *decoder) readFile(data []byte, opts []ipc.Option) error {
@@ -179,10 +152,11 @@ func (d *decoder) setSchema(s *arrow.Schema) error {
 	for i, k := range md.Keys() {
 		kv[k] = md.Values()[i]
 	}
-	if _, err := parseMetadata(kv); err != nil {
+	meta, err := metadata(kv)
+	if err != nil {
 		return err
 	}
-	d.schema = s
+	d.meta = meta
 	d.idx = make(map[string]int, len(s.Fields()))
 	for i, f := range s.Fields() {
 		if _, dup := d.idx[f.Name]; dup {
@@ -256,17 +230,17 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		}
 		return v, nil
 	}
-	getNull := func(col string, i int) (NullInt64, error) {
+	getNull := func(col string, i int) (profile.NullInt64, error) {
 		if cols[col].IsNull(i) {
-			return NullInt64{}, nil
+			return profile.NullInt64{}, nil
 		}
 		v, err := getInt(col, i)
-		return NullInt64{Int64: v, Valid: err == nil}, err
+		return profile.NullInt64{Int64: v, Valid: err == nil}, err
 	}
 	fwd, bwd := floatGetter(cols[ColFwdTimeS]), floatGetter(cols[ColBwdTimeS])
 	name, kind := cols[ColStageName], cols[ColStageKind]
 	for i := 0; i < n; i++ {
-		var r Row
+		var r profile.Row
 		var err error
 		var v int64
 		if v, err = getInt(ColStageIndex, i); err != nil {
@@ -313,20 +287,10 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 
 // profile checks the rows as a whole and returns the profile.
 func (d *decoder) profile() (*Profile, error) {
-	md := d.schema.Metadata()
-	kv := make(map[string]string, md.Len())
-	for i, k := range md.Keys() {
-		kv[k] = md.Values()[i]
-	}
-	meta, err := parseMetadata(kv) // checked in setSchema; cannot fail here
-	if err != nil {
+	if err := checkStructure(d.rows); err != nil {
 		return nil, err
 	}
-	p := &Profile{Meta: meta, Rows: d.rows}
-	if err := checkStructure(p.Rows); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return &Profile{Meta: d.meta, Rows: d.rows}, nil
 }
 
 // intGetter returns a function reading row i of an integer array as an int64, false when

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -45,7 +46,7 @@ func TestReadPyarrowFiles(t *testing.T) {
 				t.Fatalf("len(Rows)=%d, want %d", got, resnetRows)
 			}
 			m := p.Meta
-			if m.Format != profiler.Format || m.ModelName != "resnet-mini" || m.Device != "cpu" || m.DType != "float32" ||
+			if m.Format != profile.Format || m.ModelName != "resnet-mini" || m.Device != "cpu" || m.DType != "float32" ||
 				m.BatchSize != 8 || m.Threads != 2 || m.WarmupReps != 2 || m.Reps != 5 || m.TimingMethod != "perf_counter" ||
 				m.Host != "testhost" || m.TorchVersion != "2.15.0+cpu" || m.DeviceName != "Synthetic CPU" {
 				t.Fatalf("Meta=%+v", m)
@@ -107,7 +108,7 @@ func TestReadRecordStyle(t *testing.T) {
 		t.Fatalf("len(Stages())=%d, want %d", got, want)
 	}
 	for _, s := range stages {
-		if s.Reps != 7 || s.SavedBytes.Valid || s.FwdTmpBytes.Valid || s.BwdTmpBytes.Valid || s.Kind != profiler.KindStage {
+		if s.Reps != 7 || s.SavedBytes.Valid || s.FwdTmpBytes.Valid || s.BwdTmpBytes.Valid || s.Kind != profile.KindStage {
 			t.Fatalf("stage %+v: want 7 reps, null memory", s)
 		}
 	}

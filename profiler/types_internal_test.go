@@ -11,17 +11,20 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/chainplan/chainplan/profile"
 )
 
 // smallProfile is one stage, two repetitions.
 func smallProfile() *Profile {
-	row := Row{StageIndex: 1, StageName: "l", StageKind: KindStage, FwdTimeS: 1, BwdTimeS: 2, InBytes: 8, OutBytes: 8,
-		SavedBytes: NullInt64{8, true}, FwdTmpBytes: NullInt64{0, true}, BwdTmpBytes: NullInt64{0, true}, ParamBytes: 4}
+	row := profile.Row{StageIndex: 1, StageName: "l", StageKind: profile.KindStage, Measures: profile.Measures{
+		FwdTimeS: 1, BwdTimeS: 2, InBytes: 8, OutBytes: 8,
+		SavedBytes: known(8), FwdTmpBytes: known(0), BwdTmpBytes: known(0), ParamBytes: 4}}
 	row2 := row
 	row2.Rep = 1
 	return &Profile{
-		Meta: Metadata{ModelName: "m", BatchSize: 1, Threads: 1, Reps: 2, CreatedAt: time.Unix(0, 0)},
-		Rows: []Row{row, row2},
+		Meta: profile.Metadata{ModelName: "m", BatchSize: 1, Threads: 1, Reps: 2, CreatedAt: time.Unix(0, 0)},
+		Rows: []profile.Row{row, row2},
 	}
 }
 
@@ -129,12 +132,12 @@ func TestReadColumnTypes(t *testing.T) {
 		{"null in a required column", ColOutBytes, withNull(), nil, `column "out_bytes", row 1: null`},
 		{"missing column", ColParamBytes, nil, nil, `column "param_bytes": missing`},
 		{"extra column", "comment", str("a", "b"), nil, ""},
-		{"missing key", "", nil, func(kv map[string]string) { delete(kv, KeyHost); delete(kv, KeyDType) },
+		{"missing key", "", nil, func(kv map[string]string) { delete(kv, profile.KeyHost); delete(kv, profile.KeyDType) },
 			`metadata key "dtype": missing from the schema metadata (missing keys: dtype, host)`},
-		{"bad time", "", nil, func(kv map[string]string) { kv[KeyCreatedAt] = "yesterday" }, `metadata key "created_at"`},
-		{"bad threads", "", nil, func(kv map[string]string) { kv[KeyThreads] = "many" }, `metadata key "threads": "many" is not an integer`},
-		{"bad shape", "", nil, func(kv map[string]string) { kv[KeyInputShape] = "32x3" }, `metadata key "input_shape"`},
-		{"fractional shape", "", nil, func(kv map[string]string) { kv[KeyInputShape] = "[1.5]" }, `dimension 0 is 1.5`},
+		{"bad time", "", nil, func(kv map[string]string) { kv[profile.KeyCreatedAt] = "yesterday" }, `metadata key "created_at"`},
+		{"bad threads", "", nil, func(kv map[string]string) { kv[profile.KeyThreads] = "many" }, `metadata key "threads": "many" is not an integer`},
+		{"bad shape", "", nil, func(kv map[string]string) { kv[profile.KeyInputShape] = "32x3" }, `metadata key "input_shape"`},
+		{"fractional shape", "", nil, func(kv map[string]string) { kv[profile.KeyInputShape] = "[1.5]" }, `dimension 0 is 1.5`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -178,27 +181,5 @@ func TestReadDuplicateColumn(t *testing.T) {
 	_, err = Read(buf.Bytes())
 	if want := `column "fwd_time_s": appears twice`; !errors.Is(err, ErrInvalidProfile) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("Read error %v, want ErrInvalidProfile mentioning %q", err, want)
-	}
-}
-
-func TestMedians(t *testing.T) {
-	tests := []struct {
-		f     []float64
-		wantF float64
-		n     []int64
-		wantN int64
-	}{
-		{[]float64{3}, 3, []int64{3}, 3},
-		{[]float64{3, 1, 2}, 2, []int64{3, 1, 2}, 2},
-		{[]float64{4, 1, 3, 2}, 2.5, []int64{4, 1, 3, 2}, 3}, // upper median of sizes
-		{[]float64{1, 1, 1, 100}, 1, []int64{1, 1, 100, 100}, 100},
-	}
-	for _, tt := range tests {
-		if got := medianFloat(append([]float64(nil), tt.f...)); got != tt.wantF {
-			t.Errorf("medianFloat(%v)=%v, want %v", tt.f, got, tt.wantF)
-		}
-		if got := upperMedian(append([]int64(nil), tt.n...)); got != tt.wantN {
-			t.Errorf("upperMedian(%v)=%v, want %v", tt.n, got, tt.wantN)
-		}
 	}
 }

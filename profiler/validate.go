@@ -3,15 +3,17 @@ package profiler
 import (
 	"fmt"
 	"math"
+
+	"github.com/chainplan/chainplan/profile"
 )
 
 // checkRow checks the values of one row on their own; row is its 0-based index in the file.
-func checkRow(r *Row, row int) error {
+func checkRow(r *profile.Row, row int) error {
 	bad := func(col, msg string) error {
 		return &Error{Column: col, Row: row, Stage: r.StageIndex, Rep: r.Rep, Msg: msg}
 	}
-	if r.StageKind != KindStage && r.StageKind != KindLoss {
-		return bad(ColStageKind, fmt.Sprintf("%q, want %q or %q", r.StageKind, KindStage, KindLoss))
+	if r.StageKind != profile.KindStage && r.StageKind != profile.KindLoss {
+		return bad(ColStageKind, fmt.Sprintf("%q, want %q or %q", r.StageKind, profile.KindStage, profile.KindLoss))
 	}
 	for _, f := range []struct {
 		col string
@@ -28,17 +30,17 @@ func checkRow(r *Row, row int) error {
 	}
 	for _, f := range []struct {
 		col string
-		v   NullInt64
+		v   profile.NullInt64
 	}{
-		{ColInBytes, NullInt64{r.InBytes, true}}, {ColOutBytes, NullInt64{r.OutBytes, true}},
+		{ColInBytes, known(r.InBytes)}, {ColOutBytes, known(r.OutBytes)},
 		{ColSavedBytes, r.SavedBytes}, {ColFwdTmpBytes, r.FwdTmpBytes}, {ColBwdTmpBytes, r.BwdTmpBytes},
-		{ColParamBytes, NullInt64{r.ParamBytes, true}},
+		{ColParamBytes, known(r.ParamBytes)},
 	} {
 		if f.v.Valid && f.v.Int64 < 0 {
 			return bad(f.col, fmt.Sprintf("negative size %d bytes", f.v.Int64))
 		}
 	}
-	if r.StageKind == KindLoss {
+	if r.StageKind == profile.KindLoss {
 		// Chain contract (DESIGN.md): the loss's output and saved sizes are 0.
 		if r.OutBytes != 0 {
 			return bad(ColOutBytes, fmt.Sprintf("%d for the loss, want 0 (the loss output counts as nothing; "+
@@ -54,10 +56,10 @@ func checkRow(r *Row, row int) error {
 
 // checkSavedCoversOutput checks ā ≥ a for every stage but the last, whose output the loss
 // may consume (the chain contract, docs/formats.md); it needs the whole file to know L.
-func checkSavedCoversOutput(rows []Row, last int) error {
+func checkSavedCoversOutput(rows []profile.Row, last int) error {
 	for i := range rows {
 		r := &rows[i]
-		if r.StageKind == KindLoss || r.StageIndex == last || !r.SavedBytes.Valid || r.SavedBytes.Int64 >= r.OutBytes {
+		if r.StageKind == profile.KindLoss || r.StageIndex == last || !r.SavedBytes.Valid || r.SavedBytes.Int64 >= r.OutBytes {
 			continue
 		}
 		return &Error{Column: ColSavedBytes, Row: i, Stage: r.StageIndex, Rep: r.Rep,
@@ -75,7 +77,7 @@ type stageSeen struct {
 
 // checkStructure checks the rows as a whole: stages numbered 1..L without gaps, at most
 // one loss at L+1, one name and kind per stage, no repetition twice.
-func checkStructure(rows []Row) error {
+func checkStructure(rows []profile.Row) error {
 	if len(rows) == 0 {
 		return fileError("the profile has no rows", nil)
 	}
@@ -103,7 +105,7 @@ func checkStructure(rows []Row) error {
 		}
 		s.reps[r.Rep] = true
 		switch r.StageKind {
-		case KindLoss:
+		case profile.KindLoss:
 			if lossRow >= 0 && r.StageIndex != lossIndex {
 				return bad(ColStageIndex, fmt.Sprintf("a second loss stage (the loss is stage %d)", lossIndex))
 			}
@@ -113,7 +115,7 @@ func checkStructure(rows []Row) error {
 		}
 	}
 	if maxStage == 0 {
-		return &Error{Column: ColStageKind, Row: -1, Msg: fmt.Sprintf("no row of kind %q (the chain has no stages)", KindStage)}
+		return &Error{Column: ColStageKind, Row: -1, Msg: fmt.Sprintf("no row of kind %q (the chain has no stages)", profile.KindStage)}
 	}
 	if lossRow >= 0 && lossIndex != maxStage+1 {
 		r := &rows[lossRow]
@@ -132,6 +134,9 @@ func checkStructure(rows []Row) error {
 	}
 	return checkSavedCoversOutput(rows, maxStage)
 }
+
+// known returns v as a non-null profile.NullInt64.
+func known(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 
 func btoi(b bool) int {
 	if b {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -53,7 +54,7 @@ func TestReadRejectsBadValues(t *testing.T) {
 		}, []string{`column "stage_index", row 14`, "the loss is stage 7, want 5"}},
 		{"two losses", func(p *profiler.Profile) {
 			for i := 9; i < 12; i++ {
-				p.Rows[i].StageKind, p.Rows[i].OutBytes, p.Rows[i].SavedBytes = profiler.KindLoss, 0, valid(0)
+				p.Rows[i].StageKind, p.Rows[i].OutBytes, p.Rows[i].SavedBytes = profile.KindLoss, 0, valid(0)
 			}
 		}, []string{`column "stage_index", row 12`, "a second loss stage"}},
 		{"loss with output", func(p *profiler.Profile) { p.Rows[13].OutBytes = 4 },
@@ -95,7 +96,7 @@ func TestReadRejectsBadValues(t *testing.T) {
 
 func TestWriteReadRoundTrip(t *testing.T) {
 	want := sampleProfile(20, 5, 2)
-	want.Rows[7].SavedBytes = profiler.NullInt64{} // nulls survive
+	want.Rows[7].SavedBytes = profile.NullInt64{} // nulls survive
 	for _, opts := range []profiler.WriteOptions{
 		{},
 		{Compression: profiler.CompressionLZ4},

@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/chainplan/chainplan/profile"
 )
 
 // Compression codecs for WriteOptions.Compression.
@@ -26,7 +28,7 @@ type WriteOptions struct {
 }
 
 // schema returns the Arrow schema of version 1 with the given metadata.
-func schema(meta *Metadata) *arrow.Schema {
+func schema(meta *profile.Metadata) *arrow.Schema {
 	fields := make([]arrow.Field, len(columns))
 	for i, c := range columns {
 		var t arrow.DataType
@@ -101,7 +103,7 @@ func Write(w io.Writer, p *Profile, opts WriteOptions) error {
 }
 
 // buildBatch builds one record batch of rows.
-func buildBatch(s *arrow.Schema, rows []Row) arrow.RecordBatch {
+func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 	b := array.NewRecordBuilder(memory.NewGoAllocator(), s)
 	defer b.Release()
 	b.Reserve(len(rows))
@@ -142,7 +144,7 @@ func buildBatch(s *arrow.Schema, rows []Row) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-func appendNull(b *array.Int64Builder, v NullInt64) {
+func appendNull(b *array.Int64Builder, v profile.NullInt64) {
 	if v.Valid {
 		b.Append(v.Int64)
 	} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/arrowtable"
 	"github.com/chainplan/chainplan/internal/history"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/profiler"
@@ -87,7 +88,7 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 			return err // store.ErrBadQuery or ErrReadOnly: coded "bad-query" by withDB
 		}
 		defer rows.Close()
-		t := profiler.Table{Columns: rows.Columns()}
+		t := arrowtable.Table{Columns: rows.Columns()}
 		for rows.Next() {
 			t.Append(rows.Values())
 		}
@@ -95,7 +96,7 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 			return err
 		}
 		var buf bytes.Buffer
-		if err := profiler.WriteTable(&buf, &t); err != nil {
+		if err := arrowtable.Write(&buf, &t); err != nil {
 			return err
 		}
 		arrowBase64 = base64.StdEncoding.EncodeToString(buf.Bytes())

@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -75,37 +75,39 @@ func sampleProfile(i, stages, reps int) *store.Profile {
 	batch := int64(8 << (i % 3))
 	p := &store.Profile{Run: store.Run{
 		SHA256: hex.EncodeToString(sum[:]), SourcePath: fmt.Sprintf("/data/profiles/%s-%05d.arrow", m.name, i),
-		FileBytes: int64(4096 + 96*len(names)*reps), Format: "chainplan.profile/v1",
-		ModelName: m.name, ModelSignature: fmt.Sprintf("sha256:%s-v%d", m.name, i/50), TorchVersion: torchVersions[(i/7)%len(torchVersions)],
-		Device: dev.device, DeviceName: dev.name, DType: []string{"float32", "bfloat16"}[(i/5)%2],
-		BatchSize: batch, InputShape: []int64{batch, 3, 224, 224}, Threads: 16, TimingMethod: "cuda_event",
-		WarmupReps: 3, Reps: int64(reps), CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Minute),
-		Host: fmt.Sprintf("node-%d", i%5), Metadata: map[string]string{"format": "chainplan.profile/v1", "model_name": m.name},
+		FileBytes: int64(4096 + 96*len(names)*reps), Metadata: profile.Metadata{Format: profile.Format,
+			ModelName: m.name, ModelSignature: fmt.Sprintf("sha256:%s-v%d", m.name, i/50), TorchVersion: torchVersions[(i/7)%len(torchVersions)],
+			Device: dev.device, DeviceName: dev.name, DType: []string{"float32", "bfloat16"}[(i/5)%2],
+			BatchSize: batch, InputShape: []int64{batch, 3, 224, 224}, Threads: 16, TimingMethod: "cuda_event",
+			WarmupReps: 3, Reps: int64(reps), CreatedAt: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(i) * 17 * time.Minute),
+			Host: fmt.Sprintf("node-%d", i%5), Extra: map[string]string{"note": fmt.Sprintf("synthetic %d", i)}},
 	}}
 	in := batch * 3 * 224 * 224 * 4
 	for k, name := range names {
 		out := int64(1+rng.IntN(256)) << 16
-		s := store.Stage{Index: k + 1, Name: name, Kind: store.KindStage, Reps: reps,
+		s := profile.Stage{Index: k + 1, Name: name, Kind: profile.KindStage, Reps: reps, Measures: profile.Measures{
 			FwdTimeS: 1e-4 + rng.Float64()*2e-3, BwdTimeS: 2e-4 + rng.Float64()*4e-3, InBytes: in, OutBytes: out,
 			SavedBytes: nullInt(out * int64(1+rng.IntN(3))), FwdTmpBytes: nullInt(int64(rng.IntN(16)) << 16),
-			BwdTmpBytes: nullInt(int64(rng.IntN(16)) << 18), ParamBytes: int64(rng.IntN(1 << 24))}
+			BwdTmpBytes: nullInt(int64(rng.IntN(16)) << 18), ParamBytes: int64(rng.IntN(1 << 24))}}
 		p.Stages = append(p.Stages, s)
 		in = out
 	}
-	p.Stages = append(p.Stages, store.Stage{Index: len(names) + 1, Name: "cross_entropy", Kind: store.KindLoss, Reps: reps,
-		FwdTimeS: 5e-5, BwdTimeS: 4e-5, InBytes: in, SavedBytes: nullInt(0), FwdTmpBytes: nullInt(0), BwdTmpBytes: nullInt(4096)})
+	p.Stages = append(p.Stages, profile.Stage{Index: len(names) + 1, Name: "cross_entropy", Kind: profile.KindLoss, Reps: reps,
+		Measures: profile.Measures{FwdTimeS: 5e-5, BwdTimeS: 4e-5, InBytes: in,
+			SavedBytes: nullInt(0), FwdTmpBytes: nullInt(0), BwdTmpBytes: nullInt(4096)}})
 	for _, s := range p.Stages {
 		for r := range reps {
-			p.Measurements = append(p.Measurements, store.Measurement{StageIndex: s.Index, Rep: r,
-				FwdTimeS: s.FwdTimeS * (0.9 + 0.2*rng.Float64()), BwdTimeS: s.BwdTimeS * (0.9 + 0.2*rng.Float64()),
-				InBytes: s.InBytes, OutBytes: s.OutBytes, SavedBytes: s.SavedBytes, FwdTmpBytes: s.FwdTmpBytes,
-				BwdTmpBytes: s.BwdTmpBytes, ParamBytes: s.ParamBytes})
+			m := s.Measures
+			m.FwdTimeS *= 0.9 + 0.2*rng.Float64()
+			m.BwdTimeS *= 0.9 + 0.2*rng.Float64()
+			p.Measurements = append(p.Measurements, profile.Row{StageIndex: s.Index, StageName: s.Name, StageKind: s.Kind,
+				Rep: r, Measures: m})
 		}
 	}
 	return p
 }
 
-func nullInt(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: true} }
+func nullInt(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 
 // count returns the result of a one-value query.
 func count(tb testing.TB, db *store.DB, query string, args ...any) int64 {

@@ -8,51 +8,18 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/chainplan/chainplan/profile"
 )
 
-// Stage kinds, as in the stage_kind column.
-const (
-	KindStage = "stage"
-	KindLoss  = "loss"
-)
-
-// Stage is one stage of a run, aggregated over its repetitions: a row of the stages table.
-type Stage struct {
-	Index       int    // 1..L, L+1 for the loss
-	Name        string // the module's name
-	Kind        string // KindStage or KindLoss
-	Reps        int    // measurements aggregated
-	FwdTimeS    float64
-	BwdTimeS    float64
-	InBytes     int64
-	OutBytes    int64
-	SavedBytes  sql.NullInt64 // null: not measured
-	FwdTmpBytes sql.NullInt64
-	BwdTmpBytes sql.NullInt64
-	ParamBytes  int64
-}
-
-// Measurement is one stage measured once: a row of the measurements table.
-type Measurement struct {
-	StageIndex  int
-	Rep         int
-	FwdTimeS    float64
-	BwdTimeS    float64
-	InBytes     int64
-	OutBytes    int64
-	SavedBytes  sql.NullInt64
-	FwdTmpBytes sql.NullInt64
-	BwdTmpBytes sql.NullInt64
-	ParamBytes  int64
-}
-
-// Profile is what Ingest stores: the run's provenance (ID, IngestedAt, NumStages, HasLoss
-// and InputBytes are set by Ingest), its aggregated stages in index order, and the raw
-// measurements.
+// Profile is what Ingest stores: the run's provenance (ID, IngestedAt, NumStages, HasLoss,
+// InputBytes and the totals are set by Ingest), its aggregated stages in index order (the
+// stages table), and the raw measurements (the measurements table, which keeps neither
+// StageName nor StageKind: the stages say them).
 type Profile struct {
 	Run          Run
-	Stages       []Stage
-	Measurements []Measurement
+	Stages       []profile.Stage
+	Measurements []profile.Row
 }
 
 // IngestResult says what Ingest did.
@@ -77,7 +44,7 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 	run.TotalFwdTimeS, run.TotalBwdTimeS, run.TotalParamBytes = 0, 0, 0
 	run.TotalSavedBytes = sql.NullInt64{Valid: true}
 	for _, s := range p.Stages {
-		if s.Kind == KindLoss {
+		if s.Kind == profile.KindLoss {
 			run.HasLoss = true
 		} else {
 			run.NumStages++
@@ -101,11 +68,7 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("ingest: %w", err)
 	}
-	meta := run.Metadata
-	if meta == nil {
-		meta = map[string]string{}
-	}
-	metaJSON, err := json.Marshal(meta)
+	metaJSON, err := json.Marshal(run.Map())
 	if err != nil {
 		return IngestResult{}, fmt.Errorf("ingest: %w", err)
 	}
@@ -158,11 +121,11 @@ func checkProfile(p *Profile) error {
 		if s.Index != i+1 {
 			return fmt.Errorf("stage %d is at position %d (stages must be numbered 1..L+1 in order)", s.Index, i+1)
 		}
-		if s.Kind == KindLoss && i != len(p.Stages)-1 {
+		if s.Kind == profile.KindLoss && i != len(p.Stages)-1 {
 			return fmt.Errorf("the loss (stage %d) is not the last stage", s.Index)
 		}
 	}
-	if p.Stages[0].Kind != KindStage {
+	if p.Stages[0].Kind != profile.KindStage {
 		return errors.New("the profile has no stage before the loss")
 	}
 	return nil
@@ -215,7 +178,7 @@ func repeat(s string, n int) string {
 	return string(out)
 }
 
-func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []Stage) error {
+func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []profile.Stage) error {
 	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
 		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 13, len(stages),
 		func(i int, dst []any) []any {
@@ -225,7 +188,7 @@ func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []Stage) 
 		})
 }
 
-func insertMeasurements(ctx context.Context, tx *sql.Tx, runID int64, ms []Measurement) (int, error) {
+func insertMeasurements(ctx context.Context, tx *sql.Tx, runID int64, ms []profile.Row) (int, error) {
 	err := insertRows(ctx, tx, "measurements", `run_id, stage_index, rep, fwd_time_s, bwd_time_s, in_bytes,
 		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 11, len(ms),
 		func(i int, dst []any) []any {
@@ -241,7 +204,7 @@ func insertMeasurements(ctx context.Context, tx *sql.Tx, runID int64, ms []Measu
 
 // Stages returns the stages of run id in index order (the loss last), or an error
 // wrapping chainplan.ErrNotFound when there is no such run.
-func (db *DB) Stages(ctx context.Context, runID int64) ([]Stage, error) {
+func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) {
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
@@ -252,9 +215,9 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]Stage, error) {
 		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []Stage
+	var out []profile.Stage
 	for rows.Next() {
-		var s Stage
+		var s profile.Stage
 		if err := rows.Scan(&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
 			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes); err != nil {
 			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
@@ -267,23 +230,24 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]Stage, error) {
 	return out, nil
 }
 
-// Measurements returns the raw measurements of run id, by stage then repetition, or an
-// error wrapping chainplan.ErrNotFound when there is no such run.
-func (db *DB) Measurements(ctx context.Context, runID int64) ([]Measurement, error) {
+// Measurements returns the raw measurements of run id, by stage then repetition, with the
+// name and kind of their stage, or an error wrapping chainplan.ErrNotFound when there is
+// no such run.
+func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, error) {
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, rep, fwd_time_s, bwd_time_s, in_bytes, out_bytes,
-		saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes
-		FROM measurements WHERE run_id = ? ORDER BY stage_index, rep`, runID)
+	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, stage_name, stage_kind, rep, m.fwd_time_s, m.bwd_time_s,
+		m.in_bytes, m.out_bytes, m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes, m.param_bytes
+		FROM measurements m JOIN stages USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index, rep`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []Measurement
+	var out []profile.Row
 	for rows.Next() {
-		var m Measurement
-		if err := rows.Scan(&m.StageIndex, &m.Rep, &m.FwdTimeS, &m.BwdTimeS, &m.InBytes, &m.OutBytes,
+		var m profile.Row
+		if err := rows.Scan(&m.StageIndex, &m.StageName, &m.StageKind, &m.Rep, &m.FwdTimeS, &m.BwdTimeS, &m.InBytes, &m.OutBytes,
 			&m.SavedBytes, &m.FwdTmpBytes, &m.BwdTmpBytes, &m.ParamBytes); err != nil {
 			return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
 		}

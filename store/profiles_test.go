@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -18,8 +19,8 @@ func TestIngestRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	db := tempDB(t)
 	p := sampleProfile(1, 0, 4)
-	p.Stages[2].SavedBytes = sql.NullInt64{} // nulls survive
-	p.Measurements[8].SavedBytes = sql.NullInt64{}
+	p.Stages[2].SavedBytes = profile.NullInt64{} // nulls survive
+	p.Measurements[8].SavedBytes = profile.NullInt64{}
 	before := time.Now().Add(-time.Second)
 	res, err := db.Ingest(ctx, p)
 	if err != nil {
@@ -108,7 +109,7 @@ func TestIngestRejects(t *testing.T) {
 		{"stages out of order", func(p *store.Profile) { p.Stages[0], p.Stages[1] = p.Stages[1], p.Stages[0] }, "position 1"},
 		{"loss first", func(p *store.Profile) {
 			loss := p.Stages[len(p.Stages)-1]
-			p.Stages = append([]store.Stage{loss}, p.Stages[:len(p.Stages)-1]...)
+			p.Stages = append([]profile.Stage{loss}, p.Stages[:len(p.Stages)-1]...)
 			for i := range p.Stages {
 				p.Stages[i].Index = i + 1
 			}

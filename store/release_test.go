@@ -6,11 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/chainplan/chainplan/internal/history"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/simulate"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -122,5 +125,54 @@ func TestRecordPlanKeepsWholeDocument(t *testing.T) {
 	have, _ := json.Marshal(got.Plan)
 	if string(have) != string(want) || got.Rebuilt {
 		t.Fatalf("stored plan differs (rebuilt=%v):\n got %s\nwant %s", got.Rebuilt, have, want)
+	}
+}
+
+// A run the release stored reads back into the profile model: its provenance columns fill
+// the embedded profile.Metadata, whose Map gives back the metadata_json the release wrote,
+// and its measurements carry their stage's name and kind.
+func TestReleaseRunReadsIntoProfileModel(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "chainplan.db")
+	copyFile(t, "../testdata/store/release-0.1.db", path)
+	ctx := context.Background()
+	db := mustOpen(t, path)
+	r, err := db.Run(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Format != profile.Format || r.ModelName != "resnet-mini" || r.BatchSize != 8 || r.Extra != nil ||
+		!r.CreatedAt.Equal(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)) {
+		t.Fatalf("run 1 provenance %+v", r.Metadata)
+	}
+	rows, err := db.Query(ctx, "SELECT metadata_json FROM runs WHERE run_id = 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	if !rows.Next() {
+		t.Fatalf("no run 1: %v", rows.Err())
+	}
+	var stored map[string]string
+	if err := json.Unmarshal([]byte(rows.Values()[0].(string)), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.Map(); !reflect.DeepEqual(got, stored) {
+		t.Fatalf("Map() of the stored run = %v\nmetadata_json = %v", got, stored)
+	}
+	stages, err := db.Stages(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := db.Measurements(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != len(stages)*int(r.Reps) {
+		t.Fatalf("%d measurements of %d stages × %d reps", len(ms), len(stages), r.Reps)
+	}
+	for _, m := range ms {
+		if s := stages[m.StageIndex-1]; m.StageName != s.Name || m.StageKind != s.Kind {
+			t.Fatalf("measurement %+v, want the name and kind of stage %+v", m, s)
+		}
 	}
 }

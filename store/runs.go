@@ -8,41 +8,29 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/chainplan/chainplan/profile"
 )
 
 // Run is the provenance of one stored profile: a row of the runs table.
 type Run struct {
-	ID             int64     // run_id
-	SHA256         string    // content_sha256: hex SHA-256 of the profile file
-	SourcePath     string    // the path the file was ingested from
-	FileBytes      int64     // the file's size
-	IngestedAt     time.Time // set by Ingest
-	Format         string    // the profile format, "chainplan.profile/v1"
-	ModelName      string
-	ModelSignature string
-	TorchVersion   string
-	Device         string
-	DeviceName     string
-	DType          string
-	BatchSize      int64
-	InputShape     []int64
-	Threads        int64
-	TimingMethod   string
-	WarmupReps     int64
-	Reps           int64
-	CreatedAt      time.Time // when the profile was taken
-	Host           string
-	NumStages      int   // L, set by Ingest from the stages
-	HasLoss        bool  // set by Ingest from the stages
-	InputBytes     int64 // a_0, stage 1's in_bytes, set by Ingest
+	ID         int64     // run_id
+	SHA256     string    // content_sha256: hex SHA-256 of the profile file
+	SourcePath string    // the path the file was ingested from
+	FileBytes  int64     // the file's size
+	IngestedAt time.Time // set by Ingest
+	// Metadata is the profile's provenance, one column each; Extra is what the
+	// metadata_json column holds besides them.
+	profile.Metadata
+	NumStages  int   // L, set by Ingest from the stages
+	HasLoss    bool  // set by Ingest from the stages
+	InputBytes int64 // a_0, stage 1's in_bytes, set by Ingest
 	// Totals over the stages, the loss included, set by Ingest. TotalSavedBytes is null
 	// when a stage's saved_bytes is.
 	TotalFwdTimeS   float64
 	TotalBwdTimeS   float64
 	TotalSavedBytes sql.NullInt64
 	TotalParamBytes int64
-	// Metadata is the file's whole schema metadata, as key-value pairs.
-	Metadata map[string]string
 }
 
 // runColumns are the columns scanRun reads, in order.
@@ -71,9 +59,11 @@ func scanRun(s interface{ Scan(...any) error }) (*Run, error) {
 	if err := json.Unmarshal([]byte(shape), &r.InputShape); err != nil {
 		return nil, fmt.Errorf("run %d: bad input_shape %q: %w", r.ID, shape, err)
 	}
-	if err := json.Unmarshal([]byte(meta), &r.Metadata); err != nil {
+	var kv map[string]string
+	if err := json.Unmarshal([]byte(meta), &kv); err != nil {
 		return nil, fmt.Errorf("run %d: bad metadata_json: %w", r.ID, err)
 	}
+	r.SetExtra(kv)
 	return &r, nil
 }
 

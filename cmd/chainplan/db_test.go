@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan/internal/history"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
 
@@ -43,28 +44,28 @@ func mustIngest(t *testing.T, db string, files ...string) {
 // reps repetitions, its values drawn from a PCG seeded with seed.
 func syntheticProfile(model string, stages, reps int, seed uint64) *profiler.Profile {
 	rng := rand.New(rand.NewPCG(seed, 0xc11))
-	p := &profiler.Profile{Meta: profiler.Metadata{
-		Format: profiler.Format, ModelName: model, ModelSignature: fmt.Sprintf("sha256:%x", seed),
+	p := &profiler.Profile{Meta: profile.Metadata{
+		Format: profile.Format, ModelName: model, ModelSignature: fmt.Sprintf("sha256:%x", seed),
 		TorchVersion: "2.6.0", Device: "cuda:0", DeviceName: "NVIDIA H100 80GB HBM3", DType: "bfloat16",
 		BatchSize: 16, InputShape: []int64{16, 1024}, Threads: 8, TimingMethod: "cuda_event", WarmupReps: 2,
 		Reps: int64(reps), CreatedAt: time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(seed) * time.Minute),
 		Host: "gpu-1",
 	}}
-	valid := func(v int64) profiler.NullInt64 { return profiler.NullInt64{Int64: v, Valid: true} }
+	valid := func(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 	in := int64(16 * 1024 * 2)
 	for k := 1; k <= stages+1; k++ {
-		kind, name := profiler.KindStage, fmt.Sprintf("layers.%d", k-1)
+		kind, name := profile.KindStage, fmt.Sprintf("layers.%d", k-1)
 		out := int64(1+rng.IntN(32)) << 15
 		saved, params := out+int64(rng.IntN(4))<<15, int64(rng.IntN(1<<22))
 		fwd, bwd := 1e-4*(1+rng.Float64()), 2e-4*(1+rng.Float64())
 		if k == stages+1 {
-			kind, name, out, saved, params = profiler.KindLoss, "loss", 0, 0, 0
+			kind, name, out, saved, params = profile.KindLoss, "loss", 0, 0, 0
 		}
 		for r := range reps {
-			p.Rows = append(p.Rows, profiler.Row{StageIndex: k, StageName: name, StageKind: kind, Rep: r,
-				FwdTimeS: fwd * (0.95 + 0.1*rng.Float64()), BwdTimeS: bwd * (0.95 + 0.1*rng.Float64()),
-				InBytes: in, OutBytes: out, SavedBytes: valid(saved), FwdTmpBytes: valid(4096), BwdTmpBytes: valid(8192),
-				ParamBytes: params})
+			p.Rows = append(p.Rows, profile.Row{StageIndex: k, StageName: name, StageKind: kind, Rep: r,
+				Measures: profile.Measures{FwdTimeS: fwd * (0.95 + 0.1*rng.Float64()), BwdTimeS: bwd * (0.95 + 0.1*rng.Float64()),
+					InBytes: in, OutBytes: out, SavedBytes: valid(saved), FwdTmpBytes: valid(4096), BwdTmpBytes: valid(8192),
+					ParamBytes: params}})
 		}
 		in = out
 	}

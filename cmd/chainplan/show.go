@@ -1,13 +1,13 @@
 package main
 
 import (
-	"database/sql"
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -81,13 +81,13 @@ func writeRunHeader(e *env, r *store.Run) {
 }
 
 // writeStages writes one line per stage.
-func writeStages(rw resultWriter, stages []store.Stage) error {
+func writeStages(rw resultWriter, stages []profile.Stage) error {
 	cols := []string{"stage", "name", "kind", "reps", "fwd_ms", "bwd_ms", "in_bytes", "out_bytes", "saved_bytes",
 		"fwd_tmp_bytes", "bwd_tmp_bytes", "param_bytes"}
 	if err := rw.begin(cols); err != nil {
 		return err
 	}
-	null := func(v sql.NullInt64) any {
+	null := func(v profile.NullInt64) any {
 		if !v.Valid {
 			return nil
 		}

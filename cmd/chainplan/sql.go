@@ -15,7 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/internal/arrowtable"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -284,14 +284,14 @@ func (j *jsonResult) end() error {
 	return err
 }
 
-// arrowResult collects the rows and writes an Arrow IPC file (profiler.WriteTable).
+// arrowResult collects the rows and writes an Arrow IPC file (arrowtable.Write).
 type arrowResult struct {
 	w io.Writer
-	t profiler.Table
+	t arrowtable.Table
 }
 
 func (a *arrowResult) begin(cols []string) error { a.t.Columns = cols; return nil }
 
 func (a *arrowResult) row(vals []any) error { a.t.Append(vals); return nil }
 
-func (a *arrowResult) end() error { return profiler.WriteTable(a.w, &a.t) }
+func (a *arrowResult) end() error { return arrowtable.Write(a.w, &a.t) }

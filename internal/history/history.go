@@ -4,9 +4,9 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -14,6 +14,7 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 	"github.com/chainplan/chainplan/store"
 )
@@ -55,59 +56,33 @@ func IngestFile(ctx context.Context, db *store.DB, path string) (store.IngestRes
 }
 
 // RunChain returns the chain of a stored run: its stages' medians, turned into a
-// chainplan.chain/v1 chain by the same code that aggregates profile files. A run whose
-// memory sizes were not measured fails with a *chainplan.ChainError naming the stage and
-// the field.
+// chainplan.chain/v1 chain by profile.ChainOf, as for a profile file. A run whose memory
+// sizes were not measured fails with a *chainplan.ChainError naming the stage and the
+// field.
 func RunChain(ctx context.Context, db *store.DB, runID int64) (*chainplan.Chain, error) {
 	stages, err := db.Stages(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	ps := make([]profiler.Stage, len(stages))
-	for i, s := range stages {
-		ps[i] = profiler.Stage{Index: s.Index, Name: s.Name, Kind: s.Kind, Reps: s.Reps, FwdTimeS: s.FwdTimeS,
-			BwdTimeS: s.BwdTimeS, InBytes: s.InBytes, OutBytes: s.OutBytes, SavedBytes: profiler.NullInt64(s.SavedBytes),
-			FwdTmpBytes: profiler.NullInt64(s.FwdTmpBytes), BwdTmpBytes: profiler.NullInt64(s.BwdTmpBytes),
-			ParamBytes: s.ParamBytes}
-	}
-	c, err := profiler.ChainOf(ps)
+	c, err := profile.ChainOf(stages)
 	if err != nil {
 		return nil, fmt.Errorf("chain of run %d: %w", runID, err)
 	}
 	return c, nil
 }
 
-// StoreProfile converts a profile read from a file into what the store keeps.
+// StoreProfile returns what the store keeps of a profile read from a file whose content
+// has SHA-256 sha (hex), found at path, of size bytes: its provenance, its stages'
+// medians and its rows.
 func StoreProfile(p *profiler.Profile, sha, path string, size int64) *store.Profile {
-	m := &p.Meta
-	sp := &store.Profile{Run: store.Run{
-		SHA256: sha, SourcePath: path, FileBytes: size, Format: m.Format, ModelName: m.ModelName,
-		ModelSignature: m.ModelSignature, TorchVersion: m.TorchVersion, Device: m.Device, DeviceName: m.DeviceName,
-		DType: m.DType, BatchSize: m.BatchSize, InputShape: m.InputShape, Threads: m.Threads,
-		TimingMethod: m.TimingMethod, WarmupReps: m.WarmupReps, Reps: m.Reps, CreatedAt: m.CreatedAt, Host: m.Host,
-		Metadata: m.Map(),
-	}}
-	for _, s := range p.Stages() {
-		sp.Stages = append(sp.Stages, store.Stage{Index: s.Index, Name: s.Name, Kind: s.Kind, Reps: s.Reps,
-			FwdTimeS: s.FwdTimeS, BwdTimeS: s.BwdTimeS, InBytes: s.InBytes, OutBytes: s.OutBytes,
-			SavedBytes: sqlNull(s.SavedBytes), FwdTmpBytes: sqlNull(s.FwdTmpBytes), BwdTmpBytes: sqlNull(s.BwdTmpBytes),
-			ParamBytes: s.ParamBytes})
-	}
-	sp.Measurements = make([]store.Measurement, len(p.Rows))
-	for i, r := range p.Rows {
-		sp.Measurements[i] = store.Measurement{StageIndex: r.StageIndex, Rep: r.Rep, FwdTimeS: r.FwdTimeS,
-			BwdTimeS: r.BwdTimeS, InBytes: r.InBytes, OutBytes: r.OutBytes, SavedBytes: sqlNull(r.SavedBytes),
-			FwdTmpBytes: sqlNull(r.FwdTmpBytes), BwdTmpBytes: sqlNull(r.BwdTmpBytes), ParamBytes: r.ParamBytes}
-	}
+	rows := slices.Clone(p.Rows)
 	// Rows in key order make the inserts into the WITHOUT ROWID table appends.
-	slices.SortFunc(sp.Measurements, func(a, b store.Measurement) int {
-		if a.StageIndex != b.StageIndex {
-			return a.StageIndex - b.StageIndex
-		}
-		return a.Rep - b.Rep
+	slices.SortFunc(rows, func(a, b profile.Row) int {
+		return cmp.Or(cmp.Compare(a.StageIndex, b.StageIndex), cmp.Compare(a.Rep, b.Rep))
 	})
-	return sp
+	return &store.Profile{
+		Run:          store.Run{SHA256: sha, SourcePath: path, FileBytes: size, Metadata: p.Meta},
+		Stages:       p.Stages(),
+		Measurements: rows,
+	}
 }
-
-// sqlNull converts a profiler.NullInt64 into the store's sql.NullInt64 (same shape).
-func sqlNull(v profiler.NullInt64) sql.NullInt64 { return sql.NullInt64(v) }

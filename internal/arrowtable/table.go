@@ -1,4 +1,8 @@
-package profiler
+// Package arrowtable writes a table of values, such as the rows of an SQL query, as an
+// Arrow IPC file: what `chainplan sql --format arrow` prints and what chainplan.query
+// hands to pyarrow. It is apart from the profile codec (package profiler) because query
+// results have no fixed schema, and apart from the store, which stays free of Arrow.
+package arrowtable
 
 import (
 	"fmt"
@@ -20,12 +24,12 @@ type Table struct {
 	Rows    [][]any
 }
 
-// WriteTable writes t as an Arrow IPC file (what pyarrow.feather.read_table and
+// Write writes t as an Arrow IPC file (what pyarrow.feather.read_table and
 // pa.ipc.open_file read). Each column gets the narrowest type that holds all its values:
 // int64 for integers and booleans, float64 when floats are mixed in, binary for blobs,
 // utf8 otherwise (numbers formatted as text); a column of nulls only has the null type.
 // Columns with the same name are written as they are; Arrow allows it.
-func WriteTable(w io.Writer, t *Table) error {
+func Write(w io.Writer, t *Table) error {
 	fields := make([]arrow.Field, len(t.Columns))
 	for j, name := range t.Columns {
 		fields[j] = arrow.Field{Name: name, Type: columnType(t, j), Nullable: true}
@@ -58,7 +62,7 @@ func WriteTable(w io.Writer, t *Table) error {
 	return nil
 }
 
-// columnType picks the Arrow type of column j (see WriteTable).
+// columnType picks the Arrow type of column j (see Write).
 func columnType(t *Table, j int) arrow.DataType {
 	var ints, floats, blobs, texts bool
 	for _, row := range t.Rows {
@@ -102,7 +106,7 @@ func appendValue(b array.Builder, v any) {
 		case int64:
 			b.Append(v)
 		case bool:
-			b.Append(int64(btoi(v)))
+			b.Append(btoi(v))
 		}
 	case *array.Float64Builder:
 		switch v := v.(type) {
@@ -152,4 +156,11 @@ func (t *Table) Append(vals []any) {
 		r[i] = v
 	}
 	t.Rows = append(t.Rows, r)
+}
+
+func btoi(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
 }

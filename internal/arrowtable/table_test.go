@@ -1,4 +1,4 @@
-package profiler
+package arrowtable_test
 
 import (
 	"bytes"
@@ -9,11 +9,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/chainplan/chainplan/internal/arrowtable"
 )
 
-func TestWriteTable(t *testing.T) {
+func TestWrite(t *testing.T) {
 	when := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	tab := &Table{
+	tab := &arrowtable.Table{
 		Columns: []string{"i", "f", "mixed", "s", "blob", "none", "flag", "when", "blobtext"},
 		Rows: [][]any{
 			{int64(1), 1.5, int64(2), "a", []byte{0, 1}, nil, true, when, []byte("x")},
@@ -21,7 +23,7 @@ func TestWriteTable(t *testing.T) {
 		},
 	}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, tab); err != nil {
+	if err := arrowtable.Write(&buf, tab); err != nil {
 		t.Fatal(err)
 	}
 	r, err := ipc.NewFileReader(bytes.NewReader(buf.Bytes()))
@@ -66,8 +68,8 @@ func TestWriteTable(t *testing.T) {
 	if c := rec.Column(8).(*array.String); c.Value(0) != "x" || c.Value(1) != "y" {
 		t.Fatalf("column blobtext = %v", c)
 	}
-	bad := &Table{Columns: []string{"a", "b"}, Rows: [][]any{{int64(1)}}}
-	if err := WriteTable(&bytes.Buffer{}, bad); err == nil || !strings.Contains(err.Error(), "row 0 has 1 values") {
-		t.Fatalf("WriteTable of a short row: %v", err)
+	bad := &arrowtable.Table{Columns: []string{"a", "b"}, Rows: [][]any{{int64(1)}}}
+	if err := arrowtable.Write(&bytes.Buffer{}, bad); err == nil || !strings.Contains(err.Error(), "row 0 has 1 values") {
+		t.Fatalf("Write of a short row: %v", err)
 	}
 }

@@ -1,0 +1,67 @@
+package profile
+
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+)
+
+// ChainOf turns aggregated stages (in index order, the loss last, as StagesOf returns
+// them) into a validated chainplan.chain/v1 chain: the chain input a_0 is stage 1's
+// InBytes, and the loss is all zero when absent. A stage whose saved or temporary sizes
+// were never measured (null) makes a *chainplan.ChainError naming the stage and the field,
+// since no planner can use it; stages out of order wrap chainplan.ErrInvalidChain.
+func ChainOf(stages []Stage) (*chainplan.Chain, error) {
+	c := &chainplan.Chain{Format: chainplan.ChainFormat}
+	need := func(s *Stage, field string, v NullInt64) (int64, error) {
+		if !v.Valid {
+			where := s.Index
+			if s.Kind == KindLoss {
+				where = chainplan.LossStage
+			}
+			return 0, &chainplan.ChainError{Stage: where, Name: s.Name, Field: field,
+				Msg: "not measured in the profile (null in every repetition); planners need it"}
+		}
+		return v.Int64, nil
+	}
+	for i := range stages {
+		s := &stages[i]
+		if s.Kind == KindLoss {
+			if i != len(stages)-1 {
+				return nil, fmt.Errorf("%w: the loss (stage %d) is not the last stage", chainplan.ErrInvalidChain, s.Index)
+			}
+			var err error
+			c.Loss.FwdTime, c.Loss.BwdTime = s.FwdTimeS, s.BwdTimeS
+			if c.Loss.FwdTmpBytes, err = need(s, "fwd_tmp_bytes", s.FwdTmpBytes); err != nil {
+				return nil, err
+			}
+			if c.Loss.BwdTmpBytes, err = need(s, "bwd_tmp_bytes", s.BwdTmpBytes); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if s.Index != i+1 {
+			return nil, fmt.Errorf("%w: stage %d is at position %d (stages must be numbered 1..L)",
+				chainplan.ErrInvalidChain, s.Index, i+1)
+		}
+		st := chainplan.Stage{Name: s.Name, FwdTime: s.FwdTimeS, BwdTime: s.BwdTimeS, OutBytes: s.OutBytes, ParamBytes: s.ParamBytes}
+		var err error
+		if st.SavedBytes, err = need(s, "saved_bytes", s.SavedBytes); err != nil {
+			return nil, err
+		}
+		if st.FwdTmpBytes, err = need(s, "fwd_tmp_bytes", s.FwdTmpBytes); err != nil {
+			return nil, err
+		}
+		if st.BwdTmpBytes, err = need(s, "bwd_tmp_bytes", s.BwdTmpBytes); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			c.InputBytes = s.InBytes
+		}
+		c.Stages = append(c.Stages, st)
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
