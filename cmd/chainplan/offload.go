@@ -75,6 +75,22 @@ func writeOffloadText(w io.Writer, p *chainplan.Plan) {
 	}
 }
 
+// writeCandidatesText prints which candidate schedule a portfolio planner (pofo) returned
+// and how each candidate fared, if the plan says.
+func writeCandidatesText(w io.Writer, p *chainplan.Plan) {
+	if p.Chosen == "" {
+		return
+	}
+	fmt.Fprintf(w, "chosen      %s, the fastest of %d candidates\n", p.Chosen, len(p.Candidates))
+	for _, c := range p.Candidates {
+		if !c.Feasible {
+			fmt.Fprintf(w, "  %-12s no schedule within the budget (%.3f ms)\n", c.Algo, c.SolveMS)
+			continue
+		}
+		fmt.Fprintf(w, "  %-12s makespan %.6g, peak %s (%.3f ms)\n", c.Algo, c.Makespan, bytesLabel(c.PeakBytes), c.SolveMS)
+	}
+}
+
 // transferAnchor names the operation a transfer waits for or must precede.
 func transferAnchor(seq []chainplan.Op, t chainplan.Transfer) string {
 	op := func(k int) string {

@@ -135,6 +135,7 @@ func writePlanText(w io.Writer, c *chainplan.Chain, p *chainplan.Plan) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
+	writeCandidatesText(w, p)
 	fmt.Fprintf(w, "sequence    %d operations (%d stages + loss)\n", len(p.Sequence), c.Len())
 	writeSequence(w, p.Sequence)
 	writeOffloadText(w, p)
