@@ -115,6 +115,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newShowPlanCmd(e),
 		newExportCmd(e),
 		newSQLCmd(e),
+		newImportCmd(e),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

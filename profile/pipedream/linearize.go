@@ -46,7 +46,7 @@ type Import struct {
 // msToS converts PipeDream's milliseconds to the seconds of chain files.
 const msToS = 1e-3
 
-// Linearize collapses g into a chain (docs/pipeline.md, "Importing PipeDream profiles"):
+// Linearize collapses g into a chain (docs/formats.md, "Importing PipeDream profiles"):
 //
 //  1. Source nodes whose description starts with "Input" are the chain input: their
 //     activation sizes add up to input_bytes, and their times (PipeDream times data

@@ -156,7 +156,7 @@ func TestLinearizeRefusals(t *testing.T) {
 }
 
 // sharedLayers are the layer counts of the PipeDream profiles under testdata/pipedream
-// (docs/pipeline.md lists them with their node counts).
+// (docs/formats.md lists them with their node counts).
 var sharedLayers = map[string]int{
 	"alexnet": 21, "densenet121": 77, "gnmt": 3, "inception_v3": 32,
 	"resnet101": 73, "resnet18": 23, "resnet50": 39, "vgg16": 39,

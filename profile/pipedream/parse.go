@@ -152,33 +152,33 @@ func parseNode(parts []string, line int) (Node, error) {
 	for _, kv := range strings.Split(parts[len(parts)-1], ", ") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if !ok {
-			return Node{}, &ParseError{line, fmt.Sprintf("node %s: %q is not key=value", n.ID, kv)}
+			return Node{}, &ParseError{line, fmt.Sprintf("%s: %q is not key=value", n.ID, kv)}
 		}
 		if !isMetric(k) {
-			return Node{}, &ParseError{line, fmt.Sprintf("node %s: unknown field %q (want %s)", n.ID, k, strings.Join(metricKeys, ", "))}
+			return Node{}, &ParseError{line, fmt.Sprintf("%s: unknown field %q (want %s)", n.ID, k, strings.Join(metricKeys, ", "))}
 		}
 		if _, dup := got[k]; dup {
-			return Node{}, &ParseError{line, fmt.Sprintf("node %s: field %q given twice", n.ID, k)}
+			return Node{}, &ParseError{line, fmt.Sprintf("%s: field %q given twice", n.ID, k)}
 		}
 		got[k] = v
 	}
 	for _, k := range metricKeys {
 		if _, ok := got[k]; !ok {
-			return Node{}, &ParseError{line, fmt.Sprintf("node %s: missing field %q", n.ID, k)}
+			return Node{}, &ParseError{line, fmt.Sprintf("%s: missing field %q", n.ID, k)}
 		}
 	}
 	var err error
 	if n.FwdMS, err = number(got["forward_compute_time"]); err != nil {
-		return Node{}, &ParseError{line, fmt.Sprintf("node %s: field %q: %v", n.ID, "forward_compute_time", err)}
+		return Node{}, &ParseError{line, fmt.Sprintf("%s: field %q: %v", n.ID, "forward_compute_time", err)}
 	}
 	if n.BwdMS, err = number(got["backward_compute_time"]); err != nil {
-		return Node{}, &ParseError{line, fmt.Sprintf("node %s: field %q: %v", n.ID, "backward_compute_time", err)}
+		return Node{}, &ParseError{line, fmt.Sprintf("%s: field %q: %v", n.ID, "backward_compute_time", err)}
 	}
 	if n.ActBytes, err = sizes(got["activation_size"]); err != nil {
-		return Node{}, &ParseError{line, fmt.Sprintf("node %s: field %q: %v", n.ID, "activation_size", err)}
+		return Node{}, &ParseError{line, fmt.Sprintf("%s: field %q: %v", n.ID, "activation_size", err)}
 	}
 	if n.ParamBytes, err = sizes(got["parameter_size"]); err != nil {
-		return Node{}, &ParseError{line, fmt.Sprintf("node %s: field %q: %v", n.ID, "parameter_size", err)}
+		return Node{}, &ParseError{line, fmt.Sprintf("%s: field %q: %v", n.ID, "parameter_size", err)}
 	}
 	return n, nil
 }
