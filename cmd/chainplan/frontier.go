@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/rotor"
+	"github.com/chainplan/chainplan/planner"
 )
 
 type frontierFlags struct {
@@ -32,7 +32,7 @@ unit).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: rotor or revolve")
+	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(hasFrontier)))
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
 	return cmd
@@ -45,8 +45,9 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if f.chain == "" {
 		return usagef("--chain is required")
 	}
-	if f.algo != "rotor" && f.algo != "revolve" {
-		return usagef("frontier: unknown --algo %q (want rotor or revolve)", f.algo)
+	e, _ := planner.Lookup(f.algo)
+	if !hasFrontier(e) {
+		return usagef("frontier: unknown --algo %q (want %s)", f.algo, orList(algoNames(hasFrontier)))
 	}
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
@@ -55,7 +56,7 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if err != nil {
 		return err
 	}
-	fr, err := rotor.SolveFrontier(c, rotor.Options{Slots: f.slots, Revolve: f.algo == "revolve"})
+	fr, err := e.Schedule.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots})
 	if err != nil {
 		return err
 	}

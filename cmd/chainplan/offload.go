@@ -31,16 +31,17 @@ func parseBandwidth(s string) (float64, error) {
 // offloadRequest fills the bandwidth of a solve request. An offloading algorithm needs
 // --bandwidth and, unless --slots is given, uses its own default discretization.
 func offloadRequest(cmd *cobra.Command, req *planner.Request, bandwidth string) error {
-	offloads := slices.Contains(planner.OffloadAlgorithms, req.Algo)
+	e, known := planner.Lookup(req.Algo)
+	reads := e.Reads(planner.FieldBandwidth)
 	switch {
-	case req.Algo != "" && !slices.Contains(planner.Algorithms, req.Algo):
+	case !known:
 		return nil // the planner reports the unknown name, not a --bandwidth problem
-	case offloads && bandwidth == "":
+	case slices.Contains(e.Needs, planner.FieldBandwidth) && bandwidth == "":
 		return usagef("--algo %s needs --bandwidth (bytes per second, e.g. 12GB/s)", req.Algo)
-	case !offloads && bandwidth != "":
+	case !reads && bandwidth != "":
 		return usagef("--bandwidth applies to the offloading algorithms only (%s), not to --algo %s",
-			strings.Join(planner.OffloadAlgorithms, ", "), req.Algo)
-	case !offloads:
+			strings.Join(algoNames(func(e planner.Entry) bool { return e.Reads(planner.FieldBandwidth) }), ", "), req.Algo)
+	case !reads:
 		return nil
 	}
 	bw, err := parseBandwidth(bandwidth)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -73,7 +72,7 @@ func simulateInput(cmd *cobra.Command, f *simulateFlags) (*chainplan.Chain, *cha
 		if err != nil {
 			return nil, nil, err
 		}
-		if sp.Rebuilt && slices.Contains(planner.OffloadAlgorithms, sp.Plan.Algo) {
+		if e, _ := planner.Lookup(sp.Plan.Algo); sp.Rebuilt && e.Family == planner.Offloading {
 			return nil, nil, fmt.Errorf("%w: plan %d (%s) was stored before the database kept whole plans "+
 				"(migration 0003): its transfers were not kept, and its sequence alone does not replay; plan run %d again",
 				chainplan.ErrInvalidPlan, sp.ID, sp.Plan.Algo, sp.RunID)

@@ -30,20 +30,8 @@ func newSolveCmd(e *env) *cobra.Command {
 		Long: `Compute a schedule for a chain within a memory budget (total activation memory,
 the chain input included) and print it as JSON or text.
 
-Algorithms:
-  rotor       optimal memory-persistent checkpointing (the rotor DP; default)
-  optimal     exact optimum without the persistence restriction (short chains only)
-  revolve     AD-style checkpointing: F_all only right before its backward
-  sequential  PyTorch checkpoint_sequential (--segments K, or the best K that fits)
-  store-all   PyTorch's default: no recomputation
-
-Offloading algorithms (need --bandwidth; docs/pofo.md):
-  pofo         optimal offloading + rematerialization (POFO; default grid by chain length, 50-243 slots)
-  offload      optimal offloading only (DYNPROG, 500 slots by default)
-  greedy       offload the shortest prefix of activations that fits (GREEDY)
-  autocapper   rotor schedules capped by offloading (AUTOCAPPER heuristic)
-  opportunist  offload while the link is free (OPPORTUNIST heuristic)
-
+` + algoHelp() + `
+The offloading algorithms are described in docs/pofo.md.
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
 		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
@@ -56,11 +44,12 @@ Exit status 3 means the budget is too small; the message gives the smallest one.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: rotor, optimal, revolve, sequential, store-all, pofo, offload, greedy, autocapper or opportunist")
+	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(solvable)))
 	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
 	fl.StringVar(&f.budget, "budget", "", "memory budget: bytes, a size such as 2GiB, or 'min'")
-	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (rotor, optimal, revolve)")
-	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo sequential (0: best that fits)")
+	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (the offloading algorithms default to their own)")
+	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo "+
+		orList(algoNames(func(e planner.Entry) bool { return e.Reads(planner.FieldSegments) }))+" (0: best that fits)")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
 	fl.StringVar(&f.run, "run", "", "plan a stored profile instead of --chain (a run id or \"latest\"); records the plan")
 	fl.StringVar(&f.bandwidth, "bandwidth", "", "GPU-host bandwidth of the offloading algorithms: bytes per second, or with a unit such as 12GB/s")
@@ -92,14 +81,13 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if err := offloadRequest(cmd, &req, f.bandwidth); err != nil {
 		return err
 	}
+	var p *chainplan.Plan
 	if f.budget == "min" {
-		if req.BudgetBytes, err = planner.MinBudget(c, req); err != nil {
-			return err
-		}
-	} else if req.BudgetBytes, err = parseBudget(f.budget); err != nil {
-		return err
+		// One search: the plan at the smallest budget, not that budget and a second solve.
+		p, err = planner.SolveMin(c, req)
+	} else if req.BudgetBytes, err = parseBudget(f.budget); err == nil {
+		p, err = planner.Solve(c, req)
 	}
-	p, err := planner.Solve(c, req)
 	if err != nil {
 		return err
 	}

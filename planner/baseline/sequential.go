@@ -66,6 +66,45 @@ func SequentialSequence(l, k int) []chainplan.Op {
 // The time complexity is O(L²).
 func Sequential(c *chainplan.Chain, budgetBytes int64, segments int) (*chainplan.Plan, error) {
 	start := time.Now()
+	cands, err := sequentialCandidates(c, segments)
+	if err != nil {
+		return nil, err
+	}
+	best := pickSequential(cands, budgetBytes)
+	if best == nil {
+		return nil, &chainplan.InfeasibleError{Algo: "sequential", BudgetBytes: budgetBytes, MinBudgetBytes: minPeak(cands)}
+	}
+	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
+	return best, nil
+}
+
+// SequentialMinBudget returns the smallest budget at which Sequential finds a schedule
+// with the given segments (0: any count), and at least 1: the smallest exact peak over
+// the counts it tries. Errors are Sequential's.
+func SequentialMinBudget(c *chainplan.Chain, segments int) (int64, error) {
+	cands, err := sequentialCandidates(c, segments)
+	if err != nil {
+		return 0, err
+	}
+	return max(1, minPeak(cands)), nil
+}
+
+// SequentialMin returns Sequential's plan at SequentialMinBudget's budget, replaying each
+// segment count once.
+func SequentialMin(c *chainplan.Chain, segments int) (*chainplan.Plan, error) {
+	start := time.Now()
+	cands, err := sequentialCandidates(c, segments)
+	if err != nil {
+		return nil, err
+	}
+	best := pickSequential(cands, max(1, minPeak(cands)))
+	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
+	return best, nil
+}
+
+// sequentialCandidates replays the schedule of every segment count Sequential tries
+// (segments, or 1..L when it is 0) in exact bytes, as plans without a budget.
+func sequentialCandidates(c *chainplan.Chain, segments int) ([]chainplan.Plan, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -79,28 +118,45 @@ func Sequential(c *chainplan.Chain, budgetBytes int64, segments int) (*chainplan
 		lo, hi = segments, segments
 	}
 	exact := discretize.Exact(c)
-	var best *chainplan.Plan
-	minPeak := int64(-1)
+	cands := make([]chainplan.Plan, 0, hi-lo+1)
 	for k := lo; k <= hi; k++ {
 		seq := SequentialSequence(l, k)
 		rep := simulate.Run(exact, seq, -1)
 		if !rep.Valid {
 			return nil, fmt.Errorf("sequential: internal error: %d segments: %w", k, rep.Err())
 		}
-		if minPeak < 0 || rep.Peak < minPeak {
-			minPeak = rep.Peak
-		}
-		if rep.Peak > budgetBytes {
+		cands = append(cands, chainplan.Plan{Algo: "sequential", Feasible: true, Makespan: rep.Makespan,
+			PeakBytes: rep.Peak, Segments: k, Sequence: seq})
+	}
+	return cands, nil
+}
+
+// pickSequential returns the fastest candidate whose peak fits budgetBytes (ties: the
+// smaller peak, then fewer segments) as a plan at that budget, or nil.
+func pickSequential(cands []chainplan.Plan, budgetBytes int64) *chainplan.Plan {
+	var best *chainplan.Plan
+	for i := range cands {
+		p := &cands[i]
+		if p.PeakBytes > budgetBytes {
 			continue
 		}
-		if best == nil || rep.Makespan < best.Makespan || rep.Makespan == best.Makespan && rep.Peak < best.PeakBytes {
-			best = &chainplan.Plan{Algo: "sequential", Feasible: true, Makespan: rep.Makespan, PeakBytes: rep.Peak,
-				BudgetBytes: budgetBytes, Segments: k, Sequence: seq}
+		if best == nil || p.Makespan < best.Makespan || p.Makespan == best.Makespan && p.PeakBytes < best.PeakBytes {
+			best = p
 		}
 	}
 	if best == nil {
-		return nil, &chainplan.InfeasibleError{Algo: "sequential", BudgetBytes: budgetBytes, MinBudgetBytes: minPeak}
+		return nil
 	}
-	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
-	return best, nil
+	out := *best
+	out.BudgetBytes = budgetBytes
+	return &out
+}
+
+// minPeak returns the smallest peak of the candidates.
+func minPeak(cands []chainplan.Plan) int64 {
+	m := cands[0].PeakBytes
+	for _, p := range cands[1:] {
+		m = min(m, p.PeakBytes)
+	}
+	return m
 }

@@ -33,15 +33,24 @@ func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chai
 	exact := exactChain(c)
 	s, ok := autoCapper(c, exact, budgetBytes, opts)
 	if !ok {
-		return infeasible(c, "autocapper", budgetBytes, opts, start, func() (int64, error) {
-			hi := int64(exact.storeAllPeak())
-			return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
-				_, ok := autoCapper(c, exact, b, opts)
-				return ok
-			}), nil
-		}, SolveAutoCapper)
+		return infeasible(c, "autocapper", budgetBytes, opts, start, func() (int64, error) { return MinBudgetAutoCapper(c, opts) }, SolveAutoCapper)
 	}
 	return finishPlan("autocapper", c, budgetBytes, remSlots(opts, budgetBytes, exact.n), s, opts, start)
+}
+
+// MinBudgetAutoCapper returns the smallest budget at which SolveAutoCapper finds a
+// schedule, searched to 1 % of the store-all peak (each probe runs AUTOCAPPER, 40 rotor
+// solves). Errors: ErrInvalidChain, ErrUnsupported for bad options.
+func MinBudgetAutoCapper(c *chainplan.Chain, opts Options) (int64, error) {
+	if err := opts.check(c, 1); err != nil {
+		return 0, err
+	}
+	exact := exactChain(c)
+	hi := int64(exact.storeAllPeak())
+	return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
+		_, ok := autoCapper(c, exact, b, opts)
+		return ok
+	}), nil
 }
 
 // remSlots returns the slots of the heuristics' rematerialization for a budget: rotor's

@@ -261,17 +261,36 @@ func solveOffload(c *chainplan.Chain, budgetBytes int64, opts Options, do dynOpt
 	s, ok := dynSchedule(exact, budgetBytes, slots, opts.BandwidthBytesPerS, opts.model(), do)
 	if !ok {
 		return infeasible(c, "offload", budgetBytes, opts, start, func() (int64, error) {
-			hi := int64(exact.storeAllPeak())
-			lo := int64(offloadNeed(exact))
-			return searchBudget(lo, hi, max(1, hi/(8*slots)), func(b int64) bool {
-				_, ok := dynSchedule(exact, b, opts.slots(b, DefaultOffloadSlots), opts.BandwidthBytesPerS, opts.model(), do)
-				return ok
-			}), nil
+			return minBudgetOffload(c, opts, do, slots)
 		}, func(c *chainplan.Chain, b int64, o Options) (*chainplan.Plan, error) {
 			return solveOffload(c, b, o, do)
 		})
 	}
 	return finishPlan("offload", c, budgetBytes, slots, s, opts, start)
+}
+
+// MinBudgetOffload returns the smallest budget at which SolveOffload finds a schedule,
+// searched from the need of offloading everything (offloadNeed) to within M_peak/(8·S)
+// bytes for S slots (Options.Slots, DefaultOffloadSlots when zero, M_peak for exact
+// bytes). Errors: ErrInvalidChain, ErrUnsupported for bad options.
+func MinBudgetOffload(c *chainplan.Chain, opts Options) (int64, error) {
+	if err := opts.check(c, 1); err != nil {
+		return 0, err
+	}
+	hi := int64(exactChain(c).storeAllPeak())
+	return minBudgetOffload(c, opts, dynOptions{}, opts.slots(hi, DefaultOffloadSlots))
+}
+
+// minBudgetOffload searches DYNPROG's smallest budget; the bisection stops within
+// M_peak/(8·precSlots) bytes.
+func minBudgetOffload(c *chainplan.Chain, opts Options, do dynOptions, precSlots int64) (int64, error) {
+	exact := exactChain(c)
+	hi := int64(exact.storeAllPeak())
+	lo := int64(offloadNeed(exact))
+	return searchBudget(lo, hi, max(1, hi/(8*precSlots)), func(b int64) bool {
+		_, ok := dynSchedule(exact, b, opts.slots(b, DefaultOffloadSlots), opts.BandwidthBytesPerS, opts.model(), do)
+		return ok
+	}), nil
 }
 
 // dynSchedule runs DYNPROG with the iterative rounding and returns a schedule that

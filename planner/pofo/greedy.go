@@ -24,15 +24,24 @@ func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainpla
 	exact := exactChain(c)
 	s, ok := greedySchedule(exact, float64(budgetBytes), opts.BandwidthBytesPerS, opts.model())
 	if !ok {
-		return infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) {
-			hi := int64(exact.storeAllPeak())
-			return searchBudget(1, hi, 1, func(b int64) bool {
-				_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.model())
-				return ok
-			}), nil
-		}, SolveGreedy)
+		return infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) { return MinBudgetGreedy(c, opts) }, SolveGreedy)
 	}
 	return finishPlan("greedy", c, budgetBytes, 0, s, opts, start)
+}
+
+// MinBudgetGreedy returns the smallest budget at which SolveGreedy finds a schedule, by
+// bisection on the replay of GREEDY's schedule (to the byte where that is monotone).
+// Errors: ErrInvalidChain, ErrUnsupported for bad options.
+func MinBudgetGreedy(c *chainplan.Chain, opts Options) (int64, error) {
+	if err := opts.check(c, 1); err != nil {
+		return 0, err
+	}
+	exact := exactChain(c)
+	hi := int64(exact.storeAllPeak())
+	return searchBudget(1, hi, 1, func(b int64) bool {
+		_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.model())
+		return ok
+	}), nil
 }
 
 // greedySchedule builds the GREEDY schedule for limit m and reports whether it replays.

@@ -32,15 +32,24 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 	slots := remSlots(opts, budgetBytes, exact.n)
 	s, ok := opportunist(c, exact, budgetBytes, slots, opts)
 	if !ok {
-		return infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) {
-			hi := int64(exact.storeAllPeak())
-			return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
-				_, ok := opportunist(c, exact, b, remSlots(opts, b, exact.n), opts)
-				return ok
-			}), nil
-		}, SolveOpportunist)
+		return infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) { return MinBudgetOpportunist(c, opts) }, SolveOpportunist)
 	}
 	return finishPlan("opportunist", c, budgetBytes, slots, s, opts, start)
+}
+
+// MinBudgetOpportunist returns the smallest budget at which SolveOpportunist finds a
+// schedule, searched to 1 % of the store-all peak. Errors: ErrInvalidChain,
+// ErrUnsupported for bad options.
+func MinBudgetOpportunist(c *chainplan.Chain, opts Options) (int64, error) {
+	if err := opts.check(c, 1); err != nil {
+		return 0, err
+	}
+	exact := exactChain(c)
+	hi := int64(exact.storeAllPeak())
+	return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
+		_, ok := opportunist(c, exact, b, remSlots(opts, b, exact.n), opts)
+		return ok
+	}), nil
 }
 
 // opportunist builds the OPPORTUNIST schedule for a budget and reports whether it replays.

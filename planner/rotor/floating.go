@@ -6,6 +6,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/internal/dpcount"
 )
 
 // maxFloatingWork bounds floatingWork, the number of inner-loop steps of the floating DP.
@@ -100,16 +101,10 @@ func solveFloating(c *discretize.Chain, m int64) (makespan float64, seq []chainp
 	if m < 0 {
 		return 0, nil, fmt.Errorf("floating DP: the budget is %d units short of the chain input a_0: %w", -m, chainplan.ErrInfeasible)
 	}
-	if w := floatingWork(n, m); w > maxFloatingWork {
-		return 0, nil, fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs about %.2g steps, over the limit of %.2g: "+
-			"the floating DP is O(S·L^6); use the persistent rotor algorithm or fewer slots: %w",
-			n-1, m, w, float64(maxFloatingWork), chainplan.ErrUnsupported)
+	if err := floatingLimits(n, m); err != nil {
+		return 0, nil, err
 	}
-	if cells := floatingTriples(n) * (float64(m) + 1); cells > maxFloatingCells {
-		return 0, nil, fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs a table of %.3g cells (%.0f MiB), over the limit of %d: "+
-			"use the persistent rotor algorithm or fewer slots: %w",
-			n-1, m, cells, cells*12/(1<<20), maxFloatingCells, chainplan.ErrUnsupported)
-	}
+	dpcount.Floating.Add(1)
 	tb := newFloatingTable(c, m)
 	tb.fill()
 	v := tb.at(1, 1, n)[m]

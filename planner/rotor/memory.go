@@ -1,6 +1,9 @@
 package rotor
 
-import "github.com/chainplan/chainplan/planner/internal/discretize"
+import (
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/internal/dpcount"
+)
 
 // mEmpty is m_∅^{s,t} of spec §3.1: the memory needed to run F_s^ck, F_{s+1}^∅ … F_{t-1}^∅
 // while δ_t is held, the input a_{s-1} counted outside. The h = t term is omitted
@@ -36,6 +39,7 @@ func (nt *needTable) at(s, t int) int64 { return nt.need[s*(nt.n+1)+t] }
 // need, so need(s,t) = min over branches of the max of those bounds. The time complexity
 // is O(N³); it needs no memory discretization.
 func minMemory(c *discretize.Chain, revolve bool) *needTable {
+	dpcount.Need.Add(1)
 	n := c.N
 	nt := &needTable{n: n, need: make([]int64, (n+1)*(n+1))}
 	set := func(s, t int, v int64) { nt.need[s*(n+1)+t] = v }

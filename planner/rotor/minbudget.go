@@ -3,29 +3,83 @@ package rotor
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
 // MinBudget returns the smallest total budget in bytes (chain input included) at which
-// Solve finds a schedule with the given options.
+// Solve finds a schedule with the given options, and at least 1.
 //
 // Without discretization the answer is exact: a_0 plus the need of the whole chain (see
 // minMemory), computed in O(N³) without any table. With S slots the unit grows with the
 // budget and every size is rounded up, so a budget slightly above the exact minimum may
 // still be refused; MinBudget then searches upwards, first by doubling steps of one unit
-// and then by bisection, and returns a budget it has checked. For rotor the answer is
-// capped by the no-recomputation peak, which Solve accepts in exact bytes.
+// and then by bisection, and returns a budget it has checked. Each probe costs one O(N³)
+// feasibility DP per memory unit probed, none per budget: budgets with the same unit share
+// their discretization. For rotor the answer is capped by the no-recomputation peak, which
+// Solve accepts in exact bytes.
 func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
 	}
+	s, err := searchMinBudget(c, opts)
+	return s.budget, err
+}
+
+// SolveMin returns Solve's plan at MinBudget's budget, from one search: the
+// discretization and feasibility DP the search ends with are the ones Solve would compute
+// at that budget, so the persistent table is built once and no search runs again.
+func SolveMin(c *chainplan.Chain, opts Options) (*chainplan.Plan, error) {
+	start := time.Now()
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	s, err := searchMinBudget(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	if !opts.Revolve {
+		if plan := storeAllIfFits(c, s.budget); plan != nil {
+			plan.Algo, plan.Slots, plan.SolveMS = opts.algo(), opts.slots(s.budget), msSince(start)
+			return plan, nil
+		}
+	}
+	return solveWith(c, s.budget, s.dc, s.need, opts, start)
+}
+
+// minSearch is what searchMinBudget found: the budget, and the discretization of that
+// budget with its feasibility DP (nil when the budget is the store-all peak, which needs
+// no table).
+type minSearch struct {
+	budget int64
+	dc     *discretize.Chain
+	need   *needTable
+}
+
+func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 	exact := discretize.Exact(c)
-	lo := exact.A[0] + minMemory(exact, opts.Revolve).at(1, exact.N)
+	exactNeed := minMemory(exact, opts.Revolve)
+	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N))
+	type probe struct {
+		dc   *discretize.Chain
+		need *needTable
+	}
+	probes := map[int64]probe{1: {exact, exactNeed}} // by unit
+	at := func(b int64) probe {
+		unit := discretize.Unit(b, opts.slots(b))
+		p, ok := probes[unit]
+		if !ok {
+			dc := discretize.WithUnit(c, unit)
+			p = probe{dc, minMemory(dc, opts.Revolve)}
+			probes[unit] = p
+		}
+		return p
+	}
 	fits := func(b int64) bool {
-		dc := discretize.ForBudget(c, b, opts.slots(b))
-		return dc.A[0]+minMemory(dc, opts.Revolve).at(1, dc.N) <= dc.Units(b)
+		p := at(b)
+		return p.dc.A[0]+p.need.at(1, p.dc.N) <= p.dc.Units(b)
 	}
 	best := lo
 	if !fits(lo) {
@@ -35,7 +89,7 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 			// With very few slots every size rounds up to a unit at least, and a chain may
 			// need more units than there are slots whatever the budget.
 			if step > math.MaxInt64/4 {
-				return 0, fmt.Errorf("%w: %s: no budget fits at %d slots (every size rounds up to "+
+				return minSearch{}, fmt.Errorf("%w: %s: no budget fits at %d slots (every size rounds up to "+
 					"at least one slot); use more slots", chainplan.ErrUnsupported, opts.algo(), opts.slots(lo))
 			}
 			bad, step = hi, step*2
@@ -55,7 +109,10 @@ func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 		best = hi
 	}
 	if !opts.Revolve {
-		best = min(best, StoreAllPeak(c))
+		if peak := StoreAllPeak(c); peak < best {
+			return minSearch{budget: max(1, peak)}, nil
+		}
 	}
-	return best, nil
+	p := at(best)
+	return minSearch{budget: best, dc: p.dc, need: p.need}, nil
 }

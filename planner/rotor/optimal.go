@@ -46,11 +46,35 @@ func floatingAt(c *chainplan.Chain, budgetBytes, slots int64) (float64, []chainp
 	return solveFloating(dc, dc.Units(budgetBytes)-dc.A[0])
 }
 
-// minBudgetFloating finds the smallest budget the floating DP accepts by bisection between
-// the necessary condition of spec §4.5 and the persistent minimum (the floating DP
-// explores a superset of the persistent schedules at the same discretization, so it
-// accepts that budget). Every probe is a full floating DP, which the length limit keeps
-// cheap.
+// MinBudgetFloating returns the smallest total budget in bytes (chain input included),
+// and at least 1, at which SolveFloating finds a schedule with the given options
+// (Options.Revolve is ignored). It bisects between the necessary condition of spec §4.5
+// and the persistent minimum, MinBudget (the floating DP explores a superset of the
+// persistent schedules at the same discretization, so it accepts that budget). A probe
+// runs the floating DP's feasibility side alone (floatingNeed, O(N⁶)), once per memory
+// unit probed, no table. Errors: those of SolveFloating for a chain it refuses.
+func MinBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
+	if err := c.Validate(); err != nil {
+		return 0, err
+	}
+	opts.Revolve = false
+	return minBudgetFloating(c, opts)
+}
+
+// SolveFloatingMin returns SolveFloating's plan at MinBudgetFloating's budget: the search
+// runs no table, then the floating table is built once.
+func SolveFloatingMin(c *chainplan.Chain, opts Options) (*chainplan.Plan, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	opts.Revolve = false
+	b, err := minBudgetFloating(c, opts)
+	if err != nil {
+		return nil, err
+	}
+	return SolveFloating(c, b, opts)
+}
+
 func minBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
 	hi, err := MinBudget(c, opts)
 	if err != nil {
@@ -66,16 +90,35 @@ func minBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
 		}
 		lo = max(lo, ex.A[0]+in+ex.ABar[l]+ex.Grad(l)+ex.Grad(l-1)+ex.OB[l]-1)
 	}
+	needs := map[int64]int64{} // by unit
+	// fits answers as solveFloating would at budget b: infeasible below a_0, refused over
+	// the table limits, else feasible from the need on.
+	fits := func(b int64) (bool, error) {
+		dc := discretize.ForBudget(c, b, opts.slots(b))
+		m := dc.Units(b) - dc.A[0]
+		if m < 0 {
+			return false, nil
+		}
+		if err := floatingLimits(dc.N, m); err != nil {
+			return false, err
+		}
+		need, ok := needs[dc.Unit]
+		if !ok {
+			need = floatingNeed(dc)
+			needs[dc.Unit] = need
+		}
+		return need <= m, nil
+	}
 	for hi-lo > 1 {
 		mid := lo + (hi-lo)/2
-		_, _, err := floatingAt(c, mid, opts.slots(mid))
+		ok, err := fits(mid)
 		switch {
-		case err == nil:
-			hi = mid
-		case errors.Is(err, chainplan.ErrInfeasible):
-			lo = mid
-		default:
+		case err != nil:
 			return 0, err
+		case ok:
+			hi = mid
+		default:
+			lo = mid
 		}
 	}
 	return hi, nil

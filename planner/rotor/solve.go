@@ -65,8 +65,13 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		}
 	}
 	dc := discretize.ForBudget(c, budgetBytes, slots)
+	return solveWith(c, budgetBytes, dc, minMemory(dc, opts.Revolve), opts, start)
+}
+
+// solveWith is Solve past the store-all shortcut, given the budget's discretization dc and
+// its feasibility DP.
+func solveWith(c *chainplan.Chain, budgetBytes int64, dc *discretize.Chain, need *needTable, opts Options, start time.Time) (*chainplan.Plan, error) {
 	m := dc.Units(budgetBytes) - dc.A[0]
-	need := minMemory(dc, opts.Revolve)
 	if m < 0 || need.at(1, dc.N) > m {
 		return nil, infeasible(c, budgetBytes, opts)
 	}
@@ -78,7 +83,7 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 	if err != nil {
 		return nil, err
 	}
-	return finishPlan(c, opts.algo(), budgetBytes, slots, tb.value(1, dc.N, m), seq, start)
+	return finishPlan(c, opts.algo(), budgetBytes, opts.slots(budgetBytes), tb.value(1, dc.N, m), seq, start)
 }
 
 // finishPlan measures the exact peak of seq and assembles the plan. A peak over the

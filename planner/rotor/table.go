@@ -9,6 +9,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/internal/dpcount"
 )
 
 // Choice codes stored in the table (spec §3.2: "store the argmin during the DP").
@@ -94,6 +95,7 @@ func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*t
 		return nil, fmt.Errorf("%w: the DP table for %d stages and %d memory slots would take %s (limit %s); use fewer slots",
 			chainplan.ErrUnsupported, n, m+1, chainplan.FormatBytes(int64(b)), chainplan.FormatBytes(maxTableBytes))
 	}
+	dpcount.Table.Add(1)
 	cols := int(m + 1)
 	rows := n * (n + 1) / 2
 	tb := &table{

@@ -1,0 +1,117 @@
+package planner
+
+import (
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/baseline"
+	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/rotor"
+)
+
+// Plan formats of the entries.
+const (
+	formatSchedule = "chainplan.schedule/v1"
+	formatOffload  = "chainplan.schedule/v1+offload"
+)
+
+// entries is the registry: every algorithm Solve runs, in the order help texts list them.
+// docs/ARCHITECTURE.md ("How to add a planner") says what a new entry needs.
+var entries = []Entry{
+	{Name: "rotor", Family: Checkpointing, Format: formatSchedule,
+		Summary: "optimal memory-persistent checkpointing (the rotor DP; default)",
+		Takes:   []Field{FieldSlots}, Schedule: rotorFuncs(false)},
+	{Name: "optimal", Family: Checkpointing, Format: formatSchedule,
+		Summary: "exact optimum without the persistence restriction (short chains only)",
+		Takes:   []Field{FieldSlots}, Schedule: &ScheduleFuncs{
+			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return rotor.SolveFloating(c, req.BudgetBytes, rotorOptions(req, false))
+			},
+			MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
+				return rotor.MinBudgetFloating(c, rotorOptions(req, false))
+			},
+			SolveMin: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return rotor.SolveFloatingMin(c, rotorOptions(req, false))
+			},
+			Simulate: replaySequence,
+		}},
+	{Name: "revolve", Family: Checkpointing, Format: formatSchedule,
+		Summary: "AD-style checkpointing: F_all only right before its backward",
+		Takes:   []Field{FieldSlots}, Schedule: rotorFuncs(true)},
+	{Name: "sequential", Family: Checkpointing, Format: formatSchedule,
+		Summary: "PyTorch checkpoint_sequential: K segments, or the best K that fits",
+		Takes:   []Field{FieldSegments}, Schedule: &ScheduleFuncs{
+			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return baseline.Sequential(c, req.BudgetBytes, req.Segments)
+			},
+			MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
+				return baseline.SequentialMinBudget(c, req.Segments)
+			},
+			SolveMin: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return baseline.SequentialMin(c, req.Segments)
+			},
+			Simulate: replaySequence,
+		}},
+	{Name: "store-all", Family: Checkpointing, Format: formatSchedule,
+		Summary: "PyTorch's default: no recomputation",
+		Schedule: &ScheduleFuncs{
+			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return baseline.StoreAll(c, req.BudgetBytes)
+			},
+			MinBudget: func(c *chainplan.Chain, _ Request) (int64, error) {
+				return rotor.StoreAllPeak(c), nil // the chain was validated
+			},
+			Simulate: replaySequence,
+		}},
+	offloading("pofo", "optimal offloading + rematerialization (POFO; default grid by chain length, 50-243 slots)",
+		pofo.Solve, pofo.MinBudget, FieldSlots),
+	offloading("offload", "optimal offloading only (DYNPROG, 500 slots by default)",
+		pofo.SolveOffload, pofo.MinBudgetOffload, FieldSlots),
+	offloading("greedy", "offload the shortest prefix of activations that fits (GREEDY)",
+		pofo.SolveGreedy, pofo.MinBudgetGreedy),
+	offloading("autocapper", "rotor schedules capped by offloading (AUTOCAPPER heuristic)",
+		pofo.SolveAutoCapper, pofo.MinBudgetAutoCapper, FieldSlots),
+	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
+		pofo.SolveOpportunist, pofo.MinBudgetOpportunist, FieldSlots),
+}
+
+func rotorOptions(req Request, revolve bool) rotor.Options {
+	return rotor.Options{Slots: req.Slots, Revolve: revolve}
+}
+
+// rotorFuncs are the functions of the persistent DP, rotor or its revolve variant.
+func rotorFuncs(revolve bool) *ScheduleFuncs {
+	return &ScheduleFuncs{
+		Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+			return rotor.Solve(c, req.BudgetBytes, rotorOptions(req, revolve))
+		},
+		MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
+			return rotor.MinBudget(c, rotorOptions(req, revolve))
+		},
+		SolveMin: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+			return rotor.SolveMin(c, rotorOptions(req, revolve))
+		},
+		Simulate: replaySequence,
+		Frontier: func(c *chainplan.Chain, req Request) (*rotor.Frontier, error) {
+			return rotor.SolveFrontier(c, rotorOptions(req, revolve))
+		},
+	}
+}
+
+// offloading is the entry of an offloading algorithm of package pofo: it needs the
+// bandwidth, takes the listed fields, and has no search that Solve could reuse.
+func offloading(name, summary string,
+	solve func(*chainplan.Chain, int64, pofo.Options) (*chainplan.Plan, error),
+	minBudget func(*chainplan.Chain, pofo.Options) (int64, error), takes ...Field) Entry {
+	opts := func(req Request) pofo.Options {
+		return pofo.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
+	}
+	return Entry{Name: name, Family: Offloading, Format: formatOffload, Summary: summary,
+		Needs: []Field{FieldBandwidth}, Takes: takes, Schedule: &ScheduleFuncs{
+			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+				return solve(c, req.BudgetBytes, opts(req))
+			},
+			MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
+				return minBudget(c, opts(req))
+			},
+			Simulate: replayOffload,
+		}}
+}

@@ -1,0 +1,96 @@
+package planner_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/chainplan/chainplan/planner"
+)
+
+// TestRegistryEntries checks what the CLI, the bindings and the request check rely on:
+// unique lower-case names, a known family with its format, the fields known, and the
+// functions of the family set.
+func TestRegistryEntries(t *testing.T) {
+	formats := map[planner.Family]string{
+		planner.Checkpointing: "chainplan.schedule/v1",
+		planner.Offloading:    "chainplan.schedule/v1+offload",
+		planner.Pipeline:      "chainplan.pipeline/v1",
+	}
+	known := map[planner.Field]bool{planner.FieldSlots: true, planner.FieldSegments: true, planner.FieldBandwidth: true}
+	name := regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+	seen := map[string]bool{}
+	entries := planner.Entries()
+	if len(entries) == 0 || entries[0].Name != "rotor" {
+		t.Fatalf("the table must start with the default algorithm, rotor: %v", entries)
+	}
+	for _, e := range entries {
+		if !name.MatchString(e.Name) || seen[e.Name] {
+			t.Errorf("name %q: not lower-case or repeated", e.Name)
+		}
+		seen[e.Name] = true
+		if f, ok := formats[e.Family]; !ok || e.Format != f {
+			t.Errorf("%s: family %q with format %q", e.Name, e.Family, e.Format)
+		}
+		if e.Summary == "" {
+			t.Errorf("%s: no summary", e.Name)
+		}
+		for _, f := range append(append([]planner.Field{}, e.Needs...), e.Takes...) {
+			if !known[f] {
+				t.Errorf("%s: unknown field %q", e.Name, f)
+			}
+		}
+		if e.Family == planner.Offloading && !e.Reads(planner.FieldBandwidth) {
+			t.Errorf("%s: an offloading algorithm without a bandwidth", e.Name)
+		}
+		if e.Family == planner.Pipeline {
+			continue
+		}
+		if s := e.Schedule; s == nil || s.Solve == nil || s.MinBudget == nil || s.Simulate == nil {
+			t.Errorf("%s: a %s entry needs Schedule.Solve, MinBudget and Simulate", e.Name, e.Family)
+		}
+		if got, ok := planner.Lookup(e.Name); !ok || got.Name != e.Name {
+			t.Errorf("Lookup(%q) = %v, %v", e.Name, got.Name, ok)
+		}
+	}
+	if _, ok := planner.Lookup("Rotor"); ok {
+		t.Error("Lookup is case-sensitive: Rotor is no algorithm")
+	}
+}
+
+// TestRegistryJSON checks the table as the Python side reads it.
+func TestRegistryJSON(t *testing.T) {
+	b, err := json.Marshal(planner.Entries())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Name     string   `json:"name"`
+		Family   string   `json:"family"`
+		Format   string   `json:"format"`
+		Summary  string   `json:"summary"`
+		Needs    []string `json:"needs"`
+		Takes    []string `json:"takes"`
+		Frontier bool     `json:"frontier"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]int{}
+	for i, e := range got {
+		byName[e.Name] = i
+		if e.Needs == nil || e.Takes == nil {
+			t.Errorf("%s: needs and takes must be lists, never null: %s", e.Name, b)
+		}
+	}
+	pofo, rotor, store := got[byName["pofo"]], got[byName["rotor"]], got[byName["store-all"]]
+	if pofo.Family != "offloading" || len(pofo.Needs) != 1 || pofo.Needs[0] != "bandwidth" || pofo.Frontier {
+		t.Errorf("pofo: %+v", pofo)
+	}
+	if !rotor.Frontier || !got[byName["revolve"]].Frontier || store.Frontier {
+		t.Errorf("frontiers: rotor %v, store-all %v", rotor.Frontier, store.Frontier)
+	}
+	if seq := got[byName["sequential"]]; len(seq.Takes) != 1 || seq.Takes[0] != "segments" {
+		t.Errorf("sequential: %+v", seq)
+	}
+}

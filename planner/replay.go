@@ -1,0 +1,44 @@
+package planner
+
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/simulate"
+)
+
+// replaySequence is the Simulate of the checkpointing algorithms: package simulate
+// replays the sequence in exact bytes.
+func replaySequence(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
+	if err := c.Validate(); err != nil {
+		return Replay{}, err
+	}
+	if p.Offload != nil {
+		return Replay{}, fmt.Errorf("%w: a %s plan has no offload section, this one has", chainplan.ErrInvalidPlan, p.Algo)
+	}
+	rep := simulate.Run(discretize.Exact(c), p.Sequence, limitBytes)
+	if err := rep.Err(); err != nil {
+		return Replay{}, err
+	}
+	return Replay{Makespan: rep.Makespan, PeakBytes: rep.Peak}, nil
+}
+
+// replayOffload is the Simulate of the offloading algorithms: the offloading simulator
+// replays the sequence and its transfers in the plan's memory model.
+func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
+	o := p.Offload
+	if o == nil {
+		return Replay{}, fmt.Errorf("%w: a %s plan needs its offload section", chainplan.ErrInvalidPlan, p.Algo)
+	}
+	rep, err := pofo.Simulate(c, pofo.ScheduleOf(p), pofo.SimOptions{
+		BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limitBytes, Model: o.MemoryModel})
+	if err != nil {
+		return Replay{}, err
+	}
+	if err := rep.Err(); err != nil {
+		return Replay{}, err
+	}
+	return Replay{Makespan: rep.Makespan, PeakBytes: rep.PeakBytes}, nil
+}

@@ -1,0 +1,111 @@
+package rotor
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
+	"github.com/chainplan/chainplan/planner/internal/dpcount"
+)
+
+// noNeed marks a sub-problem of the floating DP that no budget makes feasible.
+const noNeed = math.MaxInt64 / 4
+
+// floatingNeed returns, for the chain c (in its units, a_0 counted outside), the smallest
+// budget m at which C_FL(1, N, 1, m) of the floating DP is finite, or noNeed. It is the
+// feasibility side of solveFloating's recurrences alone, as minMemory is for the
+// persistent DP: every branch is finite exactly when m clears its thresholds and each
+// sub-call's budget clears that sub-problem's need, so the finite budgets of every row are
+// those from its need on, and the need of a row is the smallest, over its branches, of
+// the largest of those bounds. It reads the branches of floatingTable.fillRow term by
+// term. The time complexity is O(N⁶), that of one budget of the floating table.
+func floatingNeed(c *discretize.Chain) int64 {
+	dpcount.Need.Add(1)
+	n := c.N
+	key := func(s, l, t int) int { return (s*(n+1)+l)*(n+1) + t }
+	need := make([]int64, (n+1)*(n+1)*(n+1))
+	at := func(s, l, t int) int64 { return need[key(s, l, t)] }
+	for d := 0; d < n; d++ {
+		for s := 1; s+d <= n; s++ {
+			t := s + d
+			for l := s; l <= t; l++ {
+				need[key(s, l, t)] = floatingRowNeed(c, s, l, t, at)
+			}
+		}
+	}
+	return at(1, 1, n)
+}
+
+// floatingRowNeed is the need of C_FL(s, t, ℓ, ·) given the needs of the shorter rows.
+func floatingRowNeed(c *discretize.Chain, s, l, t int, at func(s, l, t int) int64) int64 {
+	if s == t { // (2.4)
+		return max(c.Grad(s)+c.ABar[s]+c.OF[s], c.ABar[s]+c.Grad(s)+c.Grad(s-1)+c.OB[s])
+	}
+	best := int64(noNeed)
+	// offer is try(lo, x, y, ·, left, right) of fillRow: finite from max(lo, x, y) on where
+	// left is finite at m−x and right at m−y.
+	offer := func(lo, x, y, left, right int64) {
+		if left >= noNeed || right >= noNeed {
+			return
+		}
+		best = min(best, max(lo, x, y, x+left, y+right))
+	}
+	dt := c.Grad(t)
+	fwd := func(h int) int64 { return dt + c.A[h-1] + c.A[h] + c.OF[h] }
+	if l < t { // C_2
+		mEmpty := dt + c.A[s] + c.OF[s]
+		for h := s + 1; h < t; h++ {
+			mEmpty = max(mEmpty, fwd(h))
+		}
+		for r := s; r <= l; r++ {
+			if c.A[r-1] < c.A[s-1] {
+				continue
+			}
+			y := c.A[r-1] - c.A[s-1]
+			var d2 int64
+			for sp := r; sp < t; sp++ {
+				if sp > r {
+					d2 = max(d2, fwd(sp))
+				}
+				lo := mEmpty
+				if r > s && sp > r {
+					lo = max(lo, d2+y)
+				}
+				x := c.A[sp] + y
+				for tp := max(l, sp) + 1; tp <= t; tp++ {
+					offer(lo, x, y, at(sp+1, tp, t), at(r, l, tp-1))
+				}
+			}
+		}
+	}
+	if s < l && c.A[l-1] >= c.A[s-1] { // C_3
+		lo := dt + c.A[s] + c.OF[s]
+		for h := s + 1; h < l; h++ {
+			lo = max(lo, fwd(h)-c.A[s-1])
+		}
+		y := c.A[l-1] - c.A[s-1]
+		offer(lo, y, 0, at(l, l, t), 0)
+	}
+	if s == l { // C_1
+		lo := max(dt+c.ABar[s]+c.OF[s], c.ABar[s]+c.Grad(s)+c.Grad(s-1)+c.OB[s])
+		offer(lo, c.ABar[s], 0, at(s+1, s+1, t), 0)
+	}
+	return best
+}
+
+// floatingLimits refuses, as solveFloating does, a floating table over maxFloatingWork
+// steps or maxFloatingCells cells for n stages and budgets 0..m.
+func floatingLimits(n int, m int64) error {
+	if w := floatingWork(n, m); w > maxFloatingWork {
+		return fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs about %.2g steps, over the limit of %.2g: "+
+			"the floating DP is O(S·L^6); use the persistent rotor algorithm or fewer slots: %w",
+			n-1, m, w, float64(maxFloatingWork), chainplan.ErrUnsupported)
+	}
+	if cells := floatingTriples(n) * (float64(m) + 1); cells > maxFloatingCells {
+		return fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs a table of %.3g cells (%.0f MiB), over the limit of %d: "+
+			"use the persistent rotor algorithm or fewer slots: %w",
+			n-1, m, cells, cells*12/(1<<20), maxFloatingCells, chainplan.ErrUnsupported)
+	}
+	return nil
+}
