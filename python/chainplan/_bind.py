@@ -83,6 +83,11 @@ def min_budget(chain_json: str, request: dict[str, Any]) -> int:
     return int(call(_go().MinBudget, chain_json, json.dumps(request)))
 
 
+def algorithms() -> str:
+    """The planner registry as JSON: one object per algorithm (see chainplan.algorithms)."""
+    return str(call(_go().Algorithms))
+
+
 def parse_bytes(text: str) -> int:
     """Read a byte size with the CLI's rule ("2GiB", "512MB", "1e9", "123456"; docs/CLI.md)."""
     return int(call(_go().ParseBytes, text))

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from chainplan import _bind
+from chainplan.algorithms import check_algorithm
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
 from chainplan.profiler.hooks import record_model
 from chainplan.profiler.run import Profile, profile_model
@@ -32,9 +33,12 @@ profile = profile_model
 record = record_model
 
 
-def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int) -> dict[str, Any]:
+def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int, *,
+                    bandwidth: bool = False) -> dict[str, Any]:
     """The planning request for a budget, checked before any work: a wrong type raises
-    :class:`ArgumentTypeError` naming the argument, a bad value :class:`PlanError`.
+    :class:`ArgumentTypeError` naming the argument, a bad value :class:`PlanError`. The
+    algorithm, its segments and whether it is given a ``bandwidth`` are checked against
+    the planner's registry (:func:`chainplan.algorithms.check_algorithm`).
 
     A budget is a positive int (bytes), a size string read by the Go parser with the CLI's
     rule (docs/CLI.md, "Sizes and bandwidths": ``"2GiB"``, ``"2GB"``, ``"1e9"``), or
@@ -43,14 +47,15 @@ def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int)
     """
     if not isinstance(algo, str):
         raise ArgumentTypeError(f"algo must be a str such as 'rotor' (got {_typed(algo)})")
+    if isinstance(segments, bool) or not isinstance(segments, int):
+        raise ArgumentTypeError(f"segments must be an integer (got {_typed(segments)})")
+    check_algorithm(algo, segments=segments, bandwidth=bandwidth)
     if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int)):
         raise ArgumentTypeError(f"slots must be a positive integer, or None for the "
                                 f"algorithm's default (got {_typed(slots)})")
     if slots is not None and slots <= 0:
         raise PlanError(f"slots must be a positive integer, or None for the algorithm's default "
                         f"(got {slots!r})")
-    if isinstance(segments, bool) or not isinstance(segments, int):
-        raise ArgumentTypeError(f"segments must be an integer (got {_typed(segments)})")
     # 0 asks the Go planner for the algorithm's own default grid.
     req: dict[str, Any] = {"algo": algo, "slots": slots or 0, "segments": segments}
     if isinstance(budget, str) and budget.strip().lower() == "min":
@@ -124,7 +129,7 @@ def plan(
             also a :class:`TypeError` and a :class:`PlanError`.
         NotFoundError: no such stored run, or ``source`` is a string naming no file.
     """
-    req = _budget_request(budget, algo, slots, segments)
+    req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import logging
 import warnings
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from chainplan import _bind
 from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
@@ -44,14 +42,6 @@ _log = logging.getLogger(__name__)
 
 #: A sample target: an example batch, or a function making the target from the input.
 Target = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
-
-# A one-stage chain on which the Go planner judges a request's algorithm and options at
-# construction, before any profile exists (its verdict on the budget is ignored).
-_PROBE_CHAIN = json.dumps({
-    "format": "chainplan.chain/v1", "input_bytes": 1,
-    "stages": [{"name": "probe", "fwd_time": 1.0, "bwd_time": 1.0, "out_bytes": 1,
-                "saved_bytes": 1, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0}]})
-
 
 class Checkpointed(nn.Module):
     """A chain model that profiles, plans and checkpoints itself within a memory budget.
@@ -136,12 +126,10 @@ class Checkpointed(nn.Module):
                  repeats: int = 3, warmup: int = 1) -> None:
         super().__init__()
         flatten_stages(model)  # not a chain: say so now, not at the first forward
-        request = _budget_request(budget, algo, slots, 0)
+        request = _budget_request(budget, algo, slots, 0, bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
-        if bandwidth is not None:
-            # "auto" is measured with the first profile; any positive value passes the check.
-            request["bandwidth"] = 1.0 if auto else _bandwidth(bandwidth, None)
-        _check_request(request)
+        if bandwidth is not None and not auto:  # "auto" is measured with the first profile
+            request["bandwidth"] = _bandwidth(bandwidth, None)
         _check_loss(loss_fn, target)
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -278,14 +266,6 @@ def _describe(key: tuple[Any, ...]) -> str:
     shape, dtype, device, cast = key
     text = f"shape {list(shape)}, {str(dtype).removeprefix('torch.')} on {device}"
     return text + (f" under autocast {str(cast).removeprefix('torch.')}" if cast else "")
-
-
-def _check_request(request: dict[str, Any]) -> None:
-    """Let the Go planner judge the algorithm, slots and bandwidth now (PlanError)."""
-    try:
-        _bind.solve(_PROBE_CHAIN, request)
-    except InfeasibleBudget:
-        pass  # the budget is judged against the model's profile, at the first forward
 
 
 def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:

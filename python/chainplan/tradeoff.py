@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
+from chainplan.algorithms import algorithms, check_algorithm
 from chainplan.errors import PlanError
 from chainplan.profiler.summary import format_bytes
 
@@ -26,11 +27,7 @@ if TYPE_CHECKING:
 
     from chainplan.profiler.run import Profile
 
-__all__ = ["frontier", "min_budget", "Frontier", "FrontierPoint", "FRONTIER_ALGORITHMS"]
-
-#: The algorithms with a frontier: those whose table gives every budget's optimum at once.
-FRONTIER_ALGORITHMS = ("rotor", "revolve")
-
+__all__ = ["frontier", "min_budget", "Frontier", "FrontierPoint"]
 
 @dataclasses.dataclass(frozen=True)
 class FrontierPoint:
@@ -151,9 +148,9 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
         SchemaError: the chain or profile is invalid.
         NotFoundError: no stored run has that id.
     """
-    if algo not in FRONTIER_ALGORITHMS:
-        raise PlanError(f"no frontier for algorithm {algo!r}: only "
-                        f"{' and '.join(FRONTIER_ALGORITHMS)} have one")
+    if not isinstance(algo, str) or not getattr(algorithms().get(algo), "frontier", False):
+        names = [a.name for a in algorithms().values() if a.frontier]
+        raise PlanError(f'no frontier for algorithm "{algo}": only {" and ".join(names)} have one')
     req = {"algo": algo, "slots": _slots(slots)}
     return Frontier.from_json(_bind.frontier(_chain_json(source, "frontier"), req))
 
@@ -181,6 +178,7 @@ def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "r
         SchemaError: the chain or profile is invalid.
         NotFoundError: no stored run has that id.
     """
+    check_algorithm(algo, segments=segments, bandwidth=bandwidth is not None)
     req: dict[str, Any] = {"algo": algo, "slots": _slots(slots), "segments": segments}
     if bandwidth is not None:
         # plan()'s rule, in one place: numbers, sizes per second, or "auto" (the bandwidth
