@@ -27,6 +27,7 @@ from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from chainplan.errors import ScheduleError
+from chainplan.gradrelease import backward_step
 from chainplan.schedule import Op
 
 __all__ = ["Runner", "AutocastState"]
@@ -136,6 +137,7 @@ class Runner:
         # exchange with autograd have these.
         self.out_meta: dict[int, tuple[torch.Size, torch.dtype]] = {}
         self.delta: torch.Tensor | None = None
+        self.foreign_grad = 0  # data_ptr of δ_L's storage, not the runner's to free
 
     def _input(self, k: int, op: Op) -> torch.Tensor:
         if k - 1 in self.acts:
@@ -226,8 +228,21 @@ class Runner:
         x, out = self.saved.pop(k)
         delta = self.delta if grad is None else grad
         self.delta = None
-        if isinstance(out, GradientEdge) or out.requires_grad:
-            torch.autograd.backward(out, delta)
+        if isinstance(out, torch.Tensor) and out.requires_grad:
+            # Backward from a_k's gradient edge, not from a_k: autograd frees a_k as soon
+            # as the operation that saved it has run its backward (or at once if none
+            # did), as in a plain backward; holding the tensor here would keep it through
+            # the whole step, and the profiler measures o_B the same way.
+            out = get_gradient_edge(out)
+        if isinstance(out, GradientEdge) and delta is not None:
+            # δ_L comes from the loss's backward and may be shared with the rest of the
+            # user's graph; the δ_k before it are the runner's own (the x.grad of B_{k+1}).
+            ptr = delta.untyped_storage().data_ptr()
+            if k == len(self.stages):
+                self.foreign_grad = ptr
+            backward_step(out, delta, owned=ptr != self.foreign_grad)
+        elif isinstance(out, GradientEdge):
+            torch.autograd.backward(out)  # type: ignore[arg-type]
         del out, delta
         self.delta = x.grad if x.requires_grad else None
         self.acts.pop(k - 1, None)

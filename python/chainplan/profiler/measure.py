@@ -47,8 +47,10 @@ from typing import Any, TypeVar
 
 import torch
 from torch import nn
+from torch.autograd.graph import get_gradient_edge
 
 from chainplan.errors import ProfileError
+from chainplan.gradrelease import backward_step
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 
@@ -229,20 +231,31 @@ def measure_stage(
             ):
                 out = forward()
             has_backward = out.requires_grad
+            output_kept = saved.is_saved(out) or _shares_storage(out, x_in)
+            # The output goes on to the next stage as a copy, taken before the backward
+            # probe (a constant there), so that the backward starts from a_ℓ's gradient
+            # edge and autograd frees a_ℓ when the operation that saved it is done with it,
+            # as the executor's B_ℓ does (executors/runner.py).
+            with torch.no_grad():
+                output = out.detach().clone() if has_backward else out.detach()
             bwd: MemoryProbe | None = None
             if has_backward:
+                edge = get_gradient_edge(out)
+                layout = torch.empty_like(out, memory_format=torch.preserve_format,
+                                          device="meta")  # δ_ℓ's shape and strides, no data
+                del out
                 with MemoryProbe(device=dev) as bwd:
-                    delta = _random_like(out)
-                    torch.autograd.backward(out, delta)
+                    delta = _random_as(layout, dev)
+                    backward_step(edge, delta, owned=True)  # as the executor's B_ℓ
                     del delta
-            output = out.detach()
-            del out
+                del edge
+            else:
+                del out
         input_grad_bytes = _nbytes(x_in.grad) if x_in.grad is not None else 0
         x_in.grad = None
 
         out_bytes = _nbytes(output)
         kept_bytes = saved.saved_bytes
-        output_kept = saved.is_saved(output) or _shares_storage(output, x_in)
         if not output_kept:
             kept_bytes += _storage_nbytes(output)
         saved_bytes = max(kept_bytes, out_bytes)
@@ -474,6 +487,12 @@ def _random_like(t: torch.Tensor) -> torch.Tensor:
     # specs/rotor.md §1.4: "an arbitrary tensor for δ_ℓ (generated randomly with the same
     # shape and size as a tensor a_ℓ)".
     return torch.randn_like(t, memory_format=torch.preserve_format)
+
+
+def _random_as(layout: torch.Tensor, dev: torch.device) -> torch.Tensor:
+    # _random_like for a tensor already freed: ``layout`` is its meta-device twin.
+    return torch.empty_strided(layout.size(), layout.stride(), dtype=layout.dtype,
+                               device=dev).normal_()
 
 
 def _nbytes(t: torch.Tensor) -> int:

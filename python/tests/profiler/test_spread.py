@@ -74,7 +74,8 @@ class Sleepy(nn.Module):
 def test_profile_warns_about_a_stage_with_spread_times() -> None:
     model = nn.Sequential(nn.Linear(16, 16), Sleepy(0.002, 0.030), nn.ReLU())
     x = torch.randn(4, 16)
-    with pytest.warns(ChainplanWarning, match=r"stage 2 \(1:Sleepy\) \d+% \(forward\)"):
+    # (forward) by construction; a busy host can spread the trivial backward more.
+    with pytest.warns(ChainplanWarning, match=r"stage 2 \(1:Sleepy\) \d+% \((forward|backward)\)"):
         prof = chainplan.profile(model, x, repeats=5, warmup=1, ingest=False, progress=False)
     sleepy = prof.spread[1]
     assert sleepy.stage_name == "1:Sleepy" and sleepy.repeats == 5
