@@ -62,6 +62,12 @@ func IssuesError[T fmt.Stringer](what string, issues []T) error {
 //
 // The time complexity of Run is O(len(seq) + N).
 func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
+	return run(c, seq, limit, nil)
+}
+
+// run is Run, calling onStep (when not nil) after each operation in range with what it
+// did to the clock and the memory (Trace).
+func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)) *Report {
 	n := c.N
 	inA := make([]bool, n+1)    // a_i present
 	inAbar := make([]bool, n+1) // ā_i present
@@ -92,7 +98,9 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 			}
 		}
 	}
+	var during int64 // what the current operation needs while it runs
 	reach := func(i int, op chainplan.Op, peak int64) {
+		during = peak
 		if peak > r.Peak {
 			r.Peak, r.PeakIndex = peak, i
 		}
@@ -106,6 +114,7 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 			add(i, op, "stage %d out of range 1..%d (the loss is stage %d)", l, n, n)
 			continue
 		}
+		start, before := r.Makespan, size
 		switch op.Kind {
 		case chainplan.FAll, chainplan.FCk:
 			if !inA[l-1] && !inAbar[l-1] {
@@ -158,6 +167,10 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 			r.Makespan += c.UB[l]
 		default:
 			add(i, op, "unknown operation %q", op.Kind)
+			continue
+		}
+		if onStep != nil {
+			onStep(Step{Index: i, Op: op, Start: start, End: r.Makespan, Before: before, During: during, After: size})
 		}
 	}
 	if d != 0 {
