@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -31,7 +32,7 @@ func codedError(err error) error {
 	case errors.Is(err, store.ErrBadQuery), errors.Is(err, store.ErrReadOnly):
 		// Checked before bad-request: a query error is a bad request with its own class.
 		return fmt.Errorf("chainplan[bad-query]: %s", msg)
-	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest):
+	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest), errors.Is(err, service.ErrBadInput):
 		return fmt.Errorf("chainplan[bad-request]: %s", msg)
 	case errors.Is(err, chainplan.ErrNotFound):
 		return fmt.Errorf("chainplan[not-found]: %s", msg)

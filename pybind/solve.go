@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 )
 
@@ -19,6 +20,9 @@ type request struct {
 	Bandwidth float64 `json:"bandwidth"`
 	// MinBudget asks for the smallest feasible budget instead of BudgetBytes.
 	MinBudget bool `json:"min_budget"`
+	// Source says who asks, recorded with a plan of a stored run (SolveRun): "python"
+	// (chainplan.plan, the default) or "checkpointed" (chainplan.Checkpointed).
+	Source string `json:"source"`
 }
 
 // Solve plans the chain chainJSON (a chainplan.chain/v1 document) as requestJSON asks
@@ -31,11 +35,11 @@ func Solve(chainJSON, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	req, minBudget, err := parseRequest(requestJSON)
+	req, err := parseRequest(requestJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
-	p, err := solve(c, req, minBudget)
+	p, err := service.Solve(c, req)
 	if err != nil {
 		return "", codedError(err)
 	}
@@ -54,22 +58,22 @@ func MinBudget(chainJSON, requestJSON string) (budget int64, err error) {
 	if err != nil {
 		return 0, codedError(err)
 	}
-	req, _, err := parseRequest(requestJSON)
+	req, err := parseRequest(requestJSON)
 	if err != nil {
 		return 0, codedError(err)
 	}
-	b, err := planner.MinBudget(c, req)
+	b, err := planner.MinBudget(c, req.Request)
 	return b, codedError(err)
 }
 
-// parseRequest reads a request; minBudget reports whether it asks for the smallest budget.
-func parseRequest(s string) (req planner.Request, minBudget bool, err error) {
-	var r request
-	if err := json.Unmarshal([]byte(s), &r); err != nil {
-		return planner.Request{}, false, fmt.Errorf("%w: request: %v", errBadRequest, err)
+// parseRequest reads a request.
+func parseRequest(s string) (service.Request, error) {
+	r := request{Source: service.SourcePython}
+	if err := strictUnmarshal(s, &r); err != nil {
+		return service.Request{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
 	}
-	return planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots, Segments: r.Segments,
-		Bandwidth: r.Bandwidth}, r.MinBudget, nil
+	return service.Request{Request: planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots,
+		Segments: r.Segments, Bandwidth: r.Bandwidth}, Min: r.MinBudget, Source: r.Source}, nil
 }
 
 // ParseBytes reads a byte size such as "2GiB", "512MB", "1e9" or "123456" with

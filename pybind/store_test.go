@@ -53,9 +53,17 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil || !strings.Contains(chain, `"format": "chainplan.chain/v1"`) {
 		t.Fatalf("ExportChain = %.80s, %v", chain, err)
 	}
-	runs, err := Runs(db, "", 0)
+	runs, err := Runs(db, `{}`)
 	if err != nil || !strings.HasPrefix(runs, `[{"run_id":1,"model_name":"resnet-mini"`) {
 		t.Fatalf("Runs = %.80s, %v", runs, err)
+	}
+	if runs, err := Runs(db, `{"model_name": "resnet-mini", "loss_name": "nope"}`); err != nil || runs != "[]" {
+		t.Fatalf("Runs of no loss = %s, %v", runs, err)
+	}
+	run, err := Run(db, 1)
+	var r runJSON
+	if err != nil || json.Unmarshal([]byte(run), &r) != nil || r.Device == "" || len(r.InputShape) == 0 || r.DType == "" {
+		t.Fatalf("Run(1) = %s, %v", run, err)
 	}
 	plan, err := SolveFile(profile, `{"budget_bytes": 1000000000}`)
 	if err != nil || !strings.Contains(plan, `"algo":"rotor"`) {
@@ -86,6 +94,12 @@ func TestStoreErrors(t *testing.T) {
 		{"UnknownRun", func() error { _, err := SolveRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
 		{"TooSmall", func() error { _, err := SolveRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
 		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},
+		{"NegativePeak", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": -1}`); return err }, "chainplan[bad-request]: execution: peak_bytes"},
+		{"UnknownKey", func() error { _, err := SolveRun(db, 1, `{"budget": 100}`); return err }, `chainplan[bad-request]: bad request: request: json: unknown field "budget"`},
+		{"UnknownSource", func() error { _, err := SolveRun(db, 1, `{"min_budget": true, "source": "x"}`); return err }, `chainplan[bad-request]: source "x"`},
+		{"BadFilter", func() error { _, err := Runs(db, `{"modelname": "x"}`); return err }, "chainplan[bad-request]: bad request: run filter: json: unknown field \"modelname\""},
+		{"NoRun", func() error { _, err := Run(db, 3); return err }, "chainplan[not-found]: no run 3"},
+		{"NoDatabase", func() error { _, err := Run(db+"-none", 1); return err }, "chainplan[not-found]: no database"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

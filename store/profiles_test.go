@@ -159,6 +159,13 @@ func TestRuns(t *testing.T) {
 		{store.RunFilter{ModelName: "gpt2-small"}, []string{"/data/profiles/gpt2-small-00004.arrow",
 			"/data/profiles/gpt2-small-00001.arrow"}},
 		{store.RunFilter{ModelName: "nope"}, nil},
+		{store.RunFilter{Device: "cpu"}, []string{"/data/profiles/resnet50-00006.arrow"}},
+		{store.RunFilter{ModelSignature: "sha256:gpt2-small-v0", DType: "float32"}, []string{
+			"/data/profiles/gpt2-small-00004.arrow", "/data/profiles/gpt2-small-00001.arrow"}},
+		{store.RunFilter{DType: "bfloat16", TorchVersion: "2.3.1", LossName: "cross_entropy", SavedMeasured: true},
+			[]string{"/data/profiles/resnet50-00006.arrow", "/data/profiles/vit-b16-00005.arrow"}},
+		{store.RunFilter{LossName: "mse"}, nil},
+		{store.RunFilter{TorchVersion: "2.6.0"}, nil},
 	}
 	for _, tt := range tests {
 		runs, err := db.Runs(ctx, tt.filter)
@@ -173,9 +180,27 @@ func TestRuns(t *testing.T) {
 			t.Errorf("Runs(%+v)=%v, want %v", tt.filter, got, tt.want)
 		}
 	}
+	// A run with a stage whose saved size was not measured is no chain: SavedMeasured
+	// leaves it out.
+	unmeasured := sampleProfile(7, 0, 1) // a cpu run, as run 7 (index 6)
+	unmeasured.Stages[2].SavedBytes = profile.NullInt64{}
+	for i := range unmeasured.Measurements {
+		if unmeasured.Measurements[i].StageIndex == 3 {
+			unmeasured.Measurements[i].SavedBytes = profile.NullInt64{}
+		}
+	}
+	if _, err := db.Ingest(ctx, unmeasured); err != nil {
+		t.Fatal(err)
+	}
+	for measured, want := range map[bool]int{false: 2, true: 1} {
+		runs, err := db.Runs(ctx, store.RunFilter{Device: "cpu", SavedMeasured: measured})
+		if err != nil || len(runs) != want {
+			t.Errorf("Runs(cpu, SavedMeasured %v): %d runs, %v; want %d", measured, len(runs), err, want)
+		}
+	}
 	latest, err := db.LatestRunID(ctx)
-	if err != nil || latest != 7 {
-		t.Fatalf("LatestRunID()=%d, %v; want 7", latest, err)
+	if err != nil || latest != 8 {
+		t.Fatalf("LatestRunID()=%d, %v; want 8", latest, err)
 	}
 	if _, err := db.Run(ctx, 99); !errors.Is(err, chainplan.ErrNotFound) {
 		t.Fatalf("Run(99) error %v, want ErrNotFound", err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainplan/chainplan/internal/history"
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/simulate"
 	"github.com/chainplan/chainplan/profile"
@@ -36,7 +36,7 @@ func TestReleaseDatabaseMigratesAndReplays(t *testing.T) {
 	if len(plans) != 3 {
 		t.Fatalf("%d plans, want the release's 3", len(plans))
 	}
-	c, err := history.RunChain(ctx, db, 1)
+	c, err := runChain(ctx, db, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +70,15 @@ func TestReleaseDatabaseMigratesAndReplays(t *testing.T) {
 	}
 }
 
+// runChain returns the chain of stored run id, as the service builds it.
+func runChain(ctx context.Context, db *store.DB, id int64) (*chainplan.Chain, error) {
+	stages, err := db.Stages(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return profile.ChainOf(stages)
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	src, err := os.Open(from)
@@ -96,7 +105,7 @@ func TestRecordPlanKeepsWholeDocument(t *testing.T) {
 	copyFile(t, "../testdata/store/release-0.1.db", path)
 	ctx := context.Background()
 	db := mustOpen(t, path)
-	c, err := history.RunChain(ctx, db, 1)
+	c, err := runChain(ctx, db, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

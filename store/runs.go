@@ -67,19 +67,41 @@ func scanRun(s interface{ Scan(...any) error }) (*Run, error) {
 	return &r, nil
 }
 
-// RunFilter selects runs for Runs. The zero value selects every run.
+// RunFilter selects runs for Runs. The zero value selects every run; each field set
+// narrows the selection.
 type RunFilter struct {
-	ModelName string // only runs of this model, when not empty
-	Limit     int    // at most this many runs, when positive
+	ModelName      string // only runs of this model, when not empty
+	ModelSignature string // only runs of this model structure (model_signature), when not empty
+	DType          string // only runs in this compute dtype, when not empty
+	Device         string // only runs on this device ("cuda:0"), when not empty
+	TorchVersion   string // only runs of this torch version, when not empty
+	LossName       string // only runs whose loss stage has this name, when not empty
+	// SavedMeasured keeps only the runs whose every stage has its saved size measured,
+	// which a chain needs (chainplan.record profiles may lack it).
+	SavedMeasured bool
+	Limit         int // at most this many runs, when positive
 }
 
 // Runs returns the runs f selects, newest first (by created_at, then run_id).
 func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 	var where []string
 	var args []any
-	if f.ModelName != "" {
-		where = append(where, "model_name = ?")
-		args = append(args, f.ModelName)
+	for _, c := range []struct{ cond, value string }{
+		{"model_name = ?", f.ModelName},
+		{"model_signature = ?", f.ModelSignature},
+		{"dtype = ?", f.DType},
+		{"device = ?", f.Device},
+		{"torch_version = ?", f.TorchVersion},
+		{"EXISTS (SELECT 1 FROM stages s WHERE s.run_id = runs.run_id AND s.stage_kind = 'loss' AND s.stage_name = ?)",
+			f.LossName},
+	} {
+		if c.value != "" {
+			where = append(where, c.cond)
+			args = append(args, c.value)
+		}
+	}
+	if f.SavedMeasured {
+		where = append(where, "total_saved_bytes IS NOT NULL")
 	}
 	q := "SELECT " + runColumns + " FROM runs"
 	if len(where) > 0 {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainplan/chainplan/internal/history"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profiler"
 )
@@ -105,7 +105,7 @@ func TestDBPathResolution(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv(history.EnvDB, tt.env)
+			t.Setenv(service.EnvDB, tt.env)
 			args := []string{"ingest", file}
 			if tt.flag != "" {
 				args = append([]string{"--db", tt.flag}, args...)
@@ -160,7 +160,7 @@ func TestLoadRunChainMatchesProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	got, err := loadRunChain(context.Background(), s, 1)
+	got, err := s.RunChain(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ chainplan solve --chain reads. A run whose saved or temporary sizes were not mea
 			if err != nil {
 				return err
 			}
-			c, err := loadRunChain(cmd.Context(), db, id)
+			c, err := db.RunChain(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

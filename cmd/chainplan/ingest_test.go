@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chainplan/chainplan/store"
+	"github.com/chainplan/chainplan/internal/service"
 )
 
 func TestIngest(t *testing.T) {
@@ -196,7 +196,7 @@ func TestIngestConcurrentProcesses(t *testing.T) {
 func BenchmarkIngestFile(b *testing.B) {
 	const stages, reps = 1000, 20
 	dir := b.TempDir()
-	db, err := store.Open(context.Background(), filepath.Join(dir, "bench.db"), store.Options{})
+	db, err := service.Open(context.Background(), filepath.Join(dir, "bench.db"), service.Options{Create: true})
 	if err != nil {
 		b.Fatal(err)
 	}

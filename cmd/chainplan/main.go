@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 )
 
 // Version is stamped at build time with -ldflags "-X main.Version=...".
@@ -80,6 +81,7 @@ func exitCode(err error) int {
 		errors.Is(err, chainplan.ErrUnsupported),
 		errors.Is(err, chainplan.ErrNotFound),
 		errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, service.ErrBadInput),
 		errors.Is(err, os.ErrNotExist):
 		return exitBadInput
 	}

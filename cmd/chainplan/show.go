@@ -35,11 +35,11 @@ bytes (NULL when the profile did not measure them). The loss is the last line.`,
 			if err != nil {
 				return err
 			}
-			run, err := db.Run(cmd.Context(), id)
+			run, err := db.Store().Run(cmd.Context(), id)
 			if err != nil {
 				return err
 			}
-			stages, err := db.Stages(cmd.Context(), id)
+			stages, err := db.Store().Stages(cmd.Context(), id)
 			if err != nil {
 				return err
 			}

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -46,12 +48,29 @@ document rebuilt from their columns: an offloading plan's transfers were not kep
 			if sp.Rebuilt {
 				fmt.Fprintln(e.stdout, "stored      before migration 0003: rebuilt from its columns")
 			}
+			prm, err := service.ParamsOf(sp.Params, &sp.Plan)
+			if err != nil {
+				return err
+			}
+			writeRequestText(e.stdout, prm)
 			writePlanText(e.stdout, c, &sp.Plan)
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	return cmd
+}
+
+// writeRequestText prints what a stored plan was asked for (its parameters).
+func writeRequestText(w io.Writer, prm service.Params) {
+	fmt.Fprintf(w, "request     budget %s", prm.Budget)
+	if prm.Segments > 0 {
+		fmt.Fprintf(w, ", %d segments", prm.Segments)
+	}
+	if prm.Bandwidth > 0 {
+		fmt.Fprintf(w, ", bandwidth %.6g bytes/s", prm.Bandwidth)
+	}
+	fmt.Fprintf(w, ", from %s\n", prm.Source)
 }
 
 // exactlyOneArg accepts exactly one positional argument, named what in messages.
@@ -66,16 +85,16 @@ func exactlyOneArg(command, what string) cobra.PositionalArgs {
 
 // loadStoredPlan reads a PLAN argument and returns the stored plan with the chain of the
 // run it was computed from.
-func loadStoredPlan(ctx context.Context, db *store.DB, arg string) (*store.StoredPlan, *chainplan.Chain, error) {
+func loadStoredPlan(ctx context.Context, db *service.Service, arg string) (*store.StoredPlan, *chainplan.Chain, error) {
 	id, err := strconv.ParseInt(arg, 10, 64)
 	if err != nil || id < 1 {
 		return nil, nil, usagef("PLAN must be a plan id (a positive integer), got %q", arg)
 	}
-	sp, err := db.Plan(ctx, id)
+	sp, err := db.Store().Plan(ctx, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := loadRunChain(ctx, db, sp.RunID)
+	c, err := db.RunChain(ctx, sp.RunID)
 	if err != nil {
 		return nil, nil, err
 	}

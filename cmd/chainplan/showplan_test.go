@@ -41,8 +41,13 @@ func TestShowPlanAndSimulateStoredPlan(t *testing.T) {
 		}
 	}
 	code, out, _ := runDB(t, db, "show-plan", "1")
-	if code != 0 || !strings.Contains(out, "plan        1 of run 1") || !strings.Contains(out, "algorithm   rotor") {
+	if code != 0 || !strings.Contains(out, "plan        1 of run 1") || !strings.Contains(out, "algorithm   rotor") ||
+		!strings.Contains(out, "request     budget min, from cli\n") {
 		t.Errorf("show-plan 1 text:\n%s", out)
+	}
+	if code, out, _ := runDB(t, db, "show-plan", "2"); code != 0 ||
+		!strings.Contains(out, "request     budget min, bandwidth 1.2e+10 bytes/s, from cli\n") {
+		t.Errorf("show-plan 2 text:\n%s", out)
 	}
 }
 
@@ -84,6 +89,10 @@ func TestSimulateReleasePofoPlan(t *testing.T) {
 	}
 	if code, out, errs := runDB(t, db, "simulate", "--plan-id", "1"); code != 0 {
 		t.Fatalf("release rotor plan: exit %d\n%s%s", code, out, errs)
+	}
+	// The release's parameters (the --budget text, no source) read as the service's.
+	if code, out, errs := runDB(t, db, "show-plan", "2"); code != 0 || !strings.Contains(out, "request     budget min, from cli\n") {
+		t.Fatalf("release sequential plan: exit %d\n%s%s", code, out, errs)
 	}
 }
 

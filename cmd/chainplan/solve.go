@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 )
 
@@ -70,31 +71,21 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
 	}
-	c, stored, err := solveInput(cmd, f)
-	if err != nil {
+	// --budget min: one search gives the plan at the smallest budget (service.Solve).
+	req := service.Request{Request: planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments},
+		Min: f.budget == "min", Source: service.SourceCLI}
+	if err := offloadRequest(cmd, &req.Request, f.bandwidth); err != nil {
 		return err
 	}
-	if stored != nil {
-		defer stored.db.Close()
-	}
-	req := planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments}
-	if err := offloadRequest(cmd, &req, f.bandwidth); err != nil {
-		return err
-	}
-	var p *chainplan.Plan
-	if f.budget == "min" {
-		// One search: the plan at the smallest budget, not that budget and a second solve.
-		p, err = planner.SolveMin(c, req)
-	} else if req.BudgetBytes, err = parseBudget(f.budget); err == nil {
-		p, err = planner.Solve(c, req)
-	}
-	if err != nil {
-		return err
-	}
-	if stored != nil {
-		if err := stored.record(cmd.Context(), e, p, f); err != nil {
+	if !req.Min {
+		var err error
+		if req.BudgetBytes, err = parseBudget(f.budget); err != nil {
 			return err
 		}
+	}
+	c, p, err := solveInput(cmd, e, f, req)
+	if err != nil {
+		return err
 	}
 	if f.format == "json" {
 		return writeJSON(w, p)

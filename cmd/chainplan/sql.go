@@ -66,7 +66,7 @@ func runSQL(cmd *cobra.Command, e *env, query string, rawArgs []string, format, 
 	for i, a := range rawArgs {
 		args[i] = bindValue(a)
 	}
-	rows, err := db.Query(cmd.Context(), query, args...)
+	rows, err := db.Store().Query(cmd.Context(), query, args...)
 	if err != nil {
 		return queryFailure(err)
 	}

@@ -11,7 +11,6 @@ import json
 import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 from types import ModuleType
 from typing import Any, TypeVar
 
@@ -101,13 +100,13 @@ def parse_bandwidth(text: str) -> float:
 def db_path() -> str:
     """The database file: ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``.
 
-    Resolved here rather than in Go: a Go runtime loaded into Python reads the environment
-    once, when the extension is imported, and would miss later changes.
+    The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
+    each call and passed in: a Go runtime loaded into Python sees the environment of the
+    moment it was loaded, and would miss later changes.
     """
-    path = os.environ.get("CHAINPLAN_DB")
-    if path:
-        return path
-    return str(Path.home() / ".chainplan" / "chainplan.db")
+    home = os.path.expanduser("~")
+    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""),
+                    "" if home == "~" else home))
 
 
 def ingest(file_path: str) -> int:
@@ -122,7 +121,11 @@ def query(sql: str) -> bytes:
 
 
 def solve_run(run_id: int, request: dict[str, Any]) -> str:
-    """Plan a stored run and record the plan; returns ``{"plan_id", "plan"}`` JSON."""
+    """Plan a stored run and record the plan; returns ``{"plan_id", "plan"}`` JSON.
+
+    The request's ``"source"`` (``"python"`` when absent, or ``"checkpointed"``) is
+    recorded with the plan's parameters (docs/sql.md).
+    """
     return str(call(_go().SolveRun, db_path(), run_id, json.dumps(request)))
 
 
@@ -141,9 +144,17 @@ def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))
 
 
-def runs(model_name: str = "", limit: int = 0) -> list[dict[str, Any]]:
-    """The stored runs, newest first."""
-    out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), model_name, limit))
+def runs(**run_filter: str | int | bool) -> list[dict[str, Any]]:
+    """The stored runs that the filter selects, newest first (keys: ``model_name``,
+    ``model_signature``, ``dtype``, ``device``, ``torch_version``, ``loss_name``,
+    ``saved_measured``, ``limit``; see pybind.Runs)."""
+    out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), json.dumps(run_filter)))
+    return out
+
+
+def run(run_id: int) -> dict[str, Any]:
+    """One stored run: its provenance (``device``, ``dtype``, ``input_shape``, ...)."""
+    out: dict[str, Any] = json.loads(call(_go().Run, db_path(), run_id))
     return out
 
 
@@ -155,17 +166,6 @@ def record_bandwidth(run_id: int, bytes_per_s: float, device: str, method: str) 
 def latest_bandwidth(run_id: int) -> float:
     """The newest bandwidth (bytes/s) recorded for a run, 0 when none is."""
     return float(call(_go().LatestBandwidth, db_path(), run_id))
-
-
-def run_device(run_id: int) -> str:
-    """The device a stored run was profiled on ("cpu", "cuda:0", ...)."""
-    import pyarrow as pa
-
-    data = query(f"SELECT device FROM runs WHERE run_id = {int(run_id)}")
-    rows = pa.ipc.open_file(pa.py_buffer(data)).read_all().to_pylist()
-    if not rows:
-        raise NotFoundError(f"no run {run_id} in {db_path()}")
-    return str(rows[0]["device"])
 
 
 def frontier(chain_json: str, request: dict[str, Any]) -> str:

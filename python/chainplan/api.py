@@ -129,6 +129,26 @@ def plan(
             also a :class:`TypeError` and a :class:`PlanError`.
         NotFoundError: no such stored run, or ``source`` is a string naming no file.
     """
+    return _plan(source, budget=budget, algo=algo, slots=slots, segments=segments,
+                 bandwidth=bandwidth, sample=sample, loss_fn=loss_fn, target=target,
+                 origin="python")
+
+
+def _plan(
+    source: Profile | int | str | os.PathLike[str] | nn.Module,
+    *,
+    budget: Budget,
+    origin: str,
+    algo: str = "rotor",
+    slots: int | None = None,
+    segments: int = 0,
+    bandwidth: float | str | None = None,
+    sample: torch.Tensor | None = None,
+    loss_fn: LossFn | None = None,
+    target: torch.Tensor | None = None,
+) -> Plan:
+    """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
+    source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
     req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
         if sample is None:
@@ -142,7 +162,7 @@ def plan(
                                   input_shape=profile_input_shape(source.path))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
-        doc = json.loads(_bind.solve_run(source, req))
+        doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
         return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source,
                               input_shape=run_input_shape(source))
     if isinstance(source, (str, os.PathLike)):
@@ -193,7 +213,7 @@ def _bandwidth(value: float | str, source: object) -> float:
         return stored
     from chainplan.profiler.bandwidth import measure_bandwidth
 
-    device = _bind.run_device(run_id)
+    device = str(_bind.run(run_id)["device"])
     bps, method = measure_bandwidth(device)
     return _bind.record_bandwidth(run_id, bps, device, method)
 
@@ -218,11 +238,12 @@ def runs(*, model: str = "", limit: int = 0) -> list[dict[str, Any]]:
         limit: at most this many (default: 0, all).
 
     Returns:
-        One dict per run: ``run_id``, ``model_name``, ``created_at``, ``device``,
-        ``torch_version``, ``num_stages``, ``batch_size``, ``fwd_time_s``, ``bwd_time_s``
+        One dict per run: ``run_id``, ``model_name``, ``model_signature``, ``created_at``,
+        ``device``, ``dtype``, ``torch_version``, ``num_stages``, ``batch_size``,
+        ``input_shape`` (a list, empty when not recorded), ``fwd_time_s``, ``bwd_time_s``
         (totals) and ``source_path``.
     """
-    return _bind.runs(model, limit)
+    return _bind.runs(model_name=model, limit=limit)
 
 
 @dataclass(frozen=True)

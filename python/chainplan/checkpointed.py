@@ -26,7 +26,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, plan
+from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
@@ -230,8 +230,9 @@ class Checkpointed(nn.Module):
     def _plan(self, source: Any, shape: tuple[int, ...],
               bandwidth: float | str | None = None) -> Plan:
         try:
-            return plan(source, budget=self.budget, algo=self.algo, slots=self.slots,
-                        bandwidth=bandwidth if bandwidth is not None else self.bandwidth)
+            return _plan(source, budget=self.budget, algo=self.algo, slots=self.slots,
+                         bandwidth=bandwidth if bandwidth is not None else self.bandwidth,
+                         origin="checkpointed")
         except InfeasibleBudget as e:
             raise InfeasibleBudget(f"Checkpointed({self.name}) at input shape {list(shape)}: "
                                    f"{e}", min_budget_bytes=e.min_budget_bytes) from e

@@ -42,11 +42,6 @@ def loss_name(loss_fn: Callable[..., object] | None) -> str:
     return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
 
 
-def _text(value: str) -> str:
-    """A SQL string literal (the query API takes no parameters)."""
-    return "'" + value.replace("'", "''") + "'"
-
-
 def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
                 loss: str) -> list[StoredRun]:
     """The plannable stored runs of a model, newest first.
@@ -56,20 +51,14 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
     stage has its saved size measured (``chainplan.record`` profiles may lack it).
     """
     from chainplan import _bind
-    from chainplan.api import query
 
     if not Path(_bind.db_path()).exists():
         return []  # nothing stored yet (reading would not create the database)
-    rows = query(
-        "SELECT r.run_id, r.input_shape FROM runs AS r "
-        "JOIN stages AS s ON s.run_id = r.run_id AND s.stage_kind = 'loss' "
-        f"WHERE r.model_signature = {_text(signature)} AND r.dtype = {_text(dtype)} "
-        f"AND r.device = {_text(device)} AND r.torch_version = {_text(torch_version)} "
-        f"AND s.stage_name = {_text(loss)} AND r.total_saved_bytes IS NOT NULL "
-        "ORDER BY r.created_at DESC, r.run_id DESC").to_pylist()
+    rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
+                      torch_version=torch_version, loss_name=loss, saved_measured=True)
     out = []
     for row in rows:
-        shape = tuple(int(d) for d in json.loads(row["input_shape"] or "[]"))
+        shape = tuple(int(d) for d in row["input_shape"])
         if shape:  # a run without its input shape cannot be matched to an input
             out.append(StoredRun(int(row["run_id"]), shape))
     return out

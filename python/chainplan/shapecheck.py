@@ -81,14 +81,12 @@ def _mib(n: int) -> str:
 
 
 def run_input_shape(run_id: int) -> tuple[int, ...] | None:
-    """The input shape a stored run was profiled with, or None when it was not recorded."""
-    import pyarrow as pa
-
+    """The input shape a stored run was profiled with, or None when it was not recorded
+    (:class:`~chainplan.errors.NotFoundError` when there is no such run)."""
     from chainplan import _bind
 
-    data = _bind.query(f"SELECT input_shape FROM runs WHERE run_id = {int(run_id)}")
-    rows = pa.ipc.open_file(pa.py_buffer(data)).read_all().to_pylist()
-    return _shape(rows[0]["input_shape"]) if rows else None
+    dims = _bind.run(run_id)["input_shape"]
+    return tuple(int(d) for d in dims) if dims else None
 
 
 def profile_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:

@@ -92,11 +92,11 @@ class Profile:
 
 
 def default_profile_dir() -> Path:
-    """Where profiles are written: next to the database (``$CHAINPLAN_DB``'s folder, or
-    ``~/.chainplan``), in ``profiles/``."""
-    db = os.environ.get("CHAINPLAN_DB")
-    base = Path(db).parent if db else Path.home() / ".chainplan"
-    return base / "profiles"
+    """Where profiles are written: ``profiles/`` next to the database (the folder of
+    ``$CHAINPLAN_DB``, or ``~/.chainplan``; the path rule is the Go side's)."""
+    from chainplan import _bind
+
+    return Path(_bind.db_path()).parent / "profiles"
 
 
 def _nbytes(t: torch.Tensor) -> int:

@@ -1,0 +1,85 @@
+package service
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+)
+
+// Request is what to plan: the planner's request, whether the budget is the smallest
+// feasible one, and who asks.
+type Request struct {
+	planner.Request
+	// Min plans at the algorithm's smallest feasible budget (budget "min"); BudgetBytes
+	// is then ignored.
+	Min bool
+	// Source says who asks, recorded with the plan: SourceCLI, SourcePython or
+	// SourceCheckpointed. Solve ignores it.
+	Source string
+}
+
+// Solve plans chain c: at req.BudgetBytes with planner.Solve, or with req.Min at the
+// smallest feasible budget with planner.SolveMin, which finds that budget and its plan in
+// one search (no solve at a budget known to fail). Errors are the planner's.
+func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+	if req.Min {
+		return planner.SolveMin(c, req.Request)
+	}
+	return planner.Solve(c, req.Request)
+}
+
+// Planned is a plan of a stored run, as PlanRun recorded it.
+type Planned struct {
+	RunID  int64
+	PlanID int64
+	Chain  *chainplan.Chain // the run's chain, which the plan schedules
+	Plan   *chainplan.Plan
+}
+
+// PlanRun plans the chain of the run ref names and records the plan with ParamsFor(req,
+// plan). Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a
+// missing run, a *chainplan.ChainError for a run whose sizes were not measured, the
+// planner's errors (*chainplan.InfeasibleError with the smallest budget), ErrBadInput for
+// an unknown source.
+func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
+	if err := checkSource(req.Source); err != nil {
+		return nil, err
+	}
+	id, err := s.ResolveRun(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.RunChain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := Solve(c, req)
+	if err != nil {
+		return nil, err
+	}
+	planID, err := s.RecordPlan(ctx, id, req, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Planned{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
+}
+
+// RecordPlan stores plan p, computed for req from run runID's chain, with ParamsFor(req,
+// p) and the service's version, and returns the plan id.
+func (s *Service) RecordPlan(ctx context.Context, runID int64, req Request, p *chainplan.Plan) (int64, error) {
+	if err := checkSource(req.Source); err != nil {
+		return 0, err
+	}
+	return s.db.RecordPlan(ctx, runID, p, ParamsFor(req, p), s.version)
+}
+
+func checkSource(src string) error {
+	if !slices.Contains(sources, src) {
+		return &inputError{fmt.Sprintf("source %q: want one of %s", src, strings.Join(sources, ", "))}
+	}
+	return nil
+}

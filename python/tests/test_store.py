@@ -1,0 +1,95 @@
+"""The store from Python goes through the Go service: where the database lives, what a
+plan records, run lookups, and no SQL of the package's own against the store's tables."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import chainplan
+from chainplan import _bind
+from chainplan.errors import NotFoundError
+from chainplan.profiler.run import default_profile_dir
+from tests.models import MODELS
+
+PACKAGE = Path(chainplan.__file__).parent
+# SQL naming a table or view of the store (docs/sql.md).
+STORE_SQL = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+(?:runs|stages|measurements|plans|"
+                       r"executions|bandwidths|run_summary|stage_history|plan_outcomes)\b")
+
+
+def test_db_path_is_the_go_rule_at_call_time(private_db: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """$CHAINPLAN_DB, else ~/.chainplan/chainplan.db, read when called (the Go runtime's
+    own environment is the one of import time); profiles go next to the database."""
+    assert _bind.db_path() == str(private_db)
+    assert default_profile_dir() == private_db.parent / "profiles"
+    other = tmp_path / "elsewhere" / "x.db"
+    monkeypatch.setenv("CHAINPLAN_DB", str(other))
+    assert _bind.db_path() == str(other)
+    monkeypatch.delenv("CHAINPLAN_DB")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert _bind.db_path() == str(tmp_path / "home" / ".chainplan" / "chainplan.db")
+    assert default_profile_dir() == tmp_path / "home" / ".chainplan" / "profiles"
+
+
+def _profile() -> chainplan.Profile:
+    model, x = MODELS["vgg"]()
+    y = torch.randint(0, 10, (x.shape[0],))
+    return chainplan.profile(model, x, loss_fn=nn.CrossEntropyLoss(), target=y, repeats=2,
+                             warmup=1, progress=False)
+
+
+def _params(plan_id: int | None) -> dict[str, object]:
+    rows = chainplan.query(f"SELECT params_json FROM plans WHERE plan_id = {plan_id}").to_pylist()
+    out: dict[str, object] = json.loads(rows[0]["params_json"])
+    return out
+
+
+def test_plans_record_one_parameter_set() -> None:
+    """plan() and Checkpointed record the keys the CLI records (docs/sql.md), with their
+    own source."""
+    prof = _profile()
+    p = chainplan.plan(prof, budget="min", slots=300)
+    assert _params(p.plan_id) == {
+        "algo": "rotor", "budget": "min", "budget_bytes": p.budget_bytes, "slots": 300,
+        "segments": 0, "chosen_segments": 0, "bandwidth_bytes_per_s": 0, "source": "python"}
+    q = chainplan.plan(prof, budget=2 * p.budget_bytes, algo="sequential")
+    assert _params(q.plan_id) == {
+        "algo": "sequential", "budget": 2 * p.budget_bytes, "budget_bytes": 2 * p.budget_bytes,
+        "slots": 0, "segments": 0, "chosen_segments": q.raw["segments"],
+        "bandwidth_bytes_per_s": 0, "source": "python"}
+    model, x = MODELS["vgg"]()
+    net = chainplan.Checkpointed(model, budget="min", loss_fn=nn.CrossEntropyLoss(),
+                                 target=lambda t: torch.zeros(t.shape[0], dtype=torch.long),
+                                 repeats=2, warmup=1)
+    net(x).sum().backward()
+    (last,) = chainplan.query("SELECT max(plan_id) AS id FROM plans").to_pylist()
+    assert _params(last["id"])["source"] == "checkpointed"
+
+
+def test_run_lookups() -> None:
+    """Run metadata comes from the service: runs() with its filter, run() one run."""
+    prof = _profile()
+    (listed,) = chainplan.runs()
+    assert listed["run_id"] == prof.run_id and listed["device"] == "cpu"
+    assert listed["input_shape"] == list(MODELS["vgg"]()[1].shape)
+    assert _bind.run(prof.run_id) == listed
+    assert _bind.runs(loss_name="CrossEntropyLoss", saved_measured=True, device="cpu") == [listed]
+    assert _bind.runs(loss_name="mse") == []
+    with pytest.raises(NotFoundError, match="no run 9"):
+        _bind.run(9)
+
+
+def test_no_store_sql_in_the_package() -> None:
+    """Only chainplan.query runs SQL, the user's: the package asks the Go service."""
+    found = [f"{path.relative_to(PACKAGE)}:{n}: {line.strip()}"
+             for path in sorted(PACKAGE.rglob("*.py")) if path.name != "__init__.py"
+             for n, line in enumerate(path.read_text().splitlines(), 1)
+             if STORE_SQL.search(line)]
+    assert found == []
