@@ -18,22 +18,29 @@ from chainplan.stages import flatten_stages
 __all__ = ["CheckpointedChain", "OffloadedChain", "wrap"]
 
 
-def wrap(plan: Plan, model: nn.Module) -> CheckpointedChain:
+def wrap(plan: Plan, model: nn.Module) -> nn.Module:
     """Return an ``nn.Module`` that trains ``model`` with ``plan``'s schedule.
 
     Args:
         plan: a plan for ``model``'s chain (same stages, in order).
-        model: the chain (see :func:`chainplan.stages.flatten_stages`); the returned
-            module shares its parameters.
+        model: the model; the returned module shares its parameters. An ``nn.Sequential``
+            is the chain of its stages (see :func:`chainplan.stages.flatten_stages`); any
+            other model is split from its graph at its first call, as ``chainplan.profile``
+            split it (:mod:`chainplan.graph`).
 
     Returns:
-        An :class:`OffloadedChain` when the plan has an ``offload`` section (the offloading
-        algorithms: ``pofo``, ``offload``, ``greedy``, ...), else a
-        :class:`CheckpointedChain`.
+        For an ``nn.Sequential``, an :class:`OffloadedChain` when the plan has an
+        ``offload`` section (the offloading algorithms: ``pofo``, ``offload``, ``greedy``,
+        ...), else a :class:`CheckpointedChain`; for any other model, a
+        :class:`~chainplan.graph.executor.GraphChainExecutor` called like the model.
 
     Raises:
         ScheduleError: the plan is malformed or is for another number of stages.
     """
+    if not isinstance(model, nn.Sequential):
+        from chainplan.graph.executor import GraphChainExecutor
+
+        return GraphChainExecutor(model, plan)
     stages = flatten_stages(model)
     if plan.offload is not None:
         return OffloadedChain(stages, plan)

@@ -21,10 +21,15 @@ between steps exchange placeholder tensors shaped like a_k whose storage is one 
 
 Recomputations replay the forward's RNG and autocast state and leave BatchNorm statistics
 alone (:mod:`chainplan.executors.runner`).
+
+Stages extracted from a model's graph may read side values (a mask, a timestep embedding);
+``forward(x, side)`` installs the step's :class:`~chainplan.executors.side.SideInputs`
+while the step's operations run, and B_1's node feeds their gradient join.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,6 +38,7 @@ from torch import nn
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.runner import Runner
+from chainplan.executors.side import SideInputs
 from chainplan.schedule import Op, Plan
 from chainplan.shapecheck import warn_if_shape_differs
 
@@ -43,12 +49,15 @@ class _Step:
     """What the autograd node of one backward step needs: the runner and its operations."""
 
     def __init__(self, runner: Runner, k: int, ops: tuple[Op, ...], first: int,
-                 value: torch.Tensor) -> None:
+                 value: torch.Tensor, side: SideInputs | None = None) -> None:
         self.runner: Runner | None = runner
         self.value: torch.Tensor | None = value  # what the node outputs: a_k's placeholder
         self.k = k
         self.ops = ops
         self.first = first
+        self.side = side  # the step's side values, read by the stages of an extracted chain
+        # B_1's node passes a gradient to the side values' join, which runs after it.
+        self.joins = k == 1 and side is not None and side.anchor is not None
 
     def run(self, grad: torch.Tensor) -> torch.Tensor | None:
         runner = self.runner
@@ -59,7 +68,8 @@ class _Step:
         self.runner = None  # each step runs once; the runner goes with the last reference
         runner.delta = grad
         del grad
-        runner.run_ops(self.ops, self.first)
+        with _scope(self.side):
+            runner.run_ops(self.ops, self.first)
         delta = runner.delta
         runner.delta = None
         return delta
@@ -69,20 +79,27 @@ class _BackwardStep(torch.autograd.Function):
     """Autograd node of ``B_k``: forward passes a_k's placeholder (or a_L) on, backward runs it."""
 
     @staticmethod
-    def forward(ctx: Any, step: _Step, prev: torch.Tensor, _anchor: torch.Tensor) -> torch.Tensor:
+    def forward(ctx: Any, step: _Step, prev: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
         ctx.step = step
         ctx.prev_differentiable = prev.requires_grad and prev.is_floating_point()
+        ctx.anchor = anchor.new_zeros(0) if step.joins else None
         value, step.value = step.value, None
         assert value is not None
         return value
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor | None, None]:
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor | None,
+                                                      torch.Tensor | None]:
         step: _Step = ctx.step
         ctx.step = None  # free the step's tensors as soon as the backward is done
         delta = step.run(grad)
         del grad
-        return None, (delta if ctx.prev_differentiable else None), None
+        return None, (delta if ctx.prev_differentiable else None), ctx.anchor
+
+
+def _scope(side: SideInputs | None) -> contextlib.AbstractContextManager[None]:
+    """The stages see ``side``'s values while a step's operations run (nothing without)."""
+    return side.scope() if side is not None else contextlib.nullcontext()
 
 
 def _placeholder(meta: tuple[torch.Size, torch.dtype] | None,
@@ -146,21 +163,28 @@ class CheckpointedChain(nn.Module):
         """A runner for one training step whose chain input is ``x``."""
         return Runner(list(self.stages), x, self.recomputed)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, side: SideInputs | None = None) -> torch.Tensor:
+        """Run the forward phase on the chain input ``x``; ``side`` holds the step's side
+        values when the stages were extracted from a graph (:mod:`chainplan.graph`)."""
         if not torch.is_grad_enabled():
-            for stage in self.stages:
-                x = stage(x)
+            with _scope(side):
+                for stage in self.stages:
+                    x = stage(x)
             return x
         warn_if_shape_differs(self.plan, x)
         runner = self._runner(x)
-        runner.run_ops(self.forward_ops, 0)
+        with _scope(side):
+            runner.run_ops(self.forward_ops, 0)
         out = runner.hand_over_output()
         # Nodes from B_1 (fed by the chain input) to B_L (producing a_L). The anchor
         # requires grad so that autograd calls the nodes even when neither the input nor
-        # the output of the chain would (e.g. integer token ids).
+        # the output of the chain would (e.g. integer token ids); B_1's anchor is the side
+        # values' join when they need gradients (chainplan.executors.side).
         link = x
         for k, ops, first in reversed(self.backward_groups):
             value = out if k == len(self.stages) else _placeholder(runner.out_meta.get(k),
                                                                    x.device)
-            link = _BackwardStep.apply(_Step(runner, k, ops, first, value), link, self._anchor)
+            step = _Step(runner, k, ops, first, value, side)
+            anchor = side.anchor if step.joins and side is not None else self._anchor
+            link = _BackwardStep.apply(step, link, anchor)
         return link

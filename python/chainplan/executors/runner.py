@@ -97,8 +97,16 @@ def _frozen_batchnorm(stage: nn.Module) -> Iterator[None]:
 
     With ``track_running_stats`` off, a training-mode BatchNorm normalizes with the batch
     statistics exactly as in the first forward but neither touches ``running_mean`` /
-    ``running_var`` nor increments ``num_batches_tracked``.
+    ``running_var`` nor increments ``num_batches_tracked``. A stage that updates buffers
+    some other way says how to recompute it without doing so with a ``frozen_buffers()``
+    context manager (a stage cut from a captured graph updates copies,
+    :class:`chainplan.graph.stage.GraphStage`).
     """
+    frozen = getattr(stage, "frozen_buffers", None)
+    if callable(frozen):
+        with frozen():
+            yield
+        return
     bns = [m for m in stage.modules() if isinstance(m, _BatchNorm) and m.track_running_stats]
     for m in bns:
         m.track_running_stats = False

@@ -1,0 +1,186 @@
+"""What the split needs to know about a captured graph: the main path, where it can be cut,
+and how deep in the module tree each cut lies.
+
+Vocabulary used across :mod:`chainplan.graph`:
+
+* **main nodes** depend on the chain input a_0; the others are **side nodes**, computed from
+  side inputs, parameters, buffers and constants only (a causal mask, position ids, rotary
+  tables, a timestep embedding);
+* the **path** is the main nodes on the way from a_0 to the output, plus main nodes with a
+  side effect (an in-place update) that the output does not read; pure dead ends are
+  dropped;
+* a **cut** is a path node that every path from a_0 to the output crosses
+  (:func:`chainplan.graph.cuts.cut_points`), whose value is one tensor that no later
+  operation updates in place (a chain stage must keep its input intact for recomputation);
+* the **level** of a cut is the number of modules that contain it and go on after it: 0
+  between the blocks a model's forward calls one after the other, 1 inside such a block.
+  ``nn.Sequential`` containers do not count: the boundaries between their children are
+  those of the module that calls the container (``ModuleList`` and ``ModuleDict`` are
+  never called, so they never count).
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import torch
+from torch import fx, nn
+
+from chainplan.graph.capture import Capture, alias_root, writes
+from chainplan.graph.cuts import cut_points
+
+__all__ = ["ChainGraph", "analyze", "is_view", "nbytes"]
+
+
+def is_view(node: fx.Node) -> bool:
+    """Whether ``node`` makes no new memory and updates nothing: a view, ``getitem`` of a
+    multi-output operation, or a metadata assertion."""
+    target = node.target
+    if target is operator.getitem:
+        return True
+    if not isinstance(target, torch._ops.OpOverload):
+        return False
+    if str(getattr(target, "_name", "")).startswith("aten::_assert"):
+        return True
+    returns = target._schema.returns
+    return (bool(returns) and returns[0].alias_info is not None
+            and not returns[0].alias_info.is_write and not writes(node))
+
+
+def nbytes(node: fx.Node) -> int:
+    """Bytes of a node's tensor value (0 for other values)."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return int(val.numel() * val.element_size())
+    return 0
+
+
+def _stack(node: fx.Node, containers: set[str]) -> list[tuple[str, str, str]]:
+    """The module calls a node sits in, outermost first: (call key, path, type name), the
+    root and ``nn.Sequential`` containers left out (a container only calls its children
+    in turn, so their boundaries are as good as the caller's)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    out = []
+    for key, (path, kind) in stack.items():
+        if path and path not in containers:
+            name = kind if isinstance(kind, str) else getattr(kind, "__name__", str(kind))
+            out.append((str(key), str(path), name.rsplit(".", 1)[-1]))
+    return out
+
+
+@dataclass(frozen=True)
+class ChainGraph:
+    """The facts of a captured graph the split works from.
+
+    Attributes:
+        capture: the capture.
+        pos: every node's position in the graph.
+        main: the main nodes (a_0 included).
+        path: the path nodes in graph order; ``path[0]`` is a_0's placeholder.
+        edges: the edges between path nodes, as indices into ``path``.
+        cuts: the indices of the cut candidates in ``path``, increasing; the output's index
+            is the last.
+        level: the level of each cut candidate, by index.
+        params: per path node, the parameters it reads, directly or through side nodes.
+        stacks: per node, its module calls (call key, path, type), outermost first.
+    """
+
+    capture: Capture
+    pos: dict[fx.Node, int]
+    main: frozenset[fx.Node]
+    path: tuple[fx.Node, ...]
+    edges: tuple[tuple[int, int], ...]
+    cuts: tuple[int, ...]
+    level: dict[int, int]
+    params: dict[fx.Node, frozenset[fx.Node]]
+    stacks: dict[fx.Node, list[tuple[str, str, str]]]
+
+
+def analyze(cap: Capture) -> ChainGraph:
+    """Find the path, its cut candidates and their levels (module docstring).
+
+    The time complexity is O(|V| + |E|) plus the parameter sets' sizes.
+    """
+    nodes = list(cap.graph.nodes)
+    pos = {n: i for i, n in enumerate(nodes)}
+    main = _downstream(cap.main)
+    reach = _upstream([cap.output], main)
+    # Main dead ends that update something in place stay with the stage that feeds them.
+    effects = [n for n in main if n not in reach and n.op == "call_function"
+               and (writes(n) or n.is_impure(impure_random=False))]
+    reach |= _upstream(effects, main)
+    path = sorted(reach | {cap.main}, key=pos.__getitem__)
+    index = {n: i for i, n in enumerate(path)}
+    edges = tuple((index[u], index[v]) for v in path for u in v.all_input_nodes if u in index)
+    last_write: dict[fx.Node, int] = {}
+    for n in nodes:
+        for w in writes(n):
+            root = alias_root(w)
+            last_write[root] = max(last_write.get(root, -1), pos[n])
+    out = index[cap.output]
+    cuts = [i for i in cut_points(len(path), edges) if i < out and _cuttable(path[i], pos,
+                                                                             last_write)]
+    cuts.append(out)
+    containers = {name for name, m in cap.model.named_modules()
+                  if name and isinstance(m, nn.Sequential)}
+    stacks = {n: _stack(n, containers) for n in nodes}
+    last_in: dict[str, int] = {}
+    for i, n in enumerate(path):
+        for key, _, _ in stacks[n]:
+            last_in[key] = i
+    level = {i: sum(1 for key, _, _ in stacks[path[i]] if last_in[key] > i) for i in cuts}
+    params = _params_read(path, cap)
+    return ChainGraph(cap, pos, frozenset(main), tuple(path), edges, tuple(cuts), level,
+                      params, stacks)
+
+
+def _cuttable(node: fx.Node, pos: dict[fx.Node, int], last_write: dict[fx.Node, int]) -> bool:
+    """A stage boundary holds one tensor that nothing updates in place afterwards."""
+    if not isinstance(node.meta.get("val"), torch.Tensor):
+        return False
+    return last_write.get(alias_root(node), -1) <= pos[node]
+
+
+def _downstream(start: fx.Node) -> set[fx.Node]:
+    seen = {start}
+    todo = [start]
+    while todo:
+        for u in todo.pop().users:
+            if u not in seen and u.op != "output":
+                seen.add(u)
+                todo.append(u)
+    return seen
+
+
+def _upstream(starts: list[fx.Node], within: set[fx.Node]) -> set[fx.Node]:
+    seen = set(starts)
+    todo = list(starts)
+    while todo:
+        for u in todo.pop().all_input_nodes:
+            if u in within and u not in seen:
+                seen.add(u)
+                todo.append(u)
+    return seen
+
+
+def _params_read(path: list[fx.Node], cap: Capture) -> dict[fx.Node, frozenset[fx.Node]]:
+    """Per path node, the parameter placeholders it reads directly or through side nodes."""
+    memo: dict[fx.Node, frozenset[fx.Node]] = {}
+
+    def side_params(n: fx.Node) -> frozenset[fx.Node]:
+        got = memo.get(n)
+        if got is not None:
+            return got
+        spec = cap.inputs.get(n)
+        if spec is not None:
+            got = frozenset([n]) if spec.kind == "parameter" else frozenset()
+        else:
+            got = frozenset().union(*(side_params(u) for u in n.all_input_nodes
+                                      if u not in main))
+        memo[n] = got
+        return got
+
+    main = set(path)
+    return {n: frozenset().union(*(side_params(u) for u in n.all_input_nodes if u not in main))
+            for n in path}

@@ -1,0 +1,251 @@
+"""Capturing a model's forward as a graph with ``torch.export`` (training IR).
+
+:func:`capture` calls ``torch.export.export(model, args, kwargs, strict=False)``: a
+non-strict export runs the model's Python code on fake tensors and records the ATen
+operations it performs, before any decomposition or functionalization (the training IR),
+so the operations are the ones eager PyTorch runs, autograd behaves the same, in-place
+updates stay in place (BatchNorm statistics) and every node knows the modules it was called
+from (``nn_module_stack``). Parameters, buffers and constants become placeholders naming
+their owner, so the extracted stages can run with the model's own tensors.
+
+torch.fx's symbolic tracing is not used as a fallback: what a non-strict export rejects
+(control flow on tensor values, ``.item()`` in a branch) fails symbolic tracing too, and
+export records shapes and module calls that symbolic tracing does not. What cannot be
+captured is refused with a :class:`CaptureError` naming the construct and the fallback
+that remains: declaring the stages by hand as an ``nn.Sequential``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import fx, nn
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+from torch.utils import _pytree as pytree
+
+from chainplan.errors import ProfileError
+
+__all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
+
+#: The advice every refusal ends with.
+FALLBACK = ("declare the stages by hand instead: an nn.Sequential of blocks that each take one "
+            "tensor and return one tensor, in order (branches and side inputs inside a block), "
+            "e.g. nn.Sequential(stem, *blocks, head)")
+
+
+class CaptureError(ProfileError):
+    """A model cannot be turned into a chain from its graph; the message names the
+    construct (data-dependent control flow, an in-place update of an input, several
+    outputs, ...) and the fallback."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """What a placeholder of the captured graph stands for.
+
+    Attributes:
+        kind: ``"user"`` (an argument of ``forward``), ``"parameter"``, ``"buffer"`` or
+            ``"constant"`` (a tensor made inside ``forward``, lifted by export).
+        name: the argument's name (``"mask"``, ``"args[1]"``) or the tensor's fully
+            qualified name in the model (``"blocks.0.ln.weight"``).
+        flat_index: for a user input, its position among the flattened ``(args, kwargs)``.
+        value: a constant's tensor, or a non-tensor argument's value.
+    """
+
+    kind: str
+    name: str
+    flat_index: int = -1
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Capture:
+    """A captured forward: its graph, what each placeholder is, and which input is a_0.
+
+    Attributes:
+        program: the exported program (its graph module holds any sub-graphs).
+        graph: the graph, nodes in execution order.
+        inputs: every placeholder and what it stands for.
+        main: the placeholder of the chain input a_0 (the first tensor argument).
+        output: the node whose value ``forward`` returns (one tensor).
+        spec: the pytree structure of ``(args, kwargs)`` at capture.
+        model: the captured model.
+    """
+
+    program: ExportedProgram
+    graph: fx.Graph
+    inputs: dict[fx.Node, Input]
+    main: fx.Node
+    output: fx.Node
+    spec: pytree.TreeSpec
+    model: nn.Module
+
+
+def _leaf_name(path: tuple[Any, ...]) -> str:
+    """``args[1]`` or ``mask`` for a key path into ``(args, kwargs)``."""
+    where, *rest = path
+    text = "args" if where.idx == 0 else ""
+    for key in rest:
+        if isinstance(key, pytree.MappingKey):
+            text += f"[{key.key!r}]" if text else str(key.key)
+        elif isinstance(key, pytree.SequenceKey):
+            text += f"[{key.idx}]"
+        else:
+            text += str(key)
+    return text
+
+
+def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Capture:
+    """Export ``model``'s forward on ``(args, kwargs)`` and describe its placeholders.
+
+    The chain input a_0 is the first tensor among the positional arguments (or, without
+    one, among the keyword arguments); every other tensor argument is a side input.
+
+    Raises:
+        CaptureError: there is no tensor argument, torch.export cannot capture the forward
+            (the message names the construct and the source line), the forward updates an
+            input in place, or it does not return exactly one tensor.
+    """
+    leaves, spec = pytree.tree_flatten_with_path((tuple(args), dict(kwargs)))
+    tensors = [i for i, (_, v) in enumerate(leaves) if isinstance(v, torch.Tensor)]
+    if not tensors:
+        raise CaptureError(f"{type(model).__name__} was called without a tensor argument: "
+                           "the chain input is the first tensor argument of forward")
+    try:
+        program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+    except Exception as err:  # export raises many unrelated types; each is explained
+        raise CaptureError(_explain(model, err)) from err
+    graph = program.graph
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    by_name = {n.name: n for n in placeholders}
+    inputs: dict[fx.Node, Input] = {}
+    user_index = 0
+    for s in program.graph_signature.input_specs:
+        node = by_name[s.arg.name] if hasattr(s.arg, "name") else None
+        if node is None:
+            continue
+        if s.kind == InputKind.USER_INPUT:
+            path, value = leaves[user_index]
+            inputs[node] = Input("user", _leaf_name(path), user_index,
+                                 None if isinstance(value, torch.Tensor) else value)
+            user_index += 1
+        elif s.kind == InputKind.PARAMETER:
+            inputs[node] = Input("parameter", str(s.target))
+        elif s.kind == InputKind.BUFFER:
+            inputs[node] = Input("buffer", str(s.target))
+        elif s.kind == InputKind.CONSTANT_TENSOR:
+            inputs[node] = Input("constant", str(s.target), value=program.constants[str(s.target)])
+        else:
+            raise CaptureError(f"{type(model).__name__}: torch.export made an input of kind "
+                               f"{s.kind.name} ({s.arg}), which chainplan cannot bind; "
+                               f"{FALLBACK}")
+    main = next(n for n, i in inputs.items() if i.kind == "user" and i.flat_index == tensors[0])
+    output = _single_output(model, program, graph)
+    _refuse_input_updates(model, graph, inputs)
+    return Capture(program, graph, inputs, main, output, spec, model)
+
+
+def _single_output(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> fx.Node:
+    """The node of the one tensor ``forward`` returns (CaptureError otherwise)."""
+    specs = program.graph_signature.output_specs
+    users = [s for s in specs if s.kind == OutputKind.USER_OUTPUT]
+    if len(users) != 1 or len(specs) != 1:
+        raise CaptureError(
+            f"{type(model).__name__}.forward returns {len(users)} values; a chain ends with "
+            "one tensor, the input of the loss: return only that tensor (e.g. wrap the model "
+            "in a module whose forward returns model(x)[0])")
+    out = graph.output_node().args[0]
+    node = out[0] if isinstance(out, (tuple, list)) else out
+    if not isinstance(node, fx.Node) or not isinstance(node.meta.get("val"), torch.Tensor):
+        raise CaptureError(f"{type(model).__name__}.forward returns {node!r}, not a tensor "
+                           "computed from its inputs")
+    return node
+
+
+def writes(node: fx.Node) -> list[fx.Node]:
+    """The nodes whose tensors ``node`` updates in place (schema ``Tensor(a!)`` arguments,
+    and the running statistics of a training-mode batch or instance norm)."""
+    target = node.target
+    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
+        return []
+    out: list[fx.Node] = []
+    for i, a in enumerate(target._schema.arguments):
+        info = a.alias_info
+        if info is not None and info.is_write:
+            v = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
+            if isinstance(v, fx.Node):
+                out.append(v)
+    if target in _RUNNING_STATS and len(node.args) > 5 and node.args[5]:
+        out.extend(v for v in node.args[3:5] if isinstance(v, fx.Node))
+    return out
+
+
+# ATen's composite norms update running statistics without saying so in their schemas.
+_RUNNING_STATS = {torch.ops.aten.batch_norm.default, torch.ops.aten.instance_norm.default}
+
+
+def alias_root(node: fx.Node) -> fx.Node:
+    """The node owning the storage ``node``'s value lives in: views and in-place results
+    are followed back to the tensor they alias."""
+    while node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        returns = node.target._schema.returns
+        if not returns or returns[0].alias_info is None or not node.args:
+            break
+        base = node.args[0]
+        if not isinstance(base, fx.Node):
+            break
+        node = base
+    return node
+
+
+def _refuse_input_updates(model: nn.Module, graph: fx.Graph,
+                          inputs: dict[fx.Node, Input]) -> None:
+    """An in-place update of an argument cannot be replayed: a recomputed stage would read
+    the updated value."""
+    for node in graph.nodes:
+        for w in writes(node):
+            root = alias_root(w)
+            spec = inputs.get(root)
+            if spec is not None and spec.kind == "user":
+                raise CaptureError(
+                    f"{type(model).__name__}.forward updates its input {spec.name!r} in place "
+                    f"({_op_name(node)}{_where(node)}); a chain must leave its inputs intact, "
+                    f"since recomputations read them again: use an out-of-place operation, or "
+                    f"{FALLBACK}")
+
+
+def _op_name(node: fx.Node) -> str:
+    return str(getattr(node.target, "__name__", node.target))
+
+
+def _where(node: fx.Node) -> str:
+    """`` at file.py:12 (code)`` from a node's recorded stack trace, or nothing."""
+    trace = node.meta.get("stack_trace") or ""
+    found = re.findall(r'File "([^"]+)", line (\d+), in \w+\n\s*(.+)', trace)
+    if not found:
+        return ""
+    path, line, code = found[-1]
+    return f" at {path.rsplit('/', 1)[-1]}:{line}: {code.strip()}"
+
+
+def _explain(model: nn.Module, err: Exception) -> str:
+    """A refusal for an export failure: the construct, the user's line, the fallback."""
+    text = str(err)
+    located = re.search(r'raised this error:\s*\n\s*File "([^"]+)", line (\d+), in (\w+)\n\s*(.+)',
+                        text)
+    where = ""
+    if located:
+        path, line, func, code = located.groups()
+        where = f" at {path.rsplit('/', 1)[-1]}:{line} in {func}: {code.strip()}"
+    name = type(err).__name__
+    if name == "GuardOnDataDependentSymNode" or "data-dependent" in text:
+        what = ("data-dependent control flow (a Python branch, loop or size computed from a "
+                "tensor's values, which a graph cannot hold)")
+    else:
+        what = f"{name}: {text.strip().splitlines()[0] if text.strip() else 'no message'}"
+    return (f"torch.export cannot capture {type(model).__name__}.forward as a graph: {what}"
+            f"{where}; {FALLBACK}")

@@ -1,0 +1,203 @@
+"""An extracted chain: the stages of a model captured as a graph, ready to profile and run.
+
+:func:`extract` captures the model (:mod:`~chainplan.graph.capture`), finds the cut points
+(:mod:`~chainplan.graph.analysis`), chooses the boundaries (:mod:`~chainplan.graph.choose`),
+places every node (:mod:`~chainplan.graph.partition`) and builds one
+:class:`~chainplan.graph.stage.GraphStage` per stage plus the prelude that computes the
+shared side values once per step. :meth:`ExtractedChain.bind` turns a call's arguments into
+the chain input a_0 and the step's :class:`~chainplan.executors.side.SideInputs`.
+
+A graph is specialized to the shapes, dtypes, non-tensor arguments and training mode it was
+captured with (:meth:`ExtractedChain.matches`); the executors capture again for a new kind
+of input, as they plan again.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Hashable
+from typing import Any
+
+import torch
+from torch import fx, nn
+from torch.utils import _pytree as pytree
+
+from chainplan.errors import ChainplanWarning, ScheduleError
+from chainplan.executors.side import SideInputs, SideSlot
+from chainplan.graph.analysis import ChainGraph, analyze, nbytes
+from chainplan.graph.capture import Capture, capture
+from chainplan.graph.choose import MIN_STAGES, choose_boundaries
+from chainplan.graph.cuts import jumps_over
+from chainplan.graph.describe import ChainSplit, SideInfo, StageInfo, stage_info
+from chainplan.graph.partition import Partition, partition
+from chainplan.graph.stage import GraphStage, Reader, mutated_buffers, readers, run_graph
+
+__all__ = ["BranchWarning", "ExtractedChain", "extract", "input_key"]
+
+# A stage holding more than this share of the operations is reported with its branches.
+_LARGE = 0.5
+
+
+class BranchWarning(ChainplanWarning):
+    """Branches (long skip connections) forced part of a model into one large stage."""
+
+
+def input_key(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+    """What a captured graph is specialized to: the arguments' structure, every tensor's
+    shape, dtype and device, the other arguments' values, the training mode and the
+    autocast state."""
+    leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+    key: list[Hashable] = [str(spec), model.training]
+    for v in leaves:
+        if isinstance(v, torch.Tensor):
+            key.append((tuple(v.shape), v.dtype, v.device, v.requires_grad))
+        else:
+            try:
+                hash(v)
+                key.append((type(v), v))
+            except TypeError:
+                key.append((type(v), repr(v)))
+    for kind in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(kind):
+            key.append((kind, torch.get_autocast_dtype(kind)))
+    return tuple(key)
+
+
+class ExtractedChain:
+    """The stages of a model captured as a graph, and how to feed them (module docstring).
+
+    Attributes:
+        model: the model (its parameters and buffers are the stages' own).
+        key: the kind of input the graph was captured for (:func:`input_key`).
+        stages: the stages, in order.
+        split: the description :func:`chainplan.stages` prints.
+        slot: where the stages read the side values of the step being run.
+    """
+
+    def __init__(self, model: nn.Module, key: Hashable, cap: Capture, g: ChainGraph,
+                 part: Partition, level: int) -> None:
+        self.model = model
+        self.key = key
+        self.capture = cap
+        self.slot = SideSlot()
+        side = frozenset(part.side_values)
+        self.main_index = cap.inputs[cap.main].flat_index
+        args = tuple(n for n in part.side_values if n.op == "placeholder")
+        self.side_args = readers(args, cap, model, frozenset())
+        self.prelude: fx.GraphModule | None = None
+        self.prelude_reads: list[Reader] = []
+        outs = [n for n in part.side_values if n.op != "placeholder"]
+        self.prelude_names = [n.name for n in outs]
+        if outs:
+            self.prelude = run_graph(cap, part.prelude, list(part.prelude_reads), outs)
+            self.prelude_reads = readers(part.prelude_reads, cap, model, frozenset())
+        infos = [stage_info(k, p, g, tuple(n.name for n in p.reads if n in side))
+                 for k, p in enumerate(part.parts, start=1)]
+        self.stages = [
+            GraphStage(run_graph(cap, p.nodes, [p.input, *p.reads], [p.output]),
+                       readers(p.reads, cap, model, side), mutated_buffers(p.nodes, cap),
+                       self.slot, info.name)
+            for p, info in zip(part.parts, infos, strict=True)]
+        sides = [SideInfo(n.name, tuple(n.meta["val"].shape), str(n.meta["val"].dtype),
+                          nbytes(n), "argument" if n.op == "placeholder" else "computed")
+                 for n in part.side_values]
+        self.split = ChainSplit(type(model).__name__, tuple(infos), tuple(sides), level,
+                                _branches(g, part, infos, type(model).__name__), "graph")
+
+    @property
+    def names(self) -> list[str]:
+        """The stage names (their module paths), in order."""
+        return [s.name for s in self.split.stages]
+
+    def matches(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Whether a call with these arguments fits the captured graph."""
+        return input_key(self.model, args, kwargs) == self.key
+
+    def bind(self, args: tuple[Any, ...],
+             kwargs: dict[str, Any]) -> tuple[torch.Tensor, SideInputs]:
+        """The chain input a_0 and the side values of a call; the prelude runs here, under
+        the caller's grad mode.
+
+        Raises:
+            ScheduleError: the arguments are not of the kind the graph was captured for.
+        """
+        leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
+        if spec != self.capture.spec:
+            raise ScheduleError(f"the chain of {type(self.model).__name__} was captured for "
+                                f"arguments {self.capture.spec}, not {spec}")
+        values: dict[str, torch.Tensor] = {r.key: leaves[r.flat_index] for r in self.side_args}
+        if self.prelude is not None:
+            ins = [_fetch(r, leaves) for r in self.prelude_reads]
+            outs = self.prelude(*ins)
+            if len(self.prelude_names) == 1:
+                outs = (outs,)
+            values.update(zip(self.prelude_names, outs, strict=True))
+        x = leaves[self.main_index]
+        return x, SideInputs(self.slot, values)
+
+
+def _fetch(r: Reader, leaves: list[Any]) -> Any:
+    if r.kind == "state":
+        return getattr(r.owner, r.attr)
+    if r.kind == "user":
+        return leaves[r.flat_index]
+    return r.value
+
+
+def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+            min_stages: int = MIN_STAGES) -> ExtractedChain:
+    """Capture ``model`` on ``(args, kwargs)`` and split it into a chain.
+
+    Args:
+        model: any module whose forward returns one tensor; its first tensor argument is
+            the chain input.
+        args, kwargs: a sample call.
+
+    Keyword Args:
+        min_stages: the fewest stages the module-level rule aims for (default: 4;
+            :mod:`chainplan.graph.choose`).
+
+    Raises:
+        CaptureError: the model cannot be captured or cut (the message names the
+            construct and the fallback).
+
+    Warns:
+        BranchWarning: a stage holds more than half of the model's operations because
+            branches (long skip connections) span it; the message shows them.
+    """
+    key = input_key(model, args, kwargs)
+    cap = capture(model, args, kwargs)
+    g = analyze(cap)
+    bounds, level = choose_boundaries(g, min_stages)
+    chain = ExtractedChain(model, key, cap, g, partition(g, bounds), level)
+    for text in chain.split.branches:
+        warnings.warn(text, BranchWarning, stacklevel=3)
+    return chain
+
+
+def _branches(g: ChainGraph, part: Partition, infos: list[StageInfo],
+              model: str) -> tuple[str, ...]:
+    """A message per stage holding more than half of the operations: the branches that
+    keep it in one piece, longest first."""
+    total = sum(i.ops for i in infos)
+    out = []
+    index = {n: i for i, n in enumerate(g.path)}
+    for info, p in zip(infos, part.parts, strict=True):
+        if total < 8 or info.ops <= _LARGE * total:
+            continue
+        edges = jumps_over(index[p.input], index[p.output], g.edges)[:3]
+        ends = "; ".join(f"from {_where(g, g.path[u])} to {_where(g, g.path[w])}"
+                         for u, w in edges)
+        out.append(
+            f"stage {info.index} of {len(infos)} ({info.name}) holds {info.ops} of the "
+            f"{total} operations of {model}: "
+            f"branches run across it ({ends}), and a chain cannot be cut between the two "
+            "ends of a branch, so everything between them is one stage that is checkpointed "
+            "whole")
+    return tuple(out)
+
+
+def _where(g: ChainGraph, n: fx.Node) -> str:
+    """A node as a user sees it: its innermost module path and the node's name."""
+    stack = g.stacks.get(n) or []
+    return f"{stack[-1][1]} ({n.name})" if stack else f"forward ({n.name})"

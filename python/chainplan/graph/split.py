@@ -1,0 +1,153 @@
+"""Which chain a model is: the stages it declares, or those extracted from its graph.
+
+An ``nn.Sequential`` called with one tensor is the chain of its stages, as declared
+(:func:`chainplan.stages.flatten_stages`). Any other model, or a call with more
+arguments, is captured and split (:func:`chainplan.graph.chain.extract`). :func:`stages`
+shows the result without measuring anything; :func:`profiled_chain` gives the profiler the
+stages, their names and the chain input, with the step's side values bound while it
+measures, and says how much memory those take.
+
+Side values are counted once, in ``side_bytes``: the distinct storages of the tensors the
+stages read besides their input (side arguments, the prelude's results; never the model's
+parameters or buffers), the gradients of those that need one, and what the prelude's graph
+keeps for its backward. They stay in memory for the whole step, so the profiler adds them to
+every operation's overheads (docs/formats.md, "Side inputs").
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import nn
+
+from chainplan.executors.side import SideInputs
+from chainplan.graph.chain import extract
+from chainplan.graph.describe import ChainSplit, StageInfo
+from chainplan.profiler.saved import SavedTensorProbe
+from chainplan.stages import flatten_stages
+
+__all__ = ["ProfiledChain", "declared", "profiled_chain", "stages"]
+
+
+def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
+    """Whether ``model`` called with one tensor and these extra arguments is the chain of
+    its declared stages (an ``nn.Sequential`` called with one tensor)."""
+    return isinstance(model, nn.Sequential) and not args and not kwargs
+
+
+def stages(model: nn.Module, *args: Any, **kwargs: Any) -> ChainSplit:
+    """Show how chainplan cuts ``model`` into a chain, without profiling it.
+
+    Usage::
+
+        print(chainplan.stages(model, idx, mask=mask))
+
+    Args:
+        model: the model; an ``nn.Sequential`` called with one tensor is its declared
+            stages, any other model is captured with ``torch.export`` and split where
+            every path from its first tensor argument to its output crosses.
+        args, kwargs: a sample call, as the training loop makes it.
+
+    Returns:
+        The :class:`~chainplan.graph.describe.ChainSplit`; ``print()`` it for a table of
+        the stages (module paths, operations, outputs, side values read).
+
+    Raises:
+        CaptureError: the model cannot be captured (the message names the construct and
+            the fallback: declaring the stages as an ``nn.Sequential``).
+
+    Warns:
+        BranchWarning: long skip connections forced part of the model into one stage.
+    """
+    if args and declared(model, args[1:], kwargs):
+        return _sequential_split(model, args[0])
+    was = model.training
+    model.train()
+    try:
+        return extract(model, tuple(args), dict(kwargs)).split
+    finally:
+        model.train(was)
+
+
+def stage_names(model: nn.Module, stages: Sequence[nn.Module]) -> list[str]:
+    """``path:Type`` of each declared stage (``k:Type`` when it has no path)."""
+    paths = {id(m): name for name, m in model.named_modules() if name}
+    return [f"{paths.get(id(st), k)}:{type(st).__name__}" for k, st in enumerate(stages, 1)]
+
+
+def _sequential_split(model: nn.Module, x: torch.Tensor) -> ChainSplit:
+    parts = flatten_stages(model)
+    names = stage_names(model, parts)
+    infos = []
+    with torch.no_grad():
+        for k, (st, name) in enumerate(zip(parts, names, strict=True), start=1):
+            x = st(x)
+            params = sum(p.numel() * p.element_size() for p in st.parameters())
+            infos.append(StageInfo(k, name, (name.rsplit(":", 1)[0],), 0, tuple(x.shape),
+                                   str(x.dtype), x.numel() * x.element_size(), params))
+    return ChainSplit(type(model).__name__, tuple(infos), (), 0, (), "sequential")
+
+
+@dataclass(frozen=True)
+class ProfiledChain:
+    """What the profiler measures: the stages, their names, the chain input a_0.
+
+    Attributes:
+        stages: the stages, in order.
+        names: their names.
+        input: the chain input a_0 (the first tensor argument).
+        side_bytes: memory the side values hold through the step (module docstring).
+        split: the split, for a model extracted from its graph (None when declared).
+    """
+
+    stages: list[nn.Module]
+    names: list[str]
+    input: torch.Tensor
+    side_bytes: int = 0
+    split: ChainSplit | None = None
+
+
+@contextlib.contextmanager
+def profiled_chain(model: nn.Module, sample: torch.Tensor, args: Sequence[Any],
+                   kwargs: dict[str, Any]) -> Iterator[ProfiledChain]:
+    """The chain ``model`` is for a call ``model(sample, *args, **kwargs)``, its side values
+    bound (and their gradients allocated, as weight gradients are) while the block runs.
+
+    Raises:
+        CaptureError: the model cannot be captured (see :func:`stages`).
+    """
+    if declared(model, args, kwargs):
+        parts = flatten_stages(model)
+        yield ProfiledChain(parts, stage_names(model, parts), sample)
+        return
+    chain = extract(model, (sample, *args), dict(kwargs))
+    with torch.enable_grad(), SavedTensorProbe(module=model) as probe:
+        x, side = chain.bind((sample, *args), dict(kwargs))
+    kept = probe.saved_bytes if side.sources else 0
+    for leaf in side.leaves:
+        leaf.grad = torch.zeros_like(leaf)  # outside every stage's measurement
+    try:
+        with side.scope():
+            yield ProfiledChain(list(chain.stages), chain.names, x,
+                                side_bytes(side, model) + kept, chain.split)
+    finally:
+        for leaf in side.leaves:
+            leaf.grad = None
+
+
+def side_bytes(side: SideInputs, model: nn.Module) -> int:
+    """Bytes the side values hold: their distinct storages, the model's own tensors left
+    out, plus one gradient per value that needs one."""
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    seen: set[int] = set()
+    total = 0
+    for v in side.values.values():
+        ptr = v.untyped_storage().data_ptr()
+        if ptr and ptr not in own and ptr not in seen:
+            seen.add(ptr)
+            total += int(v.untyped_storage().nbytes())
+    return total + sum(leaf.numel() * leaf.element_size() for leaf in side.leaves)
