@@ -11,7 +11,9 @@ PYTHON3  ?= python3
 VENV     ?= .venv
 PY       := $(VENV)/bin/python
 # torch comes from PyPI (the default Linux build); pip's cache serves it after the first time.
-PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel
+# highsbox ships the HiGHS MILP solver program that planner/madpipe runs (planner/milp finds
+# it in .venv); the Go tests of planner/milp and planner/madpipe need it.
+PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel highsbox
 
 .PHONY: all build test lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
 
@@ -43,7 +45,7 @@ deps-check:
 	if [ -n "$$bad" ]; then echo "planner/ must not depend on:"; echo "$$bad"; exit 1; fi; \
 	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
 
-test-go:
+test-go: venv
 	$(GO) test -race -short -count=1 $(PKGS)
 
 ## venv: the project's virtual environment with every Python dependency.

@@ -1,0 +1,199 @@
+package milp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// DefaultTimeLimit is the time limit of a solve when Options.TimeLimit is zero.
+const DefaultTimeLimit = 10 * time.Second
+
+// EnvHighs names the environment variable that points to the highs program.
+const EnvHighs = "CHAINPLAN_HIGHS"
+
+// ErrNoSolver reports that no MILP solver program was found.
+var ErrNoSolver = errors.New("milp: no MILP solver found")
+
+// InstallHint says how to get the solver; error messages and the planners' notes quote it.
+const InstallHint = "install HiGHS with `.venv/bin/python -m pip install highsbox` " +
+	"(`make venv` does it), or put the `highs` program on PATH, or set " + EnvHighs +
+	" to its path"
+
+// Options tunes a solve. The zero value means the defaults.
+type Options struct {
+	// TimeLimit bounds the solver's search (default DefaultTimeLimit). At the limit the
+	// best solution found is returned with status Feasible.
+	TimeLimit time.Duration
+	// Threads is the number of solver threads (default 1: the planners run beside other
+	// work, and one thread keeps runs reproducible).
+	Threads int
+	// RelGap is the relative optimality gap at which the search stops (default 1e-6).
+	RelGap float64
+}
+
+// Solver solves a Model. Implementations must be safe for concurrent use.
+type Solver interface {
+	// Solve returns the solution, or an error when the solver could not be run or its
+	// answer not read; an infeasible model is a Solution with status Infeasible, not an
+	// error.
+	Solve(ctx context.Context, m *Model, opts Options) (*Solution, error)
+}
+
+// Highs runs the HiGHS command-line program.
+type Highs struct {
+	// Path is the program.
+	Path string
+	// LibDir, when set, is put first on LD_LIBRARY_PATH for the program.
+	LibDir string
+}
+
+var _ Solver = (*Highs)(nil)
+
+// FindHighs looks for the highs program: $CHAINPLAN_HIGHS, then PATH, then the highsbox
+// package of a Python virtual environment (see the package comment). The error wraps
+// ErrNoSolver and says how to install it.
+func FindHighs() (*Highs, error) {
+	if p := os.Getenv(EnvHighs); p != "" {
+		if !isExecutable(p) {
+			return nil, fmt.Errorf("%w: %s=%q is not an executable file; %s", ErrNoSolver, EnvHighs, p, InstallHint)
+		}
+		return newHighs(p), nil
+	}
+	if p, err := exec.LookPath("highs"); err == nil {
+		return newHighs(p), nil
+	}
+	for _, venv := range venvCandidates() {
+		matches, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "highsbox", "highs_dist", "bin", "highs"))
+		for _, p := range matches {
+			if isExecutable(p) {
+				return newHighs(p), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w: %s", ErrNoSolver, InstallHint)
+}
+
+// newHighs sets LibDir when the program sits in a bin/ folder beside a lib/ folder holding
+// libhighs: highsbox's program needs it, and it does no harm to an installed one.
+func newHighs(path string) *Highs {
+	h := &Highs{Path: path}
+	lib := filepath.Join(filepath.Dir(filepath.Dir(path)), "lib")
+	if m, _ := filepath.Glob(filepath.Join(lib, "libhighs*")); len(m) > 0 {
+		h.LibDir = lib
+	}
+	return h
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// venvCandidates lists the virtual environments to search: $VIRTUAL_ENV, the prefix of
+// the running program (a Python interpreter in a venv when the planner runs through the
+// bindings) and every .venv from the working directory up to the root.
+func venvCandidates() []string {
+	var out []string
+	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
+		out = append(out, v)
+	}
+	if exe, err := os.Executable(); err == nil {
+		out = append(out, filepath.Dir(filepath.Dir(exe)))
+	}
+	if dir, err := os.Getwd(); err == nil {
+		for {
+			out = append(out, filepath.Join(dir, ".venv"))
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	return out
+}
+
+// Solve writes the model to a temporary LP file, runs highs on it and reads the solution
+// file. The program is killed if it overruns the time limit by far (twice the limit plus
+// 10 s) or when ctx ends.
+func (h *Highs) Solve(ctx context.Context, m *Model, opts Options) (*Solution, error) {
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = DefaultTimeLimit
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = 1
+	}
+	if opts.RelGap <= 0 {
+		opts.RelGap = 1e-6
+	}
+	dir, err := os.MkdirTemp("", "chainplan-milp-")
+	if err != nil {
+		return nil, fmt.Errorf("milp: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	model, sol, optFile := filepath.Join(dir, "model.lp"), filepath.Join(dir, "model.sol"), filepath.Join(dir, "options.txt")
+	if err := writeFile(model, m.WriteLP); err != nil {
+		return nil, fmt.Errorf("milp: write the model: %w", err)
+	}
+	options := fmt.Sprintf("time_limit = %g\nthreads = %d\nmip_rel_gap = %g\nrandom_seed = 0\n",
+		opts.TimeLimit.Seconds(), opts.Threads, opts.RelGap)
+	if err := os.WriteFile(optFile, []byte(options), 0o600); err != nil {
+		return nil, fmt.Errorf("milp: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*opts.TimeLimit+10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, h.Path, "--model_file", model, "--solution_file", sol, "--options_file", optFile)
+	cmd.Dir = dir
+	if h.LibDir != "" {
+		ld := h.LibDir
+		if old := os.Getenv("LD_LIBRARY_PATH"); old != "" {
+			ld += string(os.PathListSeparator) + old
+		}
+		cmd.Env = append(os.Environ(), "LD_LIBRARY_PATH="+ld)
+	}
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("milp: %s: %w\n%s", h.Path, err, tail(log.String()))
+	}
+	f, err := os.Open(sol)
+	if err != nil {
+		return nil, fmt.Errorf("milp: %s wrote no solution file: %w\n%s", h.Path, err, tail(log.String()))
+	}
+	defer f.Close()
+	s, err := readHighsSolution(m, f)
+	if err != nil {
+		return nil, fmt.Errorf("milp: %w", err)
+	}
+	return s, nil
+}
+
+func writeFile(path string, write func(w io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// tail keeps the end of the solver's log for an error message.
+func tail(s string) string {
+	const n = 1500
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		s = "..." + s[len(s)-n:]
+	}
+	return s
+}
