@@ -17,7 +17,7 @@ import (
 )
 
 // Version is recorded with every plan stored from Python (plans.chainplan_version).
-var Version = "python"
+var Version = chainplan.Version
 
 // fileError makes a missing or invalid profile file a coded input error.
 func fileError(err error) error {
