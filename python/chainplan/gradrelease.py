@@ -46,7 +46,7 @@ def backward_step(edge: GradientEdge, grad: torch.Tensor, *, owned: bool) -> Non
 
         handle = edge.node.register_hook(release)
     try:
-        torch.autograd.backward(edge, grad)  # type: ignore[arg-type]
+        torch.autograd.backward(edge, grad)
     finally:
         if handle is not None:
             handle.remove()

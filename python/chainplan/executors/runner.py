@@ -250,7 +250,7 @@ class Runner:
                 self.foreign_grad = ptr
             backward_step(out, delta, owned=ptr != self.foreign_grad)
         elif isinstance(out, GradientEdge):
-            torch.autograd.backward(out)  # type: ignore[arg-type]
+            torch.autograd.backward(out)
         del out, delta
         self.delta = x.grad if x.requires_grad else None
         self.acts.pop(k - 1, None)
