@@ -1,0 +1,66 @@
+package pipeline
+
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan"
+)
+
+// InfeasibleError reports that an algorithm finds no plan within the memory per device,
+// with the smallest memory at which it does (MinMemoryBytes), or, when LowerBound is set,
+// a memory below which provably no plan of that kind exists (the smallest that works is
+// not known). MinMemoryBytes 0 with LowerBound unset means no memory works.
+type InfeasibleError struct {
+	Algo           string
+	MemoryBytes    int64
+	MinMemoryBytes int64
+	LowerBound     bool
+}
+
+func (e *InfeasibleError) Error() string {
+	head := fmt.Sprintf("%s: no plan fits %s per device", e.Algo, bytesLabel(e.MemoryBytes))
+	switch {
+	case e.LowerBound:
+		return fmt.Sprintf("%s; every plan needs at least %s per device (a lower bound)", head, bytesLabel(e.MinMemoryBytes))
+	case e.MinMemoryBytes <= 0:
+		return head + ", and no memory makes one fit"
+	}
+	return fmt.Sprintf("%s; the smallest memory per device that fits is %s", head, bytesLabel(e.MinMemoryBytes))
+}
+
+// Hint tells the user what to do.
+func (e *InfeasibleError) Hint() string {
+	if e.MinMemoryBytes <= 0 {
+		return ""
+	}
+	return fmt.Sprintf("raise --memory to at least %d", e.MinMemoryBytes)
+}
+
+// Unwrap makes errors.Is(err, chainplan.ErrInfeasible) true.
+func (e *InfeasibleError) Unwrap() error { return chainplan.ErrInfeasible }
+
+// bytesLabel writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
+func bytesLabel(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d B (%s)", n, chainplan.FormatBytes(n))
+}
+
+// MemoryLowerBound returns a memory per device below which no plan of any allocation and
+// any pattern exists in pr's model: the device holding layer ℓ keeps C·W_ℓ and at least
+// one mini-batch's activations of the stage holding ℓ (a_{ℓ−1} in the input model,
+// saved_bytes of ℓ in the saved model), and the P devices together keep C·ΣW.
+func MemoryLowerBound(pr *Problem) int64 {
+	c := int64(pr.opts.WeightCopies)
+	total := c * pr.Weights(1, pr.L())
+	lb := (total + int64(pr.opts.GPUs) - 1) / int64(pr.opts.GPUs)
+	for l := 1; l <= pr.L(); l++ {
+		act := pr.Layer(l).Saved
+		if pr.opts.ActivationModel == ActivationsInput {
+			act = pr.Out(l - 1)
+		}
+		lb = max(lb, c*pr.Layer(l).Param+act)
+	}
+	return lb
+}

@@ -1,0 +1,259 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chainplan/chainplan"
+)
+
+// ActivationModel says how a stage's stored activations are counted (DESIGN.md,
+// "Pipeline plan").
+type ActivationModel string
+
+// The activation models.
+const (
+	// ActivationsSaved counts the stage input plus the measured saved_bytes of each of
+	// its layers (the chain's ā, which includes each layer's output): what autograd
+	// really keeps. The default.
+	ActivationsSaved ActivationModel = "saved"
+	// ActivationsInput counts each layer's input a_{ℓ−1}, as the paper does (spec §1.5,
+	// item 2): ā_s = Σ_{ℓ∈s} a_{ℓ−1}.
+	ActivationsInput ActivationModel = "input"
+)
+
+// DefaultWeightCopies is the C of spec §1.5: two weight versions and a gradient
+// accumulator (PipeDream-2BW weight stashing), the value of every experiment of the paper.
+const DefaultWeightCopies = 3
+
+// Options is the platform of spec §1.2 and the memory model's two knobs. The zero value
+// of WeightCopies and ActivationModel means the default; GPUs and Bandwidth have none.
+type Options struct {
+	// GPUs is P, the number of identical devices (≥ 1).
+	GPUs int
+	// MemoryBytes is M, the memory of each device in bytes (≥ 0). The solvers' smallest
+	// memory searches ignore it.
+	MemoryBytes int64
+	// Bandwidth is β, the bandwidth of the link of each device pair, in bytes per time
+	// unit of the chain (bytes per second for profiles chainplan takes); positive and
+	// finite. One link carries both directions of a boundary, one at a time.
+	Bandwidth float64
+	// WeightCopies is C, the number of copies of each layer's weights a device keeps:
+	// 3 for PipeDream-2BW weight stashing (0 means 3), 2 for a synchronous flush
+	// (weights and gradients). 1 gives the model of the thesis' chapter 5 proofs.
+	WeightCopies int
+	// ActivationModel is how stored activations are counted ("" means saved).
+	ActivationModel ActivationModel
+}
+
+// OptionError reports a bad platform or model option; Field is the request field's name
+// (gpus, memory, bandwidth, weight_copies, activation_model). It wraps
+// chainplan.ErrUnsupported.
+type OptionError struct {
+	Field string
+	Msg   string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("pipeline: %s: %s", e.Field, e.Msg) }
+
+// Unwrap makes errors.Is(err, chainplan.ErrUnsupported) true.
+func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
+
+// withDefaults checks the options and fills in the defaults.
+func (o Options) withDefaults() (Options, error) {
+	if o.GPUs < 1 {
+		return o, &OptionError{"gpus", fmt.Sprintf("want at least 1 device (got %d)", o.GPUs)}
+	}
+	if o.MemoryBytes < 0 {
+		return o, &OptionError{"memory", fmt.Sprintf("want bytes ≥ 0 (got %d)", o.MemoryBytes)}
+	}
+	if b := o.Bandwidth; math.IsNaN(b) || math.IsInf(b, 0) || b <= 0 {
+		return o, &OptionError{"bandwidth", fmt.Sprintf("want a positive, finite number of bytes per second (got %v)", b)}
+	}
+	switch {
+	case o.WeightCopies == 0:
+		o.WeightCopies = DefaultWeightCopies
+	case o.WeightCopies < 0 || o.WeightCopies > maxWeightCopies:
+		return o, &OptionError{"weight_copies", fmt.Sprintf("want 1..%d copies, usually 3 or 2 (got %d)", maxWeightCopies, o.WeightCopies)}
+	}
+	switch o.ActivationModel {
+	case "":
+		o.ActivationModel = ActivationsSaved
+	case ActivationsSaved, ActivationsInput:
+	default:
+		return o, &OptionError{"activation_model", fmt.Sprintf("want %q or %q (got %q)", ActivationsSaved, ActivationsInput, o.ActivationModel)}
+	}
+	return o, nil
+}
+
+// maxWeightCopies bounds C: the thesis mentions up to 16 (ZeRO without pipelining, spec
+// §1.5); more is a typo, and the bound keeps byte sums far from overflow.
+const maxWeightCopies = 64
+
+// maxTotalBytes bounds every byte total of a chain (1 PiB): products with the copy count
+// and group numbers then stay far within int64.
+const maxTotalBytes = 1 << 50
+
+// Layer is one layer of the model of spec §1.1: layer ℓ of the chain, the loss folded
+// into layer L.
+type Layer struct {
+	Fwd   float64 // u_F
+	Bwd   float64 // u_B
+	Out   int64   // a_ℓ, the output (and its gradient δ_ℓ)
+	Saved int64   // the measured saved_bytes (output included)
+	Param int64   // W_ℓ, one copy of the weights
+}
+
+// Problem is the model of spec §1: a chain of L layers and a platform of P devices of
+// memory M linked pairwise at bandwidth β, with the memory model's options. Build it with
+// NewProblem; it is immutable, and its range sums cost O(1).
+type Problem struct {
+	layers []Layer
+	input  int64 // a_0
+	opts   Options
+	// Prefix sums over layers 1..ℓ (index 0 is 0).
+	sumF, sumB          []float64
+	sumW, sumIn, sumSav []int64
+}
+
+// NewProblem builds the model of c on the platform of opts. Layer ℓ is c.Stages[ℓ−1]:
+// u_F = fwd_time, u_B = bwd_time, a_ℓ = out_bytes, W_ℓ = param_bytes, the measured
+// saved_bytes kept for ActivationsSaved, and a_0 = input_bytes. The loss costs fold into
+// layer L (spec §1.1's recommendation: the paper has no loss layer); its temporaries are
+// not part of the model. Errors: the chain's *chainplan.ChainError, or an *OptionError
+// naming the option.
+func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
+	if c == nil {
+		return nil, &chainplan.ChainError{Field: "stages", Msg: "no chain"}
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	l := len(c.Stages)
+	p := &Problem{layers: make([]Layer, l), input: c.InputBytes, opts: o,
+		sumF: make([]float64, l+1), sumB: make([]float64, l+1),
+		sumW: make([]int64, l+1), sumIn: make([]int64, l+1), sumSav: make([]int64, l+1)}
+	prevOut := c.InputBytes
+	for i, s := range c.Stages {
+		ly := Layer{Fwd: s.FwdTime, Bwd: s.BwdTime, Out: s.OutBytes, Saved: s.SavedBytes, Param: s.ParamBytes}
+		if i == l-1 {
+			ly.Fwd += c.Loss.FwdTime
+			ly.Bwd += c.Loss.BwdTime
+		}
+		p.layers[i] = ly
+		p.sumF[i+1] = p.sumF[i] + ly.Fwd
+		p.sumB[i+1] = p.sumB[i] + ly.Bwd
+		p.sumW[i+1] = p.sumW[i] + ly.Param
+		p.sumIn[i+1] = p.sumIn[i] + prevOut
+		p.sumSav[i+1] = p.sumSav[i] + ly.Saved
+		for _, t := range []struct {
+			field string
+			v     int64
+		}{{"param_bytes", p.sumW[i+1]}, {"out_bytes", p.sumIn[i+1]}, {"saved_bytes", p.sumSav[i+1]}} {
+			if t.v > maxTotalBytes {
+				return nil, &chainplan.ChainError{Stage: i + 1, Name: s.Name, Field: t.field,
+					Msg: fmt.Sprintf("the chain's total reaches %d bytes, above the 1 PiB the pipeline planners handle", t.v)}
+			}
+		}
+		prevOut = s.OutBytes
+	}
+	if math.IsInf(p.sumF[l]+p.sumB[l], 0) {
+		return nil, &chainplan.ChainError{Field: "stages", Msg: "the total time overflows"}
+	}
+	return p, nil
+}
+
+// WithMemory returns the same problem with M = m bytes per device (the searches for the
+// smallest memory use it).
+func (p *Problem) WithMemory(m int64) *Problem {
+	q := *p
+	q.opts.MemoryBytes = m
+	return &q
+}
+
+// Options returns the platform and model options, defaults filled in.
+func (p *Problem) Options() Options { return p.opts }
+
+// L returns the number of layers.
+func (p *Problem) L() int { return len(p.layers) }
+
+// Layer returns layer ℓ, 1 ≤ ℓ ≤ L.
+func (p *Problem) Layer(l int) Layer { return p.layers[l-1] }
+
+// Out returns a_ℓ for 0 ≤ ℓ ≤ L (a_0 is the chain input).
+func (p *Problem) Out(l int) int64 {
+	if l == 0 {
+		return p.input
+	}
+	return p.layers[l-1].Out
+}
+
+// UF returns U_F(i..j) = Σ_{ℓ=i..j} u_F: the forward duration of stage (i..j).
+func (p *Problem) UF(i, j int) float64 { return p.sumF[j] - p.sumF[i-1] }
+
+// UB returns U_B(i..j), the backward duration of stage (i..j).
+func (p *Problem) UB(i, j int) float64 { return p.sumB[j] - p.sumB[i-1] }
+
+// U returns U(i,j) = U_F + U_B of stage (i..j).
+func (p *Problem) U(i, j int) float64 { return p.UF(i, j) + p.UB(i, j) }
+
+// Weights returns Σ_{ℓ=i..j} W_ℓ, one copy of the stage's weights.
+func (p *Problem) Weights(i, j int) int64 { return p.sumW[j] - p.sumW[i-1] }
+
+// Stored returns ā of stage (i..j), the bytes one mini-batch in flight keeps on the
+// stage's device: Σ_{ℓ=i..j} a_{ℓ−1} under ActivationsInput, a_{i−1} + Σ saved_bytes
+// under ActivationsSaved.
+func (p *Problem) Stored(i, j int) int64 {
+	if p.opts.ActivationModel == ActivationsInput {
+		return p.sumIn[j] - p.sumIn[i-1]
+	}
+	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1]
+}
+
+// Transfer returns the duration a_ℓ/β of one direction of boundary ℓ (the CF or CB of
+// the stage ending at layer ℓ); 0 at the chain ends ℓ = 0 and ℓ = L, which never
+// communicate.
+func (p *Problem) Transfer(l int) float64 {
+	if l <= 0 || l >= len(p.layers) {
+		return 0
+	}
+	return float64(p.layers[l-1].Out) / p.opts.Bandwidth
+}
+
+// Comm returns C(ℓ) = 2a_ℓ/β, the link time of boundary ℓ in both directions (spec §1.2).
+func (p *Problem) Comm(l int) float64 { return 2 * p.Transfer(l) }
+
+// Buffers returns the communication buffers of stage (i..j) when its neighbours are on
+// other devices: 2·a_{i−1} unless i = 1, plus 2·a_j unless j = L (spec §1.5, item 3).
+func (p *Problem) Buffers(i, j int) int64 {
+	var b int64
+	if i > 1 {
+		b += 2 * p.Out(i-1)
+	}
+	if j < len(p.layers) {
+		b += 2 * p.Out(j)
+	}
+	return b
+}
+
+// StageMemory returns 𝓜(i,j,g) of spec §1.5 in this problem's model: C·ΣW + g·ā +
+// Buffers(i,j), the memory of a device holding stage (i..j) alone with g mini-batches'
+// activations stored. A negative g counts as 0.
+func (p *Problem) StageMemory(i, j, g int) int64 {
+	stored := p.Stored(i, j)
+	if stored > 0 && int64(g) > saturated/stored {
+		return saturated // more memory than any device has, without overflow
+	}
+	return int64(p.opts.WeightCopies)*p.Weights(i, j) + int64(max(g, 0))*stored + p.Buffers(i, j)
+}
+
+// saturated stands for "more bytes than any device has" in products that could overflow.
+const saturated = math.MaxInt64 / 4
+
+// TotalWork returns U(1,L), the sequential compute time: the reference of speedups
+// (spec §1.4).
+func (p *Problem) TotalWork() float64 { return p.sumF[len(p.layers)] + p.sumB[len(p.layers)] }

@@ -1,0 +1,172 @@
+package pipeline
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/chainplan/chainplan"
+)
+
+// planTolerance is the relative slack of the planners' comparisons with T (a group's sum
+// against the period): a candidate period computed as one float sum must admit the group
+// it came from when the greedy sums the same numbers in another order. It is far below
+// the validator's Tolerance, so that what the planners accept always validates.
+const planTolerance = 1e-12
+
+// fits reports whether a load x fits in period T, up to planTolerance.
+func fits(x, T float64) bool { return x <= T*(1+planTolerance) }
+
+// element is one resource of the transformed chain of spec §1.7: a stage (on its device)
+// or a communication pseudo-stage (on a link; forward a_ℓ/β, backward δ_ℓ/β).
+type element struct {
+	f, b  float64
+	stage int  // the stage, or for a communication the stage whose output it carries
+	comm  bool // a CF/CB pair rather than an F/B pair
+}
+
+// transformed returns the transformed chain of a contiguous allocation: every stage,
+// with a communication pseudo-stage after each stage whose successor is on another device.
+func transformed(pr *Problem, stages []Stage) []element {
+	var out []element
+	for k, s := range stages {
+		out = append(out, element{f: pr.UF(s.First, s.Last), b: pr.UB(s.First, s.Last), stage: k})
+		if k+1 < len(stages) && stages[k+1].GPU != s.GPU {
+			d := pr.Transfer(s.Last)
+			out = append(out, element{f: d, b: d, stage: k, comm: true})
+		}
+	}
+	return out
+}
+
+// groups returns the 1F1B* group of each element at period T (spec §1.7, phase 1): from
+// the end, elements join the current group while its sum fits in T. Group 1 holds the
+// last element. It assumes every element fits in T.
+func groups(elems []element, T float64) []int {
+	grp := make([]int, len(elems))
+	g, cur := 1, 0.0
+	for k := len(elems) - 1; k >= 0; k-- {
+		u := elems[k].f + elems[k].b
+		if fits(cur+u, T) {
+			cur += u
+		} else {
+			g, cur = g+1, u
+		}
+		grp[k] = g
+	}
+	return grp
+}
+
+// checkContiguous refuses stages that are not a contiguous allocation of pr's layers on
+// pr's devices.
+func checkContiguous(pr *Problem, stages []Stage) error {
+	if len(stages) == 0 {
+		return fmt.Errorf("%w: no stages", chainplan.ErrUnsupported)
+	}
+	next := 1
+	for k, s := range stages {
+		if s.First != next || s.Last < s.First || s.Last > pr.L() || s.GPU < 0 || s.GPU >= pr.opts.GPUs {
+			return fmt.Errorf("%w: stage %d (%d..%d on device %d) does not continue a partition of layers 1..%d on %d devices",
+				chainplan.ErrUnsupported, k, s.First, s.Last, s.GPU, pr.L(), pr.opts.GPUs)
+		}
+		next = s.Last + 1
+	}
+	if next != pr.L()+1 {
+		return fmt.Errorf("%w: the stages end at layer %d of %d", chainplan.ErrUnsupported, next-1, pr.L())
+	}
+	if !IsContiguous(stages) {
+		return fmt.Errorf("%w: 1F1B* needs a contiguous allocation (one stage per device at most)", chainplan.ErrUnsupported)
+	}
+	return nil
+}
+
+// OneFOneBStar returns the 1F1B*(T) pattern of a contiguous allocation (spec §1.7,
+// Algorithm 6 of the thesis, with communications as pseudo-stages): groups formed from the
+// end while their load fits in T; in each group the forwards back to back, then the
+// backwards back to back in reverse ("V-shape"), backwards shifted by the group index − 1;
+// groups connected forward to forward; every operation then wrapped into [0, T). Each stage
+// of group g stores g mini-batches' activations, the least any 1-periodic pattern of period
+// T can (Theorem 15). The plan's algo is "1f1b*", its MemoryPerGPU the validator's
+// time-resolved peak; the memory limit is not checked (BestPeriod finds the T where it
+// holds). O(S) for S stages, plus the validation of the result.
+//
+// Errors: ErrUnsupported when the stages are not a contiguous allocation of pr or when T
+// is smaller than the load of some stage or communication (no 1-periodic pattern exists).
+func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
+	if err := checkContiguous(pr, stages); err != nil {
+		return nil, err
+	}
+	elems := transformed(pr, stages)
+	for _, e := range elems {
+		if !fits(e.f+e.b, T) || math.IsNaN(T) {
+			return nil, fmt.Errorf("%w: period %g is below the load %g of a stage or link", chainplan.ErrUnsupported, T, e.f+e.b)
+		}
+	}
+	grp := groups(elems, T)
+	n := len(elems)
+	tF, tB := make([]float64, n), make([]float64, n)
+	for k := 1; k < n; k++ {
+		tF[k] = tF[k-1] + elems[k-1].f
+	}
+	for hi := n - 1; hi >= 0; {
+		lo := hi
+		for lo > 0 && grp[lo-1] == grp[hi] {
+			lo--
+		}
+		tB[hi] = tF[hi] + elems[hi].f
+		for k := hi - 1; k >= lo; k-- {
+			tB[k] = tB[k+1] + elems[k+1].b
+		}
+		hi = lo - 1
+	}
+	p := pr.header("1f1b*", T)
+	p.Stages = append([]Stage(nil), stages...)
+	for k, e := range elems {
+		fk, bk := F, B
+		if e.comm {
+			fk, bk = CF, CB
+		}
+		p.Pattern = append(p.Pattern, wrap(Op{Op: fk, Stage: e.stage, Start: tF[k], Duration: e.f}, T),
+			wrap(Op{Op: bk, Stage: e.stage, Start: tB[k], Duration: e.b, Shift: grp[k] - 1}, T))
+	}
+	if err := Finalize(pr, p, false); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// wrap brings an operation's start into [0, T), raising its shift by the number of
+// periods removed (spec §1.7 phase 3; a forward chain longer than 2T wraps more than once,
+// spec §7 item 13). A start within planTolerance of a period boundary snaps onto it.
+func wrap(o Op, T float64) Op {
+	q := math.Floor(o.Start / T)
+	o.Start -= q * T
+	o.Shift += int(q)
+	if o.Start >= T*(1-planTolerance) {
+		o.Start = 0
+		o.Shift++
+	}
+	if o.Start < 0 {
+		o.Start = 0
+	}
+	return o
+}
+
+// Finalize completes a plan a planner built: it sets Contiguous, fills MemoryPerGPU with
+// the validator's time-resolved peak of each device and validates the plan against pr.
+// With checkMemory false, the memory limit is the only check it skips. A plan that fails
+// is a planner's bug, reported as an internal error wrapping chainplan.ErrInvalidPlan.
+func Finalize(pr *Problem, p *Plan, checkMemory bool) error {
+	p.Contiguous = IsContiguous(p.Stages)
+	p.MemoryPerGPU = make([]int64, p.GPUs)
+	q := pr
+	if !checkMemory {
+		q = pr.WithMemory(math.MaxInt64)
+	}
+	if rep := Validate(q, p); rep.MemoryPeak != nil {
+		copy(p.MemoryPerGPU, rep.MemoryPeak)
+	}
+	if err := Check(q, p); err != nil {
+		return fmt.Errorf("%s: internal error: the plan fails the validator: %w", p.Algo, err)
+	}
+	return nil
+}

@@ -1,0 +1,328 @@
+package pipeline
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/chainplan/chainplan"
+)
+
+// PlanError reports a pipeline plan document that cannot be read; Field is the path of
+// the bad value ("pattern[3].stage"). It wraps chainplan.ErrInvalidPlan.
+type PlanError struct {
+	Field string
+	Msg   string
+}
+
+func (e *PlanError) Error() string {
+	if e.Field == "" {
+		return "invalid pipeline plan: " + e.Msg
+	}
+	return fmt.Sprintf("invalid pipeline plan: %s: %s", e.Field, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, chainplan.ErrInvalidPlan) true.
+func (e *PlanError) Unwrap() error { return chainplan.ErrInvalidPlan }
+
+// Fields of the document: required, then optional.
+var (
+	planRequired  = []string{"format", "algo", "gpus", "memory_bytes", "bandwidth", "weight_copies", "activation_model", "period", "stages", "pattern", "memory_per_gpu", "contiguous"}
+	planOptional  = []string{"chosen", "predicted_period", "solve_ms", "microbatches"}
+	stageRequired = []string{"first", "last", "gpu"}
+	opRequired    = []string{"op", "stage", "start", "duration", "shift"}
+)
+
+// Parse decodes a chainplan.pipeline/v1 document strictly: every field of DESIGN.md is
+// required and typed (whole numbers for counts and bytes, finite numbers for times),
+// unknown fields are refused, and each value is checked on its own (positive period and
+// bandwidth, non-negative bytes and times, known operations). Errors are *PlanError
+// naming the field. Whether the plan fits a chain is Validate's business.
+func Parse(data []byte) (*Plan, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return nil, &PlanError{Msg: fmt.Sprintf("not a JSON object: %v", err)}
+	}
+	if top == nil {
+		return nil, &PlanError{Msg: "not a JSON object"}
+	}
+	r := reader{path: ""}
+	if err := r.known(top, planRequired, planOptional); err != nil {
+		return nil, err
+	}
+	p := &Plan{}
+	var err error
+	var am string
+	steps := []func() error{
+		func() error { p.Format, err = r.str(top, "format"); return err },
+		func() error {
+			if p.Format != Format {
+				return r.fail("format", "want %q (got %q)", Format, p.Format)
+			}
+			return nil
+		},
+		func() error { p.Algo, err = r.str(top, "algo"); return err },
+		func() error { p.GPUs, err = r.integer(top, "gpus", 1, math.MaxInt32); return err },
+		func() error { p.MemoryBytes, err = r.bytes(top, "memory_bytes"); return err },
+		func() error { p.Bandwidth, err = r.number(top, "bandwidth", true); return err },
+		func() error { p.WeightCopies, err = r.integer(top, "weight_copies", 1, maxWeightCopies); return err },
+		func() error {
+			if am, err = r.str(top, "activation_model"); err != nil {
+				return err
+			}
+			p.ActivationModel = ActivationModel(am)
+			if p.ActivationModel != ActivationsSaved && p.ActivationModel != ActivationsInput {
+				return r.fail("activation_model", "want %q or %q (got %q)", ActivationsSaved, ActivationsInput, am)
+			}
+			return nil
+		},
+		func() error { p.Period, err = r.number(top, "period", true); return err },
+		func() error { p.Stages, err = r.stages(top); return err },
+		func() error { p.Pattern, err = r.pattern(top); return err },
+		func() error { p.MemoryPerGPU, err = r.memory(top); return err },
+		func() error { return r.boolean(top, "contiguous", &p.Contiguous) },
+		func() error { return r.optional(top, p) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// ReadPlan reads and parses a pipeline plan file.
+func ReadPlan(path string) (*Plan, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline plan: %w", err)
+	}
+	p, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("read pipeline plan %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// IsPipelinePlan reports whether data is a JSON object whose format is Format, so that a
+// caller holding a plan file of unknown family knows which parser to use.
+func IsPipelinePlan(data []byte) bool {
+	var head struct {
+		Format string `json:"format"`
+	}
+	return json.Unmarshal(data, &head) == nil && head.Format == Format
+}
+
+// reader reads the fields of one JSON object at path (for messages).
+type reader struct{ path string }
+
+func (r reader) at(field string) string {
+	if r.path == "" {
+		return field
+	}
+	return r.path + "." + field
+}
+
+func (r reader) fail(field, format string, args ...any) error {
+	return &PlanError{Field: r.at(field), Msg: fmt.Sprintf(format, args...)}
+}
+
+// known refuses unknown and missing fields.
+func (r reader) known(obj map[string]json.RawMessage, required, optional []string) error {
+	names := make([]string, 0, len(obj))
+	for name := range obj {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !slices.Contains(required, name) && !slices.Contains(optional, name) {
+			return r.fail(name, "unknown field")
+		}
+	}
+	for _, name := range required {
+		if _, ok := obj[name]; !ok {
+			return r.fail(name, "missing")
+		}
+	}
+	return nil
+}
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }
+
+func (r reader) str(obj map[string]json.RawMessage, field string) (string, error) {
+	var s string
+	if v := obj[field]; isNull(v) || json.Unmarshal(v, &s) != nil {
+		return "", r.fail(field, "want a string (got %s)", short(obj[field]))
+	}
+	return s, nil
+}
+
+func (r reader) boolean(obj map[string]json.RawMessage, field string, out *bool) error {
+	if v := obj[field]; isNull(v) || json.Unmarshal(v, out) != nil {
+		return r.fail(field, "want true or false (got %s)", short(obj[field]))
+	}
+	return nil
+}
+
+// number reads a finite number ≥ 0 (> 0 when positive is set).
+func (r reader) number(obj map[string]json.RawMessage, field string, positive bool) (float64, error) {
+	var f float64
+	if v := obj[field]; isNull(v) || json.Unmarshal(v, &f) != nil {
+		return 0, r.fail(field, "want a number (got %s)", short(obj[field]))
+	}
+	if f < 0 || (positive && f == 0) {
+		return 0, r.fail(field, "want a %s number (got %s)", map[bool]string{true: "positive", false: "non-negative"}[positive], short(obj[field]))
+	}
+	return f, nil
+}
+
+// whole reads a whole number in [lo, hi].
+func (r reader) whole(obj map[string]json.RawMessage, field string, lo, hi float64) (float64, error) {
+	var f float64
+	if v := obj[field]; isNull(v) || json.Unmarshal(v, &f) != nil || f != math.Trunc(f) {
+		return 0, r.fail(field, "want a whole number (got %s)", short(obj[field]))
+	}
+	if f < lo || f > hi {
+		return 0, r.fail(field, "want a whole number in [%.0f, %.0f] (got %s)", lo, hi, short(obj[field]))
+	}
+	return f, nil
+}
+
+func (r reader) integer(obj map[string]json.RawMessage, field string, lo, hi int) (int, error) {
+	f, err := r.whole(obj, field, float64(lo), float64(hi))
+	return int(f), err
+}
+
+// bytes reads a byte count: a whole number in [0, 2^62].
+func (r reader) bytes(obj map[string]json.RawMessage, field string) (int64, error) {
+	f, err := r.whole(obj, field, 0, 1<<62)
+	return int64(f), err
+}
+
+// objects reads an array of JSON objects.
+func (r reader) objects(obj map[string]json.RawMessage, field string) ([]map[string]json.RawMessage, error) {
+	var items []map[string]json.RawMessage
+	if v := obj[field]; isNull(v) || json.Unmarshal(v, &items) != nil {
+		return nil, r.fail(field, "want an array of objects (got %s)", short(obj[field]))
+	}
+	for i, it := range items {
+		if it == nil {
+			return nil, r.fail(fmt.Sprintf("%s[%d]", field, i), "want an object (got null)")
+		}
+	}
+	return items, nil
+}
+
+func (r reader) stages(top map[string]json.RawMessage) ([]Stage, error) {
+	items, err := r.objects(top, "stages")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Stage, len(items))
+	for i, it := range items {
+		sr := reader{path: fmt.Sprintf("stages[%d]", i)}
+		if err := sr.known(it, stageRequired, nil); err != nil {
+			return nil, err
+		}
+		s := &out[i]
+		if s.First, err = sr.integer(it, "first", 1, math.MaxInt32); err != nil {
+			return nil, err
+		}
+		if s.Last, err = sr.integer(it, "last", 1, math.MaxInt32); err != nil {
+			return nil, err
+		}
+		if s.GPU, err = sr.integer(it, "gpu", 0, math.MaxInt32); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r reader) pattern(top map[string]json.RawMessage) ([]Op, error) {
+	items, err := r.objects(top, "pattern")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Op, len(items))
+	for i, it := range items {
+		or := reader{path: fmt.Sprintf("pattern[%d]", i)}
+		if err := or.known(it, opRequired, nil); err != nil {
+			return nil, err
+		}
+		o := &out[i]
+		kind, err := or.str(it, "op")
+		if err != nil {
+			return nil, err
+		}
+		if o.Op = OpKind(kind); !o.Op.Valid() {
+			return nil, or.fail("op", "want F, B, CF or CB (got %q)", kind)
+		}
+		if o.Stage, err = or.integer(it, "stage", 0, math.MaxInt32); err != nil {
+			return nil, err
+		}
+		if o.Start, err = or.number(it, "start", false); err != nil {
+			return nil, err
+		}
+		if o.Duration, err = or.number(it, "duration", false); err != nil {
+			return nil, err
+		}
+		if o.Shift, err = or.integer(it, "shift", math.MinInt32, math.MaxInt32); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (r reader) memory(top map[string]json.RawMessage) ([]int64, error) {
+	var raw []json.RawMessage
+	if v := top["memory_per_gpu"]; isNull(v) || json.Unmarshal(v, &raw) != nil {
+		return nil, r.fail("memory_per_gpu", "want an array of byte counts (got %s)", short(top["memory_per_gpu"]))
+	}
+	out := make([]int64, len(raw))
+	for i, v := range raw {
+		b, err := r.bytes(map[string]json.RawMessage{"x": v}, "x")
+		if err != nil {
+			return nil, &PlanError{Field: fmt.Sprintf("memory_per_gpu[%d]", i), Msg: err.(*PlanError).Msg}
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+func (r reader) optional(top map[string]json.RawMessage, p *Plan) error {
+	var err error
+	if _, ok := top["chosen"]; ok {
+		if p.Chosen, err = r.str(top, "chosen"); err != nil {
+			return err
+		}
+	}
+	if _, ok := top["predicted_period"]; ok {
+		if p.PredictedPeriod, err = r.number(top, "predicted_period", false); err != nil {
+			return err
+		}
+	}
+	if _, ok := top["solve_ms"]; ok {
+		if p.SolveMS, err = r.number(top, "solve_ms", false); err != nil {
+			return err
+		}
+	}
+	if _, ok := top["microbatches"]; ok {
+		if p.Microbatches, err = r.integer(top, "microbatches", 1, math.MaxInt32); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// short quotes a raw value for a message, cut at 40 characters.
+func short(v json.RawMessage) string {
+	s := strings.TrimSpace(string(v))
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}
