@@ -17,6 +17,7 @@ that remains: declaring the stages by hand as an ``nn.Sequential``.
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -85,10 +86,14 @@ class Capture:
     model: nn.Module
 
 
-def _leaf_name(path: tuple[Any, ...]) -> str:
-    """``args[1]`` or ``mask`` for a key path into ``(args, kwargs)``."""
+def _leaf_name(path: tuple[Any, ...], positional: list[str]) -> str:
+    """The argument a key path into ``(args, kwargs)`` points at: ``mask``, ``x``
+    (positional arguments by their names in ``forward``), ``args[3]``, ``pair[1]``."""
     where, *rest = path
-    text = "args" if where.idx == 0 else ""
+    text = ""
+    if where.idx == 0 and rest and isinstance(rest[0], pytree.SequenceKey):
+        i = rest.pop(0).idx
+        text = positional[i] if i < len(positional) else f"args[{i}]"
     for key in rest:
         if isinstance(key, pytree.MappingKey):
             text += f"[{key.key!r}]" if text else str(key.key)
@@ -97,6 +102,16 @@ def _leaf_name(path: tuple[Any, ...]) -> str:
         else:
             text += str(key)
     return text
+
+
+def _positional(model: nn.Module) -> list[str]:
+    """The names of ``model.forward``'s positional parameters."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return [p.name for p in params if p.kind in kinds]
 
 
 def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Capture:
@@ -123,6 +138,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     by_name = {n.name: n for n in placeholders}
     inputs: dict[fx.Node, Input] = {}
+    positional = _positional(model)
     user_index = 0
     for s in program.graph_signature.input_specs:
         node = by_name[s.arg.name] if hasattr(s.arg, "name") else None
@@ -130,7 +146,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             continue
         if s.kind == InputKind.USER_INPUT:
             path, value = leaves[user_index]
-            inputs[node] = Input("user", _leaf_name(path), user_index,
+            inputs[node] = Input("user", _leaf_name(path, positional), user_index,
                                  None if isinstance(value, torch.Tensor) else value)
             user_index += 1
         elif s.kind == InputKind.PARAMETER:

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING
 from chainplan.profiler.summary import format_bytes
 
 if TYPE_CHECKING:
-    from torch import fx
-
     from chainplan.graph.analysis import ChainGraph
     from chainplan.graph.partition import Part
 
@@ -115,7 +113,6 @@ def stage_info(index: int, part: Part, g: ChainGraph, reads: tuple[str, ...]) ->
     """Describe stage ``index`` (its part of the graph ``g``)."""
     from chainplan.graph.analysis import is_view, nbytes
 
-    inside = set(part.path)
     count: dict[str, int] = {}
     for n in g.path:
         for key, _, _ in g.stacks[n]:
@@ -143,9 +140,8 @@ def stage_info(index: int, part: Part, g: ChainGraph, reads: tuple[str, ...]) ->
                if n.op == "call_function" and not is_view(n)] or [part.output.name]
         name = "+".join(dict.fromkeys(ops[:3]))
     val = part.output.meta["val"]
-    params: set[fx.Node] = set()
-    for n in inside:
-        params |= g.params[n]
+    inputs = g.capture.inputs
+    params = [n for n in part.reads if n in inputs and inputs[n].kind == "parameter"]
     return StageInfo(index, name, tuple(modules),
                      sum(1 for n in part.path if n.op == "call_function" and not is_view(n)),
                      tuple(int(d) for d in val.shape), str(val.dtype), nbytes(part.output),

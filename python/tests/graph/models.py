@@ -187,8 +187,8 @@ class Llama(nn.Module):
 def make_llama(batch: int = 4, seq: int = 16) -> Case:
     model = Llama()
     idx = torch.randint(0, 256, (batch, seq))
-    names = ["embed:Embedding", "layers.0:LlamaBlock", "layers.1:LlamaBlock",
-             "layers.2:LlamaBlock", "layers.3+norm", "lm_head:Linear"]
+    names = ["embed:Embedding", *[f"layers.{i}:LlamaBlock" for i in range(4)],
+             "norm:RMSNorm", "lm_head:Linear"]
     return Case(model, (idx,), {}, F.cross_entropy, torch.randint(0, 256, (batch * seq,)),
                 names, ["triu"])
 
@@ -243,8 +243,8 @@ class ResNet(nn.Module):
 
 
 def make_resnet(batch: int = 4) -> Case:
-    names = ["conv1+bn1+relu (part)", "layer1.0:Bottleneck", "layer1.1:Bottleneck",
-             "layer2.0:Bottleneck", "layer2.1:Bottleneck", "avgpool+fc"]
+    names = ["conv1+...+maxpool", "layer1.0:Bottleneck", "layer1.1:Bottleneck",
+             "layer2.0:Bottleneck", "layer2.1+avgpool", "fc:Linear"]
     return Case(ResNet(), (torch.randn(batch, 3, 16, 16),), {}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names)
 
@@ -288,7 +288,8 @@ class ViT(nn.Module):
 
 
 def make_vit(batch: int = 4) -> Case:
-    names = ["patch:Conv2d", "blocks.0:ViTBlock", "blocks.1:ViTBlock", "blocks.2+norm+head"]
+    names = ["patch:Conv2d", "cat+add", "blocks.0:ViTBlock", "blocks.1:ViTBlock",
+             "blocks.2+norm", "head:Linear"]
     return Case(ViT(), (torch.randn(batch, 3, 16, 16),), {}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names)
 
@@ -319,8 +320,7 @@ class UNet(nn.Module):
 
 
 def make_unet(batch: int = 2) -> Case:
-    names = ["enc1.0:Conv2d", "enc1.1:ReLU", "enc1.2:Conv2d", "enc1.3:ReLU",
-             "pool+enc2+...+up1", "dec1.0:Conv2d", "dec1.1+dec1.2+dec1.3+out"]
+    names = ["enc1.0+...+enc1.3", "pool+...+up1", "dec1.0+dec1.1", "dec1.2+dec1.3+out"]
     return Case(UNet(), (torch.randn(batch, 3, 16, 16),), {}, F.mse_loss,
                 torch.randn(batch, 2, 16, 16), names)
 
@@ -343,13 +343,57 @@ class ScaledMLP(nn.Module):
 
 
 def make_mlp(batch: int = 8) -> Case:
-    names = ["fc1+drop", "fc2+drop@1", "fc3+drop@2", "fc4:Linear"]
+    names = ["fc1+drop", "fc2+drop", "fc3+drop", "fc4:Linear"]
     return Case(ScaledMLP(), (torch.randn(batch, 32),),
                 {"scale": torch.rand(32) + 0.5, "temperature": 2.0}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names, ["scale"])
 
 
+# --- A denoiser: a timestep embedding computed once, read by every block -------------------
+
+class TimeBlock(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 2 * width)
+        self.emb = nn.Linear(width, 2 * width)
+        self.fc2 = nn.Linear(2 * width, width)
+
+    def forward(self, x: torch.Tensor, temb: torch.Tensor) -> torch.Tensor:
+        return x + self.fc2(F.silu(self.fc1(self.norm(x)) + self.emb(temb)))
+
+
+class Denoiser(nn.Module):
+    """A diffusion-style denoiser: the timestep's embedding goes through an MLP (trained
+    weights: the side value needs a gradient) and conditions every block."""
+
+    def __init__(self, width: int = 32, blocks: int = 3) -> None:
+        super().__init__()
+        self.width = width
+        self.inp = nn.Linear(16, width)
+        self.time = nn.Sequential(nn.Linear(width, width), nn.SiLU(), nn.Linear(width, width))
+        self.blocks = nn.ModuleList([TimeBlock(width) for _ in range(blocks)])
+        self.out = nn.Linear(width, 16)
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        half = self.width // 2
+        freqs = torch.exp(-9.21 * torch.arange(half, device=t.device) / half)
+        angles = t[:, None] * freqs[None]
+        temb = self.time(torch.cat([angles.sin(), angles.cos()], dim=-1))[:, None, :]
+        h = self.inp(x)
+        for block in self.blocks:
+            h = block(h, temb)
+        return self.out(h)
+
+
+def make_denoiser(batch: int = 4) -> Case:
+    names = ["inp:Linear", "blocks.0:TimeBlock", "blocks.1:TimeBlock", "blocks.2:TimeBlock",
+             "out:Linear"]
+    return Case(Denoiser(), (torch.randn(batch, 8, 16),), {"t": torch.rand(batch) * 1000},
+                F.mse_loss, torch.randn(batch, 8, 16), names, ["linear_1"])
+
+
 CASES: dict[str, Callable[[], Case]] = {
     "gpt": make_gpt, "llama": make_llama, "resnet": make_resnet, "vit": make_vit,
-    "unet": make_unet, "mlp": make_mlp,
+    "unet": make_unet, "mlp": make_mlp, "denoiser": make_denoiser,
 }

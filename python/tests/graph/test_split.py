@@ -1,0 +1,150 @@
+"""Chain extraction: the split each model gets, the refusals, and the cut-point algorithm
+against brute force."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+import torch
+from torch import nn
+
+from chainplan.graph.capture import CaptureError
+from chainplan.graph.chain import BranchWarning, extract
+from chainplan.graph.cuts import cut_points
+from chainplan.graph.split import stages
+from tests.graph.models import CASES
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n != "unet"))
+def test_split(name: str) -> None:
+    """Stage count, boundaries (the module paths each stage covers) and side values."""
+    case = CASES[name]()
+    split = stages(case.model, *case.args, **case.kwargs)
+    assert split.names == case.names
+    assert [s.name for s in split.side] == case.side
+    assert split.source == "graph" and not split.branches
+
+
+def test_gpt_boundaries() -> None:
+    """The GPT is cut between the ModuleList's blocks; the mask is read by every block and
+    by nothing else; the embeddings' position ids stay inside the first stage."""
+    case = CASES["gpt"]()
+    split = stages(case.model, *case.args, **case.kwargs)
+    assert [s.modules for s in split.stages] == [
+        ("wte", "drop"), ("blocks.0",), ("blocks.1",), ("blocks.2",), ("blocks.3", "ln_f"),
+        ("head",)]
+    assert [s.reads for s in split.stages] == [(), *[("mask",)] * 4, ()]
+    assert split.level == 0
+    assert split.stages[-1].out_shape == (64, 256)
+    text = str(split)
+    assert "blocks.0:GPTBlock" in text and "side value mask (argument): bool [16, 16]" in text
+
+
+def test_long_skips_are_merged_and_reported() -> None:
+    """A U-Net's encoder-to-decoder skips cannot be cut: what lies between their ends is
+    one stage, and the warning names the branches' ends."""
+    case = CASES["unet"]()
+    with pytest.warns(BranchWarning, match="branches run across it") as record:
+        split = stages(case.model, *case.args, **case.kwargs)
+    assert split.names == case.names
+    message = str(record[0].message)
+    assert "stage 2 of 4 (pool+...+up1) holds 18 of the 27 operations of UNet" in message
+    assert "from enc1.3 (relu_1) to forward (cat_1)" in message
+    assert "from enc2.3 (relu_3) to forward (cat)" in message
+    assert split.branches == (message,)
+
+
+def test_sequential_is_its_declared_stages() -> None:
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Sequential(nn.Linear(8, 2)))
+    split = stages(model, torch.randn(3, 4))
+    assert split.source == "sequential"
+    assert split.names == ["0:Linear", "1:ReLU", "2.0:Linear"]
+    assert split.stages[-1].out_shape == (3, 2)
+
+
+def test_stages_share_the_models_tensors() -> None:
+    """Stages register the model's own parameters and buffers (no copies); the tied
+    embedding is one tensor in the first and the last stage."""
+    case = CASES["gpt"]()
+    chain = extract(case.model, case.args, case.kwargs)
+    own = {id(p) for p in case.model.parameters()}
+    assert all(id(p) in own for s in chain.stages for p in s.parameters())
+    first, last = chain.stages[0], chain.stages[-1]
+    tied = case.model.wte.weight
+    assert any(p is tied for p in first.parameters()) and any(p is tied for p in last.parameters())
+    resnet = CASES["resnet"]().model
+    bufs = {id(b) for b in resnet.buffers()}
+    chain = extract(resnet, (torch.randn(2, 3, 16, 16),), {})
+    assert all(id(b) in bufs for s in chain.stages for b in s.buffers())
+
+
+def test_capture_changes_nothing() -> None:
+    """Capturing runs on fake tensors: no random numbers drawn, no statistics updated."""
+    case = CASES["resnet"]()
+    before = {k: v.clone() for k, v in case.model.state_dict().items()}
+    rng = torch.get_rng_state()
+    extract(case.model, case.args, case.kwargs)
+    assert torch.equal(torch.get_rng_state(), rng)
+    assert all(torch.equal(before[k], v) for k, v in case.model.state_dict().items())
+
+
+class Branchy(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x * 2
+        return x
+
+
+class UpdatesInput(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(3, 3)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        y.add_(1)
+        return self.fc(x) + y
+
+
+class TwoOutputs(nn.Module):
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return x, x * 2
+
+
+def test_refusals_name_the_construct_and_the_fallback() -> None:
+    x = torch.randn(2, 3)
+    with pytest.raises(CaptureError, match="data-dependent control flow") as err:
+        stages(Branchy(), x)
+    assert "if x.sum() > 0" in str(err.value) and "nn.Sequential" in str(err.value)
+    with pytest.raises(CaptureError, match="updates its input 'y' in place") as err:
+        stages(UpdatesInput(), x, torch.randn(2, 3))
+    assert "add_" in str(err.value) and "y.add_(1)" in str(err.value)
+    with pytest.raises(CaptureError, match="returns 2 values"):
+        stages(TwoOutputs(), x)
+    with pytest.raises(CaptureError, match="without a tensor argument"):
+        stages(TwoOutputs(), [1, 2])
+
+
+def _brute_force(n: int, edges: list[tuple[int, int]]) -> list[int]:
+    """The nodes whose removal disconnects 0 from n - 1."""
+    out = []
+    for v in range(1, n - 1):
+        reach = {0}
+        for u, w in sorted(edges):
+            if u in reach and w != v:
+                reach.add(w)
+        if n - 1 not in reach:
+            out.append(v)
+    return out
+
+
+def test_cut_points_match_brute_force() -> None:
+    rng = random.Random(11)
+    for _ in range(300):
+        n = rng.randint(2, 12)
+        edges = [(i, i + 1) for i in range(n - 1)]  # every node lies on a path
+        edges += [(u, w) for u, w in itertools.combinations(range(n), 2) if rng.random() < 0.15]
+        assert cut_points(n, edges) == _brute_force(n, edges), (n, edges)
+    with pytest.raises(ValueError, match="not a forward edge"):
+        cut_points(3, [(2, 1)])
