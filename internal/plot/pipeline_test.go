@@ -1,0 +1,86 @@
+package plot
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/chainplan/chainplan"
+)
+
+// threeStages is a pipeline plan of three stages on three devices (DESIGN.md's contract).
+const threeStages = `{"format": "chainplan.pipeline/v1", "algo": "madpipe", "gpus": 3, "memory_bytes": 8e9,
+ "bandwidth": 1.2e10, "weight_copies": 3, "activation_model": "saved", "period": 0.41,
+ "stages": [{"first": 1, "last": 9, "gpu": 0}, {"first": 10, "last": 17, "gpu": 1}, {"first": 18, "last": 20, "gpu": 2}],
+ "pattern": [{"op": "F", "stage": 0, "start": 0.0, "duration": 0.08, "shift": 0},
+             {"op": "CF", "stage": 0, "start": 0.08, "duration": 0.02, "shift": 0},
+             {"op": "F", "stage": 1, "start": 0.10, "duration": 0.07, "shift": 0},
+             {"op": "CF", "stage": 1, "start": 0.17, "duration": 0.02, "shift": 0},
+             {"op": "F", "stage": 2, "start": 0.19, "duration": 0.05, "shift": 0},
+             {"op": "B", "stage": 2, "start": 0.24, "duration": 0.1, "shift": 0},
+             {"op": "CB", "stage": 1, "start": 0.34, "duration": 0.02, "shift": 0},
+             {"op": "B", "stage": 1, "start": 0.36, "duration": 0.04, "shift": 0},
+             {"op": "CB", "stage": 0, "start": 0.0, "duration": 0.02, "shift": 1},
+             {"op": "B", "stage": 0, "start": 0.11, "duration": 0.16, "shift": 1}],
+ "memory_per_gpu": [7.1e9, 6.9e9, 5e9], "contiguous": true}`
+
+// TestPipelineStructure reads the Gantt chart back: one lane per device and per link,
+// periods × |pattern| boxes in the stages' shades, mini-batch labels starting at 0, one
+// memory bar per device and the limit line.
+func TestPipelineStructure(t *testing.T) {
+	d, err := PipelineOf([]byte(threeStages), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Lanes, []string{"GPU 0", "GPU 1", "GPU 2", "link 0-1", "link 1-2"}; len(got) != len(want) {
+		t.Fatalf("lanes %v, want %v", got, want)
+	}
+	f, err := Pipeline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, _ := f.SVG()
+	doc := parseSVG(t, svg)
+	for _, s := range []string{"GPU 0", "GPU 1", "GPU 2", "link 0-1", "link 1-2", "stage 0", "stage 2", "limit 7.45 GiB"} {
+		if !doc.hasText(s) {
+			t.Errorf("no text %q", s)
+		}
+	}
+	boxes := 0
+	for k := range 3 {
+		boxes += len(doc.fills(colorHex(stageShade(Span{Kind: "F", Stage: k}))))
+		// The dark shade is also the stage's legend swatch.
+		boxes += len(doc.fills(colorHex(stageShade(Span{Kind: "B", Stage: k})))) - 1
+	}
+	if want := 2 * 10; boxes != want {
+		t.Errorf("%d boxes, want %d (2 periods of 10 operations)", boxes, want)
+	}
+	// B of stage 0 has shift 1: mini-batch 0 in the first period, the others start at 1.
+	for _, s := range []string{"B0", "F1", "F2", "B1"} {
+		if !doc.hasText(s) {
+			t.Errorf("no label %q", s)
+		}
+	}
+	if doc.hasText("F0") || doc.hasText("F3") {
+		t.Error("forward labels outside mini-batches 1..2")
+	}
+	if got := len(doc.fills(colorHex(colorBars))); got != 3+1 {
+		t.Errorf("%d memory bars, want 3 and the legend's", got)
+	}
+}
+
+func TestPipelineOfBadInput(t *testing.T) {
+	for name, doc := range map[string]string{
+		"schedule":  `{"algo": "rotor", "sequence": []}`,
+		"no stages": `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": []}`,
+		"bad gpu":   `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": [{"first": 1, "last": 1, "gpu": 3}]}`,
+		"bad op":    `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": [{"first": 1, "last": 1, "gpu": 0}], "pattern": [{"op": "X", "stage": 0}]}`,
+		"not json":  `{`,
+	} {
+		if _, err := PipelineOf([]byte(doc), 0); !errors.Is(err, chainplan.ErrInvalidPlan) {
+			t.Errorf("%s: got %v, want ErrInvalidPlan", name, err)
+		}
+	}
+	if !IsPipelinePlan([]byte(threeStages)) || IsPipelinePlan([]byte(`{"algo": "rotor"}`)) {
+		t.Error("IsPipelinePlan")
+	}
+}
