@@ -7,15 +7,6 @@ import (
 	"github.com/chainplan/chainplan"
 )
 
-// planTolerance is the relative slack of the planners' comparisons with T (a group's sum
-// against the period): a candidate period computed as one float sum must admit the group
-// it came from when the greedy sums the same numbers in another order. It is far below
-// the validator's Tolerance, so that what the planners accept always validates.
-const planTolerance = 1e-12
-
-// fits reports whether a load x fits in period T, up to planTolerance.
-func fits(x, T float64) bool { return x <= T*(1+planTolerance) }
-
 // element is one resource of the transformed chain of spec §1.7: a stage (on its device)
 // or a communication pseudo-stage (on a link; forward a_ℓ/β, backward δ_ℓ/β).
 type element struct {
@@ -36,24 +27,6 @@ func transformed(pr *Problem, stages []Stage) []element {
 		}
 	}
 	return out
-}
-
-// groups returns the 1F1B* group of each element at period T (spec §1.7, phase 1): from
-// the end, elements join the current group while its sum fits in T. Group 1 holds the
-// last element. It assumes every element fits in T.
-func groups(elems []element, T float64) []int {
-	grp := make([]int, len(elems))
-	g, cur := 1, 0.0
-	for k := len(elems) - 1; k >= 0; k-- {
-		u := elems[k].f + elems[k].b
-		if fits(cur+u, T) {
-			cur += u
-		} else {
-			g, cur = g+1, u
-		}
-		grp[k] = g
-	}
-	return grp
 }
 
 // checkContiguous refuses stages that are not a contiguous allocation of pr's layers on
@@ -97,7 +70,7 @@ func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
 	}
 	elems := transformed(pr, stages)
 	for _, e := range elems {
-		if !fits(e.f+e.b, T) || math.IsNaN(T) {
+		if !Fits(e.f+e.b, T) || math.IsNaN(T) {
 			return nil, fmt.Errorf("%w: period %g is below the load %g of a stage or link", chainplan.ErrUnsupported, T, e.f+e.b)
 		}
 	}

@@ -1,0 +1,136 @@
+package contiguous
+
+import (
+	"time"
+
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// Algo is the name of the plans Solve returns.
+const Algo = "contiguous"
+
+// maxProbes bounds the search over T; it ends far sooner, when the bounds are adjacent
+// floats (about 60 probes from a ratio of 2 between them).
+const maxProbes = 2000
+
+// Solve returns the optimal contiguous plan of pr: at most P stages on distinct devices
+// and their 1F1B* pattern at the smallest period whose memory fits every device
+// (1F1B* is memory-optimal for each allocation, so the plan is optimal among the
+// 1-periodic patterns of contiguous allocations). The plan is validated before it is
+// returned.
+//
+// The search over T starts from the optimum without memory limit (every period is at
+// least that) and keeps the feasible bound on the exact best period of an allocation
+// found feasible (pipeline.BestPeriod), so it ends on a period some allocation reaches
+// exactly, with the infeasible bound the next float below. O(L²·P) per probe.
+//
+// Errors: a *pipeline.InfeasibleError with the smallest memory that fits (MinMemory) when
+// no contiguous plan fits pr's memory.
+func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
+	start := time.Now()
+	hi := pr.TotalWork()
+	for l := 1; l < pr.L(); l++ {
+		hi += pr.Comm(l) // one group holds any transformed chain
+	}
+	best := feasible(pr, hi)
+	if best == nil {
+		need, _ := MinMemory(pr)
+		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
+	}
+	lo := unconstrained(pr)
+	if stages := feasible(pr, lo); stages != nil {
+		best = stages
+	}
+	hi, _ = pipeline.BestPeriod(pr, best)
+	// Invariant: no allocation fits at T < lo·(1−ε) unless lo = hi; best reaches hi.
+	for range maxProbes {
+		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break
+		}
+		stages := feasible(pr, mid)
+		if stages == nil {
+			lo = mid
+			continue
+		}
+		// BestPeriod(stages) ≤ mid, up to the grouping's tolerance.
+		if t, ok := pipeline.BestPeriod(pr, stages); ok {
+			best, hi = stages, min(t, mid)
+		} else {
+			hi = mid // not reached: the DP and BestPeriod group alike
+		}
+	}
+	p, ok, err := pipeline.ScheduleContiguous(pr, best, Algo)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes}
+	}
+	p.SolveMS = float64(time.Since(start).Microseconds()) / 1000
+	return p, nil
+}
+
+// unconstrained returns the smallest period of a contiguous allocation without memory
+// limit (spec §4.6): min over partitions into at most P stages of the largest stage load
+// U(i,j) or boundary load C(i−1), by the classic min-max DP. O(L²·P).
+func unconstrained(pr *pipeline.Problem) float64 {
+	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
+	inf := pr.TotalWork() * 4
+	for k := 1; k < l; k++ {
+		inf += 4 * pr.Comm(k)
+	}
+	inf += 1
+	// best[q][j]: layers 1..j in q stages.
+	best := make([][]float64, p+1)
+	for q := range best {
+		best[q] = make([]float64, l+1)
+		for j := range best[q] {
+			best[q][j] = inf
+		}
+	}
+	best[0][0] = 0
+	for q := 1; q <= p; q++ {
+		for j := 1; j <= l; j++ {
+			for i := 1; i <= j; i++ {
+				v := max(best[q-1][i-1], pr.U(i, j), pr.Comm(i-1))
+				best[q][j] = min(best[q][j], v)
+			}
+		}
+	}
+	out := inf
+	for q := 1; q <= p; q++ {
+		out = min(out, best[q][l])
+	}
+	return out
+}
+
+// MinMemory returns the smallest memory per device at which a contiguous plan exists
+// (pr's own memory is ignored): with T large enough every stage stores one mini-batch, so
+// it is the min over partitions into at most P stages of the largest StageMemory(i,j,1),
+// by a min-max DP. O(L²·P). The error is always nil; it is there for the registry's
+// signature.
+func MinMemory(pr *pipeline.Problem) (int64, error) {
+	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
+	const inf = int64(1) << 62
+	best := make([][]int64, p+1)
+	for q := range best {
+		best[q] = make([]int64, l+1)
+		for j := range best[q] {
+			best[q][j] = inf
+		}
+	}
+	best[0][0] = 0
+	for q := 1; q <= p; q++ {
+		for j := 1; j <= l; j++ {
+			for i := 1; i <= j; i++ {
+				best[q][j] = min(best[q][j], max(best[q-1][i-1], pr.StageMemory(i, j, 1)))
+			}
+		}
+	}
+	out := inf
+	for q := 1; q <= p; q++ {
+		out = min(out, best[q][l])
+	}
+	return out, nil
+}
