@@ -128,7 +128,7 @@ func Frontier(d *FrontierData) (*Figure, error) {
 		ring, _ := plotter.NewScatter(at)
 		ring.GlyphStyle = draw.GlyphStyle{Color: colorChosen, Radius: vg.Points(6), Shape: draw.RingGlyph{}}
 		line := &vLine{X: at[0].X, Style: dashed(colorChosen)}
-		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: []string{" " + c.Label}})
+		lab, err := plotter.NewLabels(plotter.XYLabels{XYs: at, Labels: []string{c.Label}})
 		if err != nil {
 			return nil, err
 		}

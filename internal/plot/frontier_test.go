@@ -52,7 +52,7 @@ func TestFrontierStructure(t *testing.T) {
 	if got := len(doc.fills(hex("store-all"))) + len(doc.strokes(hex("store-all"))); got < 2 {
 		t.Errorf("store-all: %d marker paths, want the point and the legend's", got)
 	}
-	for _, s := range []string{"T", "rotor", "sequential", "store-all", " rotor at 150 MiB", "makespan (s)", "activation memory budget (MiB)"} {
+	for _, s := range []string{"T", "rotor", "sequential", "store-all", "rotor at 150 MiB", "makespan (s)", "activation memory budget (MiB)"} {
 		if !doc.hasText(s) {
 			t.Errorf("no text %q in the frontier", s)
 		}
