@@ -120,10 +120,7 @@ func run(names []string, out string, timing bool) error {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(out, "pofo-eval.svg"), []byte(makespanPlot(studies)), 0o644); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(out, "pofo-offloaded.svg"), []byte(volumePlot(studies)), 0o644); err != nil {
+	if err := writePlots(out, studies); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "pofo-eval.md"), []byte(report(studies, times)), 0o644)
