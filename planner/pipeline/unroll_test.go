@@ -1,0 +1,113 @@
+package pipeline_test
+
+import (
+	"math"
+	"slices"
+
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// unrolled is a second, naive oracle for a structurally sound plan: it lays out enough
+// consecutive mini-batches in absolute time to meet every pair of operations at every
+// relative offset, then checks each dependency of each mini-batch, every pair of
+// intervals on each resource, and counts stored activations at each forward start of a
+// period well inside the window. It returns the number of dependency and overlap
+// violations and each device's peak of stored activation bytes.
+func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks []int64) {
+	T := p.Period
+	eps := 1e-9 * T
+	lo, hi := math.MaxInt, math.MinInt
+	for _, o := range p.Pattern {
+		lo, hi = min(lo, o.Shift), max(hi, o.Shift)
+	}
+	h := hi - lo
+	window := h + 3
+	at := func(kind pipeline.OpKind, k, b int) (float64, float64) {
+		o := p.Pattern[p.Find(kind, k)]
+		s := o.Start + float64(b+o.Shift)*T
+		return s, s + o.Duration
+	}
+	n := len(p.Stages)
+	cross := func(k int) bool { return k+1 < n && p.Stages[k].GPU != p.Stages[k+1].GPU }
+	before := func(k1 pipeline.OpKind, s1 int, k2 pipeline.OpKind, s2 int, b int) {
+		_, end := at(k1, s1, b)
+		if start, _ := at(k2, s2, b); start < end-eps {
+			deps++
+		}
+	}
+	for b := range window {
+		for k := range n - 1 {
+			if cross(k) {
+				before(pipeline.F, k, pipeline.CF, k, b)
+				before(pipeline.CF, k, pipeline.F, k+1, b)
+				before(pipeline.B, k+1, pipeline.CB, k, b)
+				before(pipeline.CB, k, pipeline.B, k, b)
+			} else {
+				before(pipeline.F, k, pipeline.F, k+1, b)
+				before(pipeline.B, k+1, pipeline.B, k, b)
+			}
+		}
+		before(pipeline.F, n-1, pipeline.B, n-1, b)
+	}
+	type iv struct{ s, e float64 }
+	res := map[string][]iv{}
+	for b := range window {
+		for _, o := range p.Pattern {
+			key := "gpu" + string(rune('0'+p.Stages[o.Stage].GPU))
+			if o.Op == pipeline.CF || o.Op == pipeline.CB {
+				a, c := p.Stages[o.Stage].GPU, p.Stages[o.Stage+1].GPU
+				key = "link" + string(rune('0'+min(a, c))) + string(rune('0'+max(a, c)))
+			}
+			s, e := at(o.Op, o.Stage, b)
+			res[key] = append(res[key], iv{s, e})
+		}
+	}
+	for _, ivs := range res {
+		for i := range ivs {
+			for j := i + 1; j < len(ivs); j++ {
+				if ivs[i].s < ivs[j].e-eps && ivs[j].s < ivs[i].e-eps {
+					overlaps++
+				}
+			}
+		}
+	}
+	// Activations: mini-batch b holds stage k's from its F start to its B end. Look at
+	// period m, far from the window's edges, over every mini-batch that can be in flight.
+	peaks = make([]int64, p.GPUs)
+	m := 2*h + 8
+	for g := range p.GPUs {
+		var starts []float64
+		for k, s := range p.Stages {
+			if s.GPU == g {
+				f := p.Pattern[p.Find(pipeline.F, k)]
+				starts = append(starts, f.Start+float64(m)*T)
+			}
+		}
+		for _, t := range starts {
+			var act int64
+			for k, s := range p.Stages {
+				if s.GPU != g {
+					continue
+				}
+				for b := m - 4*h - 16; b <= m+4*h+16; b++ {
+					fs, _ := at(pipeline.F, k, b)
+					_, be := at(pipeline.B, k, b)
+					if fs <= t+eps && be > t+eps {
+						act += pr.Stored(s.First, s.Last)
+					}
+				}
+			}
+			peaks[g] = max(peaks[g], act)
+		}
+	}
+	return deps, overlaps, peaks
+}
+
+// activationPeaks returns the validator's peak of stored activations of each device.
+func activationPeaks(rep *pipeline.Report) []int64 {
+	out := slices.Clone(rep.MemoryPeak)
+	for g := range out {
+		out[g] -= rep.Static[g]
+	}
+	return out
+}
