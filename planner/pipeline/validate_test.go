@@ -69,9 +69,9 @@ func TestValidateNonContiguous(t *testing.T) {
 // validator must name the problem.
 func TestValidateCatches(t *testing.T) {
 	cases := []struct {
-		name  string
+		name   string
 		break_ func(p *pipeline.Plan)
-		want  string
+		want   string
 	}{
 		{"format", func(p *pipeline.Plan) { p.Format = "x" }, "format: want"},
 		{"gpus", func(p *pipeline.Plan) { p.GPUs = 3 }, "gpus: the plan is for 3"},
