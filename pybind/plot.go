@@ -1,0 +1,120 @@
+package pybind
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/plot"
+	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/store"
+)
+
+// plotOptions is the JSON form of PlotFrontier's options.
+type plotOptions struct {
+	Title     string          `json:"title"`
+	Slots     int64           `json:"slots"`
+	Bandwidth float64         `json:"bandwidth"`
+	Budgets   int             `json:"budgets"`
+	Overhead  bool            `json:"overhead"`
+	Plan      json.RawMessage `json:"plan"`
+}
+
+// PlotFrontier draws the budget-versus-time frontier of the chain chainJSON as an SVG
+// document (internal/plot.FrontierOf, the picture of `chainplan plot frontier`).
+// optionsJSON holds, all optional: "title"; "slots" (rotor's grid, 0: 500); "bandwidth"
+// (bytes per second: adds pofo and offload-only) and "budgets" (their number of budgets,
+// 0: 8); "overhead" (draw the overhead instead of the makespan); "plan" (a plan document
+// to mark).
+func PlotFrontier(chainJSON, optionsJSON string) (svg string, err error) {
+	defer recoverError(&err)
+	c, err := chainplan.ParseChain([]byte(chainJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	var o plotOptions
+	dec := json.NewDecoder(strings.NewReader(optionsJSON))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return "", codedError(fmt.Errorf("%w: frontier plot options: %v", errBadRequest, err))
+	}
+	if o.Slots < 0 || o.Budgets < 0 || o.Bandwidth < 0 {
+		return "", codedError(fmt.Errorf("%w: frontier plot options: slots, budgets and bandwidth must not be negative", errBadRequest))
+	}
+	opts := plot.FrontierOptions{Title: o.Title, Slots: o.Slots, BandwidthBytesPerS: o.Bandwidth,
+		Budgets: o.Budgets, Overhead: o.Overhead}
+	if len(o.Plan) > 0 && string(o.Plan) != "null" {
+		if opts.Chosen, err = chainplan.ParsePlan(o.Plan); err != nil {
+			return "", codedError(err)
+		}
+	}
+	d, err := plot.FrontierOf(c, opts)
+	if err != nil {
+		return "", codedError(err)
+	}
+	return svgOf(plot.Frontier(d))
+}
+
+// PlotTimeline draws the memory timeline of the plan planJSON on the chain chainJSON as an
+// SVG document, with measuredPeakBytes as the measured peak (0: none).
+func PlotTimeline(chainJSON, planJSON string, measuredPeakBytes int64) (svg string, err error) {
+	defer recoverError(&err)
+	c, err := chainplan.ParseChain([]byte(chainJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	p, err := chainplan.ParsePlan([]byte(planJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	d, err := plot.TimelineOf(c, p, max(0, measuredPeakBytes))
+	if err != nil {
+		return "", codedError(err)
+	}
+	return svgOf(plot.Timeline(d))
+}
+
+// PlotStoredTimeline draws the memory timeline of stored plan planID of the database at
+// dbPath on its run's chain, with the peak its executions measured.
+func PlotStoredTimeline(dbPath string, planID int64) (svg string, err error) {
+	defer recoverError(&err)
+	var d *plot.TimelineData
+	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+		var err error
+		d, err = s.PlanTimeline(ctx, planID)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	return svgOf(plot.Timeline(d))
+}
+
+// PlotHistory draws predicted against measured for the plans of run runID (when
+// positive) or of every run of model, from the database at dbPath.
+func PlotHistory(dbPath string, runID int64, model string) (svg string, err error) {
+	defer recoverError(&err)
+	f, what := store.OutcomeFilter{RunID: runID}, fmt.Sprintf("run %d", runID)
+	if runID <= 0 {
+		f, what = store.OutcomeFilter{ModelName: model}, "model "+model
+	}
+	var d *plot.HistoryData
+	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+		var err error
+		d, err = s.History(ctx, f, what)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	return svgOf(plot.History(d))
+}
+
+// svgOf encodes a figure as SVG, with a coded error.
+func svgOf(f *plot.Figure, err error) (string, error) {
+	if err != nil {
+		return "", codedError(err)
+	}
+	b, err := f.SVG()
+	return string(b), codedError(err)
+}
