@@ -9,7 +9,9 @@ import (
 // InfeasibleError reports that an algorithm finds no plan within the memory per device,
 // with the smallest memory at which it does (MinMemoryBytes), or, when LowerBound is set,
 // a memory below which provably no plan of that kind exists (the smallest that works is
-// not known). MinMemoryBytes 0 with LowerBound unset means no memory works.
+// not known). MinMemoryBytes 0 with LowerBound unset means no memory works. An algorithm
+// whose success is not monotone in the memory (pipedream) may report a MinMemoryBytes
+// below MemoryBytes.
 type InfeasibleError struct {
 	Algo           string
 	MemoryBytes    int64
@@ -24,14 +26,20 @@ func (e *InfeasibleError) Error() string {
 		return fmt.Sprintf("%s; every plan needs at least %s per device (a lower bound)", head, bytesLabel(e.MinMemoryBytes))
 	case e.MinMemoryBytes <= 0:
 		return head + ", and no memory makes one fit"
+	case e.MinMemoryBytes < e.MemoryBytes:
+		return fmt.Sprintf("%s, though it finds one at %s, its smallest (its plans are not monotone in the memory)",
+			head, bytesLabel(e.MinMemoryBytes))
 	}
 	return fmt.Sprintf("%s; the smallest memory per device that fits is %s", head, bytesLabel(e.MinMemoryBytes))
 }
 
 // Hint tells the user what to do.
 func (e *InfeasibleError) Hint() string {
-	if e.MinMemoryBytes <= 0 {
+	switch {
+	case e.MinMemoryBytes <= 0:
 		return ""
+	case e.MinMemoryBytes < e.MemoryBytes:
+		return fmt.Sprintf("try --memory %d", e.MinMemoryBytes)
 	}
 	return fmt.Sprintf("raise --memory to at least %d", e.MinMemoryBytes)
 }
