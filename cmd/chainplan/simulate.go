@@ -31,6 +31,11 @@ offloading algorithms) is replayed with its transfers in both memory models (int
 an offload frees its tensor when it completes; fractional: continuously), and its timing,
 when present, is checked as given.
 
+A pipeline plan (chainplan.pipeline/v1, from chainplan pipeline) is checked by the
+independent validator of the pipeline model instead: structure, operation durations,
+dependencies of every mini-batch, exclusivity on each device and link, memory per device
+(time-resolved; --budget overrides the plan's memory_bytes) and the load bound.
+
 With --plan-id, the plan is a stored one (chainplan show-plan) and the chain is that of
 the run it was computed from.
 
@@ -40,6 +45,9 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
   chainplan simulate --chain c.json --plan plan.json --budget 900MiB --format json
   chainplan simulate --plan-id 7`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if done, err := simulatePipelineFile(e.stdout, f); done {
+				return err
+			}
 			c, p, err := simulateInput(cmd, &f)
 			if err != nil {
 				return err

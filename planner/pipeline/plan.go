@@ -3,6 +3,8 @@ package pipeline
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/chainplan/chainplan"
 )
 
 // Format is the format tag of a pipeline plan (DESIGN.md, "Pipeline plan").
@@ -147,4 +149,12 @@ func (p *Problem) header(algo string, period float64) *Plan {
 	return &Plan{Format: Format, Algo: algo, GPUs: p.opts.GPUs, MemoryBytes: p.opts.MemoryBytes,
 		Bandwidth: p.opts.Bandwidth, WeightCopies: p.opts.WeightCopies,
 		ActivationModel: p.opts.ActivationModel, Period: period}
+}
+
+// ProblemOf builds the problem a plan was made for: c on the plan's devices, memory,
+// bandwidth, weight copies and activation model. Errors are NewProblem's; a plan field
+// that is out of range is reported under the option's name.
+func ProblemOf(c *chainplan.Chain, p *Plan) (*Problem, error) {
+	return NewProblem(c, Options{GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
+		WeightCopies: p.WeightCopies, ActivationModel: p.ActivationModel})
 }
