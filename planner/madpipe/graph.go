@@ -1,0 +1,102 @@
+package madpipe
+
+import (
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// graph is the operations of one period of an allocation (spec §3.4.1) as phase 2 sees
+// them: F and B of every stage on its device, CF and CB of every boundary between devices
+// on the link of the pair, and the dependency chain of one mini-batch,
+//
+//	F_0 → [CF_0 →] F_1 → … → F_{N−1} → B_{N−1} → [CB_{N−2} →] B_{N−2} → … → B_0,
+//
+// a single path: seq lists its operations in order, and edge i joins seq[i] to seq[i+1].
+type graph struct {
+	prob   *pipeline.Problem
+	stages []pipeline.Stage
+	ops    []op
+	seq    []int   // operation indices along the mini-batch's path
+	pos    []int   // pos[o]: the index of operation o in seq
+	res    [][]int // the operations of each resource: devices 0..P−1, then the links
+	f, b   []int   // f[k], b[k]: the F and B operations of stage k
+	// stored[k] is ā of stage k; static[g] is device g's weights and buffers (bytes).
+	stored []float64
+	static []float64
+}
+
+type op struct {
+	kind  pipeline.OpKind
+	stage int
+	dur   float64
+	res   int
+}
+
+// newGraph builds the graph of stages (an allocation covering the chain in order).
+func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) *graph {
+	o := prob.Options()
+	g := &graph{prob: prob, stages: stages, res: make([][]int, o.GPUs),
+		f: make([]int, len(stages)), b: make([]int, len(stages)),
+		stored: make([]float64, len(stages)), static: make([]float64, o.GPUs)}
+	links := map[[2]int]int{}
+	add := func(kind pipeline.OpKind, k int, dur float64, res int) int {
+		g.ops = append(g.ops, op{kind, k, dur, res})
+		g.res[res] = append(g.res[res], len(g.ops)-1)
+		return len(g.ops) - 1
+	}
+	link := func(k int) int {
+		a, b := stages[k].GPU, stages[k+1].GPU
+		key := [2]int{min(a, b), max(a, b)}
+		r, ok := links[key]
+		if !ok {
+			r = len(g.res)
+			links[key] = r
+			g.res = append(g.res, nil)
+		}
+		return r
+	}
+	var fwd, bwd []int // the path's forward half, and its backward half in reverse
+	for k, s := range stages {
+		g.stored[k] = float64(prob.Stored(s.First, s.Last))
+		g.static[s.GPU] += float64(int64(o.WeightCopies) * prob.Weights(s.First, s.Last))
+		g.f[k] = add(pipeline.F, k, prob.UF(s.First, s.Last), s.GPU)
+		g.b[k] = add(pipeline.B, k, prob.UB(s.First, s.Last), s.GPU)
+		fwd = append(fwd, g.f[k])
+		bwd = append(bwd, g.b[k])
+		if g.crosses(k) {
+			r, d := link(k), prob.Transfer(s.Last)
+			buf := float64(2 * prob.Out(s.Last))
+			g.static[s.GPU] += buf
+			g.static[stages[k+1].GPU] += buf
+			fwd = append(fwd, add(pipeline.CF, k, d, r))
+			bwd = append(bwd, add(pipeline.CB, k, d, r))
+		}
+	}
+	g.seq = fwd
+	for i := len(bwd) - 1; i >= 0; i-- {
+		g.seq = append(g.seq, bwd[i])
+	}
+	g.pos = make([]int, len(g.ops))
+	for i, o := range g.seq {
+		g.pos[o] = i
+	}
+	return g
+}
+
+// crosses reports whether stage k's output goes to another device.
+func (g *graph) crosses(k int) bool {
+	return k+1 < len(g.stages) && g.stages[k].GPU != g.stages[k+1].GPU
+}
+
+// loads returns the largest total duration of the operations of one resource: a lower
+// bound of the period.
+func (g *graph) loads() float64 {
+	var lb float64
+	for _, ops := range g.res {
+		var s float64
+		for _, o := range ops {
+			s += g.ops[o].dur
+		}
+		lb = max(lb, s)
+	}
+	return lb
+}

@@ -1,0 +1,233 @@
+package madpipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/milp"
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// Algo is the name of MadPipe's plans.
+const Algo = "madpipe"
+
+// The values of Plan.Chosen in MadPipe's plans.
+const (
+	ChosenMadPipe    = "madpipe"    // phase 2's schedule of a phase-1 allocation
+	ChosenContiguous = "contiguous" // the optimal contiguous plan, no worse
+)
+
+// maxAttempts bounds the phase-1 allocations phase 2 tries.
+const maxAttempts = 3
+
+// Options tunes Solve. The zero value means the defaults.
+type Options struct {
+	// TimeLimit bounds the MILP solver's time over all of phase 2 (default 10 s).
+	TimeLimit time.Duration
+	// Solver solves the scheduling ILPs (default: the HiGHS program, milp.FindHighs).
+	Solver milp.Solver
+	// Trace, when set, receives an account of the run.
+	Trace *Trace
+}
+
+// Trace is what Solve did, for benchmarks and the CLI's notes.
+type Trace struct {
+	Phase1, Phase2, Contiguous time.Duration
+	// Predicted is phase 1's best estimate T̃ (0 when it found no allocation).
+	Predicted float64
+	// Attempts lists phase 2's ILPs in order.
+	Attempts []Attempt
+	// Notes are sentences for the user: a missing solver and how to install it, why an
+	// allocation gave no schedule.
+	Notes []string
+}
+
+// Attempt is one scheduling ILP of phase 2.
+type Attempt struct {
+	Stages []pipeline.Stage
+	// Status is the solver's ("optimal", "feasible" at the time limit, ...).
+	Status string
+	// Period is the schedule's exact period, 0 without a schedule.
+	Period  float64
+	Elapsed time.Duration
+}
+
+func (t *Trace) note(format string, args ...any) {
+	if t != nil {
+		t.Notes = append(t.Notes, fmt.Sprintf(format, args...))
+	}
+}
+
+// Solve returns MadPipe's plan for pr (see the package comment), validated, with Chosen
+// saying whether phase 2's schedule or the best contiguous plan won and PredictedPeriod
+// phase 1's estimate. Errors: a *pipeline.InfeasibleError when neither finds a plan
+// (MinMemoryBytes is then a lower bound valid for every plan, LowerBound set); the
+// validator's internal error should a plan fail it.
+func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
+	start := time.Now()
+	tr := opts.Trace
+	if tr == nil {
+		tr = &Trace{}
+	}
+	if opts.TimeLimit <= 0 {
+		opts.TimeLimit = milp.DefaultTimeLimit
+	}
+	contig, err := contiguous.Solve(pr)
+	if err != nil && !errors.Is(err, chainplan.ErrInfeasible) {
+		return nil, err
+	}
+	tr.Contiguous = time.Since(start)
+
+	t1 := time.Now()
+	var its []iterate
+	if pr.Options().GPUs > 1 {
+		its = phase1(pr, false)
+	}
+	tr.Phase1 = time.Since(t1)
+	if len(its) > 0 {
+		tr.Predicted = its[0].estimate()
+	}
+
+	t2 := time.Now()
+	own := phase2(pr, its, contig, opts, tr)
+	tr.Phase2 = time.Since(t2)
+
+	best := contig
+	if own != nil && (contig == nil || own.Period < contig.Period*(1-1e-9)) {
+		best = own
+	}
+	if best == nil {
+		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes,
+			MinMemoryBytes: pipeline.MemoryLowerBound(pr), LowerBound: true}
+	}
+	out := *best
+	out.Chosen = ChosenContiguous
+	if best == own {
+		out.Chosen = ChosenMadPipe
+	}
+	out.Algo = Algo
+	out.PredictedPeriod = tr.Predicted
+	out.SolveMS = float64(time.Since(start).Microseconds()) / 1000
+	return &out, nil
+}
+
+// phase2 schedules phase 1's allocations (best estimate first) with the ILP while the
+// time limit allows, and returns the best validated plan that beats bound (nil if none).
+func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Options, tr *Trace) *pipeline.Plan {
+	hi := math.Inf(1)
+	if contig != nil {
+		hi = contig.Period
+	}
+	var todo [][]pipeline.Stage
+	for _, it := range its {
+		if st := allocate(it.stages); !pipeline.IsContiguous(st) && len(todo) < maxAttempts {
+			todo = append(todo, st)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	solver := opts.Solver
+	if solver == nil {
+		h, err := milp.FindHighs()
+		if err != nil {
+			tr.note("madpipe: phase 1 found a non-contiguous allocation, but no MILP solver is there to schedule it (%s); the plan is the best contiguous one", milp.InstallHint)
+			return nil
+		}
+		solver = h
+	}
+	deadline := time.Now().Add(opts.TimeLimit)
+	var best *pipeline.Plan
+	for _, stages := range todo {
+		left := time.Until(deadline)
+		if left < 100*time.Millisecond {
+			break
+		}
+		if p := schedule(pr, stages, hi, solver, left, tr); p != nil {
+			best, hi = p, p.Period
+		}
+	}
+	return best
+}
+
+// allocate puts phase 1's stages on devices: the special stages on one device, each
+// normal stage on its own, devices numbered in order of first appearance along the chain.
+func allocate(st []stage) []pipeline.Stage {
+	out := make([]pipeline.Stage, len(st))
+	special, next := -1, 0
+	for k, s := range st {
+		gpu := next
+		if s.special && special >= 0 {
+			gpu = special
+		} else {
+			if s.special {
+				special = gpu
+			}
+			next++
+		}
+		out[k] = pipeline.Stage{First: s.first, Last: s.last, GPU: gpu}
+	}
+	return out
+}
+
+// schedule runs the ILP for one allocation, looking for periods below hi (all periods
+// when hi is infinite), and returns its validated plan or nil.
+func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver milp.Solver, limit time.Duration, tr *Trace) *pipeline.Plan {
+	g := newGraph(pr, stages)
+	att := Attempt{Stages: stages}
+	defer func() { tr.Attempts = append(tr.Attempts, att) }()
+	lb := g.loads()
+	for dev, s := range g.static {
+		if s > float64(pr.Options().MemoryBytes) {
+			att.Status = "skipped"
+			tr.note("madpipe: allocation %v: device %d needs %.0f bytes for weights and buffers alone", stages, dev, s)
+			return nil
+		}
+	}
+	if math.IsInf(hi, 1) {
+		hi = 0
+		for _, o := range g.ops {
+			hi += o.dur // everything in sequence: no period beyond helps memory
+		}
+	}
+	if lb >= hi {
+		att.Status = "skipped"
+		return nil
+	}
+	start := time.Now()
+	x := newSchedulingILP(g, lb, hi)
+	st, sol, err := x.solve(context.Background(), solver, milp.Options{TimeLimit: limit})
+	att.Elapsed = time.Since(start)
+	if err != nil {
+		att.Status = "error"
+		tr.note("madpipe: the scheduling ILP failed: %v", err)
+		return nil
+	}
+	att.Status = sol.Status.String()
+	if !sol.Status.HasSolution() {
+		return nil
+	}
+	T, tau, ok := g.timing(st, lb, hi*(1+1e-6))
+	if !ok {
+		tr.note("madpipe: the ILP's schedule of %v has no consistent timing (solver tolerance)", stages)
+		return nil
+	}
+	for dev, m := range g.memory(st) {
+		if m > float64(pr.Options().MemoryBytes) {
+			tr.note("madpipe: the ILP's schedule of %v overflows device %d (solver tolerance)", stages, dev)
+			return nil
+		}
+	}
+	p := g.plan(T, tau, st)
+	if err := pipeline.Finalize(pr, p, true); err != nil {
+		tr.note("madpipe: %v", err)
+		return nil
+	}
+	att.Period = T
+	return p
+}
