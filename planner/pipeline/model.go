@@ -29,7 +29,7 @@ const DefaultWeightCopies = 3
 // Options is the platform of spec §1.2 and the memory model's two knobs. The zero value
 // of WeightCopies and ActivationModel means the default; GPUs and Bandwidth have none.
 type Options struct {
-	// GPUs is P, the number of identical devices (≥ 1).
+	// GPUs is P, the number of identical devices (1..MaxGPUs).
 	GPUs int
 	// MemoryBytes is M, the memory of each device in bytes (≥ 0). The solvers' smallest
 	// memory searches ignore it.
@@ -61,8 +61,8 @@ func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
 
 // withDefaults checks the options and fills in the defaults.
 func (o Options) withDefaults() (Options, error) {
-	if o.GPUs < 1 {
-		return o, &OptionError{"gpus", fmt.Sprintf("want at least 1 device (got %d)", o.GPUs)}
+	if o.GPUs < 1 || o.GPUs > MaxGPUs {
+		return o, &OptionError{"gpus", fmt.Sprintf("want 1..%d devices (got %d)", MaxGPUs, o.GPUs)}
 	}
 	if o.MemoryBytes < 0 {
 		return o, &OptionError{"memory", fmt.Sprintf("want bytes ≥ 0 (got %d)", o.MemoryBytes)}
@@ -85,6 +85,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	return o, nil
 }
+
+// MaxGPUs bounds P: the planners' tables grow with it (PipeDream's DP has a row per
+// device even when the chain has fewer layers).
+const MaxGPUs = 4096
 
 // maxWeightCopies bounds C: the thesis mentions up to 16 (ZeRO without pipelining, spec
 // §1.5); more is a typo, and the bound keeps byte sums far from overflow.
