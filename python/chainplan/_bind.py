@@ -144,6 +144,16 @@ def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))
 
 
+def pipeline_solve(chain_json: str, request: dict[str, Any]) -> str:
+    """Plan a pipeline of a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
+    return str(call(_go().PipelineSolve, chain_json, json.dumps(request)))
+
+
+def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
+    """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
+    return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
+
+
 def runs(**run_filter: str | int | bool) -> list[dict[str, Any]]:
     """The stored runs that the filter selects, newest first (keys: ``model_name``,
     ``model_signature``, ``dtype``, ``device``, ``torch_version``, ``loss_name``,
@@ -176,3 +186,18 @@ def frontier(chain_json: str, request: dict[str, Any]) -> str:
 def profile_chain(file_path: str) -> str:
     """The ``chainplan.chain/v1`` JSON of a profile file, without storing it."""
     return str(call(_go().ProfileChain, file_path))
+
+
+def plot_frontier(chain_json: str, options: dict[str, Any]) -> str:
+    """The frontier picture of a chain, as an SVG document (``pybind.PlotFrontier``)."""
+    return str(call(_go().PlotFrontier, chain_json, json.dumps(options)))
+
+
+def plot_timeline(chain_json: str, plan_json: str, measured_peak_bytes: int = 0) -> str:
+    """The memory timeline of a plan on its chain, as an SVG document."""
+    return str(call(_go().PlotTimeline, chain_json, plan_json, measured_peak_bytes))
+
+
+def plot_stored_timeline(plan_id: int) -> str:
+    """The memory timeline of a stored plan, with its measured peak, as an SVG document."""
+    return str(call(_go().PlotStoredTimeline, db_path(), plan_id))

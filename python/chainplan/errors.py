@@ -16,6 +16,7 @@ __all__ = [
     "InfeasibleBudget",
     "InfeasiblePlanError",
     "NotFoundError",
+    "PipelineError",
     "PlanError",
     "ProfileError",
     "QueryError",
@@ -90,6 +91,12 @@ InfeasiblePlanError = InfeasibleBudget
 
 class ScheduleError(ChainplanError, ValueError):
     """A schedule is invalid or does not match the model it is applied to."""
+
+
+class PipelineError(ChainplanError):
+    """A pipeline plan cannot run here or stopped: a torch version outside the range the
+    executor was tested with, a world size other than the plan's, a rank that failed or
+    stopped answering (the message names it)."""
 
 
 class NotFoundError(ChainplanError, LookupError):

@@ -1,0 +1,46 @@
+"""Pipeline plans and their executor on ``torch.distributed.pipelining``.
+
+:class:`PipelinePlan` (torch-free, :mod:`~chainplan.pipeline.plan`) is a
+``chainplan.pipeline/v1`` plan; :func:`pipeline_plan` asks the Go planner for one;
+:class:`PipelineRunner` (:mod:`~chainplan.pipeline.runner`) runs it on every rank;
+:func:`reference_step` is the one-process step it reproduces. docs/pipeline.md has the
+guide.
+
+Names are imported on first use, so that reading plans does not import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from chainplan.pipeline.measure import PipelineExecution
+    from chainplan.pipeline.plan import PipelinePlan
+    from chainplan.pipeline.planning import pipeline_plan
+    from chainplan.pipeline.reference import reference_step
+    from chainplan.pipeline.runner import PipelineRunner
+
+__all__ = ["PipelineExecution", "PipelinePlan", "PipelineRunner", "pipeline_plan",
+           "reference_step"]
+
+_WHERE = {
+    "PipelineExecution": "chainplan.pipeline.measure",
+    "PipelinePlan": "chainplan.pipeline.plan",
+    "PipelineRunner": "chainplan.pipeline.runner",
+    "pipeline_plan": "chainplan.pipeline.planning",
+    "reference_step": "chainplan.pipeline.reference",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chainplan.pipeline' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))

@@ -1,0 +1,361 @@
+"""Pipeline plans, typed: stages on devices and the periodic pattern that orders them.
+
+A :class:`PipelinePlan` is the ``chainplan.pipeline/v1`` document of DESIGN.md ("Pipeline
+plan") read with errors naming the field: a partition of the chain's layers into
+:class:`PlanStage` s, each on one device (one device may hold several, not necessarily
+adjacent, stages), and the 1-periodic :class:`PatternOp` pattern of one period (MadPipe
+spec §1.4, paper convention): micro-batch ``b`` runs an operation at
+``start + (b + shift) * period``. The executor (:mod:`chainplan.pipeline.runner`) turns the
+pattern into each rank's action list (:mod:`chainplan.pipeline.order`).
+
+The planner's words "mini-batch" and "GPU" are the executor's "micro-batch" and "rank": one
+optimizer step pushes ``microbatches`` of them through the pattern and flushes.
+
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+from chainplan.errors import ScheduleError
+from chainplan.jsonfields import Fields
+
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
+    from chainplan.pipeline.measure import LossFn, PipelineExecution
+    from chainplan.pipeline.runner import PipelineRunner
+
+__all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelinePlan", "PlanStage"]
+
+#: The ``format`` every pipeline plan document carries.
+FORMAT = "chainplan.pipeline/v1"
+#: ``F``/``B``: forward/backward of a stage on its device; ``CF``/``CB``: the transfer of
+#: the stage's output to the next stage and of its gradient back, on the link between them.
+OpName = Literal["F", "B", "CF", "CB"]
+_OPS: tuple[str, ...] = ("F", "B", "CF", "CB")
+_ACTIVATION_MODELS: tuple[str, ...] = ("input", "saved")
+# Pattern times are sums of measured floats: a start equal to the period, or a duration
+# above it, by a few ulps is the planner's rounding, not a bad plan.
+_REL_TOL = 1e-9
+
+
+@dataclass(frozen=True)
+class PlanStage:
+    """One stage of the partition: layers ``first..last`` of the chain on one device.
+
+    Attributes:
+        index: the stage's 0-based index (the ``stage`` of pattern operations).
+        first: its first layer, 1-based as in the chain file.
+        last: its last layer, inclusive.
+        gpu: the 0-based device (rank) that runs it.
+    """
+
+    index: int
+    first: int
+    last: int
+    gpu: int
+
+    @property
+    def layers(self) -> range:
+        """The 1-based layer numbers of the stage."""
+        return range(self.first, self.last + 1)
+
+
+@dataclass(frozen=True)
+class PatternOp:
+    """One operation of the periodic pattern.
+
+    Attributes:
+        op: ``F``, ``B``, ``CF`` or ``CB``.
+        stage: the 0-based index of the stage it belongs to.
+        start: its start within the period, in [0, period) (seconds for profiles taken by
+            chainplan).
+        duration: how long it lasts (same unit).
+        shift: micro-batch ``b`` runs it at ``start + (b + shift) * period``.
+    """
+
+    op: OpName
+    stage: int
+    start: float
+    duration: float
+    shift: int
+
+    def __str__(self) -> str:
+        return f"{self.op}{self.stage}@{self.start:g}+{self.shift}T"
+
+
+@dataclass(frozen=True)
+class Link:
+    """The link between two devices and the stage boundaries that cross it.
+
+    Attributes:
+        gpus: the two devices, lower first.
+        boundaries: the stages ``k`` whose output goes over this link to stage ``k+1``.
+    """
+
+    gpus: tuple[int, int]
+    boundaries: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PipelinePlan:
+    """A pipeline plan: the partition, its devices, the periodic pattern and its memory.
+
+    Attributes:
+        algo: the planner (``madpipe``, ``contiguous``, ``pipedream``, ...).
+        gpus: P, the number of devices (ranks) the plan runs on.
+        memory_bytes: the memory per device the plan was computed for (bytes).
+        bandwidth: the link bandwidth the plan assumed (bytes per second).
+        weight_copies: copies of the weights each device keeps (2: weights and
+            gradients, the synchronous executor's; optimizer state is not counted).
+        activation_model: how stored activations were counted (``input`` or ``saved``).
+        period: T, the time between two micro-batches in the steady state.
+        stages: the partition, in chain order.
+        pattern: one period's operations.
+        memory_per_gpu: the predicted peak memory of each device (bytes).
+        contiguous: whether every device holds at most one stage.
+        microbatches: micro-batches per optimizer step, when the plan was made for a
+            number of them (``pipeline_plan(microbatches=N)``); else None.
+        plan_id: the id of the plan in the database, when stored there.
+        run_id: the id of the profile it was computed from, when stored.
+        layer_param_bytes: the weights of each layer of the profiled chain (bytes), when
+            known: the executor checks the model against them before any process waits.
+        chosen: for a planner that compares candidates (``madpipe`` computes its own plan
+            and the best contiguous one), the candidate this plan is; else empty.
+        predicted_period: the period the partitioning step predicted before scheduling
+            (MadPipe's phase 1 estimate), when the planner reports one; else 0.
+        solve_ms: the planner's time (milliseconds).
+        raw: the document as read; the typed attributes are the API.
+    """
+
+    algo: str
+    gpus: int
+    memory_bytes: int
+    bandwidth: float
+    weight_copies: int
+    activation_model: str
+    period: float
+    stages: tuple[PlanStage, ...]
+    pattern: tuple[PatternOp, ...]
+    memory_per_gpu: tuple[float, ...]
+    contiguous: bool
+    microbatches: int | None = None
+    plan_id: int | None = None
+    run_id: int | None = None
+    layer_param_bytes: tuple[int, ...] | None = None
+    chosen: str = ""
+    predicted_period: float = 0.0
+    solve_ms: float = 0.0
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def num_layers(self) -> int:
+        """L, the number of layers of the chain (the loss not counted)."""
+        return self.stages[-1].last
+
+    @property
+    def stage_gpus(self) -> tuple[int, ...]:
+        """The device of each stage, in stage order (``[0, 1, 1, 0]``)."""
+        return tuple(s.gpu for s in self.stages)
+
+    def stages_on(self, gpu: int) -> tuple[PlanStage, ...]:
+        """The stages device ``gpu`` runs, in chain order (empty for an idle device)."""
+        return tuple(s for s in self.stages if s.gpu == gpu)
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        """The links that carry activations, each with the boundaries crossing it."""
+        found: dict[tuple[int, int], list[int]] = {}
+        for a, b in zip(self.stages, self.stages[1:], strict=False):
+            if a.gpu != b.gpu:
+                pair = (min(a.gpu, b.gpu), max(a.gpu, b.gpu))
+                found.setdefault(pair, []).append(a.index)
+        return tuple(Link(pair, tuple(ks)) for pair, ks in sorted(found.items()))
+
+    def op(self, name: OpName, stage: int) -> PatternOp | None:
+        """The pattern's operation ``name`` of ``stage``, or None (no transfer there)."""
+        for o in self.pattern:
+            if o.op == name and o.stage == stage:
+                return o
+        return None
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, plan_id: int | None = None,
+                  run_id: int | None = None, microbatches: int | None = None,
+                  layer_param_bytes: Sequence[int] | None = None) -> PipelinePlan:
+        """Read a ``chainplan.pipeline/v1`` document, as ``chainplan pipeline`` prints it.
+
+        The keyword arguments fill the attributes of the same names that the document does
+        not hold (``microbatches`` overrides the document's when both are given).
+
+        Raises:
+            ScheduleError: the document is not a valid pipeline plan; the message names the
+                field (``pattern[3].stage: ...``).
+        """
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise ScheduleError(f"pipeline plan is not JSON ({e})") from e
+        return cls.from_dict(doc, plan_id=plan_id, run_id=run_id, microbatches=microbatches,
+                             layer_param_bytes=layer_param_bytes)
+
+    @classmethod
+    def from_dict(cls, doc: object, *, plan_id: int | None = None, run_id: int | None = None,
+                  microbatches: int | None = None,
+                  layer_param_bytes: Sequence[int] | None = None) -> PipelinePlan:
+        """Read a decoded document (see :meth:`from_json`)."""
+        f = Fields(doc)
+        fmt = f.string("format")
+        if fmt != FORMAT:
+            raise ScheduleError(f"format: want {FORMAT!r} (got {fmt!r})")
+        gpus = f.integer("gpus", low=1)
+        stages = _read_stages(f, gpus)
+        period = f.number("period", positive=True)
+        pattern = _read_pattern(f, stages, period)
+        memory = f.numbers("memory_per_gpu")
+        if len(memory) != gpus:
+            raise ScheduleError(f"memory_per_gpu: want {gpus} values, one per GPU "
+                                f"(got {len(memory)})")
+        for i, m in enumerate(memory):
+            if m < 0:
+                raise ScheduleError(f"memory_per_gpu[{i}]: want bytes ≥ 0 (got {m!r})")
+        # The planner says; a hand-written plan may leave it out.
+        contiguous = f.boolean("contiguous", len({s.gpu for s in stages}) == len(stages))
+        mb = microbatches if microbatches is not None else (
+            f.integer("microbatches", low=1) if f.has("microbatches") else None)
+        if mb is not None and (isinstance(mb, bool) or not isinstance(mb, int) or mb < 1):
+            raise ScheduleError(f"microbatches: want an integer ≥ 1 (got {mb!r})")
+        params = None
+        if layer_param_bytes is not None:
+            params = tuple(int(p) for p in layer_param_bytes)
+            if len(params) != stages[-1].last:
+                raise ScheduleError(f"the chain has {len(params)} layers but the stages "
+                                    f"cover {stages[-1].last}")
+        memory_bytes = f.number("memory_bytes", 0.0)
+        if memory_bytes < 0:
+            raise ScheduleError(f"memory_bytes: want bytes ≥ 0 (got {memory_bytes!r})")
+        return cls(
+            algo=f.string("algo", ""),
+            gpus=gpus,
+            memory_bytes=int(memory_bytes),
+            bandwidth=f.number("bandwidth", positive=True) if f.has("bandwidth") else 0.0,
+            weight_copies=f.integer("weight_copies", 2, low=1),
+            activation_model=f.choice("activation_model", _ACTIVATION_MODELS, "saved"),
+            period=period,
+            stages=stages,
+            pattern=pattern,
+            memory_per_gpu=memory,
+            contiguous=contiguous,
+            microbatches=mb,
+            plan_id=plan_id,
+            run_id=run_id,
+            layer_param_bytes=params,
+            chosen=f.string("chosen", ""),
+            predicted_period=f.number("predicted_period", 0.0),
+            solve_ms=f.number("solve_ms", 0.0),
+            raw=cast(dict[str, Any], doc),
+        )
+
+    @classmethod
+    def load(cls, plan_id: int) -> PipelinePlan:
+        """The stored pipeline plan ``plan_id`` (see
+        :func:`chainplan.pipeline.planning.load_plan`)."""
+        from chainplan.pipeline.planning import load_plan
+
+        return load_plan(plan_id)
+
+    def to_json(self) -> str:
+        """The plan document (as read, or as the planner returned it)."""
+        return json.dumps(self.raw)
+
+    def runner(self, model: nn.Module, **kwargs: Any) -> PipelineRunner:
+        """This rank's executor of the plan for ``model``: see
+        :class:`~chainplan.pipeline.runner.PipelineRunner`, whose keyword arguments this
+        passes on. Call it on every rank after ``torch.distributed.init_process_group``.
+        """
+        from chainplan.pipeline.runner import PipelineRunner
+
+        return PipelineRunner(self, model, **kwargs)
+
+    def run(self, model: nn.Module, x: torch.Tensor, *, target: torch.Tensor | None = None,
+            loss_fn: LossFn | None = None, steps: int = 3, store: bool = True,
+            **kwargs: Any) -> PipelineExecution:
+        """Run the plan on every rank and measure it: a runner for ``model``, a warm-up
+        step, a memory step and ``steps`` timed steps, recorded in the database next to the
+        plan (see :meth:`~chainplan.pipeline.runner.PipelineRunner.measure`). Gradients
+        are left as the last step computed them.
+        """
+        run = self.runner(model, loss_fn=loss_fn, **kwargs)
+        return run.measure(x, target=target, steps=steps, store=store)
+
+    def __str__(self) -> str:
+        parts = [f"{s.first}-{s.last}@{s.gpu}" for s in self.stages]
+        return f"{self.algo} on {self.gpus} GPUs, period {self.period:g}: {' '.join(parts)}"
+
+
+def _read_stages(f: Fields, gpus: int) -> tuple[PlanStage, ...]:
+    items = f.objects("stages")
+    if not items:
+        raise ScheduleError("stages: want at least one stage")
+    out: list[PlanStage] = []
+    for k, s in enumerate(items):
+        first, last = s.integer("first", low=1), s.integer("last", low=1)
+        want = out[-1].last + 1 if out else 1
+        if first != want:
+            raise ScheduleError(f"{s.path('first')}: want {want}, the layer after the "
+                                f"previous stage (got {first})")
+        if last < first:
+            raise ScheduleError(f"{s.path('last')}: want a layer ≥ first ({first}) "
+                                f"(got {last})")
+        gpu = s.integer("gpu", low=0)
+        if gpu >= gpus:
+            raise ScheduleError(f"{s.path('gpu')}: want a GPU below gpus ({gpus}) (got {gpu})")
+        out.append(PlanStage(k, first, last, gpu))
+    return tuple(out)
+
+
+def _read_pattern(f: Fields, stages: tuple[PlanStage, ...],
+                  period: float) -> tuple[PatternOp, ...]:
+    ops: list[PatternOp] = []
+    seen: dict[tuple[str, int], str] = {}
+    for o in f.objects("pattern"):
+        name = cast(OpName, o.choice("op", _OPS))
+        k = o.integer("stage", low=0)
+        if k >= len(stages):
+            raise ScheduleError(f"{o.path('stage')}: want a stage below {len(stages)} "
+                                f"(got {k})")
+        start, duration = o.number("start"), o.number("duration")
+        if not 0 <= start < period * (1 + _REL_TOL):
+            raise ScheduleError(f"{o.path('start')}: want a time in [0, period = {period:g}) "
+                                f"(got {start!r})")
+        if not 0 <= duration <= period * (1 + _REL_TOL):
+            raise ScheduleError(f"{o.path('duration')}: want a time in [0, period = "
+                                f"{period:g}] (got {duration!r})")
+        if (name, k) in seen:
+            raise ScheduleError(f"{o.where}: a second {name} of stage {k} "
+                                f"(the first is {seen[name, k]})")
+        seen[name, k] = o.where
+        if name in ("CF", "CB"):
+            if k == len(stages) - 1:
+                raise ScheduleError(f"{o.where}: {name} of the last stage ({k}), which sends "
+                                    f"nothing")
+            if stages[k].gpu == stages[k + 1].gpu:
+                raise ScheduleError(f"{o.where}: {name} of stage {k}, but stages {k} and "
+                                    f"{k + 1} share GPU {stages[k].gpu}")
+        ops.append(PatternOp(name, k, start, duration, o.integer("shift")))
+    for s in stages:
+        needed: list[OpName] = ["F", "B"]
+        if s.index + 1 < len(stages) and stages[s.index + 1].gpu != s.gpu:
+            needed += ["CF", "CB"]
+        for name in needed:
+            if (name, s.index) not in seen:
+                raise ScheduleError(f"pattern: no {name} of stage {s.index} (every stage has "
+                                    f"an F and a B, and a CF and a CB when the next stage is "
+                                    f"on another GPU)")
+    return tuple(ops)

@@ -1,0 +1,186 @@
+"""Asking the Go pipeline planners for a plan, and reading stored ones back.
+
+:func:`pipeline_plan` calls ``planner/contiguous``, ``planner/pipedream`` or
+``planner/madpipe`` in-process (through ``pybind.PipelineSolve*``, which go through the same
+service as ``chainplan pipeline``) and returns a typed
+:class:`~chainplan.pipeline.plan.PipelinePlan`; plans of a stored profile are recorded in
+the database like every plan. :func:`load_plan` reads one back by its id.
+
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chainplan import _bind
+from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ScheduleError
+from chainplan.pipeline.plan import PipelinePlan
+
+if TYPE_CHECKING:
+    from chainplan.profiler.run import Profile
+
+__all__ = ["load_plan", "pipeline_plan"]
+
+_ALGOS = ("madpipe", "contiguous", "pipedream")
+_MODELS = ("saved", "input")
+
+
+def _typed(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str,
+             weight_copies: int, activation_model: str,
+             time_limit_s: float | None) -> dict[str, Any]:
+    """The planning request, each argument checked before any work (names the argument)."""
+    if not isinstance(algo, str):
+        raise ArgumentTypeError(f"algo must be a str such as 'madpipe' (got {_typed(algo)})")
+    if algo not in _ALGOS:
+        raise PlanError(f"unknown pipeline algorithm {algo!r} (want {', '.join(_ALGOS)})")
+    for name, value in (("gpus", gpus), ("weight_copies", weight_copies)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
+        if value < 1:
+            raise PlanError(f"{name} must be at least 1 (got {value})")
+    if activation_model not in _MODELS:
+        raise PlanError(f"activation_model must be 'saved' or 'input' (got {activation_model!r})")
+    req: dict[str, Any] = {"algo": algo, "gpus": gpus, "weight_copies": weight_copies,
+                           "activation_model": activation_model}
+    if isinstance(memory, str) and memory.strip().lower() == "min":
+        req["min_memory"] = True
+    elif isinstance(memory, str):
+        req["memory_bytes"] = _bind.parse_bytes(memory)
+    elif isinstance(memory, bool) or not isinstance(memory, int):
+        raise ArgumentTypeError(f"memory must be an int (bytes per device), a size string such "
+                                f"as '16GiB', or 'min' (got {_typed(memory)})")
+    elif memory <= 0:
+        raise PlanError(f"memory must be positive (got {memory} bytes)")
+    else:
+        req["memory_bytes"] = memory
+    if isinstance(bandwidth, str):
+        req["bandwidth"] = _bind.parse_bandwidth(bandwidth)
+    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
+        raise ArgumentTypeError(f"bandwidth must be bytes per second (an int or a float) or a "
+                                f"string such as '12GB/s' (got {_typed(bandwidth)})")
+    elif not (math.isfinite(bandwidth) and bandwidth > 0):
+        raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
+                        f"(got {bandwidth!r})")
+    else:
+        req["bandwidth"] = float(bandwidth)
+    if time_limit_s is not None:
+        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) \
+                or not time_limit_s > 0:
+            raise PlanError(f"time_limit_s must be a positive number of seconds "
+                            f"(got {time_limit_s!r})")
+        req["time_limit_s"] = float(time_limit_s)
+    return req
+
+
+def _param_bytes(chain_json: str) -> tuple[int, ...]:
+    return tuple(int(s.get("param_bytes", 0)) for s in json.loads(chain_json)["stages"])
+
+
+def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
+                  memory: int | str, bandwidth: float | str, algo: str = "madpipe",
+                  weight_copies: int = 2, microbatches: int | None = None,
+                  activation_model: str = "saved",
+                  time_limit_s: float | None = None) -> PipelinePlan:
+    """Plan a pipeline with the Go planner, in-process.
+
+    Profile the model at the micro-batch size (the batch one optimizer step splits into
+    ``microbatches``): the planner's mini-batch, one per period, is the executor's
+    micro-batch.
+
+    Args:
+        source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, or a chain file
+            (``chainplan.chain/v1`` JSON).
+
+    Keyword Args:
+        gpus: P, the devices (ranks) to plan for.
+        memory: the memory of each device: bytes (an int), a size such as ``"16GiB"`` (the
+            CLI's rule, docs/CLI.md), or ``"min"`` for the algorithm's smallest.
+        bandwidth: the bandwidth of each link between two devices: bytes per second, or a
+            string such as ``"12GB/s"``.
+        algo: ``madpipe`` (default: one device may hold several stages), ``contiguous``
+            (the best allocation with one stage per device) or ``pipedream``.
+        weight_copies: copies of the weights per device (default: 2, weights and gradients:
+            the synchronous executor's). Optimizer state is not counted: add a copy per
+            buffer the optimizer keeps per weight (3 for SGD with momentum, 4 for Adam).
+        microbatches: micro-batches per optimizer step, kept with the plan for its runner
+            (default: None, the runner's ``microbatches=`` then).
+        activation_model: ``saved`` (default: stage input plus what the layers saved, as
+            measured) or ``input`` (the layers' inputs, the paper's model).
+        time_limit_s: madpipe's scheduling time limit (seconds; default: the planner's).
+
+    Returns:
+        The :class:`~chainplan.pipeline.plan.PipelinePlan`; plans of stored runs are
+        recorded in the database (``plan.plan_id``) and know the weights of each layer, which
+        the runner checks the model against.
+
+    Raises:
+        InfeasibleBudget: the memory is too small (``min_budget_bytes`` says how small it
+            may be, when the planner knows).
+        PlanError: a bad algorithm, size or option; ArgumentTypeError a wrong type.
+        NotFoundError: no such stored run, or ``source`` names no file.
+    """
+    req = _request(gpus=gpus, memory=memory, bandwidth=bandwidth, algo=algo,
+                   weight_copies=weight_copies, activation_model=activation_model,
+                   time_limit_s=time_limit_s)
+    if microbatches is not None and (isinstance(microbatches, bool)
+                                     or not isinstance(microbatches, int) or microbatches < 1):
+        raise PlanError(f"microbatches must be a positive integer (got {microbatches!r})")
+    if microbatches is not None:
+        req["microbatches"] = microbatches
+    if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
+        if source.run_id is None:
+            chain = _bind.profile_chain(str(source.path))
+            return PipelinePlan.from_json(_bind.pipeline_solve(chain, req),
+                                          microbatches=microbatches,
+                                          layer_param_bytes=_param_bytes(chain))
+        source = int(source.run_id)
+    if isinstance(source, int) and not isinstance(source, bool):
+        doc = json.loads(_bind.pipeline_solve_run(source, req))
+        return PipelinePlan.from_dict(doc["plan"], plan_id=int(doc["plan_id"]), run_id=source,
+                                      microbatches=microbatches,
+                                      layer_param_bytes=_param_bytes(_bind.export_chain(source)))
+    if isinstance(source, str | os.PathLike):
+        path = Path(source)
+        try:
+            chain = path.read_text()
+        except FileNotFoundError as err:
+            raise NotFoundError(f"pipeline_plan() source {str(source)!r} is not an existing "
+                                f"chain file (nor a Profile or a run id)") from err
+        # A chain file may describe another model than the one run: no weights to check.
+        return PipelinePlan.from_json(_bind.pipeline_solve(chain, req),
+                                      microbatches=microbatches)
+    raise PlanError(f"pipeline_plan() takes a Profile, a run id or a chain file "
+                    f"(got {type(source).__name__})")
+
+
+def load_plan(plan_id: int) -> PipelinePlan:
+    """The stored pipeline plan ``plan_id``, as :func:`pipeline_plan` returned it.
+
+    Raises:
+        NotFoundError: no such plan.
+        ScheduleError: the plan is not a pipeline plan.
+    """
+    import pyarrow as pa
+
+    if isinstance(plan_id, bool) or not isinstance(plan_id, int):
+        raise ArgumentTypeError(f"plan_id must be an integer (got {_typed(plan_id)})")
+    data = _bind.query(f"SELECT run_id, plan_json FROM plans WHERE plan_id = {plan_id}")
+    rows = pa.ipc.open_file(pa.py_buffer(data)).read_all().to_pylist()
+    if not rows:
+        raise NotFoundError(f"no plan {plan_id} in {_bind.db_path()}")
+    doc = json.loads(rows[0]["plan_json"] or "{}")
+    if doc.get("format") != "chainplan.pipeline/v1":
+        raise ScheduleError(f"plan {plan_id} is a {doc.get('algo', '?')} plan, not a pipeline "
+                            f"plan")
+    run_id = int(rows[0]["run_id"])
+    return PipelinePlan.from_dict(doc, plan_id=plan_id, run_id=run_id,
+                                  layer_param_bytes=_param_bytes(_bind.export_chain(run_id)))
