@@ -118,6 +118,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newExportCmd(e),
 		newSQLCmd(e),
 		newImportCmd(e),
+		newPipelineCmd(e),
 		newPlotCmd(e),
 	)
 	for _, c := range root.Commands() {

@@ -36,6 +36,9 @@ document rebuilt from their columns: an offloading plan's transfers were not kep
 				return err
 			}
 			defer db.Close()
+			if done, err := showStoredPipelinePlan(cmd.Context(), e, db, args[0], format); done {
+				return err
+			}
 			sp, c, err := loadStoredPlan(cmd.Context(), db, args[0])
 			if err != nil {
 				return err

@@ -48,6 +48,9 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 			if done, err := simulatePipelineFile(e.stdout, f); done {
 				return err
 			}
+			if done, err := simulateStoredPipelinePlan(cmd, e, f); done {
+				return err
+			}
 			c, p, err := simulateInput(cmd, &f)
 			if err != nil {
 				return err

@@ -1,0 +1,202 @@
+package service
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/pipedream"
+	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/store"
+)
+
+// PipelineRequest is what to plan on P devices (chainplan.pipeline/v1 plans).
+type PipelineRequest struct {
+	// Algo is the pipeline algorithm: one of PipelineAlgos.
+	Algo string
+	// Options are the platform and the memory model; Options.MemoryBytes is ignored when
+	// MinMemory is set.
+	Options pipeline.Options
+	// MinMemory plans at the algorithm's smallest memory per device ("--memory min").
+	MinMemory bool
+	// TimeLimit bounds madpipe's scheduling MILP (0: its default, 10 s).
+	TimeLimit time.Duration
+	// Source says who asks, recorded with the plan (SourceCLI, SourcePython).
+	Source string
+}
+
+// pipelineAlgo is one pipeline planner: its plan at pr's memory and its smallest memory.
+type pipelineAlgo struct {
+	name      string
+	solve     func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, error)
+	minMemory func(pr *pipeline.Problem, req PipelineRequest) (int64, error)
+}
+
+// pipelineAlgos are the pipeline planners, until the planner registry holds their entries
+// (docs/ARCHITECTURE.md, "Adding a planner": a Pipeline function set beside Schedule).
+var pipelineAlgos = []pipelineAlgo{
+	{name: contiguous.Algo,
+		solve:     func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, error) { return contiguous.Solve(pr) },
+		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) { return contiguous.MinMemory(pr) }},
+	{name: pipedream.Algo,
+		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, error) {
+			return pipedream.Solve(pr, pipedream.Options{})
+		},
+		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) {
+			return pipedream.MinMemory(pr, pipedream.Options{})
+		}},
+}
+
+// PipelineAlgos returns the names of the pipeline algorithms.
+func PipelineAlgos() []string {
+	names := make([]string, len(pipelineAlgos))
+	for i, a := range pipelineAlgos {
+		names[i] = a.name
+	}
+	return names
+}
+
+// CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
+// algorithm.
+func CheckPipelineAlgo(name string) error {
+	if slices.ContainsFunc(pipelineAlgos, func(a pipelineAlgo) bool { return a.name == name }) {
+		return nil
+	}
+	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(PipelineAlgos(), ", "))}
+}
+
+// SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
+// algorithm's smallest memory per device, found directly, then solved once. Errors: the
+// chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
+// *pipeline.InfeasibleError with the smallest memory that fits (or a lower bound), an
+// unknown algorithm wrapping ErrBadInput.
+func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, error) {
+	i := slices.IndexFunc(pipelineAlgos, func(a pipelineAlgo) bool { return a.name == req.Algo })
+	if i < 0 {
+		return nil, CheckPipelineAlgo(req.Algo)
+	}
+	a := pipelineAlgos[i]
+	pr, err := pipeline.NewProblem(c, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	if req.MinMemory {
+		m, err := a.minMemory(pr, req)
+		if err != nil {
+			return nil, err
+		}
+		pr = pr.WithMemory(m)
+	}
+	return a.solve(pr, req)
+}
+
+// PipelineParams is the parameter set stored with every pipeline plan
+// (plans.params_json; docs/sql.md).
+type PipelineParams struct {
+	Algo            string  `json:"algo"`                  // the algorithm asked for
+	GPUs            int     `json:"gpus"`                  // P
+	Memory          Budget  `json:"memory"`                // asked: "min" or bytes per device
+	MemoryBytes     int64   `json:"memory_bytes"`          // used: the plan's memory per device
+	Bandwidth       float64 `json:"bandwidth_bytes_per_s"` // β
+	WeightCopies    int     `json:"weight_copies"`         // C
+	ActivationModel string  `json:"activation_model"`      // input or saved
+	TimeLimitS      float64 `json:"time_limit_s"`          // madpipe's MILP limit, 0 for the default
+	Chosen          string  `json:"chosen"`                // the candidate the plan is, when the algorithm compares several
+	Source          string  `json:"source"`                // who asked: cli or python
+}
+
+// PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
+func PipelineParamsFor(req PipelineRequest, p *pipeline.Plan) PipelineParams {
+	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
+		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), TimeLimitS: req.TimeLimit.Seconds(),
+		Chosen: p.Chosen, Source: req.Source}
+	if req.MinMemory {
+		prm.Memory = Budget{Min: true}
+	} else {
+		prm.Memory = Budget{Bytes: req.Options.MemoryBytes}
+	}
+	return prm
+}
+
+// PlannedPipeline is a pipeline plan of a stored run, as PlanPipelineRun recorded it.
+type PlannedPipeline struct {
+	RunID  int64
+	PlanID int64
+	Chain  *chainplan.Chain // the run's chain, which the plan partitions
+	Plan   *pipeline.Plan
+}
+
+// PlanPipelineRun plans the chain of the run ref names as a pipeline and records the plan
+// with PipelineParamsFor(req, plan). Nothing is recorded when planning fails. Errors as
+// SolvePipeline's, plus chainplan.ErrNotFound for a missing run and ErrBadInput for an
+// unknown source.
+func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineRequest) (*PlannedPipeline, error) {
+	if err := checkSource(req.Source); err != nil {
+		return nil, err
+	}
+	if err := CheckPipelineAlgo(req.Algo); err != nil {
+		return nil, err
+	}
+	id, err := s.ResolveRun(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	c, err := s.RunChain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := SolvePipeline(c, req)
+	if err != nil {
+		return nil, err
+	}
+	planID, err := s.RecordPipelinePlan(ctx, id, req, p)
+	if err != nil {
+		return nil, err
+	}
+	return &PlannedPipeline{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
+}
+
+// RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
+// PipelineParamsFor(req, p) and the service's version, and returns the plan id.
+func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req PipelineRequest, p *pipeline.Plan) (int64, error) {
+	if err := checkSource(req.Source); err != nil {
+		return 0, err
+	}
+	doc, err := p.MarshalIndent()
+	if err != nil {
+		return 0, err
+	}
+	var peak int64
+	for _, m := range p.MemoryPerGPU {
+		peak = max(peak, m)
+	}
+	return s.db.RecordPipelinePlan(ctx, runID, &store.PipelinePlan{Algo: p.Algo, MemoryBytes: p.MemoryBytes, Period: p.Period,
+		PeakBytes: peak, SolveMS: p.SolveMS, NumOps: len(p.Pattern), Document: doc}, PipelineParamsFor(req, p), s.version)
+}
+
+// StoredPipelinePlan returns stored plan planID as a pipeline plan, with the chain of the
+// run it was computed from, and ok true; ok is false (and the rest nil) for a plan of
+// another family. Errors: chainplan.ErrNotFound for a missing plan or run, the parser's
+// *pipeline.PlanError for a stored document that does not read.
+func (s *Service) StoredPipelinePlan(ctx context.Context, planID int64) (p *pipeline.Plan, c *chainplan.Chain, ok bool, err error) {
+	doc, err := s.db.PlanDocument(ctx, planID)
+	if err != nil || !pipeline.IsPipelinePlan(doc) {
+		return nil, nil, false, err
+	}
+	if p, err = pipeline.Parse(doc); err != nil {
+		return nil, nil, false, fmt.Errorf("stored plan %d: %w", planID, err)
+	}
+	sp, err := s.db.Plan(ctx, planID)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if c, err = s.RunChain(ctx, sp.RunID); err != nil {
+		return nil, nil, false, err
+	}
+	return p, c, true, nil
+}

@@ -1,0 +1,114 @@
+package service_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/profiler"
+)
+
+// resnetChain is the chain of the run newService stores.
+func resnetChain(t *testing.T) *chainplan.Chain {
+	t.Helper()
+	prof, err := profiler.ReadFile(filepath.Join(profilesDir, "resnet_file.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := prof.Chain()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestSolvePipelineMinMemory(t *testing.T) {
+	c := resnetChain(t)
+	opts := pipeline.Options{GPUs: 2, Bandwidth: 1e9}
+	for _, algo := range service.PipelineAlgos() {
+		p, err := service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: opts, MinMemory: true})
+		if err != nil {
+			t.Fatalf("%s: %v", algo, err)
+		}
+		pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, Bandwidth: 1e9, MemoryBytes: p.MemoryBytes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.Check(pr, p); err != nil {
+			t.Fatalf("%s: %v", algo, err)
+		}
+		// One byte less is refused, naming the memory the plan used as the smallest.
+		o := opts
+		o.MemoryBytes = p.MemoryBytes - 1
+		_, err = service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: o})
+		var ie *pipeline.InfeasibleError
+		if !errors.As(err, &ie) || ie.MinMemoryBytes != p.MemoryBytes {
+			t.Errorf("%s at %d bytes: %v, want an InfeasibleError naming %d", algo, o.MemoryBytes, err, p.MemoryBytes)
+		}
+	}
+	if _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: "rotor", Options: opts}); !errors.Is(err, service.ErrBadInput) {
+		t.Errorf("algo rotor: %v, want ErrBadInput", err)
+	}
+}
+
+func TestPlanPipelineRun(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9,
+		ActivationModel: pipeline.ActivationsInput}, MinMemory: true, Source: service.SourceCLI}
+	got, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := service.SolvePipeline(resnetChain(t), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Plan.SolveMS, want.SolveMS = 0, 0
+	if got.RunID != 1 || got.PlanID != 1 || !reflect.DeepEqual(got.Plan, want) {
+		t.Fatalf("PlanPipelineRun = run %d plan %d %+v, want %+v", got.RunID, got.PlanID, got.Plan, want)
+	}
+	doc, err := s.Store().PlanDocument(ctx, got.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := pipeline.Parse(doc)
+	if err != nil || stored.Period != got.Plan.Period || len(stored.Stages) != len(got.Plan.Stages) {
+		t.Fatalf("stored document %s (%v)", doc, err)
+	}
+	sp, err := s.Store().Plan(ctx, got.PlanID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var params map[string]any
+	if err := json.Unmarshal(sp.Params, &params); err != nil {
+		t.Fatal(err)
+	}
+	wantParams := map[string]any{"algo": "contiguous", "gpus": float64(2), "memory": "min",
+		"memory_bytes": float64(got.Plan.MemoryBytes), "bandwidth_bytes_per_s": 12e9, "weight_copies": float64(3),
+		"activation_model": "input", "time_limit_s": float64(0), "chosen": "", "source": "cli"}
+	if !reflect.DeepEqual(params, wantParams) {
+		t.Fatalf("params %s, want %v", sp.Params, wantParams)
+	}
+	// Failures record nothing.
+	bad := req
+	bad.MinMemory, bad.Options.MemoryBytes = false, 1
+	if _, err := s.PlanPipelineRun(ctx, service.LatestRun, bad); !errors.Is(err, chainplan.ErrInfeasible) {
+		t.Fatalf("1 byte: %v, want ErrInfeasible", err)
+	}
+	bad = req
+	bad.Source = ""
+	if _, err := s.PlanPipelineRun(ctx, service.LatestRun, bad); !errors.Is(err, service.ErrBadInput) {
+		t.Fatalf("no source: %v, want ErrBadInput", err)
+	}
+	if plans, err := s.Store().Plans(ctx, 1); err != nil || len(plans) != 1 {
+		t.Fatalf("%d plans after the failures, want 1 (%v)", len(plans), err)
+	}
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// PipelinePlan is what the plans table keeps of a pipeline plan (chainplan.pipeline/v1,
+// DESIGN.md): the columns every plan has, filled from the pipeline's figures, and the whole
+// document. The store does not read the document; the planner that wrote it validated it.
+type PipelinePlan struct {
+	Algo        string  // the algorithm (plans.algo)
+	MemoryBytes int64   // memory per device (plans.budget_bytes)
+	Period      float64 // the period: time per mini-batch in the steady state (plans.makespan_s)
+	PeakBytes   int64   // the largest memory of a device (plans.peak_bytes)
+	SolveMS     float64 // solver time (plans.solve_ms)
+	NumOps      int     // operations of one period of the pattern (plans.num_ops)
+	Document    []byte  // the chainplan.pipeline/v1 document (plans.plan_json)
+}
+
+// RecordPipelinePlan stores pipeline plan p, computed from run runID's chain with the
+// given parameters (a JSON-marshalable value; nil for none) by chainplan version, and
+// returns the new plan id. Its row has slots 0, feasible 1 and an empty sequence; the
+// document is in plan_json. A run that does not exist fails with an error wrapping
+// chainplan.ErrNotFound; a document that is not a JSON object, or a period that is not a
+// finite positive number, is refused.
+func (db *DB) RecordPipelinePlan(ctx context.Context, runID int64, p *PipelinePlan, params any, version string) (int64, error) {
+	if p == nil {
+		return 0, errors.New("record pipeline plan: nil plan")
+	}
+	if math.IsNaN(p.Period) || math.IsInf(p.Period, 0) || p.Period <= 0 || math.IsNaN(p.SolveMS) {
+		return 0, fmt.Errorf("record pipeline plan: period %g or solve time %g is not a number", p.Period, p.SolveMS)
+	}
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(p.Document, &doc); err != nil {
+		return 0, fmt.Errorf("record pipeline plan: the document is not a JSON object: %w", err)
+	}
+	paramsJSON := []byte("{}")
+	if params != nil {
+		var err error
+		if paramsJSON, err = json.Marshal(params); err != nil {
+			return 0, fmt.Errorf("record pipeline plan: parameters: %w", err)
+		}
+	}
+	var id int64
+	err := db.write(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return notFound("no run %d in %s", runID, db.path)
+		}
+		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
+			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version, plan_json)
+			VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?, '[]', ?, ?) RETURNING plan_id`,
+			runID, formatTime(time.Now()), p.Algo, string(paramsJSON), p.MemoryBytes, p.Period, p.PeakBytes, p.SolveMS,
+			p.NumOps, version, string(p.Document)).Scan(&id)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("record pipeline plan for run %d: %w", runID, err)
+	}
+	return id, nil
+}
+
+// PlanDocument returns the whole document of plan id as stored (plans.plan_json), whatever
+// its family, or an error wrapping chainplan.ErrNotFound.
+func (db *DB) PlanDocument(ctx context.Context, id int64) (json.RawMessage, error) {
+	var doc sql.NullString
+	err := db.r.QueryRowContext(ctx, "SELECT plan_json FROM plans WHERE plan_id = ?", id).Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("no plan %d in %s", id, db.path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read plan %d: %w", id, err)
+	}
+	return json.RawMessage(doc.String), nil
+}
