@@ -8,6 +8,7 @@ Usage::
     net = plan.wrap(model)                                               # runs the schedule
     rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
     print(prof.summary(), chainplan.frontier(prof))    # stage table; makespan at every budget
+    chainplan.plot_frontier(prof, plan=plan, path="frontier.svg")  # pictures: plan.plot() too
 
     net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.schedule import Plan
-    from chainplan.tradeoff import Frontier, frontier, min_budget
+    from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
 
 __all__ = [
     "profile",
@@ -36,6 +37,7 @@ __all__ = [
     "runs",
     "frontier",
     "min_budget",
+    "plot_frontier",
     "Frontier",
     "Checkpointed",
     "Plan",
@@ -52,6 +54,7 @@ _WHERE = {
     "runs": "chainplan.api",
     "frontier": "chainplan.tradeoff",
     "min_budget": "chainplan.tradeoff",
+    "plot_frontier": "chainplan.tradeoff",
     "Frontier": "chainplan.tradeoff",
     "Checkpointed": "chainplan.checkpointed",
     "Plan": "chainplan.schedule",

@@ -159,14 +159,16 @@ def _plan(
     if isinstance(source, Profile):
         if source.run_id is None:
             return Plan.from_json(_bind.solve_file(str(source.path), req),
-                                  input_shape=profile_input_shape(source.path))
+                                  input_shape=profile_input_shape(source.path),
+                                  chain_json=_bind.profile_chain(str(source.path)))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
         return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source,
                               input_shape=run_input_shape(source))
     if isinstance(source, (str, os.PathLike)):
-        return Plan.from_json(_bind.solve(_read_chain_file(source), req))
+        chain = _read_chain_file(source)
+        return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
 

@@ -9,11 +9,12 @@ only when called.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from chainplan.errors import ScheduleError
+from chainplan.errors import ChainplanError, ScheduleError
 from chainplan.jsonfields import Fields
 from chainplan.offloading import Offload
 
@@ -88,6 +89,9 @@ class Plan:
             candidate this plan is; else empty.
         candidates: the outcome of every candidate compared, in tie-breaking order.
         raw: the document as read, for compatibility; the typed attributes are the API.
+        chain_json: the ``chainplan.chain/v1`` document of the chain the plan was made
+            for, when :func:`chainplan.plan` knew it (chain and profile files); stored
+            plans find theirs in the database. :meth:`plot` draws on it.
     """
 
     algo: str
@@ -105,6 +109,7 @@ class Plan:
     chosen: str = ""
     candidates: tuple[Candidate, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    chain_json: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def num_stages(self) -> int:
@@ -114,7 +119,8 @@ class Plan:
     @classmethod
     def from_json(cls, text: str | bytes, *, plan_id: int | None = None,
                   run_id: int | None = None,
-                  input_shape: Sequence[int] | None = None) -> Plan:
+                  input_shape: Sequence[int] | None = None,
+                  chain_json: str | None = None) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document
@@ -158,6 +164,7 @@ class Plan:
                           solve_ms=c.number("solve_ms", 0.0))
                 for c in f.objects("candidates")),
             raw=doc,
+            chain_json=chain_json,
         )
 
     def validate(self) -> None:
@@ -199,6 +206,53 @@ class Plan:
         from chainplan.executors import wrap
 
         return wrap(self, model)
+
+    def plot(self, path: str | os.PathLike[str] | None = None, *, chain: object = None) -> str:
+        """Draw the plan's memory timeline, as ``chainplan plot timeline`` does.
+
+        The simulated memory over time, the budget line and the peak, the operations on a
+        lane below; for a stored plan that ran, the peak its executions measured. The
+        picture is made by the Go side (``internal/plot``).
+
+        Args:
+            path: when given, the SVG is also written there (a ``.svg`` file).
+
+        Keyword Args:
+            chain: the chain the plan schedules, anything :func:`chainplan.plan` takes (a
+                Profile, a run id, a chain or profile file). Default: the chain the plan
+                was made from (:attr:`chain_json`), else the stored plan's run.
+
+        Returns:
+            The SVG document.
+
+        Raises:
+            PlanError: no chain is known (pass ``chain=``), or a bad ``path``.
+            ScheduleError: the plan is not valid on the chain.
+        """
+        from chainplan import _bind
+        from chainplan.errors import PlanError
+        from chainplan.tradeoff import chain_json, write_svg
+
+        doc = json.dumps(self.raw)
+        if chain is not None:
+            svg = _bind.plot_timeline(chain_json(chain, "Plan.plot"), doc)
+        elif self.chain_json is not None:
+            svg = _bind.plot_timeline(self.chain_json, doc)
+        elif self.plan_id is not None:
+            svg = _bind.plot_stored_timeline(self.plan_id)
+        else:
+            raise PlanError("Plan.plot(): the plan does not know its chain; pass chain= "
+                            "(a Profile, a run id or a chain file)")
+        if path is not None:
+            write_svg(path, svg)
+        return svg
+
+    def _repr_svg_(self) -> str | None:
+        """The memory timeline in a notebook; None (the text repr) when it cannot be drawn."""
+        try:
+            return self.plot()
+        except ChainplanError:
+            return None
 
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from chainplan.profiler.run import Profile
+    from chainplan.schedule import Plan
 
-__all__ = ["frontier", "min_budget", "Frontier", "FrontierPoint"]
+__all__ = ["frontier", "min_budget", "plot_frontier", "chain_json", "Frontier", "FrontierPoint"]
 
 @dataclasses.dataclass(frozen=True)
 class FrontierPoint:
@@ -152,7 +153,7 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
         names = [a.name for a in algorithms().values() if a.frontier]
         raise PlanError(f'no frontier for algorithm "{algo}": only {" and ".join(names)} have one')
     req = {"algo": algo, "slots": _slots(slots)}
-    return Frontier.from_json(_bind.frontier(_chain_json(source, "frontier"), req))
+    return Frontier.from_json(_bind.frontier(chain_json(source, "frontier"), req))
 
 
 def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "rotor",
@@ -186,7 +187,72 @@ def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "r
         from chainplan.api import _bandwidth
 
         req["bandwidth"] = _bandwidth(bandwidth, source)
-    return _bind.min_budget(_chain_json(source, "min_budget"), req)
+    return _bind.min_budget(chain_json(source, "min_budget"), req)
+
+
+def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
+                  bandwidth: float | str | None = None, budgets: int = 0,
+                  slots: int | None = None, overhead: bool = False, plan: Plan | None = None,
+                  title: str = "", path: str | os.PathLike[str] | None = None) -> str:
+    """Draw the budget-versus-time trade-off of a chain, as ``chainplan plot frontier`` does.
+
+    rotor's and revolve's optimal makespan at every budget, ``checkpoint_sequential`` at each
+    segment count and store-all; with a ``bandwidth``, POFO and offload-only at a few
+    budgets (each takes a fraction of a second to seconds on 20 to 70 stages). The picture is
+    made by the Go side (``internal/plot``), the same as the CLI's.
+
+    Args:
+        source: as for :func:`frontier`.
+
+    Keyword Args:
+        bandwidth: host-device bandwidth, as for :func:`chainplan.plan` (adds the offloading
+            algorithms; this needs torch for ``"auto"``).
+        budgets: budgets at which each offloading algorithm is solved (default: 0, eight).
+        slots: memory slots of the rotor and revolve frontiers (default: 500).
+        overhead: draw the overhead over no recomputation instead of the makespan.
+        plan: a plan to mark on the picture.
+        title: the picture's title (default: "Budget versus time").
+        path: when given, the SVG is also written there (a ``.svg`` file).
+
+    Returns:
+        The SVG document.
+
+    Raises:
+        PlanError: a bad option or ``path``.
+        SchemaError: the chain or profile is invalid.
+        NotFoundError: no stored run has that id.
+    """
+    if isinstance(budgets, bool) or not isinstance(budgets, int) or budgets < 0:
+        raise PlanError(f"budgets must be a non-negative integer (got {budgets!r})")
+    opts: dict[str, Any] = {"slots": _slots(slots), "budgets": budgets, "overhead": bool(overhead),
+                            "title": title}
+    if bandwidth is not None:
+        from chainplan.api import _bandwidth
+
+        opts["bandwidth"] = _bandwidth(bandwidth, source)
+    if plan is not None:
+        opts["plan"] = plan.raw
+    svg = _bind.plot_frontier(chain_json(source, "plot_frontier"), opts)
+    if path is not None:
+        write_svg(path, svg)
+    return svg
+
+
+def write_svg(path: str | os.PathLike[str], svg: str) -> None:
+    """Write an SVG document to ``path``, which must name a ``.svg`` file.
+
+    Raises:
+        PlanError: another extension (PNG comes from ``chainplan plot``), or the file cannot
+            be written.
+    """
+    p = Path(path)
+    if p.suffix.lower() != ".svg":
+        raise PlanError(f"path {str(path)!r}: pictures from Python are SVG; name a .svg file "
+                        f"(for PNG use chainplan plot ... -o FILE.png)")
+    try:
+        p.write_text(svg, encoding="utf-8")
+    except OSError as e:
+        raise PlanError(f"cannot write {str(path)!r}: {e.strerror}") from e
 
 
 def _slots(slots: int | None) -> int:
@@ -199,8 +265,9 @@ def _slots(slots: int | None) -> int:
     return slots
 
 
-def _chain_json(source: object, caller: str) -> str:
-    """The ``chainplan.chain/v1`` JSON of any source plan() accepts."""
+def chain_json(source: object, caller: str) -> str:
+    """The ``chainplan.chain/v1`` JSON of any source plan() accepts; ``caller`` names the
+    function asking, in errors."""
     if isinstance(source, int) and not isinstance(source, bool):
         return _bind.export_chain(source)
     if isinstance(source, (str, os.PathLike)):

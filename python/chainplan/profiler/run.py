@@ -90,6 +90,17 @@ class Profile:
 
         return profile_repr(self)
 
+    def _repr_svg_(self) -> str | None:
+        """The budget-versus-time frontier in a notebook (:func:`chainplan.plot_frontier`);
+        None (the text repr) when it cannot be drawn, e.g. for sizes not measured."""
+        from chainplan.errors import ChainplanError
+        from chainplan.tradeoff import plot_frontier
+
+        try:
+            return plot_frontier(self)
+        except ChainplanError:
+            return None
+
 
 def default_profile_dir() -> Path:
     """Where profiles are written: ``profiles/`` next to the database (the folder of

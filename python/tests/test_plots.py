@@ -1,0 +1,96 @@
+"""Pictures from Python: Plan.plot, chainplan.plot_frontier and the notebook display of
+plans and profiles, all drawn by the Go side (internal/plot)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import chainplan
+from chainplan.errors import PlanError, SchemaError
+from chainplan.profiler.run import Profile
+from chainplan.schedule import Plan
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def texts(svg: str) -> list[str]:
+    """The texts of an SVG document, which must parse as XML."""
+    root = ET.fromstring(svg.encode())
+    assert root.tag == SVG + "svg"
+    return [t.text or "" for t in root.iter(SVG + "text")]
+
+
+def tiny(ingest: bool = True) -> Profile:
+    """A small MLP chain profiled with its loss."""
+    model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 32), nn.Tanh(),
+                          nn.Linear(32, 4))
+    x, y = torch.randn(4, 8), torch.randint(0, 4, (4,))
+    return chainplan.profile(model, x, loss_fn=nn.CrossEntropyLoss(), target=y, repeats=2,
+                             warmup=1, progress=False, ingest=ingest, name="tiny")
+
+
+def test_plot_frontier_of_a_chain_file_marks_the_plan(tmp_path: Path) -> None:
+    chain = EXAMPLES / "resnet50.json"
+    plan = chainplan.plan(chain, budget="4GiB")
+    out = tmp_path / "f.svg"
+    svg = chainplan.plot_frontier(chain, plan=plan, title="resnet50", path=out)
+    assert out.read_text() == svg
+    words = texts(svg)
+    for w in ("resnet50", "rotor", "revolve", "sequential", "store-all", "rotor at 4.00 GiB"):
+        assert w in words
+    assert "pofo" not in words
+
+
+def test_plot_frontier_with_a_bandwidth_adds_the_offloading_algorithms() -> None:
+    words = texts(chainplan.plot_frontier(EXAMPLES / "tiny.json", bandwidth="1kB/s", budgets=3))
+    assert "pofo" in words and "offload" in words
+
+
+def test_plan_plot_knows_its_chain_file() -> None:
+    plan = chainplan.plan(EXAMPLES / "tiny.json", budget="min")
+    assert plan.chain_json is not None
+    words = texts(plan.plot())
+    assert "compute" in words and any(w.startswith("budget ") for w in words)
+    assert plan._repr_svg_() == plan.plot()
+
+
+def test_stored_plan_plots_from_the_database_with_its_measured_peak() -> None:
+    prof = tiny()
+    plan = chainplan.plan(prof, budget="min")
+    assert plan.plan_id is not None and plan.chain_json is None
+    chainplan.api._bind.record_execution(plan.plan_id, {"step_time_s": 0.01,
+                                                        "peak_bytes": plan.peak_bytes + 64})
+    words = texts(plan.plot())
+    assert f"Plan {plan.plan_id} (run {prof.run_id}): rotor at" in " ".join(words)
+    assert any(w.startswith("measured peak") for w in words)
+
+
+def test_profile_displays_its_frontier() -> None:
+    prof = tiny(ingest=False)
+    svg = prof._repr_svg_()
+    assert svg is not None and "rotor" in texts(svg)
+
+
+def test_plot_errors(tmp_path: Path) -> None:
+    loose = Plan.from_json(json.dumps(chainplan.plan(EXAMPLES / "tiny.json", budget="min").raw))
+    assert loose.chain_json is None and loose.plan_id is None
+    with pytest.raises(PlanError, match="pass chain="):
+        loose.plot()
+    assert loose._repr_svg_() is None
+    assert "compute" in texts(loose.plot(chain=EXAMPLES / "tiny.json"))
+    with pytest.raises(PlanError, match=r"\.svg"):
+        chainplan.plot_frontier(EXAMPLES / "tiny.json", path=tmp_path / "f.png")
+    with pytest.raises(PlanError, match="budgets"):
+        chainplan.plot_frontier(EXAMPLES / "tiny.json", budgets=-1)
+    with pytest.raises(PlanError, match="cannot read"):
+        chainplan.plot_frontier(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text('{"format": "chainplan.chain/v1", "stages": []}')
+    with pytest.raises(SchemaError):
+        chainplan.plot_frontier(tmp_path / "bad.json")
