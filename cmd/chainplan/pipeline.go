@@ -147,7 +147,8 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := service.SolvePipeline(c, req)
+		p, notes, err := service.SolvePipeline(c, req)
+		writeNotes(e, notes)
 		return c, p, err
 	}
 	ref, err := service.ParseRunRef(f.run)
@@ -163,8 +164,16 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 	if err != nil {
 		return nil, nil, err
 	}
+	writeNotes(e, got.Notes)
 	fmt.Fprintf(e.stderr, "chainplan: recorded as plan %d of run %d in %s\n", got.PlanID, got.RunID, svc.Path())
 	return got.Chain, got.Plan, nil
+}
+
+// writeNotes prints a planner's notes on standard error.
+func writeNotes(e *env, notes []string) {
+	for _, n := range notes {
+		fmt.Fprintf(e.stderr, "chainplan: %s\n", n)
+	}
 }
 
 // speedup is U(1,L)/T, the paper's speedup over one device (spec §1.4).

@@ -214,3 +214,25 @@ func TestPipelineRun(t *testing.T) {
 		t.Errorf("plans after a refusal: %q, want 1", n)
 	}
 }
+
+// TestPipelineMadPipe checks that madpipe's plan validates and says which plan it is, and
+// that it is never worse than the contiguous one (with or without a MILP solver).
+func TestPipelineMadPipe(t *testing.T) {
+	chain := writeTemp(t, "chain.json", pipelineChain)
+	args := []string{"pipeline", "--chain", chain, "--gpus", "3", "--memory", "2kB", "--bandwidth", "100", "--time-limit", "5s"}
+	code, out, errs := run(t, args...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	p := checkPipelinePlan(t, chain, out)
+	if p.Algo != "madpipe" || (p.Chosen != "madpipe" && p.Chosen != "contiguous") {
+		t.Errorf("algo %q chosen %q", p.Algo, p.Chosen)
+	}
+	code, out, errs = run(t, append(args, "--algo", "contiguous")...)
+	if code != 0 {
+		t.Fatalf("contiguous: exit %d: %s", code, errs)
+	}
+	if c := checkPipelinePlan(t, chain, out); p.Period > c.Period*(1+1e-9) {
+		t.Errorf("madpipe period %g above the contiguous %g", p.Period, c.Period)
+	}
+}

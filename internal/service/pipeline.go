@@ -10,6 +10,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipedream"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
@@ -30,22 +31,33 @@ type PipelineRequest struct {
 	Source string
 }
 
-// pipelineAlgo is one pipeline planner: its plan at pr's memory and its smallest memory.
+// pipelineAlgo is one pipeline planner: its plan at pr's memory, with notes for the user,
+// and its smallest memory (nil: not known).
 type pipelineAlgo struct {
 	name      string
-	solve     func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, error)
+	solve     func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error)
 	minMemory func(pr *pipeline.Problem, req PipelineRequest) (int64, error)
 }
 
 // pipelineAlgos are the pipeline planners, until the planner registry holds their entries
 // (docs/ARCHITECTURE.md, "Adding a planner": a Pipeline function set beside Schedule).
 var pipelineAlgos = []pipelineAlgo{
+	{name: madpipe.Algo,
+		solve: func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error) {
+			tr := &madpipe.Trace{}
+			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr})
+			return p, tr.Notes, err
+		}},
 	{name: contiguous.Algo,
-		solve:     func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, error) { return contiguous.Solve(pr) },
+		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
+			p, err := contiguous.Solve(pr)
+			return p, nil, err
+		},
 		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) { return contiguous.MinMemory(pr) }},
 	{name: pipedream.Algo,
-		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, error) {
-			return pipedream.Solve(pr, pipedream.Options{})
+		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
+			p, err := pipedream.Solve(pr, pipedream.Options{})
+			return p, nil, err
 		},
 		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) {
 			return pipedream.MinMemory(pr, pipedream.Options{})
@@ -71,24 +83,29 @@ func CheckPipelineAlgo(name string) error {
 }
 
 // SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
-// algorithm's smallest memory per device, found directly, then solved once. Errors: the
-// chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
+// algorithm's smallest memory per device, found directly, then solved once. The notes are
+// sentences for the user (madpipe: no MILP solver found, and how to install one). Errors:
+// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
 // *pipeline.InfeasibleError with the smallest memory that fits (or a lower bound), an
-// unknown algorithm wrapping ErrBadInput.
-func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, error) {
+// unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
+// the algorithm cannot find.
+func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
 	i := slices.IndexFunc(pipelineAlgos, func(a pipelineAlgo) bool { return a.name == req.Algo })
 	if i < 0 {
-		return nil, CheckPipelineAlgo(req.Algo)
+		return nil, nil, CheckPipelineAlgo(req.Algo)
 	}
 	a := pipelineAlgos[i]
 	pr, err := pipeline.NewProblem(c, req.Options)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if req.MinMemory {
+		if a.minMemory == nil {
+			return nil, nil, fmt.Errorf("%w: %s cannot find its smallest memory yet: give --memory in bytes", chainplan.ErrUnsupported, a.name)
+		}
 		m, err := a.minMemory(pr, req)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pr = pr.WithMemory(m)
 	}
@@ -129,6 +146,7 @@ type PlannedPipeline struct {
 	PlanID int64
 	Chain  *chainplan.Chain // the run's chain, which the plan partitions
 	Plan   *pipeline.Plan
+	Notes  []string // SolvePipeline's notes
 }
 
 // PlanPipelineRun plans the chain of the run ref names as a pipeline and records the plan
@@ -150,7 +168,7 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 	if err != nil {
 		return nil, err
 	}
-	p, err := SolvePipeline(c, req)
+	p, notes, err := SolvePipeline(c, req)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +176,7 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 	if err != nil {
 		return nil, err
 	}
-	return &PlannedPipeline{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
+	return &PlannedPipeline{RunID: id, PlanID: planID, Chain: c, Plan: p, Notes: notes}, nil
 }
 
 // RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
