@@ -140,3 +140,23 @@ func TestValidateLinkSum(t *testing.T) {
 		t.Errorf("issues %v: want the link's total 3 and the load bound 3 over T = 2", rep.Issues)
 	}
 }
+
+// TestValidateLemma10 is the non-contiguous half of anchor A2 (Lemma 10, T:l.2652):
+// weights (1, 2, 1), M = 2, P = 2, one weight copy and no activations: {1,3},{2} fits
+// (no contiguous allocation does: planner/contiguous checks that half).
+func TestValidateLemma10(t *testing.T) {
+	_, p := nonContiguous(t)
+	c := &chainplan.Chain{Format: chainplan.ChainFormat, Stages: []chainplan.Stage{
+		{FwdTime: .5, BwdTime: .5, ParamBytes: 1},
+		{FwdTime: 1, BwdTime: 1, ParamBytes: 2},
+		{FwdTime: .5, BwdTime: .5, ParamBytes: 1},
+	}}
+	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.MemoryBytes, p.WeightCopies, p.MemoryPerGPU = 2, 1, []int64{2, 2}
+	if err := pipeline.Check(pr, p); err != nil {
+		t.Fatal(err)
+	}
+}
