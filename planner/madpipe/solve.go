@@ -194,8 +194,8 @@ func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver 
 		for _, o := range g.ops {
 			hi += o.dur // everything in sequence: no period beyond helps memory
 		}
-	}
-	if lb >= hi {
+		hi = max(hi, lb)
+	} else if lb >= hi {
 		att.Status = "skipped"
 		return nil
 	}

@@ -1,0 +1,142 @@
+package madpipe
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/internal/pipechains"
+	"github.com/chainplan/chainplan/planner/milp"
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// testLimit keeps each test's ILPs short; the small chains below solve in far less.
+const testLimit = 5 * time.Second
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs(b)) }
+
+// randomProblem draws a chain of 2..9 layers on 2..5 devices, the memory between the
+// lower bound valid for every plan and twice the smallest contiguous memory, so that some
+// draws fit only non-contiguous allocations and some fit nothing.
+func randomProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
+	c := pipechains.Random(rng, 2+rng.IntN(8))
+	opts := pipeline.Options{GPUs: 2 + rng.IntN(4), Bandwidth: 20 + 200*rng.Float64(), WeightCopies: 2 + rng.IntN(2)}
+	if rng.IntN(2) == 0 {
+		opts.ActivationModel = pipeline.ActivationsInput
+	}
+	pr := mustProblem(tb, c, opts)
+	lo := pipeline.MemoryLowerBound(pr)
+	hi, err := contiguous.MinMemory(pr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return pr.WithMemory(lo + rng.Int64N(2*hi-lo+1))
+}
+
+// TestRandom: on random chains every plan passes the validator, MadPipe is never worse
+// than the best contiguous plan, it says which plan it returns, and it refuses only when
+// the contiguous planner does too.
+func TestRandom(t *testing.T) {
+	n := 400
+	if testing.Short() {
+		n = 200
+	}
+	rng := rand.New(rand.NewPCG(12, 12))
+	won := 0
+	for i := range n {
+		pr := randomProblem(t, rng)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			c, cerr := contiguous.Solve(pr)
+			p, err := Solve(pr, Options{TimeLimit: testLimit})
+			if err != nil {
+				var ie *pipeline.InfeasibleError
+				if !errors.As(err, &ie) || cerr == nil {
+					t.Fatalf("Solve: %v; contiguous: %v", err, cerr)
+				}
+				if !ie.LowerBound || ie.MinMemoryBytes != pipeline.MemoryLowerBound(pr) {
+					t.Fatalf("refusal %v, want the lower bound %d", ie, pipeline.MemoryLowerBound(pr))
+				}
+				return
+			}
+			if err := pipeline.Check(pr, p); err != nil {
+				t.Fatal(err)
+			}
+			if p.Algo != Algo {
+				t.Fatalf("algo %q", p.Algo)
+			}
+			switch {
+			case cerr == nil && p.Period > c.Period*(1+1e-9):
+				t.Fatalf("period %.12g above the contiguous %.12g", p.Period, c.Period)
+			case p.Chosen == ChosenContiguous && (cerr != nil || !near(p.Period, c.Period)):
+				t.Fatalf("chosen contiguous, period %g, contiguous %v %v", p.Period, c, cerr)
+			case p.Chosen == ChosenMadPipe:
+				won++
+				if p.Contiguous {
+					t.Fatalf("phase 2 returned a contiguous allocation %v", p.Stages)
+				}
+			case p.Chosen != ChosenContiguous:
+				t.Fatalf("chosen %q", p.Chosen)
+			}
+		})
+	}
+	t.Logf("madpipe's own schedule won %d of %d", won, n)
+	if won == 0 {
+		t.Fatal("phase 2 never beat the contiguous plan: the comparison cannot fail")
+	}
+}
+
+// TestAmpleMemory: with memory that binds nothing, MadPipe reaches the contiguous optimum
+// without memory limit, or does better.
+func TestAmpleMemory(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	for i := range 150 {
+		pr := randomProblem(t, rng).WithMemory(ample)
+		c, err := contiguous.Solve(pr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Solve(pr, Options{TimeLimit: testLimit})
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
+		}
+		if p.Period > c.Period*(1+1e-9) {
+			t.Fatalf("case %d: period %.12g above the unconstrained contiguous optimum %.12g", i, p.Period, c.Period)
+		}
+	}
+}
+
+// TestILPMatches1F1BStar: on a contiguous allocation, 1F1B* at its best period is optimal
+// among 1-periodic patterns (Theorem 15), so the scheduling ILP run to optimality must
+// reach exactly that period: lower would mean its memory or its constraints are wrong,
+// higher that it misses schedules.
+func TestILPMatches1F1BStar(t *testing.T) {
+	solver, err := milp.FindHighs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(12, 14))
+	checked := 0
+	for i := 0; checked < 120; i++ {
+		pr := randomProblem(t, rng)
+		c, err := contiguous.Solve(pr)
+		if errors.Is(err, chainplan.ErrInfeasible) {
+			continue
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		checked++
+		tr := &Trace{}
+		p := schedule(pr, c.Stages, math.Inf(1), solver, testLimit, tr)
+		if p == nil || len(tr.Attempts) != 1 || tr.Attempts[0].Status != "optimal" {
+			t.Fatalf("case %d: no optimal schedule for the contiguous allocation %v (%+v)", i, c.Stages, tr)
+		}
+		if !near(p.Period, c.Period) && math.Abs(p.Period-c.Period) > 1e-6*c.Period {
+			t.Fatalf("case %d: ILP period %.12g, 1F1B* best period %.12g (stages %v)", i, p.Period, c.Period, c.Stages)
+		}
+	}
+}
