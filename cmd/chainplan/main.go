@@ -120,6 +120,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newImportCmd(e),
 		newPipelineCmd(e),
 		newPlotCmd(e),
+		newReportCmd(e),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

@@ -1,0 +1,125 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner"
+)
+
+// storedRun is a database with the resnet-mini profile as run 1, a rotor and a greedy (offloading) plan
+// of it, and one execution of the rotor plan.
+func storedRun(t *testing.T) *service.Service {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := service.Open(ctx, filepath.Join(t.TempDir(), "c.db"), service.Options{Create: true, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	if _, _, err := svc.Ingest(ctx, "../../testdata/profiles/resnet_file.arrow"); err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []planner.Request{{Algo: "rotor"}, {Algo: "greedy", Bandwidth: 1e9}} {
+		if _, err := svc.PlanRun(ctx, service.RunID(1), service.Request{Request: req, Min: true, Source: service.SourcePython}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.RecordExecution(ctx, 1, service.Execution{StepTimeS: 0.002, PeakBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// TestReportStructure builds the page and checks what a reader and a browser rely on:
+// every section, one table row per stage, every SVG well-formed with its texts, a
+// timeline for the rotor plan and a note for the offloading plan, and nothing loaded from
+// anywhere.
+func TestReportStructure(t *testing.T) {
+	svc := storedRun(t)
+	p, err := Build(context.Background(), svc, 1, Options{Version: "v-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	for _, id := range []string{"provenance", "stages", "frontier", "plans", "history", "plan-1", "plan-2"} {
+		if !strings.Contains(html, `id="`+id+`"`) {
+			t.Errorf("no element with id %q", id)
+		}
+	}
+	if got, want := strings.Count(html, "<tr><td>"), len(p.Stages); got != want {
+		t.Errorf("%d stage rows, want %d", got, want)
+	}
+	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(html, -1)
+	// The frontier, the rotor plan's timeline, the history; the offloading plan's timeline is a note.
+	if len(svgs) != 3 {
+		t.Fatalf("%d SVG pictures, want 3", len(svgs))
+	}
+	for i, s := range svgs {
+		dec := xml.NewDecoder(strings.NewReader(s))
+		for {
+			if _, err := dec.Token(); err != nil {
+				if err.Error() != "EOF" {
+					t.Fatalf("SVG %d is not well-formed: %v", i, err)
+				}
+				break
+			}
+		}
+	}
+	for _, want := range []string{">Budget versus time<", ">Plan 1 (run 1): rotor at", ">#1<", "resnet-mini",
+		"no timeline: ", "chainplan v-test"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	// Self-contained: no script, stylesheet, image, frame or font loaded, no URL outside
+	// the page besides the SVG namespace names (which name, never load).
+	for _, bad := range []string{"<script", "<link", "<img", "<iframe", "@import", "url(", "src="} {
+		if strings.Contains(html, bad) {
+			t.Errorf("the page holds %q", bad)
+		}
+	}
+	for _, u := range regexp.MustCompile(`https?://[^\s"'<>]+`).FindAllString(html, -1) {
+		if u != "http://www.w3.org/2000/svg" && u != "http://www.w3.org/1999/xlink" {
+			t.Errorf("the page names the URL %s", u)
+		}
+	}
+	for _, h := range regexp.MustCompile(`href="([^"]*)"`).FindAllStringSubmatch(html, -1) {
+		if !strings.HasPrefix(h[1], "#") {
+			t.Errorf("link %q leaves the page", h[1])
+		}
+	}
+}
+
+// TestReportWithoutExecutions says why the history is missing.
+func TestReportWithoutExecutions(t *testing.T) {
+	ctx := context.Background()
+	svc, err := service.Open(ctx, filepath.Join(t.TempDir(), "c.db"), service.Options{Create: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Close()
+	if _, _, err := svc.Ingest(ctx, "../../testdata/profiles/resnet_file.arrow"); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(ctx, svc, 1, Options{MaxTimelines: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.History != "" || !strings.Contains(p.HistoryNote, "No plan of this run has a measured execution") || len(p.Plans) != 0 {
+		t.Fatalf("history %q, note %q, %d plans", p.History, p.HistoryNote, len(p.Plans))
+	}
+	if _, err := Build(ctx, svc, 9, Options{}); err == nil {
+		t.Fatal("run 9: no error")
+	}
+}
