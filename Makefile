@@ -15,7 +15,7 @@ PY       := $(VENV)/bin/python
 # it in .venv); the Go tests of planner/milp and planner/madpipe need it.
 PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel highsbox
 
-.PHONY: all build test lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
+.PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
 
 all: build
 
@@ -47,6 +47,15 @@ deps-check:
 
 test-go: venv
 	$(GO) test -race -short -count=1 $(PKGS)
+
+## test-browser: render the page of `chainplan report` in headless Chromium (Debian's
+## package, installed when missing; apt-get needs root) and check that it loads: every
+## section and picture rendered, nothing on the console, no request to any host.
+test-browser:
+	@command -v chromium >/dev/null || { \
+		SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q chromium; }
+	$(GO) test -tags browser -run TestReportInBrowser -count=1 -v ./internal/report
 
 ## venv: the project's virtual environment with every Python dependency.
 venv: $(VENV)/.deps-stamp

@@ -138,12 +138,25 @@ func Frontier(d *FrontierData) (*Figure, error) {
 		}
 		p.Add(line, ring, lab)
 	}
-	// From zero on both axes, so that the distances read as shares; with some room above
-	// and to the right of the last points.
-	p.X.Min, p.Y.Min = 0, math.Min(p.Y.Min, 0)
-	p.X.Max *= 1.04
-	p.Y.Max *= 1.06
+	// The data's range with a margin: budgets that matter are often a narrow band far
+	// from zero, which an axis from zero would squeeze into a corner.
+	padRange(&p.X, 0.04)
+	padRange(&p.Y, 0.06)
 	return single(p), nil
+}
+
+// padRange widens an axis by share of its range on each side (of its value when the
+// range is empty), never below zero when the data is not.
+func padRange(a *gplot.Axis, share float64) {
+	pad := (a.Max - a.Min) * share
+	if pad == 0 {
+		pad = math.Max(math.Abs(a.Max)*share, 1)
+	}
+	lo := a.Min - pad
+	if a.Min >= 0 {
+		lo = math.Max(lo, 0)
+	}
+	a.Min, a.Max = lo, a.Max+pad
 }
 
 // seriesGlyph gives marker series distinct shapes as well as colours (for print and for
