@@ -36,7 +36,14 @@ type dp struct {
 	gT, gM, gV grid
 	memo       map[key]entry
 	exactMemo  map[exactKey]entry
-	rooms      map[roomKey]float64
+	rooms      map[roomKey]float64 // exact mode
+	gridRooms  map[key]float64     // on the grids: j, p and V's index packed
+	heaviest   []float64           // heaviest[j]: the largest u_F+u_B of layers 1..j
+	// floor is a lower bound of every allocation's load (the heaviest layer, an even
+	// share of U(1,L)). The DP computes max(T, floor) throughout, which leaves the root's
+	// value unchanged (it is at least floor) and lets a state stop at the first option
+	// that reaches floor.
+	floor float64
 }
 
 // key packs a snapped state: j (10 bits), p (8), t, m and v indices (14 bits each).
@@ -60,7 +67,12 @@ type entry struct {
 }
 
 func newDP(prob *pipeline.Problem, that float64, exact bool) *dp {
-	d := &dp{prob: prob, that: that, memory: float64(prob.Options().MemoryBytes), rooms: map[roomKey]float64{}}
+	d := &dp{prob: prob, that: that, memory: float64(prob.Options().MemoryBytes), rooms: map[roomKey]float64{}, gridRooms: map[key]float64{}}
+	d.heaviest = make([]float64, prob.L()+1)
+	for l := 1; l <= prob.L(); l++ {
+		d.heaviest[l] = max(d.heaviest[l-1], prob.U(l, l))
+	}
+	d.floor = max(d.heaviest[prob.L()], prob.TotalWork()/float64(prob.Options().GPUs))
 	if exact {
 		d.exactMemo = map[exactKey]entry{}
 	} else {
@@ -146,10 +158,11 @@ func (d *dp) store(s state, e entry) {
 // never changes the DP's result).
 func (d *dp) solve(s state, cut float64) entry {
 	if s.j == 0 {
-		return entry{val: s.t}
+		return entry{val: max(s.t, d.floor)}
 	}
-	// Layers 1..j and the special device's load so far share p+1 devices.
-	if lb := max(s.t, (s.t+d.prob.U(1, s.j))/float64(s.p+1)); lb >= cut {
+	// Layers 1..j and the special device's load so far share p+1 devices, and the
+	// heaviest of those layers loads one of them.
+	if lb := max(s.t, (s.t+d.prob.U(1, s.j))/float64(s.p+1), d.heaviest[s.j]); lb >= cut {
 		return entry{val: lb, bound: true}
 	}
 	e, ok := d.lookup(s)
@@ -161,7 +174,7 @@ func (d *dp) solve(s state, cut float64) entry {
 		// Base case: layers 1..j become one more stage of the special device.
 		g := d.g(1, s.j, s.v)
 		if m, _ := d.gM.snap(s.m + d.mem(1, s.j, g-1)); m <= d.memory*(1+1e-12) {
-			best = entry{val: s.t + d.prob.U(1, s.j), i: 1, special: true}
+			best = entry{val: max(s.t+d.prob.U(1, s.j), d.floor), i: 1, special: true}
 		}
 		d.store(s, best)
 		return best
@@ -175,7 +188,7 @@ func (d *dp) solve(s state, cut float64) entry {
 			}
 		}
 	}
-	for i := s.j; i >= 1; i-- {
+	for i := s.j; i >= 1 && best.val > d.floor; i-- {
 		bar := min(best.val, cut)
 		u, c := d.prob.U(i, s.j), d.prob.Comm(i-1)
 		if u >= bar {

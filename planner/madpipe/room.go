@@ -14,9 +14,14 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 	}
 	k := roomKey{j: j, p: p, vi: vi}
 	if vi < 0 {
-		k.v = v
+		k.v = v // exact mode
 	}
-	if r, ok := d.rooms[k]; ok {
+	packed := key(j) | key(p)<<10 | key(vi)<<18
+	if vi >= 0 {
+		if r, ok := d.gridRooms[packed]; ok {
+			return r
+		}
+	} else if r, ok := d.rooms[k]; ok {
 		return r
 	}
 	best := math.Inf(-1)
@@ -36,7 +41,11 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 			}
 		}
 	}
-	d.rooms[k] = best
+	if vi >= 0 {
+		d.gridRooms[packed] = best
+	} else {
+		d.rooms[k] = best
+	}
 	return best
 }
 
