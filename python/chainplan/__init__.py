@@ -9,6 +9,7 @@ Usage::
     rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
     print(prof.summary(), chainplan.frontier(prof))    # stage table; makespan at every budget
     chainplan.plot_frontier(prof, plan=plan, path="frontier.svg")  # pictures: plan.plot() too
+    print(chainplan.stages(model, sample))             # the split, before measuring anything
 
     net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.schedule import Plan
+    from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "record",
     "measure",
     "runs",
+    "stages",
     "frontier",
     "min_budget",
     "plot_frontier",
@@ -52,6 +55,7 @@ _WHERE = {
     "record": "chainplan.api",
     "measure": "chainplan.api",
     "runs": "chainplan.api",
+    "stages": "chainplan.stages",
     "frontier": "chainplan.tradeoff",
     "min_budget": "chainplan.tradeoff",
     "plot_frontier": "chainplan.tradeoff",

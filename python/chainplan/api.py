@@ -274,22 +274,42 @@ def _loss(loss_fn: LossFn | None, out: torch.Tensor, target: torch.Tensor | None
     return loss_fn(out, target) if target is not None else loss_fn(out)
 
 
+def _inputs_bytes(inputs: Any) -> int:
+    """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once."""
+    from torch.utils import _pytree as pytree
+
+    seen: dict[int, int] = {}
+    for t in pytree.tree_leaves(inputs):
+        if isinstance(t, torch.Tensor):
+            ptr = t.untyped_storage().data_ptr()
+            seen[ptr] = max(seen.get(ptr, 0), t.numel() * t.element_size())
+    return sum(seen.values())
+
+
 def measure(
     net: nn.Module,
     sample: torch.Tensor,
-    *,
+    *args: Any,
     plan: Plan | None = None,
     loss_fn: LossFn | None = None,
     target: torch.Tensor | None = None,
     steps: int = 3,
     store: bool = True,
+    **kwargs: Any,
 ) -> Execution:
     """Run training steps of ``net`` and measure their time and peak activation memory.
 
     Weight gradients are allocated before measuring (they are not activations). The peak is
-    taken over one step, relative to the memory before it, plus the input's bytes (the
-    budget counts the chain input). The time is the median of ``steps`` further steps.
-    Gradients accumulate into ``.grad``; zero them afterwards as usual.
+    taken over one step, relative to the memory before it, plus the inputs' bytes (the
+    budget counts the chain input and side arguments such as a mask). The time is the
+    median of ``steps`` further steps. Gradients accumulate into ``.grad``; zero them
+    afterwards as usual.
+
+    Args:
+        net: the module to run, called as ``net(sample, *args, **kwargs)``.
+        sample: the chain input.
+        args, kwargs: the rest of the call (side arguments of a model split from its
+            graph); keyword arguments named like the options below must be positional.
 
     Keyword Args:
         plan: the plan ``net`` executes (default: ``net.plan`` for a wrapped model).
@@ -311,7 +331,7 @@ def measure(
             torch.cuda.synchronize(device)
 
     def step() -> None:
-        loss = _loss(loss_fn, net(sample), target)
+        loss = _loss(loss_fn, net(sample, *args, **kwargs), target)
         loss.backward()  # type: ignore[no-untyped-call]
 
     step()  # warm-up: caches, lazy allocations
@@ -319,7 +339,7 @@ def measure(
     with MemoryProbe(device=device) as probe:
         step()
         sync()
-    peak = probe.peak_bytes + sample.numel() * sample.element_size()
+    peak = probe.peak_bytes + _inputs_bytes((sample, args, kwargs))
     times = []
     for _ in range(steps):
         sync()

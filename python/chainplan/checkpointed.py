@@ -80,9 +80,12 @@ class Checkpointed(nn.Module):
     exactly the keys of ``model.state_dict()``, and state dicts load both ways.
 
     Args:
-        model: the chain, an ``nn.Sequential`` (nested Sequentials are flattened; each
-            stage takes one tensor and returns one tensor). The batch is dimension 0 of
-            its input.
+        model: the model as written: an ``nn.Sequential`` called with one tensor is the
+            chain of its stages (nested Sequentials flattened); any other model is split
+            from its graph at the first forward (``chainplan.stages`` shows the split) and
+            called as written, ``net(idx, mask=mask)``: its first argument is the chain
+            input, the others are side inputs and are part of what makes a plan valid.
+            The batch is dimension 0 of the first argument.
 
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
@@ -106,7 +109,7 @@ class Checkpointed(nn.Module):
         warmup: untimed repetitions first, ≥ 0 (default: 1).
 
     Raises:
-        ProfileError: at construction, the model is not a chain, ``loss_fn`` takes a
+        ProfileError: at construction, an empty nn.Sequential, ``loss_fn`` takes a
             target and none is given, or a profiling option is out of range.
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
@@ -125,7 +128,8 @@ class Checkpointed(nn.Module):
                  slots: int | None = None, reuse: bool = True, rescale: bool = True,
                  repeats: int = 3, warmup: int = 1) -> None:
         super().__init__()
-        flatten_stages(model)  # not a chain: say so now, not at the first forward
+        if isinstance(model, nn.Sequential):
+            flatten_stages(model)  # an empty chain: say so now, not at the first forward
         request = _budget_request(budget, algo, slots, 0, bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
@@ -169,19 +173,20 @@ class Checkpointed(nn.Module):
         self.model.train(mode)  # the wrapped container's own flag, for the no-grad path
         return self
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
         if not torch.is_grad_enabled():
-            plain: torch.Tensor = self.model(x)
+            plain: torch.Tensor = self.model(x, *args, **kwargs)
             return plain
-        net = self._cache.get(_key(x))
+        net = self._cache.get(_key(x, args, kwargs))
         if net is None:
-            net = self.executor(x)
-        out: torch.Tensor = net(x)
+            net = self.executor(x, *args, **kwargs)
+        out: torch.Tensor = net(x, *args, **kwargs)
         return out
 
-    def executor(self, x: torch.Tensor) -> nn.Module:
-        """The executor for inputs like ``x``: cached, else planned now (see the class)."""
-        key = _key(x)
+    def executor(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> nn.Module:
+        """The executor for calls like ``(x, *args, **kwargs)``: cached, else planned now
+        (see the class)."""
+        key = _key(x, args, kwargs)
         net = self._cache.get(key)
         if net is not None:
             return net
@@ -189,7 +194,7 @@ class Checkpointed(nn.Module):
             raise ProfileError("Checkpointed needs a batched input (dimension 0 is the batch; "
                                "got a 0-dimensional tensor)")
         shape = tuple(int(d) for d in x.shape)
-        p, how = self._plan_for(x, shape)
+        p, how = self._plan_for(x, shape, args, kwargs)
         executor: nn.Module = wrap(p, self.model)
         msg = (f"Checkpointed({self.name}): input {_describe(key)}: {how}; {p.algo} plan, "
                f"predicted peak {p.peak_bytes / 2**20:.1f} MiB for a budget of "
@@ -203,8 +208,9 @@ class Checkpointed(nn.Module):
         self._cache[key], self._plans[key] = executor, p
         return executor
 
-    def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...]) -> tuple[Plan, str]:
-        """A plan for inputs like ``x``, and how its profile was found."""
+    def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> tuple[Plan, str]:
+        """A plan for calls like ``(x, *args, **kwargs)``, and how its profile was found."""
         run, scaled = None, False
         if self.reuse:
             runs = stored_runs(signature=model_signature(self.model, x.device),
@@ -212,9 +218,9 @@ class Checkpointed(nn.Module):
                                torch_version=torch.__version__, loss=loss_name(self.loss_fn))
             run, scaled = choose(runs, shape, rescale=self.rescale)
         if run is None:
-            prof = profile_model(self.model, x, loss_fn=self.loss_fn,
+            prof = profile_model(self.model, x, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
-                                 warmup=self.warmup, name=self.name)
+                                 warmup=self.warmup, name=self.name, **kwargs)
             return self._plan(prof, shape), f"profiled anew (run {prof.run_id})"
         if not scaled:
             return self._plan(run.run_id, shape), f"reused the stored profile (run {run.run_id})"
@@ -252,19 +258,26 @@ class Checkpointed(nn.Module):
         return t.index_select(0, rows)
 
 
-def _key(x: torch.Tensor) -> tuple[Any, ...]:
-    """What makes a plan valid for an input: shape, dtype, device and autocast state."""
+def _key(x: torch.Tensor, args: tuple[Any, ...] = (),
+         kwargs: dict[str, Any] | None = None) -> tuple[Any, ...]:
+    """What makes a plan valid for a call: the chain input's shape, dtype and device, the
+    autocast state, and the other arguments' shapes and dtypes (values, for non-tensors)."""
     if not isinstance(x, torch.Tensor):
-        raise ProfileError(f"Checkpointed takes one tensor, the chain input (got "
+        raise ProfileError(f"Checkpointed takes one tensor first, the chain input (got "
                            f"{type(x).__name__})")
     kind = x.device.type
     cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
-    return (x.shape, x.dtype, x.device, cast)
+    key: tuple[Any, ...] = (x.shape, x.dtype, x.device, cast)
+    if args or kwargs:
+        from chainplan.graph.chain import args_key
+
+        key += (args_key(args, kwargs or {}),)
+    return key
 
 
 def _describe(key: tuple[Any, ...]) -> str:
     """An input as :func:`_key` sees it: ``shape [4, 3, 12, 12], float32 on cpu``."""
-    shape, dtype, device, cast = key
+    shape, dtype, device, cast = key[:4]
     text = f"shape {list(shape)}, {str(dtype).removeprefix('torch.')} on {device}"
     return text + (f" under autocast {str(cast).removeprefix('torch.')}" if cast else "")
 

@@ -25,7 +25,7 @@ import operator
 from dataclasses import dataclass
 
 import torch
-from torch import fx, nn
+from torch import fx
 
 from chainplan.graph.capture import Capture, alias_root, writes
 from chainplan.graph.cuts import cut_points
@@ -56,7 +56,7 @@ def nbytes(node: fx.Node) -> int:
     return 0
 
 
-def _stack(node: fx.Node, containers: set[str]) -> list[tuple[str, str, str]]:
+def _stack(node: fx.Node, containers: frozenset[str]) -> list[tuple[str, str, str]]:
     """The module calls a node sits in, outermost first: (call key, path, type name), the
     root and ``nn.Sequential`` containers left out (a container only calls its children
     in turn, so their boundaries are as good as the caller's)."""
@@ -122,9 +122,7 @@ def analyze(cap: Capture) -> ChainGraph:
     cuts = [i for i in cut_points(len(path), edges) if i < out and _cuttable(path[i], pos,
                                                                              last_write)]
     cuts.append(out)
-    containers = {name for name, m in cap.model.named_modules()
-                  if name and isinstance(m, nn.Sequential)}
-    stacks = {n: _stack(n, containers) for n in nodes}
+    stacks = {n: _stack(n, cap.containers) for n in nodes}
     last_in: dict[str, int] = {}
     for i, n in enumerate(path):
         for key, _, _ in stacks[n]:

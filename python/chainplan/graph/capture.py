@@ -74,7 +74,7 @@ class Capture:
         main: the placeholder of the chain input a_0 (the first tensor argument).
         output: the node whose value ``forward`` returns (one tensor).
         spec: the pytree structure of ``(args, kwargs)`` at capture.
-        model: the captured model.
+        containers: the module paths of the model's ``nn.Sequential`` containers.
     """
 
     program: ExportedProgram
@@ -83,7 +83,7 @@ class Capture:
     main: fx.Node
     output: fx.Node
     spec: pytree.TreeSpec
-    model: nn.Module
+    containers: frozenset[str]
 
 
 def _leaf_name(path: tuple[Any, ...], positional: list[str]) -> str:
@@ -162,7 +162,9 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     main = next(n for n, i in inputs.items() if i.kind == "user" and i.flat_index == tensors[0])
     output = _single_output(model, program, graph)
     _refuse_input_updates(model, graph, inputs)
-    return Capture(program, graph, inputs, main, output, spec, model)
+    containers = frozenset(name for name, m in model.named_modules()
+                           if name and isinstance(m, nn.Sequential))
+    return Capture(program, graph, inputs, main, output, spec, containers)
 
 
 def _single_output(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> fx.Node:

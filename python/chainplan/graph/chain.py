@@ -15,6 +15,7 @@ of input, as they plan again.
 from __future__ import annotations
 
 import warnings
+import weakref
 from collections.abc import Hashable
 from typing import Any
 
@@ -30,9 +31,16 @@ from chainplan.graph.choose import MIN_STAGES, choose_boundaries
 from chainplan.graph.cuts import jumps_over
 from chainplan.graph.describe import ChainSplit, SideInfo, StageInfo, stage_info
 from chainplan.graph.partition import Partition, partition
-from chainplan.graph.stage import GraphStage, Reader, mutated_buffers, readers, run_graph
+from chainplan.graph.stage import (
+    GraphStage,
+    Reader,
+    mutated_buffers,
+    readers,
+    run_graph,
+    state_of,
+)
 
-__all__ = ["BranchWarning", "ExtractedChain", "extract", "input_key"]
+__all__ = ["BranchWarning", "ExtractedChain", "args_key", "extract", "input_key"]
 
 # A stage holding more than this share of the operations is reported with its branches.
 _LARGE = 0.5
@@ -43,11 +51,20 @@ class BranchWarning(ChainplanWarning):
 
 
 def input_key(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
-    """What a captured graph is specialized to: the arguments' structure, every tensor's
-    shape, dtype and device, the other arguments' values, the training mode and the
-    autocast state."""
+    """What a captured graph is specialized to: the arguments (:func:`args_key`), the
+    training mode and the autocast state."""
+    key: list[Hashable] = [args_key(args, kwargs), model.training]
+    for kind in ("cpu", "cuda"):
+        if torch.is_autocast_enabled(kind):
+            key.append((kind, torch.get_autocast_dtype(kind)))
+    return tuple(key)
+
+
+def args_key(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Hashable:
+    """The arguments' structure, every tensor's shape, dtype, device and whether it needs
+    a gradient, and the other arguments' values."""
     leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
-    key: list[Hashable] = [str(spec), model.training]
+    key: list[Hashable] = [str(spec)]
     for v in leaves:
         if isinstance(v, torch.Tensor):
             key.append((tuple(v.shape), v.dtype, v.device, v.requires_grad))
@@ -57,9 +74,6 @@ def input_key(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -
                 key.append((type(v), v))
             except TypeError:
                 key.append((type(v), repr(v)))
-    for kind in ("cpu", "cuda"):
-        if torch.is_autocast_enabled(kind):
-            key.append((kind, torch.get_autocast_dtype(kind)))
     return tuple(key)
 
 
@@ -76,7 +90,8 @@ class ExtractedChain:
 
     def __init__(self, model: nn.Module, key: Hashable, cap: Capture, g: ChainGraph,
                  part: Partition, level: int) -> None:
-        self.model = model
+        self._model = weakref.ref(model)  # cached per model: must not keep it alive
+        self.name = type(model).__name__
         self.key = key
         self.capture = cap
         self.slot = SideSlot()
@@ -105,6 +120,14 @@ class ExtractedChain:
                                 _branches(g, part, infos, type(model).__name__), "graph")
 
     @property
+    def model(self) -> nn.Module:
+        """The model (ScheduleError once it no longer exists)."""
+        model = self._model()
+        if model is None:
+            raise ScheduleError(f"the {self.name} model of this chain no longer exists")
+        return model
+
+    @property
     def names(self) -> list[str]:
         """The stage names (their module paths), in order."""
         return [s.name for s in self.split.stages]
@@ -123,7 +146,7 @@ class ExtractedChain:
         """
         leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
         if spec != self.capture.spec:
-            raise ScheduleError(f"the chain of {type(self.model).__name__} was captured for "
+            raise ScheduleError(f"the chain of {self.name} was captured for "
                                 f"arguments {self.capture.spec}, not {spec}")
         values: dict[str, torch.Tensor] = {r.key: leaves[r.flat_index] for r in self.side_args}
         if self.prelude is not None:
@@ -138,7 +161,7 @@ class ExtractedChain:
 
 def _fetch(r: Reader, leaves: list[Any]) -> Any:
     if r.kind == "state":
-        return getattr(r.owner, r.attr)
+        return state_of(r)
     if r.kind == "user":
         return leaves[r.flat_index]
     return r.value
@@ -146,7 +169,9 @@ def _fetch(r: Reader, leaves: list[Any]) -> Any:
 
 def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             min_stages: int = MIN_STAGES) -> ExtractedChain:
-    """Capture ``model`` on ``(args, kwargs)`` and split it into a chain.
+    """Capture ``model`` on ``(args, kwargs)`` and split it into a chain (reused for the
+    same model, module structure and kind of input: ``profile()`` and the executors of its
+    plans share one capture).
 
     Args:
         model: any module whose forward returns one tensor; its first tensor argument is
@@ -166,13 +191,35 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             branches (long skip connections) span it; the message shows them.
     """
     key = input_key(model, args, kwargs)
+    cached = _CACHE.setdefault(model, {})
+    full = (key, _structure(model), min_stages)
+    chain = cached.get(full)
+    if chain is not None:
+        return chain
     cap = capture(model, args, kwargs)
     g = analyze(cap)
     bounds, level = choose_boundaries(g, min_stages)
     chain = ExtractedChain(model, key, cap, g, partition(g, bounds), level)
     for text in chain.split.branches:
         warnings.warn(text, BranchWarning, stacklevel=3)
+    if len(cached) >= _CACHED_PER_MODEL:
+        del cached[next(iter(cached))]
+    cached[full] = chain
     return chain
+
+
+# The splits made for each model, by kind of input and module structure: profile() and the
+# executors of its plans share one capture. Weak keys: a chain does not keep its model alive.
+_CACHE: weakref.WeakKeyDictionary[nn.Module, dict[Hashable, ExtractedChain]] = (
+    weakref.WeakKeyDictionary())
+_CACHED_PER_MODEL = 8
+
+
+def _structure(model: nn.Module) -> Hashable:
+    """The identity of every module, parameter and buffer of ``model``: a split is reused
+    only while they are the same objects."""
+    return (tuple(id(m) for m in model.modules()), tuple(id(p) for p in model.parameters()),
+            tuple(id(b) for b in model.buffers()))
 
 
 def _branches(g: ChainGraph, part: Partition, infos: list[StageInfo],

@@ -29,7 +29,8 @@ class StageInfo:
             module paths joined by ``+`` (``(part)`` marks a module split across stages).
         modules: the outermost module paths the stage runs (``"blocks.0"``,
             ``"blocks.1 (part)"``); empty for operations of the model's own forward.
-        ops: operations that make memory (views left out).
+        ops: operations that make memory (views left out); 0 for declared stages, whose
+            operations are not traced.
         out_shape, out_dtype, out_bytes: the stage output a_k.
         param_bytes: the parameters it reads (bytes).
         reads: the side values it reads, by name.
@@ -99,7 +100,8 @@ class ChainSplit:
                      f"{'out':>10}  {'param':>10}  side values read")
         for s in self.stages:
             out = f"{s.out_dtype.removeprefix('torch.')} {list(s.out_shape)}"
-            lines.append(f"{s.index:>4}  {s.name:<{width}}  {s.ops:>5}  {out:<24}  "
+            ops = "-" if self.source == "sequential" else str(s.ops)  # not traced
+            lines.append(f"{s.index:>4}  {s.name:<{width}}  {ops:>5}  {out:<24}  "
                          f"{format_bytes(s.out_bytes):>10}  {format_bytes(s.param_bytes):>10}"
                          f"  {', '.join(s.reads) or '-'}")
         for v in self.side:

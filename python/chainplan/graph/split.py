@@ -2,10 +2,10 @@
 
 An ``nn.Sequential`` called with one tensor is the chain of its stages, as declared
 (:func:`chainplan.stages.flatten_stages`). Any other model, or a call with more
-arguments, is captured and split (:func:`chainplan.graph.chain.extract`). :func:`stages`
-shows the result without measuring anything; :func:`profiled_chain` gives the profiler the
-stages, their names and the chain input, with the step's side values bound while it
-measures, and says how much memory those take.
+arguments, is captured and split (:func:`chainplan.graph.chain.extract`).
+:func:`split_of` describes the result without measuring anything (``chainplan.stages``);
+:func:`profiled_chain` gives the profiler the stages, their names and the chain input, with
+the step's side values bound while it measures, and says how much memory those take.
 
 Side values are counted once, in ``side_bytes``: the distinct storages of the tensors the
 stages read besides their input (side arguments, the prelude's results; never the model's
@@ -30,7 +30,7 @@ from chainplan.graph.describe import ChainSplit, StageInfo
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.stages import flatten_stages
 
-__all__ = ["ProfiledChain", "declared", "profiled_chain", "stages"]
+__all__ = ["ProfiledChain", "declared", "profiled_chain", "split_of", "stage_names"]
 
 
 def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
@@ -39,30 +39,9 @@ def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> b
     return isinstance(model, nn.Sequential) and not args and not kwargs
 
 
-def stages(model: nn.Module, *args: Any, **kwargs: Any) -> ChainSplit:
-    """Show how chainplan cuts ``model`` into a chain, without profiling it.
-
-    Usage::
-
-        print(chainplan.stages(model, idx, mask=mask))
-
-    Args:
-        model: the model; an ``nn.Sequential`` called with one tensor is its declared
-            stages, any other model is captured with ``torch.export`` and split where
-            every path from its first tensor argument to its output crosses.
-        args, kwargs: a sample call, as the training loop makes it.
-
-    Returns:
-        The :class:`~chainplan.graph.describe.ChainSplit`; ``print()`` it for a table of
-        the stages (module paths, operations, outputs, side values read).
-
-    Raises:
-        CaptureError: the model cannot be captured (the message names the construct and
-            the fallback: declaring the stages as an ``nn.Sequential``).
-
-    Warns:
-        BranchWarning: long skip connections forced part of the model into one stage.
-    """
+def split_of(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> ChainSplit:
+    """The split :func:`chainplan.stages` shows for ``model(*args, **kwargs)``; a graph is
+    captured in training mode, as ``chainplan.profile`` captures it."""
     if args and declared(model, args[1:], kwargs):
         return _sequential_split(model, args[0])
     was = model.training

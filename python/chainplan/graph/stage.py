@@ -23,6 +23,7 @@ the batch's statistics.
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,7 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.side import SideSlot
 from chainplan.graph.capture import Capture, alias_root, writes
 
-__all__ = ["GraphStage", "Reader", "mutated_buffers", "readers", "run_graph"]
+__all__ = ["GraphStage", "Reader", "mutated_buffers", "readers", "run_graph", "state_of"]
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,8 @@ class Reader:
         kind: ``"state"`` (a parameter or buffer of the model), ``"constant"``, ``"side"``
             (a side value, by name) or ``"user"`` (an argument, by flat index).
         key: the placeholder's name (the side value's name, the registration name).
-        owner, attr: the module holding a parameter or buffer, and its attribute name.
+        owner, attr: a weak reference to the module holding a parameter or buffer (the
+            chains cached for a model must not keep it alive), and the attribute name.
         value: a constant's tensor.
         flat_index: a user argument's index among the flattened ``(args, kwargs)``.
         parameter: whether a state tensor is a parameter (else a buffer).
@@ -53,7 +55,7 @@ class Reader:
 
     kind: str
     key: str
-    owner: nn.Module | None = None
+    owner: weakref.ReferenceType[nn.Module] | None = None
     attr: str = ""
     value: Any = None
     flat_index: int = -1
@@ -70,7 +72,7 @@ def readers(nodes: tuple[fx.Node, ...], cap: Capture, model: nn.Module,
             out.append(Reader("side", n.name))
         elif spec.kind in ("parameter", "buffer"):
             prefix, _, attr = spec.name.rpartition(".")
-            out.append(Reader("state", n.name, model.get_submodule(prefix), attr,
+            out.append(Reader("state", n.name, weakref.ref(model.get_submodule(prefix)), attr,
                               parameter=spec.kind == "parameter"))
         elif spec.kind == "constant":
             out.append(Reader("constant", n.name, value=spec.value))
@@ -116,9 +118,8 @@ class GraphStage(nn.Module):
         self._recomputing = False
         for r in reads:
             if r.kind == "state":
-                assert r.owner is not None
-                t = getattr(r.owner, r.attr)
-                if r.parameter:
+                t = state_of(r)
+                if isinstance(t, nn.Parameter):
                     self.register_parameter(r.key, t)
                 else:
                     self.register_buffer(r.key, t, persistent=False)
@@ -127,8 +128,7 @@ class GraphStage(nn.Module):
         return self.stage_name
 
     def _state(self, r: Reader) -> torch.Tensor:
-        assert r.owner is not None
-        t: torch.Tensor = getattr(r.owner, r.attr)
+        t = state_of(r)
         table = self._parameters if r.parameter else self._buffers
         if table.get(r.key) is not t:  # the model's tensor was replaced (e.g. by .to())
             table[r.key] = t  # type: ignore[assignment]
@@ -183,6 +183,19 @@ class GraphStage(nn.Module):
             if v is not None and id(v) not in seen:
                 seen.add(id(v))
                 yield (f"{prefix}.side.{r.key}" if prefix else f"side.{r.key}"), v
+
+
+def state_of(r: Reader) -> torch.Tensor:
+    """The model's current parameter or buffer a ``"state"`` reader stands for.
+
+    Raises:
+        ScheduleError: the model is gone.
+    """
+    owner = r.owner() if r.owner is not None else None
+    if owner is None:
+        raise ScheduleError(f"the model owning {r.key} no longer exists")
+    t: torch.Tensor = getattr(owner, r.attr)
+    return t
 
 
 def mutated_buffers(nodes: tuple[fx.Node, ...], cap: Capture) -> frozenset[str]:

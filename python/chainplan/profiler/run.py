@@ -2,7 +2,10 @@
 
 The recipe is that of rotor spec §1.4 and §7 item 25 (see ``measure.py``): each stage runs
 on the previous stage's real output, forward with the graph recorded, backward with a
-random gradient; times are medians of repetitions; the loss is the last stage.
+random gradient; times are medians of repetitions; the loss is the last stage. The stages
+are an ``nn.Sequential``'s, or those split from any other model's graph, whose side values
+(a mask, a timestep embedding) stay bound while the stages are measured and are counted
+once, in every operation's overheads (:mod:`chainplan.graph.split`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
@@ -35,7 +39,9 @@ from chainplan.profiler.spread import (
     warn_if_spread,
 )
 from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profile
-from chainplan.stages import flatten_stages
+
+if TYPE_CHECKING:
+    from chainplan.graph.describe import ChainSplit
 
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
 
@@ -53,6 +59,9 @@ class Profile:
         stage_names: the stages, in order (the loss excluded).
         rows: every measurement written to the file.
         seconds: wall time the profiling took (seconds).
+        side_bytes: memory the side values of a model split from its graph hold through
+            a step (bytes; counted in every operation's overheads); 0 for a Sequential.
+        split: how a model split from its graph was cut (None for a Sequential).
     """
 
     path: Path
@@ -61,6 +70,8 @@ class Profile:
     stage_names: tuple[str, ...]
     rows: tuple[ProfileRow, ...]
     seconds: float
+    side_bytes: int = 0
+    split: ChainSplit | None = field(default=None, compare=False)
 
     @property
     def num_stages(self) -> int:
@@ -128,8 +139,9 @@ def _stage_name(model: nn.Module, stage: nn.Module, k: int) -> str:
 
 
 def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
-                lm: LossMeasurement | None) -> list[ProfileRow]:
-    """One row per stage and repetition; the last stage's memory as the executor runs it."""
+                lm: LossMeasurement | None, resident: int = 0) -> list[ProfileRow]:
+    """One row per stage and repetition; the last stage's memory as the executor runs it;
+    ``resident`` bytes held through the whole step (side values) in every overhead."""
     rows: list[ProfileRow] = []
     end = chain_end(measured[-1][0], lm)
     for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
@@ -139,24 +151,25 @@ def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
         for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
             rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                                   fwd_tmp + end.held_bytes, m.bwd_tmp_bytes + end.held_bytes,
-                                   m.param_bytes))
+                                   fwd_tmp + end.held_bytes + resident,
+                                   m.bwd_tmp_bytes + end.held_bytes + resident, m.param_bytes))
     return rows
 
 
 def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
-               fwd_tmp: int) -> list[ProfileRow]:
+               fwd_tmp: int, resident: int = 0) -> list[ProfileRow]:
     if lm is None:  # no loss given: the loss stage costs nothing
-        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, 0, 0, 0, stage_kind="loss")]
-    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp, lm.bwd_tmp_bytes, 0,
-                       stage_kind="loss")
+        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, resident, resident, 0,
+                           stage_kind="loss")]
+    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp + resident,
+                       lm.bwd_tmp_bytes + resident, 0, stage_kind="loss")
             for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
 
 
 def profile_model(
     model: nn.Module,
     sample: torch.Tensor,
-    *,
+    *args: Any,
     loss_fn: LossFn | None = None,
     target: torch.Tensor | None = None,
     repeats: int = 5,
@@ -166,12 +179,23 @@ def profile_model(
     ingest: bool = True,
     progress: bool | None = None,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    **kwargs: Any,
 ) -> Profile:
     """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
 
+    Usage::
+
+        prof = chainplan.profile(gpt, idx, mask=mask, loss_fn=F.cross_entropy, target=y)
+
     Args:
-        model: an ``nn.Sequential`` chain (nested Sequentials are flattened).
-        sample: a real input batch; its device is the device profiled.
+        model: the model as written. An ``nn.Sequential`` called with ``sample`` alone is
+            the chain of its stages (nested Sequentials flattened); any other model, or one
+            called with more arguments, is captured with ``torch.export`` and split into a
+            chain (``chainplan.stages(model, sample, ...)`` shows the split).
+        sample: a real input batch, the chain input (the first argument of ``forward``);
+            its device is the device profiled.
+        args, kwargs: the rest of a call of ``forward`` (a mask, a timestep); keyword
+            arguments named like the options below must be passed positionally.
 
     Keyword Args:
         loss_fn: the training loss, called as ``loss_fn(output, target)`` (or
@@ -192,14 +216,16 @@ def profile_model(
         The :class:`Profile`, with its run id when ingested.
 
     Raises:
-        ProfileError: the model is not a chain, a stage does not return one tensor, a stage
-            or the loss raises while measured (the error names it, ``stage_index`` and
-            ``stage_name`` say which, and the original error is its ``__cause__``), or an
-            option is out of range.
+        ProfileError: a stage does not return one tensor, a stage or the loss raises while
+            measured (the error names it, ``stage_index`` and ``stage_name`` say which, and
+            the original error is its ``__cause__``), or an option is out of range.
+        CaptureError: a model that is not a Sequential cannot be captured (a
+            :class:`ProfileError` naming the construct, e.g. data-dependent control flow).
     """
+    from chainplan.graph.split import profiled_chain
+
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
-    stages = flatten_stages(model)
     if not isinstance(sample, torch.Tensor):
         raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
     device = sample.device
@@ -207,10 +233,11 @@ def profile_model(
     was_training = model.training
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
-    names = [_stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
-    x = sample
+    bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
+        chain = bound.enter_context(profiled_chain(model, sample, args, kwargs))
+        stages, names, x = chain.stages, chain.names, chain.input
         from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -231,12 +258,13 @@ def profile_model(
                 with _naming_stage(len(stages) + 1, f"loss {loss_name}"):
                     lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
                                       repeats=repeats, warmup=warmup, device=device)
-            rows = _stage_rows(measured, names, lm)
+            rows = _stage_rows(measured, names, lm, chain.side_bytes)
             end = chain_end(measured[-1][0], lm)
             rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
-                                   end.loss_fwd_tmp_bytes))
+                                   end.loss_fwd_tmp_bytes, chain.side_bytes))
             bar.update()
     finally:
+        bound.close()
         model.train(was_training)
     meta = ProfileMetadata(
         model_name=name,
@@ -262,7 +290,8 @@ def profile_model(
 
         run_id = _bind.ingest(str(out))
     prof = Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
-                   rows=tuple(rows), seconds=time.perf_counter() - start)
+                   rows=tuple(rows), seconds=time.perf_counter() - start,
+                   side_bytes=chain.side_bytes, split=chain.split)
     warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
     return prof
 

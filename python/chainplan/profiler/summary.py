@@ -110,7 +110,25 @@ def profile_summary(profile: Profile) -> str:
     n = profile.num_stages
     title = (f"Profile of {profile.model_name!r}: {n} stage{'' if n == 1 else 's'} + loss, "
              f"{where}, input {format_bytes(first.in_bytes if first else None)}, {profile.path}")
-    return title + "\n" + stage_table(rows)
+    return title + "\n" + stage_table(rows) + _split_lines(profile)
+
+
+def _split_lines(profile: Profile) -> str:
+    """For a model split from its graph: where the stages came from, the side values and
+    what was merged because of branches."""
+    split = profile.split
+    if split is None:
+        return ""
+    lines = [f"stages split from the graph at module level {split.level}; module paths:"]
+    lines += [f"{s.index:>4}  {', '.join(s.modules) or 'operations of forward'}"
+              for s in split.stages]
+    if split.side:
+        lines.append(f"side values, held once per step ({format_bytes(profile.side_bytes)} "
+                     "with their gradients, in every stage's fwd_tmp and bwd_tmp):")
+        lines += [f"      {v.name} ({v.origin}): {v.dtype.removeprefix('torch.')} "
+                  f"{list(v.shape)}, {format_bytes(v.nbytes)}" for v in split.side]
+    lines += [f"note: {b}" for b in split.branches]
+    return "\n" + "\n".join(lines)
 
 
 def profile_repr(profile: Profile) -> str:

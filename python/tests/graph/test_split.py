@@ -13,7 +13,7 @@ from torch import nn
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.chain import BranchWarning, extract
 from chainplan.graph.cuts import cut_points
-from chainplan.graph.split import stages
+from chainplan import stages
 from tests.graph.models import CASES
 
 
