@@ -11,6 +11,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -199,7 +200,7 @@ func readSchedulePlan(path string) (*chainplan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if plot.IsPipelinePlan(data) {
+	if pipeline.IsPipelinePlan(data) {
 		return nil, usagef("%s is a pipeline plan (chainplan.pipeline/v1): draw it with chainplan plot pipeline", path)
 	}
 	p, err := chainplan.ParsePlan(data)
@@ -254,7 +255,15 @@ func plotPipeline(f *plotFlags) (*plot.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	d, err := plot.PipelineOf(data, f.periods)
+	if !pipeline.IsPipelinePlan(data) {
+		return nil, usagef("%s is no pipeline plan (its format is not %s): a checkpointing or offloading plan "+
+			"has no Gantt chart; draw it with chainplan plot timeline", f.plan, pipeline.Format)
+	}
+	p, err := pipeline.Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.plan, err)
+	}
+	d, err := plot.PipelineOf(p, f.periods)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.plan, err)
 	}

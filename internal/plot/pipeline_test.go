@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // threeStages is a pipeline plan of three stages on three devices (DESIGN.md's contract).
@@ -27,7 +28,11 @@ const threeStages = `{"format": "chainplan.pipeline/v1", "algo": "madpipe", "gpu
 // periods × |pattern| boxes in the stages' shades, mini-batch labels starting at 0, one
 // memory bar per device and the limit line.
 func TestPipelineStructure(t *testing.T) {
-	d, err := PipelineOf([]byte(threeStages), 2)
+	pp, err := pipeline.Parse([]byte(threeStages))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := PipelineOf(pp, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,18 +74,24 @@ func TestPipelineStructure(t *testing.T) {
 }
 
 func TestPipelineOfBadInput(t *testing.T) {
-	for name, doc := range map[string]string{
-		"schedule":  `{"algo": "rotor", "sequence": []}`,
-		"no stages": `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": []}`,
-		"bad gpu":   `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": [{"first": 1, "last": 1, "gpu": 3}]}`,
-		"bad op":    `{"format": "chainplan.pipeline/v1", "gpus": 1, "period": 1, "stages": [{"first": 1, "last": 1, "gpu": 0}], "pattern": [{"op": "X", "stage": 0}]}`,
-		"not json":  `{`,
+	good := func() *pipeline.Plan {
+		p, err := pipeline.Parse([]byte(threeStages))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for name, spoil := range map[string]func(p *pipeline.Plan){
+		"no stages":  func(p *pipeline.Plan) { p.Stages = nil },
+		"bad gpu":    func(p *pipeline.Plan) { p.Stages[1].GPU = 7 },
+		"bad stage":  func(p *pipeline.Plan) { p.Pattern[0].Stage = 5 },
+		"last send":  func(p *pipeline.Plan) { p.Pattern[1].Stage = 2 },
+		"bad period": func(p *pipeline.Plan) { p.Period = 0 },
 	} {
-		if _, err := PipelineOf([]byte(doc), 0); !errors.Is(err, chainplan.ErrInvalidPlan) {
+		p := good()
+		spoil(p)
+		if _, err := PipelineOf(p, 0); !errors.Is(err, chainplan.ErrInvalidPlan) {
 			t.Errorf("%s: got %v, want ErrInvalidPlan", name, err)
 		}
-	}
-	if !IsPipelinePlan([]byte(threeStages)) || IsPipelinePlan([]byte(`{"algo": "rotor"}`)) {
-		t.Error("IsPipelinePlan")
 	}
 }

@@ -1,75 +1,32 @@
 package plot
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/pipeline"
 )
-
-// PipelineFormat is the format tag of a pipeline plan (DESIGN.md, "Pipeline plan").
-const PipelineFormat = "chainplan.pipeline/v1"
 
 // DefaultPeriods is the number of periods PipelineOf draws when asked for 0.
 const DefaultPeriods = 3
 
-// pipelinePlan holds the fields of a chainplan.pipeline/v1 document that the Gantt chart
-// reads (DESIGN.md, "Pipeline plan").
-type pipelinePlan struct {
-	Format      string  `json:"format"`
-	Algo        string  `json:"algo"`
-	GPUs        int     `json:"gpus"`
-	MemoryBytes float64 `json:"memory_bytes"`
-	Period      float64 `json:"period"`
-	Stages      []struct {
-		First int `json:"first"`
-		Last  int `json:"last"`
-		GPU   int `json:"gpu"`
-	} `json:"stages"`
-	Pattern []struct {
-		Op       string  `json:"op"`
-		Stage    int     `json:"stage"`
-		Start    float64 `json:"start"`
-		Duration float64 `json:"duration"`
-		Shift    int     `json:"shift"`
-	} `json:"pattern"`
-	MemoryPerGPU []float64 `json:"memory_per_gpu"`
-}
-
-// IsPipelinePlan reports whether doc is a JSON object whose format is that of a pipeline
-// plan, so that a front end can tell a pipeline plan from a schedule before reading it.
-func IsPipelinePlan(doc []byte) bool {
-	var head struct {
-		Format string `json:"format"`
-	}
-	return json.Unmarshal(doc, &head) == nil && head.Format == PipelineFormat
-}
-
-// PipelineOf reads a chainplan.pipeline/v1 document and lays out periods periods (0:
-// DefaultPeriods) of its steady state: mini-batch b runs an operation at start + (b +
+// PipelineOf lays out periods periods (0: DefaultPeriods) of the steady state of a
+// pipeline plan (read by pipeline.Parse): mini-batch b runs an operation at start + (b +
 // shift)·period, so period j holds mini-batch j − shift of each operation; the numbers are
-// offset so that the first period's smallest one is 0. A document that is not a pipeline
-// plan, or whose stages, devices or pattern do not fit together, fails with an error
-// wrapping chainplan.ErrInvalidPlan that names the field.
-func PipelineOf(doc []byte, periods int) (*PipelineData, error) {
+// offset so that the first period's smallest one is 0. A plan whose stages, devices or
+// pattern do not fit together fails with an error wrapping chainplan.ErrInvalidPlan that
+// names the field.
+func PipelineOf(p *pipeline.Plan, periods int) (*PipelineData, error) {
 	if periods <= 0 {
 		periods = DefaultPeriods
-	}
-	var p pipelinePlan
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("%w: pipeline plan: %v", chainplan.ErrInvalidPlan, err)
 	}
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: pipeline plan: %s", chainplan.ErrInvalidPlan, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case p.Format != PipelineFormat:
-		return nil, bad("format is %q, want %q (a checkpointing or offloading plan has no Gantt chart; plot its timeline)", p.Format, PipelineFormat)
 	case p.GPUs < 1:
 		return nil, bad("gpus must be at least 1 (got %d)", p.GPUs)
 	case !(p.Period > 0) || math.IsInf(p.Period, 0):
@@ -106,9 +63,9 @@ func PipelineOf(doc []byte, periods int) (*PipelineData, error) {
 		}
 		var ln int
 		switch o.Op {
-		case "F", "B":
+		case pipeline.F, pipeline.B:
 			ln = p.Stages[o.Stage].GPU
-		case "CF", "CB":
+		case pipeline.CF, pipeline.CB:
 			if o.Stage+1 >= len(p.Stages) {
 				return nil, bad("pattern[%d]: %s of the last stage %d has no next stage to talk to", i, o.Op, o.Stage)
 			}
@@ -127,17 +84,15 @@ func PipelineOf(doc []byte, periods int) (*PipelineData, error) {
 		for j := range periods {
 			t := o.Start + float64(j)*p.Period
 			b := j - o.Shift - minShift
-			d.Spans[ln] = append(d.Spans[ln], Span{Start: t, End: t + o.Duration, Kind: o.Op,
-				Label: o.Op + strconv.Itoa(b), Stage: o.Stage})
+			d.Spans[ln] = append(d.Spans[ln], Span{Start: t, End: t + o.Duration, Kind: string(o.Op),
+				Label: string(o.Op) + strconv.Itoa(b), Stage: o.Stage})
 		}
 	}
 	for _, l := range d.Spans {
 		slices.SortFunc(l, func(a, b Span) int { return cmpFloat(a.Start, b.Start) })
 	}
-	for _, v := range p.MemoryPerGPU {
-		d.MemoryBytes = append(d.MemoryBytes, int64(v))
-	}
-	d.LimitBytes = int64(p.MemoryBytes)
+	d.MemoryBytes = slices.Clone(p.MemoryPerGPU)
+	d.LimitBytes = p.MemoryBytes
 	return d, nil
 }
 
