@@ -7,9 +7,10 @@
 // with a time limit and reads its solution file back.
 //
 // Finding the program (FindHighs): the environment variable CHAINPLAN_HIGHS names it;
-// otherwise `highs` on PATH; otherwise the PyPI package highsbox installed in a Python
-// virtual environment (the project's .venv, found from the working directory upwards, the
-// active VIRTUAL_ENV, or the environment of the running Python interpreter). highsbox's
+// otherwise `highs` on PATH; otherwise the PyPI package highsbox installed for Python
+// (in the project's .venv, found from the working directory upwards, the active
+// VIRTUAL_ENV, the environment of the running Python interpreter, the user's site or the
+// system's). highsbox's
 // program does not find its own shared library, so the runner puts the library folder
 // beside the program's bin/ on LD_LIBRARY_PATH. Without a solver, FindHighs returns an
 // error wrapping ErrNoSolver whose text says how to install one.

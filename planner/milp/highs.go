@@ -58,7 +58,7 @@ type Highs struct {
 var _ Solver = (*Highs)(nil)
 
 // FindHighs looks for the highs program: $CHAINPLAN_HIGHS, then PATH, then the highsbox
-// package of a Python virtual environment (see the package comment). The error wraps
+// package of a Python installation (see the package comment). The error wraps
 // ErrNoSolver and says how to install it.
 func FindHighs() (*Highs, error) {
 	if p := os.Getenv(EnvHighs); p != "" {
@@ -70,11 +70,13 @@ func FindHighs() (*Highs, error) {
 	if p, err := exec.LookPath("highs"); err == nil {
 		return newHighs(p), nil
 	}
-	for _, venv := range venvCandidates() {
-		matches, _ := filepath.Glob(filepath.Join(venv, "lib", "python3*", "site-packages", "highsbox", "highs_dist", "bin", "highs"))
-		for _, p := range matches {
-			if isExecutable(p) {
-				return newHighs(p), nil
+	for _, prefix := range prefixes() {
+		for _, site := range []string{"site-packages", "dist-packages"} {
+			matches, _ := filepath.Glob(filepath.Join(prefix, "lib", "python3*", site, "highsbox", "highs_dist", "bin", "highs"))
+			for _, p := range matches {
+				if isExecutable(p) {
+					return newHighs(p), nil
+				}
 			}
 		}
 	}
@@ -97,10 +99,11 @@ func isExecutable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// venvCandidates lists the virtual environments to search: $VIRTUAL_ENV, the prefix of
-// the running program (a Python interpreter in a venv when the planner runs through the
-// bindings) and every .venv from the working directory up to the root.
-func venvCandidates() []string {
+// prefixes lists the Python installation prefixes to search: $VIRTUAL_ENV, the prefix of
+// the running program (a Python interpreter when the planner runs through the bindings),
+// every .venv from the working directory up to the root, then the user's and the
+// system's site folders (pip install --user, Debian's /usr/local).
+func prefixes() []string {
 	var out []string
 	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
 		out = append(out, v)
@@ -118,7 +121,10 @@ func venvCandidates() []string {
 			dir = parent
 		}
 	}
-	return out
+	if home, err := os.UserHomeDir(); err == nil {
+		out = append(out, filepath.Join(home, ".local"))
+	}
+	return append(out, "/usr/local", "/usr")
 }
 
 // Solve writes the model to a temporary LP file, runs highs on it and reads the solution
