@@ -3,6 +3,9 @@ package planner
 import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/baseline"
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/madpipe"
+	"github.com/chainplan/chainplan/planner/pipedream"
 	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
@@ -71,6 +74,10 @@ var entries = []Entry{
 		pofo.SolveAutoCapper, pofo.MinBudgetAutoCapper, FieldSlots),
 	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
 		pofo.SolveOpportunist, pofo.MinBudgetOpportunist, FieldSlots),
+	pipelineEntry(madpipe.Algo, "memory-aware pipeline partitioning and periodic schedule (MadPipe: DP, then a MILP)",
+		madpipeFuncs),
+	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),
+	pipelineEntry(pipedream.Algo, "PipeDream's partitioning DP and memory estimate, scheduled by 1F1B*", pipedreamFuncs),
 }
 
 func rotorOptions(req Request, revolve bool) rotor.Options {

@@ -58,6 +58,8 @@ type Entry struct {
 	// Schedule holds the functions of the checkpointing and offloading algorithms; nil
 	// for the other families.
 	Schedule *ScheduleFuncs `json:"-"`
+	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
+	Pipeline *PipelineFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

@@ -2,10 +2,13 @@ package planner_test
 
 import (
 	"encoding/json"
+	"errors"
 	"regexp"
 	"testing"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // TestRegistryEntries checks what the CLI, the bindings and the request check rely on:
@@ -44,7 +47,13 @@ func TestRegistryEntries(t *testing.T) {
 			t.Errorf("%s: an offloading algorithm without a bandwidth", e.Name)
 		}
 		if e.Family == planner.Pipeline {
+			if e.Schedule != nil || e.Pipeline == nil || e.Pipeline.Solve == nil {
+				t.Errorf("%s: a pipeline entry has Pipeline.Solve and no Schedule", e.Name)
+			}
 			continue
+		}
+		if e.Pipeline != nil {
+			t.Errorf("%s: a %s entry with pipeline functions", e.Name, e.Family)
 		}
 		if s := e.Schedule; s == nil || s.Solve == nil || s.MinBudget == nil || s.Simulate == nil {
 			t.Errorf("%s: a %s entry needs Schedule.Solve, MinBudget and Simulate", e.Name, e.Family)
@@ -92,5 +101,49 @@ func TestRegistryJSON(t *testing.T) {
 	}
 	if seq := got[byName["sequential"]]; len(seq.Takes) != 1 || seq.Takes[0] != "segments" {
 		t.Errorf("sequential: %+v", seq)
+	}
+}
+
+// TestSolvePipelineThroughTheRegistry plans a small chain with every pipeline entry, at a
+// given memory and at the smallest where the entry can search for it, and checks that the
+// façade refuses a checkpointing name and an unknown one.
+func TestSolvePipelineThroughTheRegistry(t *testing.T) {
+	c := &chainplan.Chain{Format: chainplan.ChainFormat, InputBytes: 4, Stages: []chainplan.Stage{
+		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
+		{FwdTime: 2, BwdTime: 3, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
+		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
+		{FwdTime: 2, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
+	}}
+	opts := pipeline.Options{GPUs: 2, MemoryBytes: 1 << 20, Bandwidth: 1e9, WeightCopies: 2}
+	algos := planner.PipelineAlgos()
+	if len(algos) != 3 {
+		t.Fatalf("pipeline algorithms %v", algos)
+	}
+	for _, a := range algos {
+		p, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: a, Options: opts})
+		if err != nil {
+			t.Fatalf("%s: %v", a, err)
+		}
+		pr, err := pipeline.NewProblem(c, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.Check(pr, p); err != nil {
+			t.Errorf("%s: plan does not validate: %v", a, err)
+		}
+		if e, _ := planner.Lookup(a); e.Pipeline.MinMemory != nil {
+			pm, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: a, Options: opts, MinMemory: true})
+			if err != nil || pm.MemoryBytes >= opts.MemoryBytes {
+				t.Errorf("%s at its smallest memory: %v, %v", a, pm, err)
+			}
+		}
+	}
+	for _, bad := range []string{"rotor", "MadPipe"} {
+		if _, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: bad, Options: opts}); !errors.Is(err, chainplan.ErrUnsupported) {
+			t.Errorf("%s: %v", bad, err)
+		}
+	}
+	if _, err := planner.Solve(c, planner.Request{Algo: "madpipe", BudgetBytes: 100}); !errors.Is(err, chainplan.ErrUnsupported) {
+		t.Errorf("Solve with a pipeline algorithm: %v", err)
 	}
 }

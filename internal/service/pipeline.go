@@ -9,9 +9,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/contiguous"
-	"github.com/chainplan/chainplan/planner/madpipe"
-	"github.com/chainplan/chainplan/planner/pipedream"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
 )
@@ -31,52 +29,14 @@ type PipelineRequest struct {
 	Source string
 }
 
-// pipelineAlgo is one pipeline planner: its plan at pr's memory, with notes for the user,
-// and its smallest memory (nil: not known).
-type pipelineAlgo struct {
-	name      string
-	solve     func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error)
-	minMemory func(pr *pipeline.Problem, req PipelineRequest) (int64, error)
-}
-
-// pipelineAlgos are the pipeline planners, until the planner registry holds their entries
-// (docs/ARCHITECTURE.md, "Adding a planner": a Pipeline function set beside Schedule).
-var pipelineAlgos = []pipelineAlgo{
-	{name: madpipe.Algo,
-		solve: func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error) {
-			tr := &madpipe.Trace{}
-			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr})
-			return p, tr.Notes, err
-		}},
-	{name: contiguous.Algo,
-		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
-			p, err := contiguous.Solve(pr)
-			return p, nil, err
-		},
-		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) { return contiguous.MinMemory(pr) }},
-	{name: pipedream.Algo,
-		solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
-			p, err := pipedream.Solve(pr, pipedream.Options{})
-			return p, nil, err
-		},
-		minMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) {
-			return pipedream.MinMemory(pr, pipedream.Options{})
-		}},
-}
-
-// PipelineAlgos returns the names of the pipeline algorithms.
-func PipelineAlgos() []string {
-	names := make([]string, len(pipelineAlgos))
-	for i, a := range pipelineAlgos {
-		names[i] = a.name
-	}
-	return names
-}
+// PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
+// Pipeline family).
+func PipelineAlgos() []string { return planner.PipelineAlgos() }
 
 // CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
 // algorithm.
 func CheckPipelineAlgo(name string) error {
-	if slices.ContainsFunc(pipelineAlgos, func(a pipelineAlgo) bool { return a.name == name }) {
+	if slices.Contains(PipelineAlgos(), name) {
 		return nil
 	}
 	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(PipelineAlgos(), ", "))}
@@ -90,26 +50,11 @@ func CheckPipelineAlgo(name string) error {
 // unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
 // the algorithm cannot find.
 func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
-	i := slices.IndexFunc(pipelineAlgos, func(a pipelineAlgo) bool { return a.name == req.Algo })
-	if i < 0 {
-		return nil, nil, CheckPipelineAlgo(req.Algo)
-	}
-	a := pipelineAlgos[i]
-	pr, err := pipeline.NewProblem(c, req.Options)
-	if err != nil {
+	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, nil, err
 	}
-	if req.MinMemory {
-		if a.minMemory == nil {
-			return nil, nil, fmt.Errorf("%w: %s cannot find its smallest memory yet: give --memory in bytes", chainplan.ErrUnsupported, a.name)
-		}
-		m, err := a.minMemory(pr, req)
-		if err != nil {
-			return nil, nil, err
-		}
-		pr = pr.WithMemory(m)
-	}
-	return a.solve(pr, req)
+	return planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
+		MinMemory: req.MinMemory, TimeLimit: req.TimeLimit})
 }
 
 // PipelineParams is the parameter set stored with every pipeline plan

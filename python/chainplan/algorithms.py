@@ -90,6 +90,10 @@ def check_algorithm(algo: str, *, segments: int = 0, bandwidth: bool = False) ->
         if algo.lower() in table:
             hint = f'names are lower-case: did you mean "{algo.lower()}"? '
         raise PlanError(f'unknown algorithm "{algo}" ({hint}want one of {", ".join(table)})')
+    if entry.family == "pipeline":
+        raise PlanError(f'algorithm "{algo}" plans a pipeline, not a sequence: use its own entry '
+                        f'point (chainplan.pipeline_plan(profile, gpus=..., memory=..., '
+                        f'algo="{algo}"))')
     if segments and not entry.reads("segments"):
         raise PlanError(f'segments apply to {_readers("segments")} only (got algorithm "{algo}")')
     if "bandwidth" in entry.needs and not bandwidth:
