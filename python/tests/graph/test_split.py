@@ -10,10 +10,10 @@ import pytest
 import torch
 from torch import nn
 
+from chainplan import stages
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.chain import BranchWarning, extract
 from chainplan.graph.cuts import cut_points
-from chainplan import stages
 from tests.graph.models import CASES
 
 
