@@ -131,6 +131,8 @@ class PipelinePlan:
         predicted_period: the period the partitioning step predicted before scheduling
             (MadPipe's phase 1 estimate), when the planner reports one; else 0.
         solve_ms: the planner's time (milliseconds).
+        notes: what the planner said about this plan (which candidate won, a solver it
+            could not find); not part of the document.
         raw: the document as read; the typed attributes are the API.
     """
 
@@ -152,6 +154,7 @@ class PipelinePlan:
     chosen: str = ""
     predicted_period: float = 0.0
     solve_ms: float = 0.0
+    notes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -208,7 +211,8 @@ class PipelinePlan:
     @classmethod
     def from_dict(cls, doc: object, *, plan_id: int | None = None, run_id: int | None = None,
                   microbatches: int | None = None,
-                  layer_param_bytes: Sequence[int] | None = None) -> PipelinePlan:
+                  layer_param_bytes: Sequence[int] | None = None,
+                  notes: Sequence[str] = ()) -> PipelinePlan:
         """Read a decoded document (see :meth:`from_json`)."""
         f = Fields(doc)
         fmt = f.string("format")
@@ -259,6 +263,7 @@ class PipelinePlan:
             chosen=f.string("chosen", ""),
             predicted_period=f.number("predicted_period", 0.0),
             solve_ms=f.number("solve_ms", 0.0),
+            notes=tuple(str(n) for n in notes),
             raw=cast(dict[str, Any], doc),
         )
 

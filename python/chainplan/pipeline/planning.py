@@ -139,15 +139,13 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
     if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
         if source.run_id is None:
             chain = _bind.profile_chain(str(source.path))
-            return PipelinePlan.from_json(_bind.pipeline_solve(chain, req),
-                                          microbatches=microbatches,
-                                          layer_param_bytes=_param_bytes(chain))
+            return _read(json.loads(_bind.pipeline_solve(chain, req)),
+                         layer_param_bytes=_param_bytes(chain))
         source = int(source.run_id)
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.pipeline_solve_run(source, req))
-        return PipelinePlan.from_dict(doc["plan"], plan_id=int(doc["plan_id"]), run_id=source,
-                                      microbatches=microbatches,
-                                      layer_param_bytes=_param_bytes(_bind.export_chain(source)))
+        return _read(doc, plan_id=int(doc["plan_id"]), run_id=source,
+                     layer_param_bytes=_param_bytes(_bind.export_chain(source)))
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         try:
@@ -156,10 +154,14 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
             raise NotFoundError(f"pipeline_plan() source {str(source)!r} is not an existing "
                                 f"chain file (nor a Profile or a run id)") from err
         # A chain file may describe another model than the one run: no weights to check.
-        return PipelinePlan.from_json(_bind.pipeline_solve(chain, req),
-                                      microbatches=microbatches)
+        return _read(json.loads(_bind.pipeline_solve(chain, req)))
     raise PlanError(f"pipeline_plan() takes a Profile, a run id or a chain file "
                     f"(got {type(source).__name__})")
+
+
+def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:
+    """The plan of a ``pybind.PipelineSolve*`` answer, with the planner's notes."""
+    return PipelinePlan.from_dict(doc["plan"], notes=tuple(doc.get("notes") or ()), **kwargs)
 
 
 def load_plan(plan_id: int) -> PipelinePlan:

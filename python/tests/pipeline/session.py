@@ -21,14 +21,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run(world: int, scenarios: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
-    """Run ``scenarios`` (``{"name", "kind", "plan", "options"}``) on ``world`` ranks.
+def run(world: int, scenarios: list[dict[str, Any]], tmp: Path,
+        db: Path | None = None) -> list[dict[str, Any]]:
+    """Run ``scenarios`` (``{"name", "kind", "plan", "options"}``) on ``world`` ranks, with
+    ``db`` as their database (default: one in ``tmp``).
 
     Returns:
         Each rank's results, by scenario name.
     """
     spec = tmp / "spec.json"
-    spec.write_text(json.dumps(scenarios))
+    spec.write_text(json.dumps({"db": str(db or tmp / "chainplan.db"), "scenarios": scenarios}))
     # A fork server that has imported torch and the workers once starts each rank in a
     # fraction of the time a fresh interpreter takes to import torch.
     ctx = multiprocessing.get_context("forkserver")

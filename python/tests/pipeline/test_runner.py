@@ -8,11 +8,16 @@ optimizer steps.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
-from tests.pipeline import session
+import chainplan
+from chainplan.pipeline import pipeline_plan
+from tests.pipeline import chains, session, workers
 from tests.pipeline.plans import modulo_plan, plan_doc
 
 # fp32 sums of four micro-batches in another order: differences of a few ulps.
@@ -47,13 +52,47 @@ FOUR = [
 
 
 @pytest.fixture(scope="module")
-def two(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    return session.run(2, TWO, tmp_path_factory.mktemp("two"))
+def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The sessions' database (the per-test one of conftest comes after module fixtures)."""
+    path = tmp_path_factory.mktemp("db") / "chainplan.db"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CHAINPLAN_DB", str(path))
+        yield path
 
 
 @pytest.fixture(scope="module")
-def four(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    return session.run(4, FOUR, tmp_path_factory.mktemp("four"))
+def stored(db: Path) -> Any:
+    """A contiguous plan of a profile of the workers' 4-layer chain, stored in ``db``."""
+    x = torch.randn(2, 16)
+    prof = chainplan.profile(workers.chain(4), x, loss_fn=workers.loss_fn, target=x,
+                             spread_warning=None)
+    return pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
+                         microbatches=8)
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory: pytest.TempPathFactory, db: Path, stored: Any) -> list[dict[str, Any]]:
+    record = {"name": "record", "kind": "measure", "plan": stored.raw, "plan_id": stored.plan_id,
+              "layer_param_bytes": list(stored.layer_param_bytes),
+              "options": {"layers": 4, "microbatches": 8, "store": True}}
+    # The failure scenario stays last: it leaves the pipeline's process group broken.
+    return session.run(2, TWO[:-1] + [record, TWO[-1]], tmp_path_factory.mktemp("two"), db)
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The Go planners' plans of tests/pipeline/chains.py on four devices."""
+    eight = chains.write(tmp_path_factory.mktemp("chain") / "eight.json")
+    return {algo: pipeline_plan(eight, gpus=4, memory=mem, bandwidth=1e4, algo=algo,
+                                time_limit_s=5)
+            for algo, mem in [("contiguous", 2500), ("pipedream", 4000), ("madpipe", 10000)]}
+
+
+@pytest.fixture(scope="module")
+def four(tmp_path_factory: pytest.TempPathFactory, db: Path,
+         planned: dict[str, Any]) -> list[dict[str, Any]]:
+    go = [_sc(f"go-{algo}", "compare", p.raw, microbatches=6) for algo, p in planned.items()]
+    return session.run(4, FOUR + go, tmp_path_factory.mktemp("four"), db)
 
 
 def _same_as_one_process(results: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
@@ -125,3 +164,37 @@ def test_failed_rank_is_named(two: list[dict[str, Any]]) -> None:
 def test_four_ranks_match_one_process(four: list[dict[str, Any]], name: str) -> None:
     got = _same_as_one_process(four, name)
     assert got[0]["schedule"] == ("Schedule1F1B" if name == "contiguous" else "plan")
+
+
+@pytest.mark.parametrize("algo", ["contiguous", "pipedream", "madpipe"])
+def test_go_planners_plans_match_one_process(four: list[dict[str, Any]],
+                                             planned: dict[str, Any], algo: str) -> None:
+    name = f"go-{algo}"
+    _same_as_one_process(four, name)
+    if algo == "contiguous":  # three stages on four devices: rank 3 idle
+        assert planned[algo].stages_on(3) == () and four[3][name]["grads"] == 0
+    if algo == "madpipe":  # a device holding two non-adjacent stages
+        assert not planned[algo].contiguous and four[0][name]["schedule"] == "plan"
+
+
+def test_execution_recorded_per_rank(two: list[dict[str, Any]], stored: Any, db: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    got = two[0]["record"]
+    assert "error" not in got, got.get("trace")
+    assert len(got["ids"]) == 2 and got == two[1]["record"]
+    monkeypatch.setenv("CHAINPLAN_DB", str(db))
+    rows = chainplan.query(
+        f"SELECT step_time_s, peak_bytes, steps, json_extract(metadata_json, '$.rank') AS rank, "
+        f"json_extract(metadata_json, '$.optimizer_step_time_s') AS opt "
+        f"FROM executions WHERE plan_id = {stored.plan_id} ORDER BY rank").to_pylist()
+    assert [r["rank"] for r in rows] == ["0", "1"] and all(r["steps"] == 2 for r in rows)
+    assert rows[0]["peak_bytes"] == got["peaks"][0] and rows[1]["peak_bytes"] == got["peaks"][1]
+    # step_time_s is the time per micro-batch, the period's counterpart; the step is 8 of them.
+    assert rows[0]["step_time_s"] == pytest.approx(got["microbatch_time_s"])
+    assert float(rows[0]["opt"]) == pytest.approx(got["step_time_s"])
+    out = chainplan.query(f"SELECT executions, measured_peak_bytes, predicted_time_s, "
+                          f"time_error FROM plan_outcomes WHERE plan_id = {stored.plan_id}"
+                          ).to_pylist()[0]
+    assert out["executions"] == 2 and out["measured_peak_bytes"] == max(got["peaks"])
+    assert out["predicted_time_s"] == pytest.approx(stored.period)
+    assert out["time_error"] == pytest.approx(got["microbatch_time_s"] / stored.period - 1)

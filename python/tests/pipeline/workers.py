@@ -160,11 +160,11 @@ def failure(plan: Any, *, layers: int, microbatches: int) -> dict[str, Any]:
     return got
 
 
-def measure(plan: Any, *, layers: int, microbatches: int) -> dict[str, Any]:
+def measure(plan: Any, *, layers: int, microbatches: int, store: bool = False) -> dict[str, Any]:
     """plan.run(): the execution every rank gets back."""
     x = torch.randn(2 * microbatches, 16)
     ex = plan.run(chain(layers), x, target=x, loss_fn=loss_fn, microbatches=microbatches,
-                  steps=2, store=False, timeout_s=60)
+                  steps=2, store=store, timeout_s=60)
     return {"schedule": ex.schedule, "steps": ex.steps, "step_time_s": ex.step_time_s,
             "microbatch_time_s": ex.microbatch_time_s, "ranks": [r.rank for r in ex.ranks],
             "peaks": [r.peak_bytes for r in ex.ranks], "ids": list(ex.execution_ids)}
@@ -177,18 +177,22 @@ KINDS: dict[str, Callable[..., dict[str, Any]]] = {
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
     """Entry point of one spawned rank: run every scenario of the spec file in turn.
 
-    The spec is a JSON list of ``{"name", "kind", "plan", "options"}``; each scenario's
-    outcome (or its error) goes to ``results/rank<r>.json``.
+    The spec is ``{"db": path, "scenarios": [{"name", "kind", "plan", "options", "plan_id",
+    "layer_param_bytes"}, ...]}``; each scenario's outcome (or its error) goes to
+    ``results/rank<r>.json``.
     """
     from chainplan.pipeline.plan import PipelinePlan
 
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    spec = json.loads(Path(spec_path).read_text())
+    # The fork server's environment is the one it started with: set the test's database.
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), CHAINPLAN_DB=spec["db"])
     dist.init_process_group("gloo", rank=rank, world_size=world)
     got: dict[str, Any] = {}
     try:
-        for sc in json.loads(Path(spec_path).read_text()):
-            plan = PipelinePlan.from_dict(sc["plan"])
+        for sc in spec["scenarios"]:
+            plan = PipelinePlan.from_dict(sc["plan"], plan_id=sc.get("plan_id"),
+                                          layer_param_bytes=sc.get("layer_param_bytes"))
             try:
                 got[sc["name"]] = KINDS[sc["kind"]](plan, **sc["options"])
             except Exception as e:  # reported to the parent, which asserts on it
@@ -196,5 +200,5 @@ def run_session(rank: int, world: int, port: int, spec_path: str, results: str) 
                                    "trace": traceback.format_exc()}
     finally:
         Path(results, f"rank{rank}.json").write_text(json.dumps(got))
-    if not any(sc.get("kind") == "failure" for sc in json.loads(Path(spec_path).read_text())):
+    if not any(sc.get("kind") == "failure" for sc in spec["scenarios"]):
         dist.destroy_process_group()

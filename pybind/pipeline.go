@@ -1,0 +1,122 @@
+package pybind
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// pipelineRequest is the JSON form of a pipeline planning request from Python
+// (chainplan.pipeline_plan).
+type pipelineRequest struct {
+	Algo            string  `json:"algo"`
+	GPUs            int     `json:"gpus"`
+	MemoryBytes     int64   `json:"memory_bytes"`
+	MinMemory       bool    `json:"min_memory"`
+	Bandwidth       float64 `json:"bandwidth"`
+	WeightCopies    int     `json:"weight_copies"`
+	ActivationModel string  `json:"activation_model"`
+	TimeLimitS      float64 `json:"time_limit_s"`
+	// Microbatches is written into the returned plan (its optional "microbatches" field),
+	// for the executor; the planners do not read it.
+	Microbatches int `json:"microbatches"`
+}
+
+func parsePipelineRequest(s string) (pipelineRequest, service.PipelineRequest, error) {
+	var r pipelineRequest
+	if err := strictUnmarshal(s, &r); err != nil {
+		return r, service.PipelineRequest{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
+	}
+	if r.Microbatches < 0 {
+		return r, service.PipelineRequest{}, fmt.Errorf("%w: microbatches must be ≥ 1 (got %d)", errBadRequest, r.Microbatches)
+	}
+	return r, service.PipelineRequest{
+		Algo: r.Algo,
+		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
+			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel)},
+		MinMemory: r.MinMemory,
+		TimeLimit: time.Duration(r.TimeLimitS * float64(time.Second)),
+		Source:    service.SourcePython,
+	}, nil
+}
+
+// pipelineError codes err as codedError does, keeping the smallest memory per device of a
+// pipeline planner's infeasibility as the Python InfeasibleBudget's min_budget_bytes (0
+// when only a lower bound or nothing is known) and the planner's own words.
+func pipelineError(err error) error {
+	var ie *pipeline.InfeasibleError
+	if errors.As(err, &ie) {
+		smallest := ie.MinMemoryBytes
+		if ie.LowerBound {
+			smallest = 0
+		}
+		msg := strings.TrimPrefix(err.Error(), "chainplan: ")
+		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=%d]: %s", max(smallest, 0), msg)
+	}
+	return codedError(err)
+}
+
+// PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
+// requestJSON asks ({"algo": "madpipe", "gpus": 4, "memory_bytes": N, "min_memory": false,
+// "bandwidth": B, "weight_copies": 2, "activation_model": "saved", "time_limit_s": 0,
+// "microbatches": 0}) and returns {"plan": {...}, "notes": [...]}: the chainplan.pipeline/v1
+// plan and the planner's notes for the user. Nothing is stored.
+func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
+	defer recoverError(&err)
+	c, err := chainplan.ParseChain([]byte(chainJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	r, req, err := parsePipelineRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	p, notes, err := service.SolvePipeline(c, req)
+	if err != nil {
+		return "", pipelineError(err)
+	}
+	p.Microbatches = r.Microbatches
+	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes)})
+	return string(b), codedError(err)
+}
+
+// PipelineSolveRun plans the chain of stored run runID as a pipeline (see PipelineSolve),
+// records the plan like every plan (plans.plan_json holds the document; docs/sql.md) and
+// returns {"plan_id": N, "plan": {...}, "notes": [...]}.
+func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
+	defer recoverError(&err)
+	r, req, err := parsePipelineRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	var planErr error
+	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+		got, err := s.PlanPipelineRun(ctx, service.RunID(runID), req)
+		if err != nil {
+			planErr = err
+			return err
+		}
+		got.Plan.Microbatches = r.Microbatches
+		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes)})
+		result = string(b)
+		return err
+	})
+	if planErr != nil {
+		return "", pipelineError(planErr)
+	}
+	return result, err
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
