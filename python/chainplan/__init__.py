@@ -13,6 +13,10 @@ Usage::
 
     net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
 
+    pp = chainplan.pipeline_plan(prof, gpus=4, memory="16GiB", bandwidth="12GB/s",
+                                 microbatches=8)          # a pipeline over 4 ranks, stored
+    runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
+
 Public names are imported on first use, so that the torch-free modules
 (``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
 """
@@ -26,6 +30,7 @@ if TYPE_CHECKING:
     from chainplan.api import measure, plan, profile, query, record, runs
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
+    from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.schedule import Plan
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
@@ -44,11 +49,15 @@ __all__ = [
     "Frontier",
     "Checkpointed",
     "Plan",
+    "pipeline_plan",
+    "PipelinePlan",
     "ChainplanError",
     "InfeasibleBudget",
 ]
 
 _WHERE = {
+    "pipeline_plan": "chainplan.pipeline.planning",
+    "PipelinePlan": "chainplan.pipeline.plan",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
     "query": "chainplan.api",
