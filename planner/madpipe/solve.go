@@ -75,7 +75,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 		tr = &Trace{}
 	}
 	if opts.TimeLimit <= 0 {
-		opts.TimeLimit = milp.DefaultTimeLimit
+		opts.TimeLimit = defaultTimeLimit()
 	}
 	contig, err := contiguous.Solve(pr)
 	if err != nil && !errors.Is(err, chainplan.ErrInfeasible) {
@@ -115,6 +115,8 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	out.SolveMS = float64(time.Since(start).Microseconds()) / 1000
 	return &out, nil
 }
+
+func defaultTimeLimit() time.Duration { return milp.DefaultTimeLimit }
 
 // phase2 schedules phase 1's allocations (best estimate first) with the ILP while the
 // time limit allows, and returns the best validated plan that beats bound (nil if none).

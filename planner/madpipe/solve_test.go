@@ -3,6 +3,7 @@ package madpipe
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -103,4 +104,28 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// TestMinMemory: Solve plans at MinMemory's answer, which is never above the contiguous
+// minimum; on anchor A2 it is below it (the non-contiguous {1,3},{2} fits M = 2).
+func TestMinMemory(t *testing.T) {
+	c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
+	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+	got, err := MinMemory(pr, Options{TimeLimit: testLimit})
+	if err != nil || got != 2 {
+		t.Fatalf("A2: MinMemory = %d, %v; want 2 (contiguous needs 3)", got, err)
+	}
+	rng := rand.New(rand.NewPCG(12, 15))
+	for i := range 40 {
+		pr := randomProblem(t, rng)
+		got, err := MinMemory(pr, Options{TimeLimit: testLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		need, _ := contiguous.MinMemory(pr)
+		if got > need || got < pipeline.MemoryLowerBound(pr) {
+			t.Fatalf("case %d: MinMemory = %d outside [%d, %d]", i, got, pipeline.MemoryLowerBound(pr), need)
+		}
+		mustSolve(t, pr.WithMemory(got), nil)
+	}
 }
