@@ -17,8 +17,10 @@ that remains: declaring the stages by hand as an ``nn.Sequential``.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,7 @@ import torch
 from torch import fx, nn
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
+from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
@@ -114,11 +117,17 @@ def _positional(model: nn.Module) -> list[str]:
     return [p.name for p in params if p.kind in kinds]
 
 
-def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Capture:
+def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+            traces: bool = False) -> Capture:
     """Export ``model``'s forward on ``(args, kwargs)`` and describe its placeholders.
 
     The chain input a_0 is the first tensor among the positional arguments (or, without
     one, among the keyword arguments); every other tensor argument is a side input.
+
+    Keyword Args:
+        traces: record each node's source line (default: False). Recording them makes a
+            capture almost twice as slow, so a capture without them is repeated with them
+            only to name the line of a construct that is refused.
 
     Raises:
         CaptureError: there is no tensor argument, torch.export cannot capture the forward
@@ -131,7 +140,8 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
         raise CaptureError(f"{type(model).__name__} was called without a tensor argument: "
                            "the chain input is the first tensor argument of forward")
     try:
-        program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+        with _source_lines(traces):
+            program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
     except Exception as err:  # export raises many unrelated types; each is explained
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
@@ -161,7 +171,16 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
                                f"{FALLBACK}")
     main = next(n for n, i in inputs.items() if i.kind == "user" and i.flat_index == tensors[0])
     output = _single_output(model, program, graph)
-    _refuse_input_updates(model, graph, inputs)
+    update = _input_update(graph, inputs)
+    if update is not None:
+        if not traces:  # capture again to name the line
+            return capture(model, args, kwargs, traces=True)
+        node, name = update
+        raise CaptureError(
+            f"{type(model).__name__}.forward updates its input {name!r} in place "
+            f"({_op_name(node)}{_where(node)}); a chain must leave its inputs intact, "
+            f"since recomputations read them again: use an out-of-place operation, or "
+            f"{FALLBACK}")
     containers = frozenset(name for name, m in model.named_modules()
                            if name and isinstance(m, nn.Sequential))
     return Capture(program, graph, inputs, main, output, spec, containers)
@@ -220,20 +239,27 @@ def alias_root(node: fx.Node) -> fx.Node:
     return node
 
 
-def _refuse_input_updates(model: nn.Module, graph: fx.Graph,
-                          inputs: dict[fx.Node, Input]) -> None:
-    """An in-place update of an argument cannot be replayed: a recomputed stage would read
-    the updated value."""
+def _input_update(graph: fx.Graph,
+                  inputs: dict[fx.Node, Input]) -> tuple[fx.Node, str] | None:
+    """The first operation updating an argument in place, and the argument's name: it
+    cannot be replayed, since a recomputed stage would read the updated value."""
     for node in graph.nodes:
         for w in writes(node):
-            root = alias_root(w)
-            spec = inputs.get(root)
+            spec = inputs.get(alias_root(w))
             if spec is not None and spec.kind == "user":
-                raise CaptureError(
-                    f"{type(model).__name__}.forward updates its input {spec.name!r} in place "
-                    f"({_op_name(node)}{_where(node)}); a chain must leave its inputs intact, "
-                    f"since recomputations read them again: use an out-of-place operation, or "
-                    f"{FALLBACK}")
+                return node, spec.name
+    return None
+
+
+@contextlib.contextmanager
+def _source_lines(on: bool) -> Iterator[None]:
+    """Record (or not) each node's stack trace while tracing (torch.fx's global switch)."""
+    before = fx_config.do_not_emit_stack_traces
+    fx_config.do_not_emit_stack_traces = not on
+    try:
+        yield
+    finally:
+        fx_config.do_not_emit_stack_traces = before
 
 
 def _op_name(node: fx.Node) -> str:
