@@ -58,6 +58,38 @@ func TestAnchors(t *testing.T) {
 			t.Fatalf("predicted %g, period %g chosen %q; want 2.2 and 2.2 from madpipe", tr.Predicted, p.Period, p.Chosen)
 		}
 	})
+	t.Run("A4", func(t *testing.T) {
+		// The Theorem 18 chain for k = 3 (one weight copy, no activations, M = k, P = k+2):
+		// k layers of cost 1 and weight M−1, one of cost k and weight M, k of cost k−1 and
+		// weight 1. Contiguous ≥ k(k−1) = 6; the non-contiguous optimum k = 3 pairs layers
+		// on several devices, outside MadPipe's class, whose best is 4 ({3} and {5} on the
+		// special device): exact phase 1 finds it; on the grids, m_P rounds 1 up to 1.2 and
+		// the special device's 2 + 1 bytes no longer fit, so MadPipe lands in [4, 6].
+		const k, m = 3, 3
+		var f, w []float64
+		var wt []int64
+		for range k {
+			f, wt = append(f, 0.5), append(wt, m-1)
+		}
+		f, wt = append(f, k/2.0), append(wt, m)
+		for range k {
+			f, wt = append(f, (k-1)/2.0), append(wt, 1)
+		}
+		w = f
+		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1})
+		c, err := contiguous.Solve(pr)
+		if err != nil || c.Period < k*(k-1) {
+			t.Fatalf("contiguous: %v, %v; want at least %d", c, err, k*(k-1))
+		}
+		if its := phase1(pr, true); len(its) == 0 || !near(its[0].estimate(), 4) {
+			t.Fatalf("exact phase 1: %v, want 4", its)
+		}
+		p := mustSolve(t, pr, nil)
+		t.Logf("madpipe %g (%s, stages %v), contiguous %g", p.Period, p.Chosen, p.Stages, c.Period)
+		if p.Period < 4-1e-9 || p.Period > c.Period+1e-9 {
+			t.Fatalf("period %g (chosen %q), want in [4, %g]", p.Period, p.Chosen, c.Period)
+		}
+	})
 	t.Run("E3", func(t *testing.T) {
 		// Spec §2.10 E3: phase 1 predicts 4 with {1,2} on the special device, but that
 		// allocation needs T ≥ 8; the contiguous {1},{2,3,4} fits at 6 and wins.
