@@ -3,12 +3,14 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -35,11 +37,7 @@ func newPipelineCmd(e *env) *cobra.Command {
 period; print it as a chainplan.pipeline/v1 plan (JSON) or as text.
 
 Algorithms (docs/pipeline.md):
-  madpipe     MadPipe: a DP over allocations with one device holding several stages,
-              then a MILP schedule (HiGHS, --time-limit); never worse than contiguous
-  contiguous  the optimal contiguous allocation (one stage per device) under 1F1B*
-  pipedream   PipeDream's partitioning DP, then 1F1B* at the smallest period that fits
-
+` + pipelineAlgoHelp() + `
 A device keeps --weight-copies copies of its weights (3: PipeDream-2BW stashing; 2: a
 synchronous flush), a buffer for each boundary it borders, and the activations of the
 mini-batches in flight, counted as each layer's input (--activation-model input, the
@@ -56,7 +54,7 @@ or a lower bound every plan needs.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", "madpipe", "algorithm: madpipe, contiguous or pipedream")
+	fl.StringVar(&f.algo, "algo", "madpipe", "algorithm: "+orList(algoNames(isPipeline)))
 	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
 	fl.StringVar(&f.run, "run", "", "plan a stored profile instead of --chain (a run id or \"latest\"); records the plan")
 	fl.IntVar(&f.gpus, "gpus", 0, "number of devices P (at least 1)")
@@ -67,6 +65,20 @@ or a lower bound every plan needs.`,
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
 	fl.DurationVar(&f.timeLimit, "time-limit", 10*time.Second, "time limit of madpipe's scheduling MILP")
 	return cmd
+}
+
+// isPipeline reports whether the algorithm's plans are pipeline plans (chainplan pipeline).
+func isPipeline(e planner.Entry) bool { return e.Pipeline != nil }
+
+// pipelineAlgoHelp lists the pipeline algorithms of the registry, one line each.
+func pipelineAlgoHelp() string {
+	var b strings.Builder
+	for _, e := range planner.Entries() {
+		if isPipeline(e) {
+			fmt.Fprintf(&b, "  %-12s %s\n", e.Name, e.Summary)
+		}
+	}
+	return b.String()
 }
 
 // checkPipelineFlags reads the flags into a request; every error names the flag.
