@@ -49,6 +49,11 @@ var (
 			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr})
 			return p, tr.Notes, err
 		},
+		// The smallest memory found below the contiguous minimum: success is not monotone
+		// in memory there, so it is the best found, not a proven minimum.
+		MinMemory: func(pr *pipeline.Problem, req PipelineRequest) (int64, error) {
+			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit})
+		},
 	}
 	contiguousFuncs = &PipelineFuncs{
 		Solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
