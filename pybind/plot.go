@@ -26,8 +26,8 @@ type plotOptions struct {
 // document (internal/plot.FrontierOf, the picture of `chainplan plot frontier`).
 // optionsJSON holds, all optional: "title"; "slots" (rotor's grid, 0: 500); "bandwidth"
 // (bytes per second: adds pofo and offload-only) and "budgets" (their number of budgets,
-// 0: 8); "overhead" (draw the overhead instead of the makespan); "plan" (a plan document
-// to mark).
+// 0: plot.DefaultOffloadBudgets); "overhead" (draw the overhead instead of the makespan);
+// "plan" (a plan document to mark).
 func PlotFrontier(chainJSON, optionsJSON string) (svg string, err error) {
 	defer recoverError(&err)
 	c, err := chainplan.ParseChain([]byte(chainJSON))

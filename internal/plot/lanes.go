@@ -103,6 +103,7 @@ func withLegend(p *gplot.Plot, w, h vg.Length) *Figure {
 	p.Legend = gplot.NewLegend()
 	leg.Left, leg.Top = true, true
 	leg.XOffs, leg.YOffs = 0, 0
+	leg.Padding = vg.Points(2)
 	return &Figure{width: w, height: h, draw: func(dc draw.Canvas) {
 		lw := leg.Rectangle(dc).Size().X + vg.Points(16)
 		p.Draw(draw.Crop(dc, 0, -lw, 0, 0))

@@ -16,7 +16,7 @@ import (
 // of 20 to 70 stages on its own default grid (up to 243 slots), and under a second on 50
 // slots, so its series is sampled, not swept, on the coarse grid.
 const (
-	DefaultOffloadBudgets = 8
+	DefaultOffloadBudgets = 6
 	DefaultOffloadSlots   = 50
 )
 

@@ -207,7 +207,7 @@ def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
     Keyword Args:
         bandwidth: host-device bandwidth, as for :func:`chainplan.plan` (adds the offloading
             algorithms; this needs torch for ``"auto"``).
-        budgets: budgets at which each offloading algorithm is solved (default: 0, eight).
+        budgets: budgets at which each offloading algorithm is solved (default: 0, six).
         slots: memory slots of the rotor and revolve frontiers (default: 500).
         overhead: draw the overhead over no recomputation instead of the makespan.
         plan: a plan to mark on the picture.
