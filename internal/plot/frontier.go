@@ -87,10 +87,6 @@ func Frontier(d *FrontierData) (*Figure, error) {
 		y = func(v float64) float64 { return 100 * (v/d.SumTime - 1) }
 	}
 	p := newPlot(d.Title, "activation memory budget ("+bs.Name+")", ylabel)
-	// Below the smallest budget and under the time without recomputation there is never
-	// a plan: the bottom left corner is free for the legend.
-	p.Legend.Top, p.Legend.Left = false, true
-	p.Legend.XOffs, p.Legend.YOffs = vg.Points(12), vg.Points(8)
 	xys := func(pts []Point) plotter.XYs {
 		out := make(plotter.XYs, len(pts))
 		for i, q := range pts {
@@ -142,7 +138,8 @@ func Frontier(d *FrontierData) (*Figure, error) {
 	// from zero, which an axis from zero would squeeze into a corner.
 	padRange(&p.X, 0.04)
 	padRange(&p.Y, 0.06)
-	return single(p), nil
+	// The legend goes beside the axes: the series fill the data area from corner to corner.
+	return withLegend(p, figWidth+1.1*vg.Inch, figHeight), nil
 }
 
 // padRange widens an axis by share of its range on each side (of its value when the
@@ -164,11 +161,6 @@ func padRange(a *gplot.Axis, share float64) {
 func seriesGlyph(i int) draw.GlyphDrawer {
 	shapes := []draw.GlyphDrawer{draw.CircleGlyph{}, draw.TriangleGlyph{}, draw.SquareGlyph{}, draw.BoxGlyph{}, draw.CrossGlyph{}}
 	return shapes[i%len(shapes)]
-}
-
-// single is the figure of one plot at the shared size.
-func single(p *gplot.Plot) *Figure {
-	return &Figure{width: figWidth, height: figHeight, draw: p.Draw}
 }
 
 // vLine is a vertical line across the whole plot at X (in data coordinates).
