@@ -5,8 +5,8 @@
 // smallest any planner can use to ample (7 levels, geometric). For every point it records
 // the period of madpipe, contiguous and pipedream, the periods their partitioning phases
 // predicted (the paper's dashed lines), the solver times and which plan madpipe returned,
-// checks the claims R1-R10 of spec §6.2, and writes docs/pipeline-eval.md and
-// docs/pipeline-eval.csv.
+// checks the claims R1-R10 of spec §6.2, and writes docs/pipeline-eval.md,
+// docs/pipeline-eval.csv and the speedup plots docs/pipeline-eval-{12,24}GBps.svg.
 //
 // Usage, from the repository root:
 //
@@ -125,6 +125,9 @@ func run(names []string, gpus []int, levels int, limit time.Duration, out string
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(out, "pipeline-eval.csv"), []byte(csvReport(all)), 0o644); err != nil {
+		return err
+	}
+	if err := writePlots(out, all); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "pipeline-eval.md"), []byte(report(all, limit, time.Since(start))), 0o644)

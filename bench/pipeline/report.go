@@ -68,10 +68,13 @@ func report(all []*series, limit, took time.Duration) string {
 	p("`chainplan import pipedream` (docs/formats.md, \"Importing PipeDream profiles\"); P ∈ {2, 4, 8} devices; links of ")
 	p("β = 12 and 24 GB/s (10⁹ bytes); 3 weight copies; the `input` activation model (the paper's); madpipe's scheduling MILP ")
 	p("limited to %v. Memory per device runs from the smallest memory any planner finds a plan for (\"min\") to the largest ", limit)
-	p("peak of the three planners' plans with unbounded memory (\"ample\"), in geometric steps. Periods are in milliseconds; ")
+	p("peak of the contiguous and pipedream plans with unbounded memory (\"ample\": from there their 1F1B* schedules reach their ")
+	p("memory-free periods), in %d geometric steps, then \"unbounded\" (2⁴⁸ bytes). Periods are in milliseconds; ", levelsOf(all))
 	p("\"—\" means no plan; in brackets, the period the partitioning phase predicted (the paper's dashed lines: madpipe's phase-1 ")
 	p("DP, pipedream's DP). \"ratio\" is period(pipedream) / period(madpipe). A point where some planner has no plan or a period ")
-	p("above its memory-free one is *memory-constrained* (✱).\n\n")
+	p("above its memory-free one is *memory-constrained* (✱). madpipe's smallest memory is the smallest its search found ")
+	p("(`madpipe.MinMemory`: a bisection below the contiguous minimum, to 0.1 %%), not a proven one.\n\n")
+	p("![speedups at 12 GB/s](pipeline-eval-12GBps.svg)\n\n![speedups at 24 GB/s](pipeline-eval-24GBps.svg)\n\n")
 	writeSummary(p, all)
 	writeClaims(p, all)
 	writeTimes(p, all)
@@ -108,6 +111,15 @@ func report(all []*series, limit, took time.Duration) string {
 		p("\n")
 	}
 	return b.String()
+}
+
+// levelsOf returns the most memory levels a series has (fewer when levels coincide).
+func levelsOf(all []*series) int {
+	n := 0
+	for _, s := range all {
+		n = max(n, len(s.points))
+	}
+	return n
 }
 
 func weights(c *chainplan.Chain) int64 {
@@ -177,7 +189,8 @@ func writeSummary(p func(string, ...any), all []*series) {
 // points, per model.
 func writeTimes(p func(string, ...any), all []*series) {
 	p("## Solver times\n\n")
-	p("Wall-clock time of one plan (madpipe: phase 1, phase 2 and the contiguous plan it compares with), median / largest ")
+	p("Wall-clock time of one plan (madpipe: phase 1, phase 2 and the contiguous plan it compares with; not the smallest-memory ")
+	p("searches), median / largest ")
 	p("over every point of the model, P ≤ 8. The issue's targets: madpipe within 30 s, contiguous within 1 s.\n\n")
 	p("| model | madpipe | contiguous | pipedream |\n|---|---|---|---|\n")
 	for _, name := range models {

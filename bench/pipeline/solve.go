@@ -19,8 +19,9 @@ func problem(s *series, memory int64) (*pipeline.Problem, error) {
 		WeightCopies: pipeline.DefaultWeightCopies, ActivationModel: pipeline.ActivationsInput})
 }
 
-// minMemory returns the smallest memory per device at which algo finds a plan.
-func minMemory(s *series, algo string, _ time.Duration) (int64, error) {
+// minMemory returns the smallest memory per device at which algo finds a plan (madpipe:
+// the smallest its search found, to 0.1 %).
+func minMemory(s *series, algo string, limit time.Duration) (int64, error) {
 	pr, err := problem(s, 0)
 	if err != nil {
 		return 0, err
@@ -30,8 +31,10 @@ func minMemory(s *series, algo string, _ time.Duration) (int64, error) {
 		return contiguous.MinMemory(pr)
 	case "pipedream":
 		return pipedream.MinMemory(pr, pipedream.Options{})
+	case "madpipe":
+		return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: limit})
 	}
-	return 0, fmt.Errorf("%s is not available yet", algo)
+	return 0, fmt.Errorf("unknown algorithm %q", algo)
 }
 
 // plan runs algo at memory and checks its plan with the independent validator.

@@ -50,6 +50,10 @@ var algoColors = map[string]color.RGBA{
 	"pofo":       palette[3],
 	"offload":    palette[1],
 	"optimal":    palette[9],
+	// The pipeline planners never share a picture with the others: their colours repeat.
+	"madpipe":    palette[0],
+	"contiguous": palette[2],
+	"pipedream":  palette[1],
 }
 
 var colorOther = palette[5]
