@@ -52,7 +52,8 @@ class RankMeasure:
         stages: the plan stages it ran.
         step_time_s: its median step time (seconds).
         microbatch_time_s: its steady-state time between micro-batches (seconds; NaN when
-            the step is too short to have a steady state, or the rank is idle).
+            the step is too short to have a steady state, when the rank is idle, or for a
+            built-in schedule asked for whose order is not the plan's).
         peak_bytes: its peak memory over a step (bytes).
         predicted_bytes: the plan's memory for it (bytes).
     """

@@ -85,6 +85,9 @@ class PipelineRunner:
             (:data:`ScheduleChoice`).
         timeout_s: how long a rank waits for a peer before giving up, naming the rank that
             failed (seconds; default: 300).
+        max_outstanding_sends: sends a rank may have pending when it runs the plan's order
+            through torch's runtime (default: 2; None: torch's placement, which holds every
+            micro-batch's input gradient until the end of the step).
 
     Raises:
         PipelineError: no process group, a world size other than the plan's GPU count, or
@@ -98,7 +101,7 @@ class PipelineRunner:
     def __init__(self, plan: PipelinePlan, model: nn.Module, *, loss_fn: LossFn | None = None,
                  microbatches: int | None = None, device: torch.device | str | None = None,
                  seed: int | None = None, schedule: ScheduleChoice = "auto",
-                 timeout_s: float = 300.0) -> None:
+                 timeout_s: float = 300.0, max_outstanding_sends: int | None = 2) -> None:
         runtime.check_torch_version()
         if not dist.is_available() or not dist.is_initialized():
             raise PipelineError("a pipeline runs in a process group: call "
@@ -114,6 +117,7 @@ class PipelineRunner:
                                 "pass microbatches=N")
         self.plan, self.microbatches = plan, n
         self.loss_fn = loss_fn
+        self._max_sends = max_outstanding_sends
         self.device = torch.device(device) if device is not None else _default_device()
         layers = _check_model(plan, model)
         self.orders = rank_orders(plan, n)
@@ -150,6 +154,9 @@ class PipelineRunner:
                 why = "every rank's order is ScheduleInterleaved1F1B's"
         self.schedule = name or "plan"
         self.schedule_reason = why
+        # The steady-state window is the plan's: it measures only a schedule in its order.
+        self._plan_order = schedule in ("auto", "plan") or \
+            builtin_schedule(plan, self.orders, n)[0] == name
 
     def _build(self, name: str) -> Any:
         from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
@@ -165,7 +172,8 @@ class PipelineRunner:
             return Schedule1F1B(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
         if name == "ScheduleGPipe":
             return ScheduleGPipe(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
-        return runtime.plan_schedule(self._stages, n, self._loss, self._group_orders)
+        return runtime.plan_schedule(self._stages, n, self._loss, self._group_orders,
+                                     max_outstanding_sends=self._max_sends)
 
     def _forward_context(self, block: StageBlock) -> Callable[[Any], Any]:
         @contextmanager
@@ -269,7 +277,7 @@ class PipelineRunner:
             _sync(self.device)
             times.append(time.perf_counter() - t0)
             mb_times.append(steady_time(self.plan, self.microbatches, self._starts,
-                                        list(self.blocks)))
+                                        list(self.blocks)) if self._plan_order else math.nan)
         mine = RankMeasure(self.rank, str(self.device), socket.gethostname(),
                            tuple(self.blocks), statistics.median(times),
                            statistics.median(mb_times), peak,
@@ -314,7 +322,8 @@ def _sync(device: torch.device) -> None:
 
 
 def _default_device() -> torch.device:
-    if dist.get_backend() == "nccl":
+    # init_process_group() without a backend gives "cpu:gloo,cuda:nccl".
+    if "nccl" in str(dist.get_backend()) and torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
 

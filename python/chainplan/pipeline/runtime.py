@@ -67,23 +67,38 @@ def _torch_orders(orders: Orders) -> dict[int, list[Any]]:
 
 
 def plan_schedule(stages: Sequence[Any], microbatches: int, loss_fn: Callable[..., Any],
-                  orders: Orders) -> Any:
+                  orders: Orders, *, max_outstanding_sends: int | None = None) -> Any:
     """A schedule that runs this rank's ``stages`` (``PipelineStage`` s) in the plan's
     ``orders``: every rank's list, keyed by rank in the stages' process group (the
     lowering matches sends with receives across ranks).
+
+    Torch's lowering waits for a backward send only at the end of the step, which keeps
+    the input gradient of every micro-batch alive on the sending rank: memory the plan does
+    not count, growing with the number of micro-batches. ``max_outstanding_sends`` moves
+    waits earlier so that no rank has more sends pending (torch keeps the moves free of
+    deadlock); when torch finds no such placement for the lists, the lists run without it.
 
     Raises:
         PipelineError: torch refused the lists (the message is torch's).
     """
     from torch.distributed.pipelining.schedules import _PipelineScheduleRuntime
 
-    sched = _PipelineScheduleRuntime(  # type: ignore[no-untyped-call]
-        list(stages), microbatches, loss_fn=loss_fn, scale_grads=True)
-    try:
+    def build(cap: int | None) -> Any:
+        sched = _PipelineScheduleRuntime(  # type: ignore[no-untyped-call]
+            list(stages), microbatches, loss_fn=loss_fn, scale_grads=True,
+            max_outstanding_sends=cap)
         sched._prepare_schedule_with_comms(_torch_orders(orders))
+        return sched
+
+    try:
+        try:
+            return build(max_outstanding_sends)
+        except ValueError as e:
+            if max_outstanding_sends is None or "max_outstanding_sends" not in str(e):
+                raise
+            return build(None)
     except (AssertionError, ValueError, RuntimeError) as e:
         raise PipelineError(f"torch refused the plan's action lists: {e}") from e
-    return sched
 
 
 def interleaved_schedule(stages: Sequence[Any], microbatches: int,

@@ -41,6 +41,7 @@ TWO = [
     _sc("idle", "compare", IDLE, microbatches=2),
     _sc("errors", "errors", modulo_plan([0, 1, 1, 0])),
     _sc("measure", "measure", modulo_plan([0, 1, 1, 0]), microbatches=8),
+    _sc("sends", "sends", modulo_plan([0, 1]), microbatches=8),
     # Last: it leaves the pipeline's process group broken.
     _sc("failure", "failure", modulo_plan([0, 1, 1, 0])),
 ]
@@ -198,3 +199,12 @@ def test_execution_recorded_per_rank(two: list[dict[str, Any]], stored: Any, db:
     assert out["executions"] == 2 and out["measured_peak_bytes"] == max(got["peaks"])
     assert out["predicted_time_s"] == pytest.approx(stored.period)
     assert out["time_error"] == pytest.approx(got["microbatch_time_s"] / stored.period - 1)
+
+
+def test_pending_sends_are_capped(two: list[dict[str, Any]]) -> None:
+    got = two[0]["sends"]
+    assert "error" not in got, got.get("trace")
+    # Rank 1 sends the input gradient of each micro-batch back (2 × 16 floats, 128 bytes).
+    # Torch's own placement waits for all eight at the end of the step; with at most two
+    # pending (forward sends count too), five of them were gone at the peak when measured.
+    assert got["None"][1] - got["2"][1] >= 4 * 128, got

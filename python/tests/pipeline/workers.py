@@ -170,8 +170,20 @@ def measure(plan: Any, *, layers: int, microbatches: int, store: bool = False) -
             "peaks": [r.peak_bytes for r in ex.ranks], "ids": list(ex.execution_ids)}
 
 
+def sends(plan: Any, *, layers: int, microbatches: int) -> dict[str, Any]:
+    """Peak memory of the plan's order with torch's send waits and with at most 2 pending."""
+    x = torch.randn(2 * microbatches, 16)
+    out = {}
+    for cap in (None, 2):
+        ex = plan.run(chain(layers), x, target=x, loss_fn=loss_fn, microbatches=microbatches,
+                      steps=1, store=False, schedule="plan", max_outstanding_sends=cap)
+        out[str(cap)] = [r.peak_bytes for r in ex.ranks]
+    return out
+
+
 KINDS: dict[str, Callable[..., dict[str, Any]]] = {
-    "compare": compare, "errors": errors, "failure": failure, "measure": measure}
+    "compare": compare, "errors": errors, "failure": failure, "measure": measure,
+    "sends": sends}
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
