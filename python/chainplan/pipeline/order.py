@@ -33,7 +33,8 @@ from typing import Literal, NamedTuple
 from chainplan.errors import ScheduleError
 from chainplan.pipeline.plan import PipelinePlan, PlanStage
 
-__all__ = ["Action", "Kind", "builtin_schedule", "format_orders", "gpipe_orders",
+__all__ = ["Action", "Kind", "builtin_schedule", "first_difference", "format_orders",
+           "gpipe_orders",
            "one_f_one_b_orders", "rank_orders", "steady_microbatches", "steady_periods"]
 
 #: ``F`` forward, ``B`` backward (weights and input together) of one stage.
@@ -143,7 +144,9 @@ def gpipe_orders(num_stages: int, microbatches: int) -> Orders:
             for s in range(num_stages)}
 
 
-def _first_difference(ours: Orders, theirs: Orders, name: str) -> str:
+def first_difference(ours: Orders, theirs: Orders, name: str) -> str:
+    """Where the plan's ``ours`` first departs from schedule ``name``'s ``theirs``, in words;
+    "" when they are the same."""
     for rank in sorted(ours):
         a, b = ours[rank], theirs.get(rank, ())
         for i, (x, y) in enumerate(zip(a, b, strict=False)):
@@ -182,13 +185,13 @@ def builtin_schedule(plan: PipelinePlan, orders: Orders, microbatches: int) -> t
     s = len(plan.stages)
     diffs = []
     if microbatches >= s:
-        diff = _first_difference(orders, one_f_one_b_orders(s, microbatches), "Schedule1F1B")
+        diff = first_difference(orders, one_f_one_b_orders(s, microbatches), "Schedule1F1B")
         if not diff:
             return "Schedule1F1B", "every rank's order is Schedule1F1B's"
         diffs.append(diff)
     else:
         diffs.append(f"Schedule1F1B needs micro-batches ≥ stages ({microbatches} < {s})")
-    diff = _first_difference(orders, gpipe_orders(s, microbatches), "ScheduleGPipe")
+    diff = first_difference(orders, gpipe_orders(s, microbatches), "ScheduleGPipe")
     if not diff:
         return "ScheduleGPipe", "every rank's order is ScheduleGPipe's"
     return "", "; ".join(diffs + [diff])

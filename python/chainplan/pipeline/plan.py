@@ -17,6 +17,7 @@ This module never imports torch.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -298,6 +299,44 @@ class PipelinePlan:
         """
         run = self.runner(model, loss_fn=loss_fn, **kwargs)
         return run.measure(x, target=target, steps=steps, store=store)
+
+    def plot(self, path: str | os.PathLike[str] | None = None, *, periods: int = 3) -> str:
+        """Draw the plan as ``chainplan plot pipeline`` does: ``periods`` periods of its
+        steady state, one lane per device and per link, each operation in its stage's
+        colour with its mini-batch number, and each device's memory against the limit. The
+        picture is made by the Go side (``internal/plot``).
+
+        Args:
+            path: when given, the SVG is also written there (a ``.svg`` file).
+
+        Keyword Args:
+            periods: the periods drawn (default: 3).
+
+        Returns:
+            The SVG document.
+
+        Raises:
+            PlanError: a bad ``periods`` or ``path``.
+        """
+        from chainplan import _bind
+        from chainplan.errors import PlanError
+        from chainplan.tradeoff import write_svg
+
+        if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
+            raise PlanError(f"periods must be a positive integer (got {periods!r})")
+        svg = _bind.plot_pipeline(self.to_json(), periods)
+        if path is not None:
+            write_svg(path, svg)
+        return svg
+
+    def _repr_svg_(self) -> str | None:
+        """The Gantt chart in a notebook; None (the text repr) when it cannot be drawn."""
+        from chainplan.errors import ChainplanError
+
+        try:
+            return self.plot()
+        except ChainplanError:
+            return None
 
     def __str__(self) -> str:
         parts = [f"{s.first}-{s.last}@{s.gpu}" for s in self.stages]

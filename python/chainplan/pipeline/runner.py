@@ -48,7 +48,7 @@ from chainplan.pipeline.measure import (
     record,
     steady_time,
 )
-from chainplan.pipeline.order import builtin_schedule, rank_orders
+from chainplan.pipeline.order import builtin_schedule, first_difference, rank_orders
 from chainplan.pipeline.plan import PipelinePlan
 from chainplan.pipeline.reference import split_microbatches
 from chainplan.stages import flatten_stages
@@ -149,9 +149,13 @@ class PipelineRunner:
         if schedule == "auto" and name == "" and self._schedule is not None \
                 and _interleaved_candidate(plan):
             got = runtime.interleaved_schedule(self._stages, n, self._loss)
-            if got is not None and got[1] == self.orders:
+            diff = "ScheduleInterleaved1F1B refuses this micro-batch count" if got is None \
+                else first_difference(self.orders, got[1], "ScheduleInterleaved1F1B")
+            if not diff and got is not None:
                 self._schedule, name = got[0], "ScheduleInterleaved1F1B"
                 why = "every rank's order is ScheduleInterleaved1F1B's"
+            else:
+                why = f"{why}; {diff}"
         self.schedule = name or "plan"
         self.schedule_reason = why
         # The steady-state window is the plan's: it measures only a schedule in its order.

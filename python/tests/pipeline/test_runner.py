@@ -38,6 +38,8 @@ TWO = [
     _sc("contiguous", "compare", modulo_plan([0, 1])),
     _sc("gpipe", "compare", modulo_plan([0, 1]), schedule="gpipe"),
     _sc("swapped", "compare", modulo_plan([1, 0])),
+    # Stage s on rank s mod 2: the runner compares the order with ScheduleInterleaved1F1B's.
+    _sc("interleaved", "compare", modulo_plan([0, 1, 0, 1])),
     _sc("idle", "compare", IDLE, microbatches=2),
     _sc("errors", "errors", modulo_plan([0, 1, 1, 0])),
     _sc("measure", "measure", modulo_plan([0, 1, 1, 0]), microbatches=8),
@@ -107,10 +109,12 @@ def _same_as_one_process(results: list[dict[str, Any]], name: str) -> list[dict[
     return got
 
 
-@pytest.mark.parametrize("name", ["shared", "dropout", "swapped", "idle"])
+@pytest.mark.parametrize("name", ["shared", "dropout", "swapped", "idle", "interleaved"])
 def test_plan_order_matches_one_process(two: list[dict[str, Any]], name: str) -> None:
     got = _same_as_one_process(two, name)
     assert got[0]["schedule"] == "plan"
+    if name == "interleaved":  # compared, and said where it differs
+        assert "where ScheduleInterleaved1F1B runs" in got[0]["reason"], got[0]["reason"]
 
 
 def test_idle_rank_holds_nothing_and_gets_the_loss(two: list[dict[str, Any]]) -> None:
