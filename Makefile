@@ -84,7 +84,7 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzParseBytes$$' -fuzztime=$(FUZZTIME) .
 	$(GO) test -run='^$$' -fuzz='^FuzzReadProfile$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./profiler
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./profile/pipedream
-	$(GO) test -run='^$$' -fuzz='^FuzzSimulate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pofo
+	$(GO) test -run='^$$' -fuzz='^FuzzSimulate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/offsim
 	$(GO) test -run='^$$' -fuzz='^FuzzSolve$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pofo
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline

@@ -4,7 +4,10 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/baseline"
 	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/heuristic"
 	"github.com/chainplan/chainplan/planner/madpipe"
+	"github.com/chainplan/chainplan/planner/offload"
+	"github.com/chainplan/chainplan/planner/offplan"
 	"github.com/chainplan/chainplan/planner/pipedream"
 	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
@@ -67,13 +70,13 @@ var entries = []Entry{
 	offloading("pofo", "optimal offloading + rematerialization (POFO; default grid by chain length, 50-243 slots)",
 		pofo.Solve, pofo.MinBudget, FieldSlots),
 	offloading("offload", "optimal offloading only (DYNPROG, 500 slots by default)",
-		pofo.SolveOffload, pofo.MinBudgetOffload, FieldSlots),
+		offload.Solve, offload.MinBudget, FieldSlots),
 	offloading("greedy", "offload the shortest prefix of activations that fits (GREEDY)",
-		pofo.SolveGreedy, pofo.MinBudgetGreedy),
+		offload.SolveGreedy, offload.MinBudgetGreedy),
 	offloading("autocapper", "rotor schedules capped by offloading (AUTOCAPPER heuristic)",
-		pofo.SolveAutoCapper, pofo.MinBudgetAutoCapper, FieldSlots),
+		heuristic.SolveAutoCapper, heuristic.MinBudgetAutoCapper, FieldSlots),
 	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
-		pofo.SolveOpportunist, pofo.MinBudgetOpportunist, FieldSlots),
+		heuristic.SolveOpportunist, heuristic.MinBudgetOpportunist, FieldSlots),
 	pipelineEntry(madpipe.Algo, "memory-aware pipeline partitioning and periodic schedule (MadPipe: DP, then a MILP)",
 		madpipeFuncs),
 	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),
@@ -103,13 +106,13 @@ func rotorFuncs(revolve bool) *ScheduleFuncs {
 	}
 }
 
-// offloading is the entry of an offloading algorithm of package pofo: it needs the
-// bandwidth, takes the listed fields, and has no search that Solve could reuse.
+// offloading is the entry of an offloading algorithm (packages pofo, offload, heuristic): it
+// needs the bandwidth, takes the listed fields, and has no search that Solve could reuse.
 func offloading(name, summary string,
-	solve func(*chainplan.Chain, int64, pofo.Options) (*chainplan.Plan, error),
-	minBudget func(*chainplan.Chain, pofo.Options) (int64, error), takes ...Field) Entry {
-	opts := func(req Request) pofo.Options {
-		return pofo.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
+	solve func(*chainplan.Chain, int64, offplan.Options) (*chainplan.Plan, error),
+	minBudget func(*chainplan.Chain, offplan.Options) (int64, error), takes ...Field) Entry {
+	opts := func(req Request) offplan.Options {
+		return offplan.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
 	}
 	return Entry{Name: name, Family: Offloading, Format: formatOffload, Summary: summary,
 		Needs: []Field{FieldBandwidth}, Takes: takes, Schedule: &ScheduleFuncs{

@@ -5,7 +5,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
-	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
 
@@ -32,7 +32,7 @@ func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Rep
 	if o == nil {
 		return Replay{}, fmt.Errorf("%w: a %s plan needs its offload section", chainplan.ErrInvalidPlan, p.Algo)
 	}
-	rep, err := pofo.Simulate(c, pofo.ScheduleOf(p), pofo.SimOptions{
+	rep, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{
 		BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limitBytes, Model: o.MemoryModel})
 	if err != nil {
 		return Replay{}, err

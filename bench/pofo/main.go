@@ -23,6 +23,10 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/heuristic"
+	"github.com/chainplan/chainplan/planner/offload"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
@@ -131,7 +135,7 @@ func run(names []string, out string, timing bool) error {
 // bisection between POFO's smallest feasible budget and M^high, assuming the makespan does
 // not grow with the budget (spec §4.12.5).
 func smallestBudgetUnder(st *study, limit, beta float64) (int64, error) {
-	opts := pofo.Options{BandwidthBytesPerS: beta}
+	opts := offplan.Options{BandwidthBytesPerS: beta}
 	lo, err := pofo.MinBudget(st.chain, opts)
 	if err != nil {
 		return 0, err
@@ -165,7 +169,7 @@ func (r result) summary() string {
 // evaluate plans the chain at budget b and bandwidth beta and replays the plan in both
 // memory models.
 func evaluate(st *study, algo string, b int64, beta float64) result {
-	opts := pofo.Options{BandwidthBytesPerS: beta}
+	opts := offplan.Options{BandwidthBytesPerS: beta}
 	start := time.Now()
 	var p *chainplan.Plan
 	var err error
@@ -173,11 +177,11 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 	case "rotor":
 		p, err = rotor.Solve(st.chain, b, rotor.Options{})
 	case "offload":
-		p, err = pofo.SolveOffload(st.chain, b, opts)
+		p, err = offload.Solve(st.chain, b, opts)
 	case "autocapper":
-		p, err = pofo.SolveAutoCapper(st.chain, b, opts)
+		p, err = heuristic.SolveAutoCapper(st.chain, b, opts)
 	case "opportunist":
-		p, err = pofo.SolveOpportunist(st.chain, b, opts)
+		p, err = heuristic.SolveOpportunist(st.chain, b, opts)
 	default:
 		p, err = pofo.Solve(st.chain, b, opts)
 	}
@@ -189,10 +193,10 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 		}
 		return result{err: msg, solve: el}
 	}
-	s := pofo.ScheduleOf(p)
+	s := offsim.ScheduleOf(p)
 	r := result{ok: true, solve: el}
 	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
-		rep, err := pofo.Simulate(st.chain, s, pofo.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b, Model: m})
+		rep, err := offsim.Simulate(st.chain, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b, Model: m})
 		if err != nil || !rep.Valid {
 			return result{err: fmt.Sprintf("replay (%s): %v %v", m, err, rep.Err())}
 		}
@@ -218,7 +222,7 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 		r.seq, r.transfers = s.Compute, s.Transfers
 		s.SyncAtLoss = true
 		r.sync = math.Inf(1)
-		if rep, err := pofo.Simulate(st.chain, s, pofo.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b}); err == nil && rep.Valid {
+		if rep, err := offsim.Simulate(st.chain, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b}); err == nil && rep.Valid {
 			r.sync = rep.Makespan / st.seq
 		}
 	}
@@ -241,7 +245,7 @@ func measureSolver() []solverTime {
 		for _, alpha := range []float64{0.2, 0.5, 0.8} {
 			b := int64((1-alpha)*float64(pofo.LowBudget(c)) + alpha*float64(pofo.StoreAllPeak(c)))
 			start := time.Now()
-			if _, err := pofo.Solve(c, b, pofo.Options{BandwidthBytesPerS: beta}); err != nil {
+			if _, err := pofo.Solve(c, b, offplan.Options{BandwidthBytesPerS: beta}); err != nil {
 				fmt.Fprintln(os.Stderr, "solver time:", err)
 				continue
 			}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offsim"
 )
 
 // remats returns every persistent rematerialization sequence of the sub-chain s..t
@@ -48,8 +50,8 @@ type segment struct {
 // bruteForcePOFO returns the smallest fractional makespan, found by the simulator, over
 // every schedule of the POFO space (segments, offload choices, rematerialization of each
 // ck segment), synchronized at the loss.
-func bruteForcePOFO(c *chain, m, beta float64) float64 {
-	n := c.n
+func bruteForcePOFO(c *unitchain.Chain, m, beta float64) float64 {
+	n := c.N
 	best := math.Inf(1)
 	var rec func(s, x int, segs []segment)
 	rec = func(s, x int, segs []segment) {
@@ -74,17 +76,17 @@ func bruteForcePOFO(c *chain, m, beta float64) float64 {
 
 // evalSegments builds the schedule of the segments and returns its simulated makespan
 // (+Inf when invalid).
-func evalSegments(c *chain, segs []segment, m, beta float64) float64 {
-	n := c.n
+func evalSegments(c *unitchain.Chain, segs []segment, m, beta float64) float64 {
+	n := c.N
 	var ops []chainplan.Op
 	var offs, pres []chainplan.Transfer
 	emit := func(k chainplan.OpKind, s int) { ops = append(ops, chainplan.Op{Kind: k, Stage: s}) }
 	x := 0
 	for _, sg := range segs {
-		in := tensorOf(sg.s-1, x == 1)
-		size := c.a[sg.s-1]
+		in := offsim.TensorOf(sg.s-1, x == 1)
+		size := c.A[sg.s-1]
 		if x == 1 {
-			size = c.abar[sg.s-1]
+			size = c.ABar[sg.s-1]
 		}
 		if sg.offload {
 			offs = append(offs, chainplan.Transfer{Dir: chainplan.TransferOffload, Tensor: in, Bytes: int64(size), Anchor: len(ops) - 1})
@@ -106,11 +108,11 @@ func evalSegments(c *chain, segs []segment, m, beta float64) float64 {
 		sg := segs[i]
 		if sg.offload {
 			x := i > 0 && !segs[i-1].ck
-			size := c.a[sg.s-1]
+			size := c.A[sg.s-1]
 			if x {
-				size = c.abar[sg.s-1]
+				size = c.ABar[sg.s-1]
 			}
-			pres = append(pres, chainplan.Transfer{Dir: chainplan.TransferPrefetch, Tensor: tensorOf(sg.s-1, x), Bytes: int64(size), Anchor: len(ops)})
+			pres = append(pres, chainplan.Transfer{Dir: chainplan.TransferPrefetch, Tensor: offsim.TensorOf(sg.s-1, x), Bytes: int64(size), Anchor: len(ops)})
 		}
 		if sg.ck {
 			ops = append(ops, sg.back...)
@@ -118,8 +120,8 @@ func evalSegments(c *chain, segs []segment, m, beta float64) float64 {
 			emit(chainplan.B, sg.s)
 		}
 	}
-	s := Schedule{Compute: ops, Transfers: append(offs, pres...), SyncAtLoss: true}
-	r := simulate(c, s, params{beta: beta, limit: m, model: chainplan.Fractional})
+	s := offsim.Schedule{Compute: ops, Transfers: append(offs, pres...), SyncAtLoss: true}
+	r := offsim.Replay(c, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
 	if !r.Valid {
 		return math.Inf(1)
 	}
@@ -138,8 +140,8 @@ func TestPOFOBruteForce(t *testing.T) {
 	equal := 0
 	for i := 0; i < count; i++ {
 		c := testchains.Random(rng, 1+rng.IntN(4), testchains.RandomOptions{MaxSize: 6, MaxOverhead: 2})
-		ex := exactChain(c)
-		peak := int64(ex.storeAllPeak())
+		ex := unitchain.Exact(c)
+		peak := int64(ex.StoreAllPeak())
 		m := float64(peak/2 + rng.Int64N(peak/2+1))
 		beta := float64(1 + rng.IntN(4))
 		_, v := exactValue(c, m, beta, false)

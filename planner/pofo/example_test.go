@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan/planner/internal/testchains"
+	"github.com/chainplan/chainplan/planner/offplan"
 	"github.com/chainplan/chainplan/planner/pofo"
 )
 
@@ -12,7 +13,7 @@ import (
 // forward phase runs and prefetched before its recomputation.
 func Example() {
 	c := testchains.PofoExample(1)
-	p, err := pofo.Solve(c, 22, pofo.Options{BandwidthBytesPerS: 1, Slots: -1})
+	p, err := pofo.Solve(c, 22, offplan.Options{BandwidthBytesPerS: 1, Slots: -1})
 	if err != nil {
 		panic(err)
 	}

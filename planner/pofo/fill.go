@@ -2,77 +2,19 @@ package pofo
 
 import (
 	"math"
-	"runtime"
-	"sync"
+
+	"github.com/chainplan/chainplan/planner/internal/cdelta"
 )
 
 // fill computes every entry of the discretized tables bottom-up: C_Δ by increasing
-// sub-chain length, then OC by decreasing s (an entry only reads longer-s OC entries and
-// C_Δ entries). Within a level the entries are independent and are split between the
-// available cores; visiting the states of a level in index order keeps the lookups of
-// neighbouring states close in memory. The top-down memoized recursion computes only the
-// reachable states but in an order that misses the cache on nearly every lookup; on the
-// example chains the bottom-up fill is several times faster.
+// sub-chain length (cdelta.Table.FillCD), then OC by decreasing s (an entry only reads
+// longer-s OC entries and C_Δ entries). Within a level the entries are independent and are
+// split between the available cores (cdelta.Parallel).
 func (tb *table) fill() {
-	workers := max(1, min(runtime.GOMAXPROCS(0), 8))
-	n := tb.c.n
-	m := int(tb.m)
-	parallel := func(count int, body func(i int)) {
-		if workers == 1 || count < 2 {
-			for i := 0; i < count; i++ {
-				body(i)
-			}
-			return
-		}
-		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			wg.Add(1)
-			go func(w int) {
-				defer wg.Done()
-				for i := w; i < count; i += workers {
-					body(i)
-				}
-			}(w)
-		}
-		wg.Wait()
-	}
-	cd := &tb.cd
-	g := cd.g
-	for s := 1; s <= n; s++ {
-		for t := s; t <= n; t++ {
-			for _, run := range []bool{false, true} {
-				p := cd.slab(s, t, run)
-				cd.vals[p] = nanSlice(cd.size())
-				cd.chs[p] = make([]int16, cd.size())
-			}
-		}
-	}
-	tb.cdMin = make([][]float64, (n+1)*(n+1))
+	n := tb.C.N
+	m := int(tb.M)
+	tb.FillCD()
 	tb.ocMin = make([][]float64, 2*(n+1))
-	for d := 0; d < n; d++ {
-		parallel(2*(n-d), func(i int) {
-			s := i/2 + 1
-			t := s + d
-			run := i%2 == 1
-			for a := 0; a <= m; a++ {
-				tb.fillCDRow(s, t, run, a)
-			}
-		})
-		// Publish the bounds of this length only once all of it is filled.
-		for s := 1; s+d <= n; s++ {
-			row := make([]float64, m+1)
-			for a := 0; a <= m; a++ {
-				row[a] = math.Inf(1)
-				for _, run := range []bool{false, true} {
-					p := cd.slab(s, s+d, run)
-					for j := 0; j < g.w[a]; j++ {
-						row[a] = min(row[a], cd.vals[p][g.off1[a]+j])
-					}
-				}
-			}
-			tb.cdMin[s*(n+1)+s+d] = row
-		}
-	}
 	oc := &tb.oc
 	for s := n; s >= 1; s-- {
 		for x := 0; x <= 1; x++ {
@@ -85,75 +27,12 @@ func (tb *table) fill() {
 			}
 			// The run state exists only for saved inputs (x = 1).
 			for _, run := range []bool{false, true}[:1+x] {
-				p := oc.slab(ocState{x: x, s: s, run: run})
-				oc.vals[p] = nanSlice(oc.size())
-				oc.chs[p] = make([]ocChoice, oc.size())
-				parallel(m+1, func(a int) { tb.fillRow(x, s, run, a, oc.vals[p], oc.chs[p], row) })
+				p := tb.ocSlab(ocState{x: x, s: s, run: run})
+				oc.Alloc(p)
+				cdelta.Parallel(m+1, func(a int) { tb.fillRow(x, s, run, a, oc.Vals[p], oc.Chs[p], row) })
 			}
 			tb.ocMin[x*(n+1)+s] = row
 		}
-	}
-}
-
-// fillCDRow computes C_Δ(s, t, A, ·) for one A: the base case and case 1 for every Δ
-// (cdStart), then case 2 split point by split point s′ for every Δ still in the race. The
-// lookups go straight to the slabs of the two sub-chains, both shorter and already filled;
-// the arithmetic is that of cdCompute term by term and every Δ sees the split points in
-// the same order, so values and choices are the same.
-func (tb *table) fillCDRow(s, t int, run bool, a int) {
-	cd := &tb.cd
-	g := cd.g
-	p := cd.slab(s, t, run)
-	vals, chs := cd.vals[p], cd.chs[p]
-	base, w, fa := g.off1[a], g.w[a], float64(a)
-	alive := make([]int, 0, w)
-	case2 := s < t && tb.cdCase2OK(s, t, fa)
-	for j := range w {
-		e := tb.cdStart(s, t, fa, float64(j), run)
-		vals[base+j], chs[base+j] = e.v, int16(e.ch)
-		if case2 {
-			alive = append(alive, j)
-		}
-	}
-	fmax, sumF := math.Inf(-1), 0.0
-	for sp := s; sp < t && len(alive) > 0; sp++ {
-		fmax, sumF = tb.cdRun(s, t, sp, fmax, sumF)
-		stopAt := sumF + tb.seq2[t] - tb.seq2[s-1]
-		keep := tb.qa(tb.c.a[sp])
-		lb := sumF + tb.cdLB(s, sp, fa) + tb.cdLB(sp+1, t, fa+keep)
-		last := cd.vals[cd.slab(s, sp, run)]       // C_Δ(s, s′, A, Δ), last in time
-		middle := cd.vals[cd.slab(sp+1, t, false)] // C_Δ(s′+1, t, A + a_{s′}, Δ_2)
-		a1 := a + int(keep)
-		next := alive[:0]
-		for _, j := range alive {
-			best := vals[base+j]
-			if !beats(stopAt, best) {
-				continue
-			}
-			next = append(next, j)
-			if !beats(lb, best) {
-				continue
-			}
-			c2 := last[base+j]
-			if math.IsInf(c2, 1) {
-				continue
-			}
-			d2 := tb.q(float64(j) - c2*tb.beta)
-			k := g.stepAt(a1, d2)
-			if k < 0 {
-				continue
-			}
-			c1 := middle[g.off1[a1]+k]
-			if math.IsInf(c1, 1) {
-				continue
-			}
-			d3 := max(d2-c1*tb.beta, 0)
-			excF := max(fmax-tb.m+fa+d3, 0)
-			if v := sumF + c1 + c2 + excF/tb.beta; v < best {
-				vals[base+j], chs[base+j] = v, int16(sp)
-			}
-		}
-		alive = next
 	}
 }
 
@@ -161,16 +40,16 @@ func (tb *table) fillCDRow(s, t int, run bool, a int) {
 // at the loss), then each t of case 2 for every state still in the race (fillSegments).
 // row[A] is lowered to the smallest value.
 func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoice, row []float64) {
-	g := tb.oc.g
-	w := g.w[a]
-	base := g.off2[a]
+	g := tb.Grid
+	w := g.W[a]
+	base := g.Off2[a]
 	var todo []rowState
-	if s == tb.c.n {
+	if s == tb.C.N {
 		for f := 0; f < w; f++ {
 			for b := 0; b < w; b++ {
 				st := ocState{x: x, s: s, run: run, a: float64(a), dF: float64(f), dB: float64(b)}
 				best, _, _, _ := tb.ocStart(st)
-				vals[base+f*w+b], chs[base+f*w+b] = best.v, best.ch
+				vals[base+f*w+b], chs[base+f*w+b] = best.V, best.Ch
 			}
 		}
 	} else {
@@ -193,8 +72,8 @@ func (tb *table) fillRow(x, s int, run bool, a int, vals []float64, chs []ocChoi
 // arithmetic of ocCase1 and next. case1 and case2 say which cases are feasible in the row
 // (choicesOK). It returns the states that go on to case 2.
 func (tb *table) fillAll(row ocState, case1, case2 bool, vals []float64, chs []ocChoice) []rowState {
-	c, g := tb.c, tb.oc.g
-	s, a, w := row.s, int(row.a), g.w[int(row.a)]
+	c, g := tb.C, tb.Grid
+	s, a, w := row.s, int(row.a), g.W[int(row.a)]
 	i, keep := tb.input(row), tb.keep(row)
 	aKeep := a + int(keep)
 	// A state holds A + Δ + I on the GPU, for Δ_F and Δ_B alike (ocStart's pruning).
@@ -203,41 +82,41 @@ func (tb *table) fillAll(row ocState, case1, case2 bool, vals []float64, chs []o
 	nf1, nf2, nb1, nb2 := make([]int, w), make([]int, w), make([]int, w), make([]int, w)
 	for k := range w {
 		d := float64(k)
-		ok[k] = tb.fits(row.a+d+i, tb.m)
-		excF[k] = max(c.rFall(s)-tb.m+row.a+d+i, 0)
-		excB[k] = max(c.rB(s)-tb.m+row.a+d+i, 0)
-		nf1[k], nf2[k] = tb.nextSteps(tb.nextF, a, aKeep, d, i, c.uF[s]*tb.beta+excF[k])
-		nb1[k], nb2[k] = tb.nextSteps(tb.nextB, a, aKeep, d, i, c.uB[s]*tb.beta+excB[k])
+		ok[k] = tb.Fits(row.a+d+i, tb.M)
+		excF[k] = max(c.RFall(s)-tb.M+row.a+d+i, 0)
+		excB[k] = max(c.RB(s)-tb.M+row.a+d+i, 0)
+		nf1[k], nf2[k] = tb.nextSteps(tb.nextF, a, aKeep, d, i, c.UF[s]*tb.Beta+excF[k])
+		nb1[k], nb2[k] = tb.nextSteps(tb.nextB, a, aKeep, d, i, c.UB[s]*tb.Beta+excB[k])
 	}
 	// Successors: x = 1 at s+1; keeping a saved input continues a run (next).
-	saved := row.savedInput() && !tb.continuous
-	next1 := tb.oc.vals[tb.oc.slab(ocState{x: 1, s: s + 1})]
-	next2 := tb.oc.vals[tb.oc.slab(ocState{x: 1, s: s + 1, run: saved})]
+	saved := row.savedInput() && !tb.Continuous
+	next1 := tb.oc.Vals[tb.ocSlab(ocState{x: 1, s: s + 1})]
+	next2 := tb.oc.Vals[tb.ocSlab(ocState{x: 1, s: s + 1, run: saved})]
 	lb1, lb2 := tb.ocLB(1, s+1, row.a), tb.ocLB(1, s+1, row.a+keep)
 	var todo []rowState
-	base := g.off2[a]
+	base := g.Off2[a]
 	for f := range w {
 		for b := range w {
 			j := base + f*w + b
-			best := ocEntry{v: math.Inf(1)}
+			best := ocEntry{V: math.Inf(1)}
 			if !ok[f] || !ok[b] {
-				vals[j], chs[j] = best.v, best.ch
+				vals[j], chs[j] = best.V, best.Ch
 				continue
 			}
 			if case1 {
-				cost := c.uF[s] + c.uB[s] + (excF[f]+excB[b])/tb.beta
-				if nf2[f] >= 0 && nb2[b] >= 0 && beats(cost+lb2, best.v) {
-					if v := cost + next2[g.off2[aKeep]+nf2[f]*g.w[aKeep]+nb2[b]]; v < best.v {
-						best = ocEntry{v: v, ch: ocChoice{kind: ocAll, v: 2}}
+				cost := c.UF[s] + c.UB[s] + (excF[f]+excB[b])/tb.Beta
+				if nf2[f] >= 0 && nb2[b] >= 0 && cdelta.Beats(cost+lb2, best.V) {
+					if v := cost + next2[g.Off2[aKeep]+nf2[f]*g.W[aKeep]+nb2[b]]; v < best.V {
+						best = ocEntry{V: v, Ch: ocChoice{kind: ocAll, v: 2}}
 					}
 				}
-				if !tb.noOffload && nf1[f] >= 0 && nb1[b] >= 0 && beats(cost+lb1, best.v) {
-					if v := cost + next1[base+nf1[f]*w+nb1[b]]; v < best.v {
-						best = ocEntry{v: v, ch: ocChoice{kind: ocAll, v: 1}}
+				if !tb.noOffload && nf1[f] >= 0 && nb1[b] >= 0 && cdelta.Beats(cost+lb1, best.V) {
+					if v := cost + next1[base+nf1[f]*w+nb1[b]]; v < best.V {
+						best = ocEntry{V: v, Ch: ocChoice{kind: ocAll, v: 1}}
 					}
 				}
 			}
-			vals[j], chs[j] = best.v, best.ch
+			vals[j], chs[j] = best.V, best.Ch
 			if case2 {
 				todo = append(todo, rowState{j: j, f: f, b: b})
 			}
@@ -251,7 +130,7 @@ func (tb *table) fillAll(row ocState, case1, case2 bool, vals []float64, chs []o
 // aKeep), for a backlog d and a link capacity capacity; −1 off the grid, where the
 // successor holds more than M and is infeasible.
 func (tb *table) nextSteps(next func(d, i, capacity float64, v int) float64, a, aKeep int, d, i, capacity float64) (v1, v2 int) {
-	return tb.oc.g.stepAt(a, next(d, i, capacity, 1)), tb.oc.g.stepAt(aKeep, next(d, i, capacity, 2))
+	return tb.Grid.StepAt(a, next(d, i, capacity, 1)), tb.Grid.StepAt(aKeep, next(d, i, capacity, 2))
 }
 
 // rowState is a state of a row still trying case-2 segments: its position j in the slab
@@ -269,10 +148,10 @@ type rowState struct{ j, f, b int }
 // the order of ocCompute, replacing its best only on a strictly smaller value, so values
 // and choices are those of the top-down recursion, which the reconstruction repeats.
 func (tb *table) fillSegments(row ocState, todo []rowState, keepOK, offOK bool, vals []float64, chs []ocChoice) {
-	g := tb.oc.g
-	s, a, w := row.s, int(row.a), g.w[int(row.a)]
+	g := tb.Grid
+	s, a, w := row.s, int(row.a), g.W[int(row.a)]
 	i, keep := tb.input(row), tb.keep(row)
-	saved := row.savedInput() && !tb.continuous
+	saved := row.savedInput() && !tb.Continuous
 	aKeep := a + int(keep) // A after keeping the input (v = 2); v = 1 leaves A
 	// Per Δ_F index: forward time with idle, and the next Δ_F index for v = 1 and v = 2
 	// (−1: off the grid, an infeasible successor). Per Δ_B index: C_Δ and the next Δ_B.
@@ -281,47 +160,47 @@ func (tb *table) fillSegments(row ocState, todo []rowState, keepOK, offOK bool, 
 	cb := make([]float64, w)
 	nb1, nb2 := make([]int, w), make([]int, w)
 	fmax, sumF := math.Inf(-1), 0.0
-	for t := s; t < tb.c.n && len(todo) > 0; t++ {
+	for t := s; t < tb.C.N && len(todo) > 0; t++ {
 		fmax, sumF = tb.ocRun(s, t, fmax, sumF)
 		for f := range w {
 			dF := float64(f)
-			excF := max(fmax-tb.m+row.a+dF+i, 0)
-			capF := sumF*tb.beta + excF
-			fwd[f] = sumF + excF/tb.beta
+			excF := max(fmax-tb.M+row.a+dF+i, 0)
+			capF := sumF*tb.Beta + excF
+			fwd[f] = sumF + excF/tb.Beta
 			nf1[f], nf2[f] = tb.nextSteps(tb.nextF, a, aKeep, dF, i, capF)
 		}
 		for b := range w {
 			dB := float64(b)
-			cb[b] = tb.cdValue(s, t, row.a+keep, dB, saved)
-			nb1[b], nb2[b] = tb.nextSteps(tb.nextB, a, aKeep, dB, i, cb[b]*tb.beta)
+			cb[b] = tb.CD(s, t, row.a+keep, dB, saved)
+			nb1[b], nb2[b] = tb.nextSteps(tb.nextB, a, aKeep, dB, i, cb[b]*tb.Beta)
 		}
-		next := tb.oc.vals[tb.oc.slab(ocState{x: 0, s: t + 1})]
+		next := tb.oc.Vals[tb.ocSlab(ocState{x: 0, s: t + 1})]
 		stopAt := sumF + tb.seqFrom[s]
 		lb1, lb2 := tb.ocLB(0, t+1, row.a), tb.ocLB(0, t+1, row.a+keep)
-		lbRow := sumF + tb.cdLB(s, t, row.a+keep) + min(lb1, lb2)
+		lbRow := sumF + tb.CDLB(s, t, row.a+keep) + min(lb1, lb2)
 		ch := ocChoice{kind: ocCk, t: uint16(t)}
 		alive := todo[:0]
 		for _, l := range todo {
 			best := vals[l.j]
 			// The segment's forward runs twice: value ≥ Σ_{k=s}^{t} u_F(k) + seqFrom[s],
 			// which only grows with t (ocStep).
-			if !beats(stopAt, best) {
+			if !cdelta.Beats(stopAt, best) {
 				continue
 			}
 			alive = append(alive, l)
 			c := cb[l.b]
-			if !beats(lbRow, best) || math.IsInf(c, 1) {
+			if !cdelta.Beats(lbRow, best) || math.IsInf(c, 1) {
 				continue
 			}
 			head := fwd[l.f] + c
-			if keepOK && nf2[l.f] >= 0 && nb2[l.b] >= 0 && beats(head+lb2, best) {
-				if v := head + next[g.off2[aKeep]+nf2[l.f]*g.w[aKeep]+nb2[l.b]]; v < best {
+			if keepOK && nf2[l.f] >= 0 && nb2[l.b] >= 0 && cdelta.Beats(head+lb2, best) {
+				if v := head + next[g.Off2[aKeep]+nf2[l.f]*g.W[aKeep]+nb2[l.b]]; v < best {
 					best, ch.v = v, 2
 					vals[l.j], chs[l.j] = best, ch
 				}
 			}
-			if offOK && nf1[l.f] >= 0 && nb1[l.b] >= 0 && beats(head+lb1, best) {
-				if v := head + next[g.off2[a]+nf1[l.f]*w+nb1[l.b]]; v < best {
+			if offOK && nf1[l.f] >= 0 && nb1[l.b] >= 0 && cdelta.Beats(head+lb1, best) {
+				if v := head + next[g.Off2[a]+nf1[l.f]*w+nb1[l.b]]; v < best {
 					ch.v = 1
 					vals[l.j], chs[l.j] = v, ch
 				}

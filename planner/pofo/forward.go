@@ -1,6 +1,10 @@
 package pofo
 
-import "math"
+import (
+	"math"
+
+	"github.com/chainplan/chainplan/planner/internal/cdelta"
+)
 
 // This file is the forward phase and the loss of POFO: OC_x(s, A, Δ_F, Δ_B) of spec
 // §4.5-4.6, the optimal time from the start of stage s to the end of B_s, where the input
@@ -47,17 +51,14 @@ type ocChoice struct {
 	t    uint16
 }
 
-type ocEntry struct {
-	v  float64
-	ch ocChoice
-}
+type ocEntry = cdelta.Entry[ocChoice]
 
 // input returns I_s^x.
 func (tb *table) input(st ocState) float64 {
 	if st.x == 1 {
-		return tb.c.abar[st.s-1]
+		return tb.C.ABar[st.s-1]
 	}
-	return tb.c.a[st.s-1]
+	return tb.C.A[st.s-1]
 }
 
 // savedInput reports whether the input of the state is a saved activation ā_{s−1} (a_0 is
@@ -68,9 +69,9 @@ func (st ocState) savedInput() bool { return st.x == 1 || st.s == 1 }
 // activation, rounded up to whole units for a plain one.
 func (tb *table) keep(st ocState) float64 {
 	if st.savedInput() {
-		return tb.incAbar(st.s, st.run)
+		return tb.IncAbar(st.s, st.run)
 	}
-	return tb.qa(tb.c.a[st.s-1])
+	return tb.QA(tb.C.A[st.s-1])
 }
 
 // next applies Table 4.1: v = 1 offloads the input (it joins both backlogs), v = 2 keeps
@@ -84,7 +85,7 @@ func (tb *table) next(st ocState, x, s, v int, i, capF, capB float64) ocState {
 	if v == 2 {
 		out.a = st.a + tb.keep(st)
 		// An F_all segment that keeps a saved input continues (or starts) a run.
-		out.run = x == 1 && st.savedInput() && !tb.continuous
+		out.run = x == 1 && st.savedInput() && !tb.Continuous
 	}
 	return out
 }
@@ -93,46 +94,47 @@ func (tb *table) next(st ocState, x, s, v int, i, capF, capB float64) ocState {
 // the segment's forward capacity is subtracted.
 func (tb *table) nextF(dF, i, capF float64, v int) float64 {
 	if v == 1 {
-		return tb.q(dF + i - capF)
+		return tb.Q(dF + i - capF)
 	}
-	return tb.q(dF - capF)
+	return tb.Q(dF - capF)
 }
 
 // nextB is the Δ_B column of Table 4.1: the prefetch of I (v = 1) joins the backlog after
 // the segment's backward capacity is subtracted.
 func (tb *table) nextB(dB, i, capB float64, v int) float64 {
 	if v == 1 {
-		return tb.q(max(dB-capB, 0) + i)
+		return tb.Q(max(dB-capB, 0) + i)
 	}
-	return tb.q(dB - capB)
+	return tb.Q(dB - capB)
 }
 
 // ocValue returns OC(st), memoized.
 func (tb *table) ocValue(st ocState) float64 {
-	if e, ok := tb.oc.get(st); ok {
-		return e.v
+	k, p, i := tb.ocAt(st)
+	if e, ok := tb.oc.Get(k, p, i); ok {
+		return e.V
 	}
 	e := tb.ocCompute(st)
-	tb.oc.put(st, e)
-	return e.v
+	tb.oc.Put(k, p, i, e)
+	return e.V
 }
 
 // ocCase1 returns, for F_s^all and v, the cost of F_s^all and B_s with their idle times
 // (L2205-2211) and the successor state.
 func (tb *table) ocCase1(st ocState, v int) (float64, ocState) {
-	c, s, i := tb.c, st.s, tb.input(st)
-	excF := max(c.rFall(s)-tb.m+st.a+st.dF+i, 0)
-	excB := max(c.rB(s)-tb.m+st.a+st.dB+i, 0)
-	capF := c.uF[s]*tb.beta + excF
-	capB := c.uB[s]*tb.beta + excB
-	return c.uF[s] + c.uB[s] + (excF+excB)/tb.beta, tb.next(st, 1, s+1, v, i, capF, capB)
+	c, s, i := tb.C, st.s, tb.input(st)
+	excF := max(c.RFall(s)-tb.M+st.a+st.dF+i, 0)
+	excB := max(c.RB(s)-tb.M+st.a+st.dB+i, 0)
+	capF := c.UF[s]*tb.Beta + excF
+	capB := c.UB[s]*tb.Beta + excB
+	return c.UF[s] + c.UB[s] + (excF+excB)/tb.Beta, tb.next(st, 1, s+1, v, i, capF, capB)
 }
 
 // ocRun advances, from t−1 to t, the running max of rF0(s, k) − β·Σ_{h=s}^{k−1} u_F(h)
 // (Lemma 8, offload case: distances from the segment's start, pitfall 9) and the forward
 // time Σ_{k=s}^{t} u_F(k).
 func (tb *table) ocRun(s, t int, run, sumF float64) (float64, float64) {
-	return max(run, tb.c.rF0(s, t)-tb.beta*sumF), sumF + tb.c.uF[t]
+	return max(run, tb.C.RF0(s, t)-tb.Beta*sumF), sumF + tb.C.UF[t]
 }
 
 // ocSegment returns, for the segment F_s^ck … F_t^∅, its forward time with idle (fwd),
@@ -140,9 +142,9 @@ func (tb *table) ocRun(s, t int, run, sumF float64) (float64, float64) {
 // during both (L2215-2227). The backward always receives A + I: OR.4 brings the input
 // back first (pitfall 11).
 func (tb *table) ocSegment(st ocState, i float64, t int, run, sumF float64) (fwd, cb, capF, capB float64) {
-	excF := max(run-tb.m+st.a+st.dF+i, 0)
-	cb = tb.cdValue(st.s, t, st.a+tb.keep(st), st.dB, st.savedInput() && !tb.continuous)
-	return sumF + excF/tb.beta, cb, sumF*tb.beta + excF, cb * tb.beta
+	excF := max(run-tb.M+st.a+st.dF+i, 0)
+	cb = tb.CD(st.s, t, st.a+tb.keep(st), st.dB, st.savedInput() && !tb.Continuous)
+	return sumF + excF/tb.Beta, cb, sumF*tb.Beta + excF, cb * tb.Beta
 }
 
 // ocCase2 returns the successor of the segment F_s^ck … F_t^∅ for v.
@@ -154,17 +156,17 @@ func (tb *table) ocCase2(st ocState, i float64, t, v int, capF, capB float64) oc
 // finishes the offloads, then the prefetches that B_{L+1} could not hide, while compute
 // waits (ε_G).
 func (tb *table) lossValue(st ocState) float64 {
-	c, s, i := tb.c, st.s, tb.input(st)
-	avail := tb.m - st.a
-	rF, rB := c.rFall(s), c.rB(s)
-	if !tb.fits(rF+i, avail) || !tb.fits(rB+i, avail) {
+	c, s, i := tb.C, st.s, tb.input(st)
+	avail := tb.M - st.a
+	rF, rB := c.RFall(s), c.RB(s)
+	if !tb.Fits(rF+i, avail) || !tb.Fits(rB+i, avail) {
 		return math.Inf(1)
 	}
-	excF := max(rF-tb.m+st.a+st.dF+i, 0)
-	excB := max(rB-tb.m+st.a+st.dB+i, 0)
-	dF := max(st.dF-c.uF[s]*tb.beta-excF, 0)
-	dB := max(st.dB-c.uB[s]*tb.beta-excB, 0)
-	return c.uF[s] + c.uB[s] + (excF+excB+dF+dB)/tb.beta
+	excF := max(rF-tb.M+st.a+st.dF+i, 0)
+	excB := max(rB-tb.M+st.a+st.dB+i, 0)
+	dF := max(st.dF-c.UF[s]*tb.Beta-excF, 0)
+	dB := max(st.dB-c.UB[s]*tb.Beta-excB, 0)
+	return c.UF[s] + c.UB[s] + (excF+excB+dF+dB)/tb.Beta
 }
 
 // ocCompute returns OC(st) and its choice by (4.3): the best of case 1 and of case 2 for
@@ -176,7 +178,7 @@ func (tb *table) ocCompute(st ocState) ocEntry {
 		return best
 	}
 	run, sumF := math.Inf(-1), 0.0
-	for t := st.s; t < tb.c.n; t++ {
+	for t := st.s; t < tb.C.N; t++ {
 		run, sumF = tb.ocRun(st.s, t, run, sumF)
 		if tb.ocStep(st, tb.input(st), t, run, sumF, keepOK, offOK, &best) {
 			break
@@ -188,15 +190,15 @@ func (tb *table) ocCompute(st ocState) ocEntry {
 // ocStart prunes the state, answers the loss, and tries case 1 (F_s^all). It returns the
 // best entry so far and whether case 2 is worth trying, with its feasibility per v.
 func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
-	c, s := tb.c, st.s
+	c, s := tb.C, st.s
 	i := tb.input(st)
-	best = ocEntry{v: math.Inf(1)}
+	best = ocEntry{V: math.Inf(1)}
 	// The state is real GPU content (spec §4.4, feasibility pruning).
-	if !tb.fits(st.a+st.dF+i, tb.m) || !tb.fits(st.a+st.dB+i, tb.m) {
+	if !tb.Fits(st.a+st.dF+i, tb.M) || !tb.Fits(st.a+st.dB+i, tb.M) {
 		return best, false, false, false
 	}
-	if s == c.n {
-		return ocEntry{v: tb.lossValue(st), ch: ocChoice{kind: ocLoss}}, false, false, false
+	if s == c.N {
+		return ocEntry{V: tb.lossValue(st), Ch: ocChoice{kind: ocLoss}}, false, false, false
 	}
 	case1, keepOK, offOK := tb.choicesOK(st)
 	// Case 1: F_s^all. Keep is tried first: ties prefer no transfer (pitfall 16).
@@ -206,11 +208,11 @@ func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
 				break
 			}
 			cost, nx := tb.ocCase1(st, v)
-			if !beats(cost+tb.ocLB(1, s+1, nx.a), best.v) {
+			if !cdelta.Beats(cost+tb.ocLB(1, s+1, nx.a), best.V) {
 				continue
 			}
-			if val := cost + tb.ocValue(nx); val < best.v {
-				best = ocEntry{v: val, ch: ocChoice{kind: ocAll, v: uint8(v)}}
+			if val := cost + tb.ocValue(nx); val < best.V {
+				best = ocEntry{V: val, Ch: ocChoice{kind: ocAll, v: uint8(v)}}
 			}
 		}
 	}
@@ -223,11 +225,11 @@ func (tb *table) ocStart(st ocState) (best ocEntry, keepOK, offOK, more bool) {
 // input. Case 2 is checked over k ∈ [s, L] (L2227): keeping I needs it beside every F of
 // the forward phase; an offloaded I is needed by F_s only.
 func (tb *table) choicesOK(st ocState) (case1, keepOK, offOK bool) {
-	c, s, i := tb.c, st.s, tb.input(st)
-	avail := tb.m - st.a
-	case1 = tb.fits(c.rFall(s)+i, avail) && tb.fits(c.rB(s)+i, avail)
-	keepOK = tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s]+i, avail)
-	offOK = !tb.noOffload && tb.fits(c.rF0(s, s)+i, avail) && tb.fits(tb.tailF0[s], avail)
+	c, s, i := tb.C, st.s, tb.input(st)
+	avail := tb.M - st.a
+	case1 = tb.Fits(c.RFall(s)+i, avail) && tb.Fits(c.RB(s)+i, avail)
+	keepOK = tb.Fits(c.RF0(s, s)+i, avail) && tb.Fits(tb.tailF0[s]+i, avail)
+	offOK = !tb.noOffload && tb.Fits(c.RF0(s, s)+i, avail) && tb.Fits(tb.tailF0[s], avail)
 	return case1, keepOK, offOK
 }
 
@@ -237,12 +239,12 @@ func (tb *table) ocStep(st ocState, i float64, t int, run, sumF float64, keepOK,
 	s := st.s
 	// The segment's forward runs twice: value ≥ Σ_{k=s}^{t} u_F(k) + seqFrom[s], which
 	// only grows with t.
-	if !beats(sumF+tb.seqFrom[s], best.v) {
+	if !cdelta.Beats(sumF+tb.seqFrom[s], best.V) {
 		return true
 	}
 	// A cheaper bound before any lookup in the large tables: the smallest values of the
 	// segment's backward and of the rest at the A each choice leads to.
-	if !beats(sumF+tb.cdLB(s, t, st.a+tb.keep(st))+min(tb.ocLB(0, t+1, st.a), tb.ocLB(0, t+1, st.a+tb.keep(st))), best.v) {
+	if !cdelta.Beats(sumF+tb.CDLB(s, t, st.a+tb.keep(st))+min(tb.ocLB(0, t+1, st.a), tb.ocLB(0, t+1, st.a+tb.keep(st))), best.V) {
 		return false
 	}
 	fwd, cb, capF, capB := tb.ocSegment(st, i, t, run, sumF)
@@ -254,11 +256,11 @@ func (tb *table) ocStep(st ocState, i float64, t int, run, sumF float64, keepOK,
 			continue
 		}
 		nx := tb.ocCase2(st, i, t, v, capF, capB)
-		if !beats(fwd+cb+tb.ocLB(0, t+1, nx.a), best.v) {
+		if !cdelta.Beats(fwd+cb+tb.ocLB(0, t+1, nx.a), best.V) {
 			continue
 		}
-		if val := fwd + cb + tb.ocValue(nx); val < best.v {
-			*best = ocEntry{v: val, ch: ocChoice{kind: ocCk, v: uint8(v), t: uint16(t)}}
+		if val := fwd + cb + tb.ocValue(nx); val < best.V {
+			*best = ocEntry{V: val, Ch: ocChoice{kind: ocCk, v: uint8(v), t: uint16(t)}}
 		}
 	}
 	return false

@@ -12,6 +12,10 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offload"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -26,7 +30,7 @@ func randomCount() int {
 
 // exactValue runs the continuous POFO DP (spec §4.10 (a)) on c at a budget of m bytes.
 func exactValue(c *chainplan.Chain, m, beta float64, noOffload bool) (*table, float64) {
-	tb := newTable(exactChain(c), m, beta, true, noOffload)
+	tb := newTable(unitchain.Exact(c), m, beta, true, noOffload)
 	return tb, tb.solveValue()
 }
 
@@ -69,11 +73,11 @@ func TestPOFOSpecSchedule(t *testing.T) {
 	if v != 20 {
 		t.Fatalf("value %v, want 20", v)
 	}
-	s := tb.schedule(exactChain(c))
-	if got, want := chainplan.FormatSequence(s.Compute), chainplan.FormatSequence(parseOps(t, "Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1")); got != want {
+	s := tb.schedule(unitchain.Exact(c))
+	if got, want := chainplan.FormatSequence(s.Compute), chainplan.FormatSequence(testchains.Ops("Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1")); got != want {
 		t.Fatalf("compute %s, want %s", got, want)
 	}
-	want := []chainplan.Transfer{xf(chainplan.TransferOffload, "a0", 2, -1), xf(chainplan.TransferPrefetch, "a0", 2, 9)}
+	want := []chainplan.Transfer{testchains.Transfer(chainplan.TransferOffload, "a0", 2, -1), testchains.Transfer(chainplan.TransferPrefetch, "a0", 2, 9)}
 	if len(s.Transfers) != 2 || s.Transfers[0] != want[0] || s.Transfers[1] != want[1] {
 		t.Fatalf("transfers %v, want %v", s.Transfers, want)
 	}
@@ -90,7 +94,7 @@ func randomPofoCase(rng *rand.Rand) (*chainplan.Chain, float64, float64) {
 		opts.Float = true
 	}
 	c := testchains.Random(rng, 1+rng.IntN(6), opts)
-	peak := exactChain(c).storeAllPeak()
+	peak := unitchain.Exact(c).StoreAllPeak()
 	m := float64(int64(c.InputBytes) + rng.Int64N(int64(peak)-c.InputBytes+2))
 	beta := float64(1+rng.IntN(6)) / float64(1+rng.IntN(2))
 	return c, m, beta
@@ -105,15 +109,15 @@ func TestPOFOMatchesSimulator(t *testing.T) {
 	feasible := 0
 	for i := 0; i < randomCount(); i++ {
 		c, m, beta := randomPofoCase(rng)
-		ex := exactChain(c)
+		ex := unitchain.Exact(c)
 		tb, v := exactValue(c, m, beta, false)
 		if math.IsInf(v, 1) {
 			continue
 		}
 		feasible++
 		s := tb.schedule(ex)
-		fr := simulate(ex, s, params{beta: beta, limit: m, model: chainplan.Fractional})
-		in := simulate(ex, s, params{beta: beta, limit: m, model: chainplan.Integral})
+		fr := offsim.Replay(ex, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
+		in := offsim.Replay(ex, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Integral})
 		if !fr.Valid || !in.Valid {
 			t.Fatalf("chain %d (M=%v β=%v): schedule invalid: %v / %v", i, m, beta, fr.Err(), in.Err())
 		}
@@ -123,8 +127,8 @@ func TestPOFOMatchesSimulator(t *testing.T) {
 		if in.Makespan < fr.Makespan-1e-9*v {
 			t.Fatalf("chain %d: integral makespan %v below fractional %v", i, in.Makespan, fr.Makespan)
 		}
-		if fr.peak > m+1e-9*m || in.peak > m+1e-9*m {
-			t.Fatalf("chain %d: peaks %v / %v over %v", i, fr.peak, in.peak, m)
+		if float64(fr.PeakBytes) > m || float64(in.PeakBytes) > m {
+			t.Fatalf("chain %d: peaks %v / %v over %v", i, fr.PeakBytes, in.PeakBytes, m)
 		}
 	}
 	if feasible < randomCount()/4 {
@@ -183,23 +187,30 @@ func TestPOFOWithoutOffloadIsRotor(t *testing.T) {
 	}
 }
 
-// TestPOFOVersusOffloadOnly checks spec §4.12.6: POFO's space contains every DYNPROG
+// TestPOFOVersusOffloadOnly checks spec §4.12.6: POFO's space contains every offload-only
 // schedule synchronized at the loss that leaves the loss input on the GPU (POFO never
-// offloads it, L2248), so POFO is never worse than such a DYNPROG (cheap junction) at the
-// same budget and bandwidth. The DYNPROG schedule is valued by the simulator: with
-// fractional link capacities its own value can be optimistic (see dynprog_test.go).
+// offloads it, L2248), so POFO is never worse than such a schedule at the same budget and
+// bandwidth. The schedules are DYNPROG's choices of offloads (offload.Solve in exact
+// bytes), timed synchronized and valued by the simulator: with fractional link capacities
+// DYNPROG's own value can be optimistic (see planner/offload/dynprog_test.go).
 func TestPOFOVersusOffloadOnly(t *testing.T) {
 	rng := rand.New(rand.NewPCG(17, 18))
 	compared := 0
 	for i := 0; i < randomCount(); i++ {
 		c, m, beta := randomPofoCase(rng)
-		ex := exactChain(c)
-		d := newDynChain(ex, int64(m), -1, beta)
-		off, _, ok := d.table(true)
-		if !ok || off[ex.n-1] {
+		ex := unitchain.Exact(c)
+		p, err := offload.Solve(c, int64(m), offplan.Options{BandwidthBytesPerS: beta, Slots: -1})
+		if err != nil {
 			continue
 		}
-		r := simulate(ex, storeAllSchedule(ex, off, true), params{beta: beta, limit: m, model: chainplan.Fractional})
+		off := make([]bool, ex.N)
+		for _, tr := range p.Offload.Transfers {
+			off[tr.Tensor.Stage] = true
+		}
+		if off[ex.N-1] {
+			continue
+		}
+		r := offsim.Replay(ex, offsim.StoreAll(ex, off, true), offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
 		if !r.Valid {
 			continue
 		}
@@ -229,16 +240,16 @@ func TestPOFOInfiniteBandwidth(t *testing.T) {
 			c.Stages[j].BwdTime++
 		}
 		c.Loss.FwdTime++
-		ex := exactChain(c)
+		ex := unitchain.Exact(c)
 		// M_stream: every stage with its input and its own needs; the loss input stays.
 		var stream float64
-		for l := 1; l <= ex.n; l++ {
-			stream = max(stream, ex.rFall(l)+ex.abar[l-1], ex.rB(l)+ex.abar[l-1])
+		for l := 1; l <= ex.N; l++ {
+			stream = max(stream, ex.RFall(l)+ex.ABar[l-1], ex.RB(l)+ex.ABar[l-1])
 		}
 		m := math.Ceil(stream) + float64(rng.IntN(3))
 		const beta = 1e9
 		_, v := exactValue(c, m, beta, false)
-		sum := ex.sumTime()
+		sum := ex.SumTime()
 		if math.IsInf(v, 1) || v > sum*(1+1e-6) {
 			t.Fatalf("chain %d (M=%v, stream %v): POFO %v, want Σ = %v", i, m, stream, v, sum)
 		}
@@ -285,7 +296,7 @@ func TestSolveReplays(t *testing.T) {
 		}
 		beta := mean / float64(len(c.Stages)) * (0.2 + 2*rng.Float64())
 		slots := []int64{0, 20, 30, 40}[i%4]
-		opts := Options{BandwidthBytesPerS: beta, Slots: slots}
+		opts := offplan.Options{BandwidthBytesPerS: beta, Slots: slots}
 		p, err := Solve(c, b, opts)
 		if err != nil {
 			var ie *chainplan.InfeasibleError
@@ -297,7 +308,7 @@ func TestSolveReplays(t *testing.T) {
 			}
 			continue
 		}
-		r, err := Simulate(c, ScheduleOf(p), SimOptions{BandwidthBytesPerS: beta, LimitBytes: b})
+		r, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b})
 		if err != nil || !r.Valid {
 			t.Fatalf("chain %d: plan does not replay: %v %v", i, err, r.Err())
 		}
@@ -308,7 +319,7 @@ func TestSolveReplays(t *testing.T) {
 			t.Fatalf("chain %d: makespan %v below Σ %v", i, p.Makespan, c.SumTime())
 		}
 		if b < peak {
-			tb := pofoTable(c, b, opts.slots(b, DefaultSlots(c.Len())), beta, false)
+			tb := pofoTable(c, b, opts.SlotsFor(b, DefaultSlots(c.Len())), beta, false)
 			tb.fill()
 			if v := tb.solveValue(); v < p.Makespan*(1-1e-9) {
 				t.Fatalf("chain %d: DP value %v below the simulated %v", i, v, p.Makespan)
@@ -336,7 +347,7 @@ func TestSolveFastLink(t *testing.T) {
 		betas = betas[:1]
 	}
 	for _, beta := range betas {
-		opts := Options{BandwidthBytesPerS: beta}
+		opts := offplan.Options{BandwidthBytesPerS: beta}
 		lo, err := MinBudget(c, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -361,12 +372,12 @@ func TestSolveRefusesHugeTables(t *testing.T) {
 	c := testchains.Random(rng, 30, testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18})
 	b := (LowBudget(c) + StoreAllPeak(c)) / 2
 	for _, slots := range []int64{2000, -1} {
-		_, err := Solve(c, b, Options{BandwidthBytesPerS: 1e6, Slots: slots})
+		_, err := Solve(c, b, offplan.Options{BandwidthBytesPerS: 1e6, Slots: slots})
 		want := fmt.Sprintf("use fewer slots (the default for this chain is %d)", DefaultSlots(c.Len()))
 		if !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("slots %d: %v", slots, err)
 		}
-		if _, err := MinBudget(c, Options{BandwidthBytesPerS: 1e6, Slots: slots}); !errors.Is(err, chainplan.ErrUnsupported) {
+		if _, err := MinBudget(c, offplan.Options{BandwidthBytesPerS: 1e6, Slots: slots}); !errors.Is(err, chainplan.ErrUnsupported) {
 			t.Fatalf("MinBudget, slots %d: %v", slots, err)
 		}
 	}

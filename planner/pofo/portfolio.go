@@ -7,6 +7,10 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/heuristic"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -43,8 +47,8 @@ const tieTol = 1e-12
 // (rep nil: the candidate found no schedule).
 type candidate struct {
 	name string
-	s    Schedule
-	rep  *Report
+	s    offsim.Schedule
+	rep  *offsim.Report
 	ms   float64
 }
 
@@ -52,10 +56,10 @@ type candidate struct {
 // above. When the first DP plan already runs in Σ(u_F+u_B), a lower bound, it is the only
 // one. Otherwise the second DP runs (one table at a time: a table may take hundreds of
 // megabytes) beside the heuristics, which are independent of it.
-func solveCandidates(c *chainplan.Chain, exact *chain, budget, slots int64, opts Options) []candidate {
-	p := params{beta: opts.BandwidthBytesPerS, limit: float64(budget), model: opts.model()}
+func solveCandidates(c *chainplan.Chain, exact *unitchain.Chain, budget, slots int64, opts offplan.Options) []candidate {
+	p := offsim.SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: budget, Model: opts.MemoryModel()}
 	out := []candidate{dpCandidate(CandidatePOFO, c, exact, budget, slots, p, false)}
-	if r := out[0].rep; r != nil && r.Valid && r.Makespan <= exact.sumTime()*(1+tieTol) {
+	if r := out[0].rep; r != nil && r.Valid && r.Makespan <= exact.SumTime()*(1+tieTol) {
 		return out
 	}
 	var others []candidate
@@ -72,16 +76,16 @@ func solveCandidates(c *chainplan.Chain, exact *chain, budget, slots int64, opts
 
 // dpCandidate runs the POFO DP, with new backlogs rounded up or to the nearest unit, and
 // replays its schedule (bestTiming).
-func dpCandidate(name string, c *chainplan.Chain, exact *chain, budget, slots int64, p params, nearest bool) candidate {
+func dpCandidate(name string, c *chainplan.Chain, exact *unitchain.Chain, budget, slots int64, p offsim.SimOptions, nearest bool) candidate {
 	start := time.Now()
 	cd := candidate{name: name}
-	tb := pofoTable(c, budget, slots, p.beta, false)
-	tb.nearestDelta = nearest
+	tb := pofoTable(c, budget, slots, p.BandwidthBytesPerS, false)
+	tb.NearestDelta = nearest
 	tb.fill()
 	if !math.IsInf(tb.solveValue(), 1) {
 		cd.s, cd.rep = bestTiming(exact, tb.schedule(exact), p)
 	}
-	cd.ms = msSince(start)
+	cd.ms = offplan.MSSince(start)
 	return cd
 }
 
@@ -89,14 +93,14 @@ func dpCandidate(name string, c *chainplan.Chain, exact *chain, budget, slots in
 // unsynchronized: the same operations and transfers with the backward phase joined at the
 // smallest gap the checker accepts, never later than the synchronized one (Simulate). The
 // unsynchronized timing is kept only when it is faster.
-func bestTiming(exact *chain, s Schedule, p params) (Schedule, *Report) {
-	r := simulate(exact, s, p)
+func bestTiming(exact *unitchain.Chain, s offsim.Schedule, p offsim.SimOptions) (offsim.Schedule, *offsim.Report) {
+	r := offsim.Replay(exact, s, p)
 	if !r.Valid || !s.SyncAtLoss {
 		return s, r
 	}
 	u := s
 	u.SyncAtLoss = false
-	if ru := simulate(exact, u, p); ru.Valid && ru.Makespan < r.Makespan*(1-tieTol) {
+	if ru := offsim.Replay(exact, u, p); ru.Valid && ru.Makespan < r.Makespan*(1-tieTol) {
 		return u, ru
 	}
 	return s, r
@@ -105,49 +109,42 @@ func bestTiming(exact *chain, s Schedule, p params) (Schedule, *Report) {
 // heuristicCandidates returns rotor's, AUTOCAPPER's and OPPORTUNIST's schedules at the
 // budget, each replayed; below the memory that some operation needs whatever the schedule,
 // none is tried.
-func heuristicCandidates(c *chainplan.Chain, exact *chain, budget int64, opts Options, p params) []candidate {
+func heuristicCandidates(c *chainplan.Chain, exact *unitchain.Chain, budget int64, opts offplan.Options, p offsim.SimOptions) []candidate {
 	out := []candidate{{name: CandidateRotor}, {name: CandidateAutoCapper}, {name: CandidateOpportunist}}
 	if float64(budget) < opNeed(exact) {
 		return out
 	}
-	solvers := []func() (Schedule, bool){
-		func() (Schedule, bool) {
-			plan, err := rotor.Solve(c, budget, rotorOptions(opts, exact.n))
+	solvers := []func() (offsim.Schedule, bool){
+		func() (offsim.Schedule, bool) {
+			plan, err := rotor.Solve(c, budget, heuristic.RotorOptions(opts, exact.N))
 			if err != nil {
-				return Schedule{}, false
+				return offsim.Schedule{}, false
 			}
-			return Schedule{Compute: plan.Sequence, SyncAtLoss: true}, true
+			return offsim.Schedule{Compute: plan.Sequence, SyncAtLoss: true}, true
 		},
-		func() (Schedule, bool) { return autoCapper(c, exact, budget, opts) },
-		func() (Schedule, bool) { return opportunist(c, exact, budget, remSlots(opts, budget, exact.n), opts) },
+		func() (offsim.Schedule, bool) { return heuristic.AutoCapper(c, exact, budget, opts) },
+		func() (offsim.Schedule, bool) {
+			return heuristic.Opportunist(c, exact, budget, heuristic.RematSlots(opts, budget, exact.N), opts)
+		},
 	}
 	for i, solve := range solvers {
 		start := time.Now()
 		if s, ok := solve(); ok {
-			out[i].s, out[i].rep = s, simulate(exact, s, p)
+			out[i].s, out[i].rep = s, offsim.Replay(exact, s, p)
 		}
-		out[i].ms = msSince(start)
+		out[i].ms = offplan.MSSince(start)
 	}
 	return out
-}
-
-// rotorOptions are the options of the rematerialization the heuristics use (remSlots):
-// rotor's default slots unless set, never fewer than 2(N+4), exact bytes for Slots < 0.
-func rotorOptions(opts Options, n int) rotor.Options {
-	if opts.Slots < 0 {
-		return rotor.Options{Slots: -1}
-	}
-	return rotor.Options{Slots: remSlots(opts, 0, n)}
 }
 
 // opNeed returns a memory below which no schedule of c exists: each F_ℓ holds at least its
 // input and its output with its overhead, each B_ℓ its input, ā_ℓ, δ_ℓ, δ_{ℓ−1} and its
 // overhead, none of which a transfer can free while the operation reads or writes it.
-func opNeed(c *chain) float64 {
+func opNeed(c *unitchain.Chain) float64 {
 	var need float64
-	for l := 1; l <= c.n; l++ {
-		in := min(c.a[l-1], c.abar[l-1])
-		need = max(need, in+min(c.a[l], c.abar[l])+c.oF[l], in+c.rB(l))
+	for l := 1; l <= c.N; l++ {
+		in := min(c.A[l-1], c.ABar[l-1])
+		need = max(need, in+min(c.A[l], c.ABar[l])+c.OF[l], in+c.RB(l))
 	}
 	return need
 }

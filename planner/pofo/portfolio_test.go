@@ -10,7 +10,11 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/heuristic"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -18,9 +22,9 @@ import (
 // algorithms rotor, autocapper and opportunist for the same request, when they find one at
 // this budget (a heuristic that fails there searches a smaller budget whose schedule also
 // fits, which Solve's candidates do not; such plans are left out).
-func fallbackMakespans(t *testing.T, c *chainplan.Chain, b int64, opts Options) map[string]float64 {
+func fallbackMakespans(t *testing.T, c *chainplan.Chain, b int64, opts offplan.Options) map[string]float64 {
 	t.Helper()
-	ex := exactChain(c)
+	ex := unitchain.Exact(c)
 	out := map[string]float64{}
 	for _, f := range []struct {
 		name  string
@@ -29,10 +33,13 @@ func fallbackMakespans(t *testing.T, c *chainplan.Chain, b int64, opts Options) 
 	}{
 		{CandidateRotor, func() (*chainplan.Plan, error) { return rotor.Solve(c, b, rotor.Options{Slots: opts.Slots}) },
 			func() bool { return true }},
-		{CandidateAutoCapper, func() (*chainplan.Plan, error) { return SolveAutoCapper(c, b, opts) },
-			func() bool { _, ok := autoCapper(c, ex, b, opts); return ok }},
-		{CandidateOpportunist, func() (*chainplan.Plan, error) { return SolveOpportunist(c, b, opts) },
-			func() bool { _, ok := opportunist(c, ex, b, remSlots(opts, b, ex.n), opts); return ok }},
+		{CandidateAutoCapper, func() (*chainplan.Plan, error) { return heuristic.SolveAutoCapper(c, b, opts) },
+			func() bool { _, ok := heuristic.AutoCapper(c, ex, b, opts); return ok }},
+		{CandidateOpportunist, func() (*chainplan.Plan, error) { return heuristic.SolveOpportunist(c, b, opts) },
+			func() bool {
+				_, ok := heuristic.Opportunist(c, ex, b, heuristic.RematSlots(opts, b, ex.N), opts)
+				return ok
+			}},
 	} {
 		p, err := f.solve()
 		var ie *chainplan.InfeasibleError
@@ -53,9 +60,9 @@ func fallbackMakespans(t *testing.T, c *chainplan.Chain, b int64, opts Options) 
 // bandwidth: it replays within the budget with its makespan, which is no more than any
 // fallback's (within 1e-9 relative); Chosen names the first candidate with the smallest
 // makespan, every earlier one being slower by more than the tie margin.
-func checkPortfolio(t *testing.T, name string, c *chainplan.Chain, b int64, opts Options, p *chainplan.Plan) {
+func checkPortfolio(t *testing.T, name string, c *chainplan.Chain, b int64, opts offplan.Options, p *chainplan.Plan) {
 	t.Helper()
-	r, err := Simulate(c, ScheduleOf(p), SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
+	r, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
 	if err != nil || !r.Valid || r.Makespan != p.Makespan || r.PeakBytes != p.PeakBytes || p.PeakBytes > b {
 		t.Fatalf("%s: plan %v/%d does not replay within %d: %v %+v", name, p.Makespan, p.PeakBytes, b, err, r)
 	}
@@ -107,7 +114,7 @@ func TestSolveNeverSlowerOnExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := int64((1-tt.alpha)*float64(LowBudget(c)) + tt.alpha*float64(StoreAllPeak(c)))
-		opts := Options{BandwidthBytesPerS: tt.beta}
+		opts := offplan.Options{BandwidthBytesPerS: tt.beta}
 		p, err := Solve(c, b, opts)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.chain, err)
@@ -146,7 +153,7 @@ func TestSolveNeverSlowerRandom(t *testing.T) {
 		for _, s := range c.Stages {
 			rate += float64(s.SavedBytes) / (s.FwdTime + 0.1)
 		}
-		opts := Options{BandwidthBytesPerS: rate / float64(len(c.Stages)) * (0.1 + 3*rng.Float64()), Slots: []int64{30, 60}[i%2]}
+		opts := offplan.Options{BandwidthBytesPerS: rate / float64(len(c.Stages)) * (0.1 + 3*rng.Float64()), Slots: []int64{30, 60}[i%2]}
 		p, err := Solve(c, b, opts)
 		if err != nil {
 			var ie *chainplan.InfeasibleError
@@ -172,9 +179,9 @@ func TestSolveNeverSlowerRandom(t *testing.T) {
 // and stays synchronized; a schedule that the synchronized timing delays gains.
 func TestBestTiming(t *testing.T) {
 	c := testchains.PofoExample(1)
-	ex := exactChain(c)
+	ex := unitchain.Exact(c)
 	tb, _ := exactValue(c, 22, 1, false)
-	s, r := bestTiming(ex, tb.schedule(ex), params{beta: 1, limit: 22, model: chainplan.Fractional})
+	s, r := bestTiming(ex, tb.schedule(ex), offsim.SimOptions{BandwidthBytesPerS: 1, LimitBytes: 22, Model: chainplan.Fractional})
 	if !s.SyncAtLoss || r.Makespan != 20 {
 		t.Fatalf("§5.8 schedule: sync %v, makespan %v", s.SyncAtLoss, r.Makespan)
 	}
@@ -182,9 +189,9 @@ func TestBestTiming(t *testing.T) {
 	// after the forward phase (6.5). Synchronized, the compute stream idles 0.5 at the loss
 	// (22.5); unsynchronized, the backward of the loss runs beside the end of the offload.
 	off := []bool{false, true, false, false, false}
-	p := params{beta: 1, limit: 22, model: chainplan.Fractional}
-	sync := simulate(ex, storeAllSchedule(ex, off, true), p)
-	s, r = bestTiming(ex, storeAllSchedule(ex, off, true), p)
+	p := offsim.SimOptions{BandwidthBytesPerS: 1, LimitBytes: 22, Model: chainplan.Fractional}
+	sync := offsim.Replay(ex, offsim.StoreAll(ex, off, true), p)
+	s, r = bestTiming(ex, offsim.StoreAll(ex, off, true), p)
 	if !sync.Valid || sync.Makespan != 22.5 || !r.Valid || s.SyncAtLoss || math.Abs(r.Makespan-22) > 1e-9 {
 		t.Fatalf("synchronized %v (valid %v); best %v (valid %v, sync %v)", sync.Makespan, sync.Valid, r.Makespan, r.Valid, s.SyncAtLoss)
 	}
@@ -196,10 +203,10 @@ func TestOpNeed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for i := 0; i < 200; i++ {
 		c := testchains.Random(rng, 1+rng.IntN(8), testchains.RandomOptions{MaxSize: 1 << 10, MaxOverhead: 1 << 8})
-		ex := exactChain(c)
+		ex := unitchain.Exact(c)
 		need := opNeed(ex)
-		if ex.storeAllPeak() < need {
-			t.Fatalf("chain %d: store-all peak %v below the need %v", i, ex.storeAllPeak(), need)
+		if ex.StoreAllPeak() < need {
+			t.Fatalf("chain %d: store-all peak %v below the need %v", i, ex.StoreAllPeak(), need)
 		}
 		if m, err := rotor.MinBudget(c, rotor.Options{Slots: -1}); err != nil || float64(m) < need {
 			t.Fatalf("chain %d: rotor's smallest budget %d below the need %v (%v)", i, m, need, err)

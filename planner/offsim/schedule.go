@@ -1,9 +1,10 @@
-package pofo
+package offsim
 
 import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
 )
 
 // Schedule is an offloading schedule (spec §5.1): one compute stream runs Compute in
@@ -49,50 +50,50 @@ func (i Issue) String() string {
 	return i.Msg
 }
 
-// tensorOf returns the name of the stored activation of stage l: ā_l when saved, a_l
+// TensorOf returns the name of the stored activation of stage l: ā_l when saved, a_l
 // otherwise (a_0 is always plain).
-func tensorOf(l int, saved bool) chainplan.Tensor {
+func TensorOf(l int, saved bool) chainplan.Tensor {
 	return chainplan.Tensor{Stage: l, Saved: saved && l > 0}
 }
 
-// storeAllSchedule returns PyTorch's default sequence with the given activations ā_ℓ
+// StoreAll returns PyTorch's default sequence with the given activations ā_ℓ
 // offloaded: each right after the forward that produces it (a_0 from time 0) and
 // prefetched right before B_{ℓ+1}, its first reader after the loss (spec §5.1, "Ch.3
 // schedules"). off[ℓ] marks ā_ℓ, ℓ = 0..L.
-func storeAllSchedule(c *chain, off []bool, sync bool) Schedule {
-	l := c.n - 1
+func StoreAll(c *unitchain.Chain, off []bool, sync bool) Schedule {
+	l := c.N - 1
 	s := Schedule{Compute: chainplan.StoreAllSequence(l), SyncAtLoss: sync}
 	for k := 0; k <= l; k++ {
 		if off[k] {
 			// F_k is op k−1; a_0 has no producer.
 			s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferOffload,
-				Tensor: tensorOf(k, true), Bytes: int64(c.abar[k]), Anchor: k - 1})
+				Tensor: TensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: k - 1})
 		}
 	}
 	for k := l; k >= 0; k-- {
 		if off[k] {
 			// B_ℓ is op (L+1) + (L+1−ℓ); ā_k is first read by B_{k+1}.
 			s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferPrefetch,
-				Tensor: tensorOf(k, true), Bytes: int64(c.abar[k]), Anchor: 2*(l+1) - (k + 1)})
+				Tensor: TensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: 2*(l+1) - (k + 1)})
 		}
 	}
 	return s
 }
 
-// withTransfers returns a compute sequence with the given stored activations offloaded:
-// each right after the operation that produced it (a0 from time 0) and prefetched before
-// its first reader after the loss. sel lists instance ids of the analysis of seq (see
-// analyze); the result is in link order.
-func withTransfers(lg *logical, seq []chainplan.Op, sel []int, sync bool) Schedule {
-	s := Schedule{Compute: seq, SyncAtLoss: sync}
+// WithTransfers returns the analysed compute sequence with the given stored activations
+// offloaded: each right after the operation that produced it (a0 from time 0) and
+// prefetched before its first reader after the loss. sel lists instance ids of the
+// analysis; the result is in link order.
+func WithTransfers(lg *Analysis, sel []int, sync bool) Schedule {
+	s := Schedule{Compute: lg.Ops, SyncAtLoss: sync}
 	type pre struct{ inst, before int }
 	var pres []pre
 	for _, id := range sortedByProducer(lg, sel) {
-		in := &lg.insts[id]
+		in := &lg.Insts[id]
 		s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferOffload,
-			Tensor: in.t, Bytes: int64(in.size), Anchor: in.producer})
-		for _, r := range in.readers {
-			if r > lg.loss {
+			Tensor: in.Tensor, Bytes: int64(in.Size), Anchor: in.Producer})
+		for _, r := range in.Readers {
+			if r > lg.Loss {
 				pres = append(pres, pre{id, r})
 				break
 			}
@@ -105,19 +106,19 @@ func withTransfers(lg *logical, seq []chainplan.Op, sel []int, sync bool) Schedu
 		}
 	}
 	for _, p := range pres {
-		in := &lg.insts[p.inst]
+		in := &lg.Insts[p.inst]
 		s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferPrefetch,
-			Tensor: in.t, Bytes: int64(in.size), Anchor: p.before})
+			Tensor: in.Tensor, Bytes: int64(in.Size), Anchor: p.before})
 	}
 	return s
 }
 
 // sortedByProducer returns the instance ids sorted by producing operation (a stable
 // insertion sort: the lists are short).
-func sortedByProducer(lg *logical, ids []int) []int {
+func sortedByProducer(lg *Analysis, ids []int) []int {
 	out := append([]int(nil), ids...)
 	for i := 1; i < len(out); i++ {
-		for j := i; j > 0 && lg.insts[out[j]].producer < lg.insts[out[j-1]].producer; j-- {
+		for j := i; j > 0 && lg.Insts[out[j]].Producer < lg.Insts[out[j-1]].Producer; j-- {
 			out[j], out[j-1] = out[j-1], out[j]
 		}
 	}

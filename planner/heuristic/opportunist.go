@@ -1,10 +1,14 @@
-package pofo
+package heuristic
 
 import (
 	"math"
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/cdelta"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 )
 
 // SolveOpportunist returns the OPPORTUNIST schedule of spec §4.13 (L2322-2324), a
@@ -23,51 +27,53 @@ import (
 // Like AUTOCAPPER it is timed without synchronization at the loss. It can fail at low
 // memory (L2348): then the error is an *chainplan.InfeasibleError whose smallest budget is
 // searched to 1 %.
-func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
+func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts offplan.Options) (*chainplan.Plan, error) {
 	start := time.Now()
-	if err := opts.check(c, budgetBytes); err != nil {
+	if err := opts.Check(c, budgetBytes); err != nil {
 		return nil, err
 	}
-	exact := exactChain(c)
-	slots := remSlots(opts, budgetBytes, exact.n)
-	s, ok := opportunist(c, exact, budgetBytes, slots, opts)
+	exact := unitchain.Exact(c)
+	slots := RematSlots(opts, budgetBytes, exact.N)
+	s, ok := Opportunist(c, exact, budgetBytes, slots, opts)
 	if !ok {
-		return infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) { return MinBudgetOpportunist(c, opts) }, SolveOpportunist)
+		return offplan.Infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) { return MinBudgetOpportunist(c, opts) }, SolveOpportunist)
 	}
-	return finishPlan("opportunist", c, budgetBytes, slots, s, opts, start)
+	return offplan.Finish("opportunist", c, budgetBytes, slots, s, opts, start)
 }
 
 // MinBudgetOpportunist returns the smallest budget at which SolveOpportunist finds a
 // schedule, searched to 1 % of the store-all peak. Errors: ErrInvalidChain,
 // ErrUnsupported for bad options.
-func MinBudgetOpportunist(c *chainplan.Chain, opts Options) (int64, error) {
-	if err := opts.check(c, 1); err != nil {
+func MinBudgetOpportunist(c *chainplan.Chain, opts offplan.Options) (int64, error) {
+	if err := opts.Check(c, 1); err != nil {
 		return 0, err
 	}
-	exact := exactChain(c)
-	hi := int64(exact.storeAllPeak())
-	return searchBudget(int64(exact.a[0]), hi, max(1, hi/100), func(b int64) bool {
-		_, ok := opportunist(c, exact, b, remSlots(opts, b, exact.n), opts)
+	exact := unitchain.Exact(c)
+	hi := int64(exact.StoreAllPeak())
+	return offplan.SearchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		_, ok := Opportunist(c, exact, b, RematSlots(opts, b, exact.N), opts)
 		return ok
 	}), nil
 }
 
-// opportunist builds the OPPORTUNIST schedule for a budget and reports whether it replays.
-func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Options) (Schedule, bool) {
-	n := exact.n
+// Opportunist builds the OPPORTUNIST schedule for a budget, on c and its exact form, with
+// the rematerialization at the given slots (RematSlots), and reports whether it replays:
+// SolveOpportunist's schedule, which POFO's Solve also compares.
+func Opportunist(c *chainplan.Chain, exact *unitchain.Chain, budget, slots int64, opts offplan.Options) (offsim.Schedule, bool) {
+	n := exact.N
 	m, beta := float64(budget), opts.BandwidthBytesPerS
-	if exact.storeAllPeak() <= m {
-		return storeAllSchedule(exact, make([]bool, n), true), true
+	if exact.StoreAllPeak() <= m {
+		return offsim.StoreAll(exact, make([]bool, n), true), true
 	}
 	// tailFits: stages g..L+1 with F_all from input size in, everything below offloaded.
 	tailFits := func(g int, in float64) bool {
 		stored := in
 		for l := g; l <= n; l++ {
-			need := max(exact.oF[l]+exact.abar[l], exact.oB[l]+exact.abar[l]+exact.a[l]+exact.a[l-1])
+			need := max(exact.OF[l]+exact.ABar[l], exact.OB[l]+exact.ABar[l]+exact.A[l]+exact.A[l-1])
 			if stored+need > m {
 				return false
 			}
-			stored += exact.abar[l]
+			stored += exact.ABar[l]
 		}
 		return true
 	}
@@ -89,22 +95,22 @@ func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Opt
 	}
 	g, x := 1, 0
 	for {
-		in := exact.a[g-1]
+		in := exact.A[g-1]
 		if x == 1 {
-			in = exact.abar[g-1]
+			in = exact.ABar[g-1]
 		}
 		if tailFits(g, in) {
 			break
 		}
 		if g == n {
-			return Schedule{}, false
+			return offsim.Schedule{}, false
 		}
 		emit(chainplan.FAll, g)
-		now += exact.uF[g]
-		saved := tensorOf(g, true)
+		now += exact.UF[g]
+		saved := offsim.TensorOf(g, true)
 		ready[saved] = now
-		offload(tensorOf(g-1, x == 1), in)
-		offload(saved, exact.abar[g])
+		offload(offsim.TensorOf(g-1, x == 1), in)
+		offload(saved, exact.ABar[g])
 		h := g + 1
 		for now < link && h < n {
 			kind := chainplan.FNone
@@ -112,8 +118,8 @@ func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Opt
 				kind = chainplan.FCk
 			}
 			emit(kind, h)
-			now += exact.uF[h]
-			ready[tensorOf(h, false)] = now
+			now += exact.UF[h]
+			ready[offsim.TensorOf(h, false)] = now
 			h++
 		}
 		groups = append(groups, group{g, h - 1, x})
@@ -130,49 +136,49 @@ func opportunist(c *chainplan.Chain, exact *chain, budget, slots int64, opts Opt
 	for l := n; l >= g; l-- {
 		emit(chainplan.B, l)
 	}
-	tb := pofoTable(c, budget, slots, beta, true)
+	tb := cdelta.ForBudget(c, budget, slots, beta)
 	for i := len(groups) - 1; i >= 0; i-- {
 		gr := groups[i]
 		if gr.e > gr.g {
 			// Rematerialize g+1..e from ā_g with the group input stored too; failing that,
 			// with ā_g alone (the input then arrives during the sub-chain).
-			in := tb.c.a[gr.g-1]
+			in := tb.C.A[gr.g-1]
 			if gr.x == 1 {
-				in = tb.c.abar[gr.g-1]
+				in = tb.C.ABar[gr.g-1]
 			}
-			a := tb.qa(tb.c.abar[gr.g]) + tb.qa(in)
-			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0, false), 1) {
-				a = tb.qa(tb.c.abar[gr.g])
+			a := tb.QA(tb.C.ABar[gr.g]) + tb.QA(in)
+			if math.IsInf(tb.CD(gr.g+1, gr.e, a, 0, false), 1) {
+				a = tb.QA(tb.C.ABar[gr.g])
 			}
-			if math.IsInf(tb.cdValue(gr.g+1, gr.e, a, 0, false), 1) {
-				return Schedule{}, false
+			if math.IsInf(tb.CD(gr.g+1, gr.e, a, 0, false), 1) {
+				return offsim.Schedule{}, false
 			}
-			ops = append(ops, tb.cdSequence(gr.g+1, gr.e, a, 0)...)
+			ops = append(ops, tb.CDSequence(gr.g+1, gr.e, a, 0)...)
 		}
 		emit(chainplan.B, gr.g)
 	}
-	lg := analyze(exact, Schedule{Compute: ops})
-	if len(lg.issues) > 0 {
-		return Schedule{}, false
+	lg := offsim.Analyze(exact, offsim.Schedule{Compute: ops})
+	if len(lg.Issues) > 0 {
+		return offsim.Schedule{}, false
 	}
 	var sel []int
 	for _, t := range offTensors {
-		if id := lg.instAfter(t, producerIndex(lg, t)); id >= 0 {
+		if id := lg.InstAfter(t, producerIndex(lg, t)); id >= 0 {
 			sel = append(sel, id)
 		}
 	}
-	s := withTransfers(lg, ops, sel, false)
+	s := offsim.WithTransfers(lg, sel, false)
 	probe := s
 	probe.SyncAtLoss = true
-	return s, simulate(exact, probe, params{beta: beta, limit: m, model: opts.model()}).Valid
+	return s, offsim.Replay(exact, probe, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: opts.MemoryModel()}).Valid
 }
 
 // producerIndex returns the forward-phase operation that produces the first instance of
 // t (−1 for the chain input).
-func producerIndex(lg *logical, t chainplan.Tensor) int {
-	for id := range lg.insts {
-		if in := &lg.insts[id]; in.t == t {
-			return in.producer
+func producerIndex(lg *offsim.Analysis, t chainplan.Tensor) int {
+	for id := range lg.Insts {
+		if in := &lg.Insts[id]; in.Tensor == t {
+			return in.Producer
 		}
 	}
 	return -1

@@ -1,4 +1,4 @@
-package pofo
+package offsim
 
 import (
 	"math"
@@ -122,8 +122,8 @@ type phases struct {
 // the backward phase (run ASAP in reverse time). An operation starts once the memory
 // released (or not yet reserved) by the transfers makes room for it; its own inputs never
 // count, since it reads them in full.
-func (lg *logical) noWait(p params) *phases {
-	n := len(lg.ops)
+func (lg *Analysis) noWait(p params) *phases {
+	n := len(lg.Ops)
 	frac := p.model == chainplan.Fractional
 	total := 0.0
 	for _, d := range lg.dur {
@@ -133,7 +133,7 @@ func (lg *logical) noWait(p params) *phases {
 	ph := &phases{t: newTimes(n, len(lg.xfers)), rstart: make([]float64, n), rend: make([]float64, n),
 		rxs: make([]float64, len(lg.xfers)), failOp: -1}
 	t := ph.t
-	lam := lg.loss
+	lam := lg.Loss
 	nOff := 0
 	for nOff < len(lg.xfers) && lg.xfers[nOff].dir == chainplan.TransferOffload {
 		nOff++
@@ -158,8 +158,8 @@ func (lg *logical) noWait(p params) *phases {
 		}
 		cs = cs[:0]
 		for _, id := range lg.offDuring[k] {
-			j := lg.insts[id].off
-			if j >= next || slices.Contains(lg.inputs[k], id) {
+			j := lg.Insts[id].Off
+			if j >= next || slices.Contains(lg.Inputs[k], id) {
 				continue
 			}
 			if frac {
@@ -193,7 +193,7 @@ func (lg *logical) noWait(p params) *phases {
 		}
 		cs = cs[:0]
 		for _, id := range lg.offDuring[k] {
-			j := lg.insts[id].pre
+			j := lg.Insts[id].Pre
 			if j < 0 || j <= prev {
 				continue
 			}
@@ -225,10 +225,10 @@ func (lg *logical) noWait(p params) *phases {
 // releaseTime returns when offload j gives its memory back in the integral model: at its
 // end, or at the end of the last operation before k that started reading the tensor
 // before the offload ended (spec §5.2).
-func (lg *logical) releaseTime(t *times, j, k int) float64 {
+func (lg *Analysis) releaseTime(t *times, j, k int) float64 {
 	rel := t.xe[j]
 	tol := timeTol(rel)
-	for _, r := range lg.insts[lg.xfers[j].inst].readers {
+	for _, r := range lg.Insts[lg.xfers[j].inst].Readers {
 		if r < k && t.start[r] <= t.xe[j]+tol {
 			rel = max(rel, t.end[r])
 		}
@@ -238,14 +238,14 @@ func (lg *logical) releaseTime(t *times, j, k int) float64 {
 
 // place returns the timing of the schedule with the backward phase starting gap after the
 // end of the forward phase.
-func (lg *logical) place(ph *phases, gap float64, beta float64) *times {
-	n := len(lg.ops)
+func (lg *Analysis) place(ph *phases, gap float64, beta float64) *times {
+	n := len(lg.Ops)
 	t := &times{
 		start: slices.Clone(ph.t.start), end: slices.Clone(ph.t.end),
 		xs: slices.Clone(ph.t.xs), xe: slices.Clone(ph.t.xe),
 	}
 	mk := ph.tF + gap + ph.tB
-	for k := lg.loss + 1; k < n; k++ {
+	for k := lg.Loss + 1; k < n; k++ {
 		t.start[k] = mk - ph.rend[k]
 		t.end[k] = mk - ph.rstart[k]
 	}

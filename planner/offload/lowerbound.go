@@ -1,6 +1,9 @@
-package pofo
+package offload
 
-import "github.com/chainplan/chainplan"
+import (
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+)
 
 // LowerBound returns the lower bound of Proposition 3 (spec §3.1) on the makespan of any
 // schedule without recomputation within budgetBytes at bandwidth β (bytes per time unit):
@@ -11,10 +14,10 @@ import "github.com/chainplan/chainplan"
 // link twice. The thesis prints the second term as a power of two; the proof says twice
 // (spec §8, L1672). The chain is assumed valid.
 func LowerBound(c *chainplan.Chain, budgetBytes int64, beta float64) float64 {
-	ex := exactChain(c)
+	ex := unitchain.Exact(c)
 	return lowerBound(ex, float64(budgetBytes), beta)
 }
 
-func lowerBound(c *chain, m, beta float64) float64 {
-	return max(c.sumTime(), 2*(c.storeAllPeak()-m)/beta)
+func lowerBound(c *unitchain.Chain, m, beta float64) float64 {
+	return max(c.SumTime(), 2*(c.StoreAllPeak()-m)/beta)
 }

@@ -1,4 +1,4 @@
-package pofo
+package offsim
 
 import (
 	"fmt"
@@ -34,17 +34,17 @@ type checkResult struct {
 // its reader starts; memory within the limit at every instant. It reports the peak memory
 // and the makespan. lg must be free of issues. t.end and t.xe are recomputed from the
 // starts.
-func (lg *logical) check(t *times, p params, sync bool) checkResult {
+func (lg *Analysis) check(t *times, p params, sync bool) checkResult {
 	var res checkResult
 	add := func(op, tr int, format string, args ...any) {
 		if len(res.issues) < maxIssues {
 			res.issues = append(res.issues, Issue{Op: op, Transfer: tr, Msg: fmt.Sprintf(format, args...)})
 		}
 	}
-	n := len(lg.ops)
+	n := len(lg.Ops)
 	frac := p.model == chainplan.Fractional
 	total := 0.0
-	for k := range lg.ops {
+	for k := range lg.Ops {
 		t.end[k] = t.start[k] + lg.dur[k]
 		total += lg.dur[k]
 	}
@@ -52,7 +52,7 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 		t.xe[j] = t.xs[j] + x.size/p.beta
 	}
 	tt := timeTol(total + t.end[n-1])
-	for k := range lg.ops {
+	for k := range lg.Ops {
 		if k == 0 && t.start[0] < -tt || k > 0 && t.start[k] < t.end[k-1]-tt {
 			add(k, -1, "starts at %.9g, before the previous operation ends", t.start[k])
 		}
@@ -63,41 +63,41 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 		if j > 0 && t.xs[j] < t.xe[j-1]-tt {
 			add(-1, j, "starts at %.9g while transfer %d still runs (one transfer at a time, O.1)", t.xs[j], j-1)
 		}
-		in := &lg.insts[x.inst]
+		in := &lg.Insts[x.inst]
 		if x.dir == chainplan.TransferOffload {
 			if x.anchor >= 0 && t.xs[j] < t.end[x.anchor]-tt {
-				add(-1, j, "offload of %s starts before op %d ends", in.t, x.anchor)
+				add(-1, j, "offload of %s starts before op %d ends", in.Tensor, x.anchor)
 			}
-			if sync && lg.loss+1 < n && t.xe[j] > t.start[lg.loss+1]+tt {
-				add(-1, j, "offload of %s ends after the backward of the loss starts (OR.3)", in.t)
+			if sync && lg.Loss+1 < n && t.xe[j] > t.start[lg.Loss+1]+tt {
+				add(-1, j, "offload of %s ends after the backward of the loss starts (OR.3)", in.Tensor)
 			}
 			continue
 		}
-		if t.xs[j] < t.xe[in.off]-tt {
-			add(-1, j, "prefetch of %s starts before its offload ends", in.t)
+		if t.xs[j] < t.xe[in.Off]-tt {
+			add(-1, j, "prefetch of %s starts before its offload ends", in.Tensor)
 		}
 		if t.xe[j] > t.start[x.anchor]+tt {
-			add(x.anchor, j, "prefetch of %s ends after op %d starts", in.t, x.anchor)
+			add(x.anchor, j, "prefetch of %s ends after op %d starts", in.Tensor, x.anchor)
 		}
-		if sync && t.xs[j] < t.end[lg.loss]-tt {
-			add(-1, j, "prefetch of %s starts before the forward of the loss ends (OR.3)", in.t)
+		if sync && t.xs[j] < t.end[lg.Loss]-tt {
+			add(-1, j, "prefetch of %s starts before the forward of the loss ends (OR.3)", in.Tensor)
 		}
 	}
-	for k := range lg.ops {
-		for _, id := range lg.inputs[k] {
-			in := &lg.insts[id]
-			if in.off < 0 || in.pre >= 0 && t.xe[in.pre] <= t.start[k]+tt {
+	for k := range lg.Ops {
+		for _, id := range lg.Inputs[k] {
+			in := &lg.Insts[id]
+			if in.Off < 0 || in.Pre >= 0 && t.xe[in.Pre] <= t.start[k]+tt {
 				continue
 			}
 			// Integral: the GPU copy is gone once the offload ends. Fractional: memory
 			// leaves as the offload runs, so a reader must start before it does.
-			gone := t.xe[in.off]
+			gone := t.xe[in.Off]
 			if frac {
-				gone = t.xs[in.off]
+				gone = t.xs[in.Off]
 			}
 			if t.start[k] > gone+tt {
-				add(k, in.off, "reads %s at %.9g, after its offload (%.9g-%.9g) without a prefetch",
-					in.t, t.start[k], t.xs[in.off], t.xe[in.off])
+				add(k, in.Off, "reads %s at %.9g, after its offload (%.9g-%.9g) without a prefetch",
+					in.Tensor, t.start[k], t.xs[in.Off], t.xe[in.Off])
 			}
 		}
 	}
@@ -112,7 +112,7 @@ func (lg *logical) check(t *times, p params, sync bool) checkResult {
 // over each operation's window [start, end] (stored data, the transfers' credit and the
 // operation's transient) and each idle gap before an operation (stored data and credit).
 // over is called for each window that exceeds the limit by more than memTol.
-func (lg *logical) memoryPeak(t *times, p params, memTol float64, over func(op int, v float64)) float64 {
+func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, over func(op int, v float64)) float64 {
 	frac := p.model == chainplan.Fractional
 	tt := timeTol(t.end[len(t.end)-1])
 	// The credit of an offloaded instance at τ: memory released minus memory reserved again.
@@ -121,29 +121,29 @@ func (lg *logical) memoryPeak(t *times, p params, memTol float64, over func(op i
 	for j, x := range lg.xfers {
 		bps = append(bps, t.xs[j], t.xe[j])
 		if x.dir == chainplan.TransferOffload && !frac {
-			rel[j] = lg.releaseTime(t, j, len(lg.ops))
+			rel[j] = lg.releaseTime(t, j, len(lg.Ops))
 			bps = append(bps, rel[j])
 		}
 	}
 	slices.Sort(bps)
 	creditAt := func(id int, τ float64, relSide, fetchSide side) float64 {
-		in := &lg.insts[id]
-		o := in.off
+		in := &lg.Insts[id]
+		o := in.Off
 		var released, fetched float64
 		if frac {
-			released = credit{t.xs[o], t.xe[o], in.size}.at(τ, true)
-			if in.pre >= 0 {
-				fetched = credit{t.xs[in.pre], t.xe[in.pre], in.size}.at(τ, true)
+			released = credit{t.xs[o], t.xe[o], in.Size}.at(τ, true)
+			if in.Pre >= 0 {
+				fetched = credit{t.xs[in.Pre], t.xe[in.Pre], in.Size}.at(τ, true)
 			}
 			return released - fetched
 		}
 		if τ > rel[o]+tt || relSide == right && τ >= rel[o]-tt {
-			released = in.size
+			released = in.Size
 		}
-		if in.pre >= 0 {
-			s := t.xs[in.pre]
+		if in.Pre >= 0 {
+			s := t.xs[in.Pre]
 			if τ > s+tt || fetchSide == right && τ >= s-tt {
-				fetched = in.size
+				fetched = in.Size
 			}
 		}
 		return released - fetched
@@ -156,8 +156,8 @@ func (lg *logical) memoryPeak(t *times, p params, memTol float64, over func(op i
 		return v
 	}
 	peak := 0.0
-	if len(lg.insts) > 0 {
-		peak = lg.insts[0].size
+	if len(lg.Insts) > 0 {
+		peak = lg.Insts[0].Size
 	}
 	lim := p.limit + memTol
 	window := func(k int, base, from, to float64, isOp bool) {
@@ -186,7 +186,7 @@ func (lg *logical) memoryPeak(t *times, p params, memTol float64, over func(op i
 			over(k, worst)
 		}
 	}
-	for k := range lg.ops {
+	for k := range lg.Ops {
 		gapFrom := 0.0
 		if k > 0 {
 			gapFrom = t.end[k-1]

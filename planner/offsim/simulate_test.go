@@ -1,8 +1,7 @@
-package pofo
+package offsim
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -10,31 +9,8 @@ import (
 	"github.com/chainplan/chainplan/planner/internal/testchains"
 )
 
-// parseOps reads "Fck1 Fall2 Fnone3 B3" into operations.
-func parseOps(tb testing.TB, s string) []chainplan.Op {
-	tb.Helper()
-	kinds := map[string]chainplan.OpKind{"Fall": chainplan.FAll, "Fck": chainplan.FCk, "Fnone": chainplan.FNone, "B": chainplan.B}
-	var ops []chainplan.Op
-	for _, f := range strings.Fields(s) {
-		i := strings.IndexAny(f, "0123456789")
-		k, ok := kinds[f[:i]]
-		st, err := strconv.Atoi(f[i:])
-		if !ok || err != nil {
-			tb.Fatalf("bad op %q", f)
-		}
-		ops = append(ops, chainplan.Op{Kind: k, Stage: st})
-	}
-	return ops
-}
-
-// xf builds a transfer of the §5.8 chain at scale 1.
-func xf(dir chainplan.TransferDir, name string, bytes int64, anchor int) chainplan.Transfer {
-	t, err := chainplan.ParseTensor(name)
-	if err != nil {
-		panic(err)
-	}
-	return chainplan.Transfer{Dir: dir, Tensor: t, Bytes: bytes, Anchor: anchor}
-}
+// xf builds a transfer of the test vectors.
+var xf = testchains.Transfer
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*max(1, math.Abs(b)) }
 
@@ -82,7 +58,7 @@ func TestSimulateSpecSchedules(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Schedule{Compute: parseOps(t, tt.ops), Transfers: tt.xfers, SyncAtLoss: true}
+			s := Schedule{Compute: testchains.Ops(tt.ops), Transfers: tt.xfers, SyncAtLoss: true}
 			r, err := Simulate(c, s, SimOptions{BandwidthBytesPerS: tt.beta, LimitBytes: tt.limit, Model: tt.model})
 			if err != nil {
 				t.Fatal(err)
@@ -147,7 +123,7 @@ func TestSimulateInvalid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Schedule{Compute: parseOps(t, tt.ops), Transfers: tt.xfers, SyncAtLoss: true}
+			s := Schedule{Compute: testchains.Ops(tt.ops), Transfers: tt.xfers, SyncAtLoss: true}
 			r, err := Simulate(c, s, SimOptions{BandwidthBytesPerS: 1, LimitBytes: tt.limit})
 			if err != nil {
 				t.Fatal(err)
@@ -166,7 +142,7 @@ func TestSimulateInvalid(t *testing.T) {
 // checks that the checker of spec §5.5 finds each violation.
 func TestCheckTimings(t *testing.T) {
 	c := testchains.PofoExample(1)
-	s := Schedule{Compute: parseOps(t, "Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1"),
+	s := Schedule{Compute: testchains.Ops("Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1"),
 		Transfers:  []chainplan.Transfer{xf(chainplan.TransferOffload, "a0", 2, -1), xf(chainplan.TransferPrefetch, "a0", 2, 9)},
 		SyncAtLoss: true}
 	good := func() chainplan.Timing {

@@ -1,4 +1,4 @@
-package pofo
+package offsim
 
 import (
 	"fmt"
@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
 	remat "github.com/chainplan/chainplan/planner/simulate"
 )
 
@@ -37,8 +38,6 @@ type Report struct {
 	// transfer that could help has completed (−1: none). The heuristics use it.
 	FailOp int               `json:"fail_op"`
 	Timing *chainplan.Timing `json:"timing,omitempty"`
-
-	peak float64 // the exact peak
 }
 
 // Err returns nil for a valid replay and otherwise an error listing the first issues.
@@ -90,15 +89,26 @@ func Simulate(c *chainplan.Chain, s Schedule, opts SimOptions) (*Report, error) 
 	if err != nil {
 		return nil, err
 	}
-	return simulate(exactChain(c), s, p), nil
+	return simulate(unitchain.Exact(c), s, p), nil
+}
+
+// Replay is Simulate for the planners: on a chain already in exact bytes
+// (unitchain.Exact), with options they have checked. It panics on options Simulate would
+// refuse.
+func Replay(c *unitchain.Chain, s Schedule, opts SimOptions) *Report {
+	p, err := opts.params(s)
+	if err != nil {
+		panic(fmt.Sprintf("offsim: %v", err))
+	}
+	return simulate(c, s, p)
 }
 
 // simulate is Simulate on an exact chain.
-func simulate(c *chain, s Schedule, p params) *Report {
-	lg := analyze(c, s)
+func simulate(c *unitchain.Chain, s Schedule, p params) *Report {
+	lg := Analyze(c, s)
 	r := newReport(lg, p)
-	if len(lg.issues) > 0 {
-		r.Issues = append(r.Issues, lg.issues...)
+	if len(lg.Issues) > 0 {
+		r.Issues = append(r.Issues, lg.Issues...)
 		return r
 	}
 	ph := lg.noWait(p)
@@ -107,7 +117,7 @@ func simulate(c *chain, s Schedule, p params) *Report {
 		r.FailOp = k
 		r.Issues = append(r.Issues, Issue{Op: k, Transfer: -1, Msg: fmt.Sprintf(
 			"%s needs %.0f bytes, over the limit of %.0f even once every transfer that frees memory for it has run",
-			lg.ops[k], lg.static[k]+lg.trans[k]-offloadedDuring(lg, k), p.limit)})
+			lg.Ops[k], lg.static[k]+lg.trans[k]-offloadedDuring(lg, k), p.limit)})
 		return r
 	}
 	gSync := ph.rF + ph.rB
@@ -145,17 +155,17 @@ func simulate(c *chain, s Schedule, p params) *Report {
 
 // offloadedDuring returns the size of the offloaded instances stored during op k that it
 // does not read: the most the transfers can free for it.
-func offloadedDuring(lg *logical, k int) float64 {
+func offloadedDuring(lg *Analysis, k int) float64 {
 	var v float64
 	for _, id := range lg.offDuring[k] {
-		if !slices.Contains(lg.inputs[k], id) {
-			v += lg.insts[id].size
+		if !slices.Contains(lg.Inputs[k], id) {
+			v += lg.Insts[id].Size
 		}
 	}
 	return v
 }
 
-func newReport(lg *logical, p params) *Report {
+func newReport(lg *Analysis, p params) *Report {
 	r := &Report{MemoryModel: p.model, LimitBytes: int64(p.limit), FailOp: -1, Issues: []Issue{}}
 	if p.limit >= math.MaxFloat64/8 {
 		r.LimitBytes = -1
@@ -169,11 +179,10 @@ func newReport(lg *logical, p params) *Report {
 }
 
 // finishReport fills a report from a checked timing.
-func finishReport(r *Report, lg *logical, t *times, res checkResult) *Report {
+func finishReport(r *Report, lg *Analysis, t *times, res checkResult) *Report {
 	r.Issues = append(r.Issues, res.issues...)
 	r.Valid = len(r.Issues) == 0
 	r.Makespan = res.makespan
-	r.peak = res.peak
 	r.PeakBytes = int64(math.Ceil(res.peak - res.memTol))
 	busy := 0.0
 	for _, d := range lg.dur {
@@ -195,10 +204,10 @@ func Check(c *chainplan.Chain, s Schedule, tm chainplan.Timing, opts SimOptions)
 	if err != nil {
 		return nil, err
 	}
-	lg := analyze(exactChain(c), s)
+	lg := Analyze(unitchain.Exact(c), s)
 	r := newReport(lg, p)
-	if len(lg.issues) > 0 {
-		r.Issues = append(r.Issues, lg.issues...)
+	if len(lg.Issues) > 0 {
+		r.Issues = append(r.Issues, lg.Issues...)
 		return r, nil
 	}
 	if len(tm.ComputeStart) != len(s.Compute) || len(tm.TransferStart) != len(s.Transfers) {

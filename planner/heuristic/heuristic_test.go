@@ -1,4 +1,4 @@
-package pofo
+package heuristic
 
 import (
 	"errors"
@@ -7,6 +7,9 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
+	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offplan"
+	"github.com/chainplan/chainplan/planner/offsim"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -23,13 +26,13 @@ func TestHeuristicsReplay(t *testing.T) {
 	}
 	solvers := []struct {
 		name  string
-		solve func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error)
+		solve func(*chainplan.Chain, int64, offplan.Options) (*chainplan.Plan, error)
 	}{{"autocapper", SolveAutoCapper}, {"opportunist", SolveOpportunist}}
 	for i := 0; i < n; i++ {
 		c := testchains.Random(rng, 1+rng.IntN(7), testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18, Float: true})
-		peak := StoreAllPeak(c)
+		peak := int64(unitchain.Exact(c).StoreAllPeak())
 		b := peak/3 + rng.Int64N(peak*3/4)
-		opts := Options{BandwidthBytesPerS: float64(1<<20) * (0.5 + 4*rng.Float64()), Slots: 100}
+		opts := offplan.Options{BandwidthBytesPerS: float64(1<<20) * (0.5 + 4*rng.Float64()), Slots: 100}
 		for _, sv := range solvers {
 			p, err := sv.solve(c, b, opts)
 			if err != nil {
@@ -42,7 +45,7 @@ func TestHeuristicsReplay(t *testing.T) {
 				}
 				continue
 			}
-			r, err := Simulate(c, ScheduleOf(p), SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
+			r, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
 			if err != nil || !r.Valid || r.Makespan != p.Makespan || p.PeakBytes > b {
 				t.Fatalf("chain %d %s: plan %v/%d, replay %+v (%v)", i, sv.name, p.Makespan, p.PeakBytes, r, err)
 			}
@@ -64,15 +67,15 @@ func TestHeuristicsReplay(t *testing.T) {
 // lowest-indexed activation on the GPU at the failing operation.
 func TestCapperOffloadsLowestIndex(t *testing.T) {
 	c := testchains.PofoExample(1)
-	ex := exactChain(c)
-	s, ok := capper(ex, chainplan.StoreAllSequence(4), params{beta: 1, limit: 24, model: chainplan.Fractional})
+	ex := unitchain.Exact(c)
+	s, ok := capper(ex, chainplan.StoreAllSequence(4), offsim.SimOptions{BandwidthBytesPerS: 1, LimitBytes: 24, Model: chainplan.Fractional})
 	if !ok {
 		t.Fatal("CAPPER failed at M = 24")
 	}
 	if len(s.Transfers) != 2 || s.Transfers[0].Tensor != (chainplan.Tensor{}) {
 		t.Fatalf("transfers %v, want a0 offloaded and prefetched", s.Transfers)
 	}
-	if r := simulate(ex, s, params{beta: 1, limit: 24, model: chainplan.Fractional}); !r.Valid || r.Makespan != 19 {
+	if r := offsim.Replay(ex, s, offsim.SimOptions{BandwidthBytesPerS: 1, LimitBytes: 24, Model: chainplan.Fractional}); !r.Valid || r.Makespan != 19 {
 		t.Fatalf("replay %+v", r)
 	}
 }
