@@ -9,6 +9,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -117,4 +118,19 @@ func svgOf(f *plot.Figure, err error) (string, error) {
 	}
 	b, err := f.SVG()
 	return string(b), codedError(err)
+}
+
+// PlotPipeline draws periods periods (0: plot.DefaultPeriods) of the pipeline plan
+// planJSON (a chainplan.pipeline/v1 document) as an SVG Gantt chart.
+func PlotPipeline(planJSON string, periods int) (svg string, err error) {
+	defer recoverError(&err)
+	p, err := pipeline.Parse([]byte(planJSON))
+	if err != nil {
+		return "", codedError(err)
+	}
+	d, err := plot.PipelineOf(p, periods)
+	if err != nil {
+		return "", codedError(err)
+	}
+	return svgOf(plot.Pipeline(d))
 }

@@ -43,3 +43,28 @@ func TestPlotBadInput(t *testing.T) {
 		}
 	}
 }
+
+func TestPlotPipeline(t *testing.T) {
+	doc := `{"format": "chainplan.pipeline/v1", "algo": "contiguous", "gpus": 2, "memory_bytes": 1000,
+ "bandwidth": 100, "weight_copies": 2, "activation_model": "saved", "period": 4,
+ "stages": [{"first": 1, "last": 1, "gpu": 0}, {"first": 2, "last": 2, "gpu": 1}],
+ "pattern": [{"op": "F", "stage": 0, "start": 0, "duration": 1, "shift": 0},
+             {"op": "CF", "stage": 0, "start": 1, "duration": 0.5, "shift": 0},
+             {"op": "F", "stage": 1, "start": 1.5, "duration": 1, "shift": 0},
+             {"op": "B", "stage": 1, "start": 2.5, "duration": 1, "shift": 0},
+             {"op": "CB", "stage": 0, "start": 3.5, "duration": 0.5, "shift": 0},
+             {"op": "B", "stage": 0, "start": 0, "duration": 1, "shift": 1}],
+ "memory_per_gpu": [500, 400], "contiguous": true}`
+	svg, err := PlotPipeline(doc, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{">GPU 1<", ">link 0-1<", ">F1<"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the Gantt chart lacks %s", want)
+		}
+	}
+	if _, err := PlotPipeline(`{"algo": "rotor"}`, 0); err == nil || !strings.HasPrefix(err.Error(), "chainplan[invalid-plan]") {
+		t.Errorf("a schedule: got %v, want an invalid-plan error", err)
+	}
+}

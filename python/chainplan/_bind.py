@@ -201,3 +201,8 @@ def plot_timeline(chain_json: str, plan_json: str, measured_peak_bytes: int = 0)
 def plot_stored_timeline(plan_id: int) -> str:
     """The memory timeline of a stored plan, with its measured peak, as an SVG document."""
     return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
+
+
+def plot_pipeline(plan_json: str, periods: int) -> str:
+    """The Gantt chart of a pipeline plan, as an SVG document (``pybind.PlotPipeline``)."""
+    return str(call(_go().PlotPipeline, plan_json, periods))

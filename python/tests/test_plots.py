@@ -94,3 +94,31 @@ def test_plot_errors(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"format": "chainplan.chain/v1", "stages": []}')
     with pytest.raises(SchemaError):
         chainplan.plot_frontier(tmp_path / "bad.json")
+
+
+PIPELINE = """{"format": "chainplan.pipeline/v1", "algo": "contiguous", "gpus": 2,
+ "memory_bytes": 1000, "bandwidth": 100, "weight_copies": 2, "activation_model": "saved",
+ "period": 4, "stages": [{"first": 1, "last": 1, "gpu": 0}, {"first": 2, "last": 2, "gpu": 1}],
+ "pattern": [{"op": "F", "stage": 0, "start": 0, "duration": 1, "shift": 0},
+             {"op": "CF", "stage": 0, "start": 1, "duration": 0.5, "shift": 0},
+             {"op": "F", "stage": 1, "start": 1.5, "duration": 1, "shift": 0},
+             {"op": "B", "stage": 1, "start": 2.5, "duration": 1, "shift": 0},
+             {"op": "CB", "stage": 0, "start": 3.5, "duration": 0.5, "shift": 0},
+             {"op": "B", "stage": 0, "start": 0, "duration": 1, "shift": 1}],
+ "memory_per_gpu": [500, 400], "contiguous": true}"""
+
+
+def test_pipeline_plan_plots_its_gantt_chart(tmp_path: Path) -> None:
+    from chainplan.pipeline.plan import PipelinePlan
+
+    pp = PipelinePlan.from_json(PIPELINE)
+    out = tmp_path / "p.svg"
+    words = texts(pp.plot(out, periods=2))
+    # B of stage 0 runs one period late (shift 1): its mini-batches start at 0, the
+    # others' at 1, over two periods.
+    assert {"GPU 0", "GPU 1", "link 0-1", "F1", "F2", "B0", "B1"} <= set(words)
+    assert "F3" not in words and "F0" not in words
+    assert out.read_text() == pp.plot(periods=2)
+    assert pp._repr_svg_() == pp.plot()
+    with pytest.raises(PlanError, match="periods"):
+        pp.plot(periods=0)
