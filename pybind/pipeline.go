@@ -24,26 +24,27 @@ type pipelineRequest struct {
 	WeightCopies    int     `json:"weight_copies"`
 	ActivationModel string  `json:"activation_model"`
 	TimeLimitS      float64 `json:"time_limit_s"`
-	// Microbatches is written into the returned plan (its optional "microbatches" field),
-	// for the executor; the planners do not read it.
+	// Microbatches is written into the plan (its optional "microbatches" field), stored
+	// with it, for the executor; the planners do not read it.
 	Microbatches int `json:"microbatches"`
 }
 
-func parsePipelineRequest(s string) (pipelineRequest, service.PipelineRequest, error) {
+func parsePipelineRequest(s string) (service.PipelineRequest, error) {
 	var r pipelineRequest
 	if err := strictUnmarshal(s, &r); err != nil {
-		return r, service.PipelineRequest{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
+		return service.PipelineRequest{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
 	}
 	if r.Microbatches < 0 {
-		return r, service.PipelineRequest{}, fmt.Errorf("%w: microbatches must be ≥ 1 (got %d)", errBadRequest, r.Microbatches)
+		return service.PipelineRequest{}, fmt.Errorf("%w: microbatches must be ≥ 1 (got %d)", errBadRequest, r.Microbatches)
 	}
-	return r, service.PipelineRequest{
+	return service.PipelineRequest{
 		Algo: r.Algo,
 		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
 			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel)},
-		MinMemory: r.MinMemory,
-		TimeLimit: time.Duration(r.TimeLimitS * float64(time.Second)),
-		Source:    service.SourcePython,
+		MinMemory:    r.MinMemory,
+		TimeLimit:    time.Duration(r.TimeLimitS * float64(time.Second)),
+		Source:       service.SourcePython,
+		Microbatches: r.Microbatches,
 	}, nil
 }
 
@@ -74,7 +75,7 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	r, req, err := parsePipelineRequest(requestJSON)
+	req, err := parsePipelineRequest(requestJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
@@ -82,7 +83,6 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	if err != nil {
 		return "", pipelineError(err)
 	}
-	p.Microbatches = r.Microbatches
 	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes)})
 	return string(b), codedError(err)
 }
@@ -92,7 +92,7 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 // returns {"plan_id": N, "plan": {...}, "notes": [...]}.
 func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
-	r, req, err := parsePipelineRequest(requestJSON)
+	req, err := parsePipelineRequest(requestJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
@@ -103,7 +103,6 @@ func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result st
 			planErr = err
 			return err
 		}
-		got.Plan.Microbatches = r.Microbatches
 		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes)})
 		result = string(b)
 		return err

@@ -27,6 +27,10 @@ type PipelineRequest struct {
 	TimeLimit time.Duration
 	// Source says who asks, recorded with the plan (SourceCLI, SourcePython).
 	Source string
+	// Microbatches, when positive, is written into the plan (its optional "microbatches"
+	// field): the micro-batches per optimizer step its executor runs (Python's
+	// pipeline_plan(microbatches=N)). The planners do not read it.
+	Microbatches int
 }
 
 // PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
@@ -53,8 +57,12 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, nil, err
 	}
-	return planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
+	p, notes, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
 		MinMemory: req.MinMemory, TimeLimit: req.TimeLimit})
+	if err == nil && req.Microbatches > 0 {
+		p.Microbatches = req.Microbatches
+	}
+	return p, notes, err
 }
 
 // PipelineParams is the parameter set stored with every pipeline plan

@@ -89,6 +89,7 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
     back = PipelinePlan.load(p.plan_id)
     assert (back.stages, back.pattern, back.period) == (p.stages, p.pattern, p.period)
     assert back.layer_param_bytes == p.layer_param_bytes and back.run_id == p.run_id
+    assert back.microbatches == 8  # stored in the document
     with pytest.raises(NotFoundError, match="no plan 999"):
         load_plan(999)
     rotor = chainplan.plan(prof, budget="min")
