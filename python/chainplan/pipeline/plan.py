@@ -20,10 +20,11 @@ import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
+from chainplan.pipeline.parts import Link, OpName, PatternOp, PlanStage, read_pattern, read_stages
 
 if TYPE_CHECKING:
     import torch
@@ -36,72 +37,7 @@ __all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelinePlan", "PlanStage"]
 
 #: The ``format`` every pipeline plan document carries.
 FORMAT = "chainplan.pipeline/v1"
-#: ``F``/``B``: forward/backward of a stage on its device; ``CF``/``CB``: the transfer of
-#: the stage's output to the next stage and of its gradient back, on the link between them.
-OpName = Literal["F", "B", "CF", "CB"]
-_OPS: tuple[str, ...] = ("F", "B", "CF", "CB")
 _ACTIVATION_MODELS: tuple[str, ...] = ("input", "saved")
-# Pattern times are sums of measured floats: a start equal to the period, or a duration
-# above it, by a few ulps is the planner's rounding, not a bad plan.
-_REL_TOL = 1e-9
-
-
-@dataclass(frozen=True)
-class PlanStage:
-    """One stage of the partition: layers ``first..last`` of the chain on one device.
-
-    Attributes:
-        index: the stage's 0-based index (the ``stage`` of pattern operations).
-        first: its first layer, 1-based as in the chain file.
-        last: its last layer, inclusive.
-        gpu: the 0-based device (rank) that runs it.
-    """
-
-    index: int
-    first: int
-    last: int
-    gpu: int
-
-    @property
-    def layers(self) -> range:
-        """The 1-based layer numbers of the stage."""
-        return range(self.first, self.last + 1)
-
-
-@dataclass(frozen=True)
-class PatternOp:
-    """One operation of the periodic pattern.
-
-    Attributes:
-        op: ``F``, ``B``, ``CF`` or ``CB``.
-        stage: the 0-based index of the stage it belongs to.
-        start: its start within the period, in [0, period) (seconds for profiles taken by
-            chainplan).
-        duration: how long it lasts (same unit).
-        shift: micro-batch ``b`` runs it at ``start + (b + shift) * period``.
-    """
-
-    op: OpName
-    stage: int
-    start: float
-    duration: float
-    shift: int
-
-    def __str__(self) -> str:
-        return f"{self.op}{self.stage}@{self.start:g}+{self.shift}T"
-
-
-@dataclass(frozen=True)
-class Link:
-    """The link between two devices and the stage boundaries that cross it.
-
-    Attributes:
-        gpus: the two devices, lower first.
-        boundaries: the stages ``k`` whose output goes over this link to stage ``k+1``.
-    """
-
-    gpus: tuple[int, int]
-    boundaries: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -220,9 +156,9 @@ class PipelinePlan:
         if fmt != FORMAT:
             raise ScheduleError(f"format: want {FORMAT!r} (got {fmt!r})")
         gpus = f.integer("gpus", low=1)
-        stages = _read_stages(f, gpus)
+        stages = read_stages(f, gpus)
         period = f.number("period", positive=True)
-        pattern = _read_pattern(f, stages, period)
+        pattern = read_pattern(f, stages, period)
         memory = f.numbers("memory_per_gpu")
         if len(memory) != gpus:
             raise ScheduleError(f"memory_per_gpu: want {gpus} values, one per GPU "
@@ -341,65 +277,3 @@ class PipelinePlan:
     def __str__(self) -> str:
         parts = [f"{s.first}-{s.last}@{s.gpu}" for s in self.stages]
         return f"{self.algo} on {self.gpus} GPUs, period {self.period:g}: {' '.join(parts)}"
-
-
-def _read_stages(f: Fields, gpus: int) -> tuple[PlanStage, ...]:
-    items = f.objects("stages")
-    if not items:
-        raise ScheduleError("stages: want at least one stage")
-    out: list[PlanStage] = []
-    for k, s in enumerate(items):
-        first, last = s.integer("first", low=1), s.integer("last", low=1)
-        want = out[-1].last + 1 if out else 1
-        if first != want:
-            raise ScheduleError(f"{s.path('first')}: want {want}, the layer after the "
-                                f"previous stage (got {first})")
-        if last < first:
-            raise ScheduleError(f"{s.path('last')}: want a layer ≥ first ({first}) "
-                                f"(got {last})")
-        gpu = s.integer("gpu", low=0)
-        if gpu >= gpus:
-            raise ScheduleError(f"{s.path('gpu')}: want a GPU below gpus ({gpus}) (got {gpu})")
-        out.append(PlanStage(k, first, last, gpu))
-    return tuple(out)
-
-
-def _read_pattern(f: Fields, stages: tuple[PlanStage, ...],
-                  period: float) -> tuple[PatternOp, ...]:
-    ops: list[PatternOp] = []
-    seen: dict[tuple[str, int], str] = {}
-    for o in f.objects("pattern"):
-        name = cast(OpName, o.choice("op", _OPS))
-        k = o.integer("stage", low=0)
-        if k >= len(stages):
-            raise ScheduleError(f"{o.path('stage')}: want a stage below {len(stages)} "
-                                f"(got {k})")
-        start, duration = o.number("start"), o.number("duration")
-        if not 0 <= start < period * (1 + _REL_TOL):
-            raise ScheduleError(f"{o.path('start')}: want a time in [0, period = {period:g}) "
-                                f"(got {start!r})")
-        if not 0 <= duration <= period * (1 + _REL_TOL):
-            raise ScheduleError(f"{o.path('duration')}: want a time in [0, period = "
-                                f"{period:g}] (got {duration!r})")
-        if (name, k) in seen:
-            raise ScheduleError(f"{o.where}: a second {name} of stage {k} "
-                                f"(the first is {seen[name, k]})")
-        seen[name, k] = o.where
-        if name in ("CF", "CB"):
-            if k == len(stages) - 1:
-                raise ScheduleError(f"{o.where}: {name} of the last stage ({k}), which sends "
-                                    f"nothing")
-            if stages[k].gpu == stages[k + 1].gpu:
-                raise ScheduleError(f"{o.where}: {name} of stage {k}, but stages {k} and "
-                                    f"{k + 1} share GPU {stages[k].gpu}")
-        ops.append(PatternOp(name, k, start, duration, o.integer("shift")))
-    for s in stages:
-        needed: list[OpName] = ["F", "B"]
-        if s.index + 1 < len(stages) and stages[s.index + 1].gpu != s.gpu:
-            needed += ["CF", "CB"]
-        for name in needed:
-            if (name, s.index) not in seen:
-                raise ScheduleError(f"pattern: no {name} of stage {s.index} (every stage has "
-                                    f"an F and a B, and a CF and a CB when the next stage is "
-                                    f"on another GPU)")
-    return tuple(ops)
