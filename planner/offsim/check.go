@@ -102,7 +102,7 @@ func (lg *Analysis) check(t *times, p params, sync bool) checkResult {
 		}
 	}
 	res.memTol = p.memTol(res.makespan)
-	res.peak = lg.memoryPeak(t, p, res.memTol, func(op int, v float64) {
+	res.peak = lg.memoryPeak(t, p, res.memTol, nil, func(op int, v float64) {
 		add(op, -1, "needs %.10g bytes at some instant, over the limit of %.0f", v, p.limit)
 	})
 	return res
@@ -111,8 +111,10 @@ func (lg *Analysis) check(t *times, p params, sync bool) checkResult {
 // memoryPeak evaluates mem(τ) of spec §5.3 at every breakpoint, with both one-sided limits,
 // over each operation's window [start, end] (stored data, the transfers' credit and the
 // operation's transient) and each idle gap before an operation (stored data and credit).
-// over is called for each window that exceeds the limit by more than memTol.
-func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, over func(op int, v float64)) float64 {
+// over is called for each window that exceeds the limit by more than memTol; sample, when
+// not nil, with every value evaluated, in time order (Trace).
+func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, sample func(τ, v float64),
+	over func(op int, v float64)) float64 {
 	frac := p.model == chainplan.Fractional
 	tt := timeTol(t.end[len(t.end)-1])
 	// The credit of an offloaded instance at τ: memory released minus memory reserved again.
@@ -163,7 +165,11 @@ func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, over func(op 
 	window := func(k int, base, from, to float64, isOp bool) {
 		worst := 0.0
 		eval := func(τ float64, relSide, fetchSide side) {
-			worst = max(worst, memAt(k, base, τ, relSide, fetchSide))
+			v := memAt(k, base, τ, relSide, fetchSide)
+			worst = max(worst, v)
+			if sample != nil {
+				sample(τ, v)
+			}
 		}
 		switch {
 		case to-from <= tt && isOp:
@@ -174,12 +180,12 @@ func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, over func(op 
 			return
 		default:
 			eval(from, right, right)
-			eval(to, left, left)
 			lo, _ := slices.BinarySearch(bps, from+tt)
 			for i := lo; i < len(bps) && bps[i] < to-tt; i++ {
 				eval(bps[i], left, left)
 				eval(bps[i], right, right)
 			}
+			eval(to, left, left)
 		}
 		peak = max(peak, worst)
 		if worst > lim {
