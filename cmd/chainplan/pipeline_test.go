@@ -235,4 +235,19 @@ func TestPipelineMadPipe(t *testing.T) {
 	if c := checkPipelinePlan(t, chain, out); p.Period > c.Period*(1+1e-9) {
 		t.Errorf("madpipe period %g above the contiguous %g", p.Period, c.Period)
 	}
+	// madpipe's smallest memory is never above the contiguous one, and its plan there
+	// validates at that memory.
+	minArgs := []string{"pipeline", "--chain", chain, "--gpus", "3", "--memory", "min", "--bandwidth", "100", "--time-limit", "5s"}
+	code, out, errs = run(t, minArgs...)
+	if code != 0 {
+		t.Fatalf("--memory min: exit %d: %s", code, errs)
+	}
+	m := checkPipelinePlan(t, chain, out)
+	code, out, errs = run(t, append(minArgs, "--algo", "contiguous")...)
+	if code != 0 {
+		t.Fatalf("contiguous --memory min: exit %d: %s", code, errs)
+	}
+	if cm := checkPipelinePlan(t, chain, out); m.MemoryBytes > cm.MemoryBytes {
+		t.Errorf("madpipe's smallest memory %d above the contiguous %d", m.MemoryBytes, cm.MemoryBytes)
+	}
 }
