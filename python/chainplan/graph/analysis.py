@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from chainplan.graph.capture import Capture, alias_root, writes
+from chainplan.graph.capture import FALLBACK, Capture, CaptureError, alias_root, writes
 from chainplan.graph.cuts import cut_points
 
 __all__ = ["ChainGraph", "analyze", "is_view", "nbytes"]
@@ -105,6 +105,11 @@ def analyze(cap: Capture) -> ChainGraph:
     nodes = list(cap.graph.nodes)
     pos = {n: i for i, n in enumerate(nodes)}
     main = _downstream(cap.main)
+    if cap.output not in main or cap.output is cap.main:
+        what = "returns its input unchanged" if cap.output is cap.main else (
+            "returns a value that does not depend on its first tensor argument")
+        raise CaptureError(f"forward {what}: there is no chain from the input to the "
+                           f"output to cut; {FALLBACK}")
     reach = _upstream([cap.output], main)
     # Main dead ends that update something in place stay with the stage that feeds them.
     effects = [n for n in main if n not in reach and n.op == "call_function"

@@ -93,7 +93,7 @@ class ExtractedChain:
         self._model = weakref.ref(model)  # cached per model: must not keep it alive
         self.name = type(model).__name__
         self.key = key
-        self.capture = cap
+        self.spec = cap.spec  # not the capture: its program holds the tensors of the time
         self.slot = SideSlot()
         side = frozenset(part.side_values)
         self.main_index = cap.inputs[cap.main].flat_index
@@ -145,9 +145,9 @@ class ExtractedChain:
             ScheduleError: the arguments are not of the kind the graph was captured for.
         """
         leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
-        if spec != self.capture.spec:
+        if spec != self.spec:
             raise ScheduleError(f"the chain of {self.name} was captured for "
-                                f"arguments {self.capture.spec}, not {spec}")
+                                f"arguments {self.spec}, not {spec}")
         values: dict[str, torch.Tensor] = {r.key: leaves[r.flat_index] for r in self.side_args}
         if self.prelude is not None:
             ins = [_fetch(r, leaves) for r in self.prelude_reads]

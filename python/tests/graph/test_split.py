@@ -112,6 +112,11 @@ class TwoOutputs(nn.Module):
         return x, x * 2
 
 
+class Ignores(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return y * 2
+
+
 def test_refusals_name_the_construct_and_the_fallback() -> None:
     x = torch.randn(2, 3)
     with pytest.raises(CaptureError, match="data-dependent control flow") as err:
@@ -124,6 +129,10 @@ def test_refusals_name_the_construct_and_the_fallback() -> None:
         stages(TwoOutputs(), x)
     with pytest.raises(CaptureError, match="without a tensor argument"):
         stages(TwoOutputs(), [1, 2])
+    with pytest.raises(CaptureError, match="returns its input unchanged"):
+        stages(nn.Identity(), x)
+    with pytest.raises(CaptureError, match="does not depend on its first tensor argument"):
+        stages(Ignores(), x, torch.randn(2, 3))
 
 
 def _brute_force(n: int, edges: list[tuple[int, int]]) -> list[int]:
