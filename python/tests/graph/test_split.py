@@ -157,3 +157,22 @@ def test_cut_points_match_brute_force() -> None:
         assert cut_points(n, edges) == _brute_force(n, edges), (n, edges)
     with pytest.raises(ValueError, match="not a forward edge"):
         cut_points(3, [(2, 1)])
+
+
+def test_side_values_are_held_once_not_saved_per_stage() -> None:
+    """The denoiser's timestep embedding is computed once per step (the prelude), reaches
+    every block as the same detached leaf, and no block counts it in what it saves."""
+    from chainplan.profiler.saved import SavedTensorProbe
+
+    case = CASES["denoiser"]()
+    chain = extract(case.model, case.args, case.kwargs)
+    x, side = chain.bind(case.args, case.kwargs)
+    (leaf,) = side.leaves
+    assert list(side.values) == ["linear_1"] and side.anchor is not None
+    with side.scope():
+        block = chain.stages[1]
+        assert any(b is leaf for b in block.buffers())
+        with SavedTensorProbe(module=block) as probe:
+            block(chain.stages[0](x))
+    assert probe.is_packed(leaf) and not probe.is_saved(leaf)
+    assert not any(b is leaf for b in block.buffers())  # outside the step
