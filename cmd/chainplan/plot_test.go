@@ -158,3 +158,45 @@ func TestPlotBadInput(t *testing.T) {
 		t.Error("a failed plot left a file behind")
 	}
 }
+
+// A pofo plan stored by release 0.1 lost its transfers: its timeline is refused by name,
+// while the release's rotor plan is drawn.
+func TestPlotTimelineReleasePlans(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "s.db")
+	b, err := os.ReadFile("../../testdata/store/release-0.1.db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(db, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "t.svg")
+	if code, _, errs := runDB(t, db, "plot", "timeline", "--plan-id", "3", "-o", out); code != 2 || !strings.Contains(errs, "transfers were not kept") {
+		t.Fatalf("release pofo plan: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runDB(t, db, "plot", "timeline", "--plan-id", "1", "-o", out); code != 0 {
+		t.Fatalf("release rotor plan: exit %d: %s", code, errs)
+	}
+	wellFormedSVG(t, out)
+}
+
+// An offloading plan's timeline has the link lane with its transfers.
+func TestPlotTimelineOffloadPlan(t *testing.T) {
+	chain := writePofoChain(t)
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.json")
+	code, printed, errs := run(t, "solve", "--algo", "pofo", "--chain", chain, "--budget", "min", "--bandwidth", "1")
+	if code != 0 {
+		t.Fatalf("solve: %s", errs)
+	}
+	if err := os.WriteFile(plan, []byte(printed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "t.svg")
+	if code, _, errs := run(t, "plot", "timeline", "--chain", chain, "--plan", plan, "-o", out); code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	if svg := wellFormedSVG(t, out); !strings.Contains(svg, ">link<") || !strings.Contains(svg, ">Memory timeline: pofo at") {
+		t.Errorf("no link lane or title in the offloading timeline")
+	}
+}

@@ -23,7 +23,9 @@ type Level struct {
 // the transfers on their lanes below, on one time axis.
 type TimelineData struct {
 	Title string
-	// Memory is the memory over time, in time order.
+	// Memory is the memory over time, in time order: each level is held from its Start to
+	// its End and joined to the next by a straight line (a level with Start == End is a
+	// sample at one instant).
 	Memory []Level
 	// Ops are the compute operations (Kind: F_all, F_ck, F_none, B; Label: "F3", "B3").
 	Ops []Span

@@ -115,11 +115,52 @@ func TestTimelineTransfers(t *testing.T) {
 	}
 }
 
-func TestTimelineRefusesOffloadPlans(t *testing.T) {
-	p := &chainplan.Plan{Algo: "pofo", Sequence: chainplan.StoreAllSequence(4), Offload: &chainplan.Offload{}}
-	if _, err := TimelineOf(kiloChain(), p, 0); !errors.Is(err, chainplan.ErrUnsupported) {
-		t.Fatalf("got %v, want ErrUnsupported", err)
+// TestTimelineOffloadPlan draws an offloading plan: one box per transfer on the link lane,
+// the memory sampled by the offload simulator peaking at the plan's peak.
+func TestTimelineOffloadPlan(t *testing.T) {
+	c := kiloChain()
+	for _, algo := range []string{"greedy", "autocapper"} {
+		p, err := planner.Solve(c, planner.Request{Algo: algo, BudgetBytes: 6 * 1024, Bandwidth: 2048})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Offload.Transfers) == 0 {
+			t.Fatalf("%s offloads nothing at 6 KiB; the test needs transfers", algo)
+		}
+		d, err := TimelineOf(c, p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Transfers) != len(p.Offload.Transfers) || len(d.Ops) != len(p.Sequence) {
+			t.Fatalf("%s: %d transfers and %d operations drawn, the plan has %d and %d", algo,
+				len(d.Transfers), len(d.Ops), len(p.Offload.Transfers), len(p.Sequence))
+		}
+		var top int64
+		for _, l := range d.Memory {
+			top = max(top, l.Bytes)
+		}
+		if top != p.PeakBytes || d.PeakBytes != p.PeakBytes || top > 6*1024 {
+			t.Errorf("%s: memory peaks at %d (marked %d), the plan's peak is %d within 6 KiB", algo, top, d.PeakBytes, p.PeakBytes)
+		}
+		f, err := Timeline(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svg, _ := f.SVG()
+		doc := parseSVG(t, svg)
+		boxes := 0
+		for _, k := range []string{"offload", "prefetch"} {
+			if n := len(doc.fills(colorHex(opColors[k]))); n > 0 {
+				boxes += n - 1 // the legend's swatch
+			}
+		}
+		if !doc.hasText("link") || boxes != len(p.Offload.Transfers) {
+			t.Errorf("%s: link lane %v with %d boxes, want %d", algo, doc.hasText("link"), boxes, len(p.Offload.Transfers))
+		}
 	}
+}
+
+func TestTimelineBadInput(t *testing.T) {
 	bad := &chainplan.Plan{Algo: "rotor", Sequence: []chainplan.Op{{Kind: chainplan.B, Stage: 5}}}
 	if _, err := TimelineOf(kiloChain(), bad, 0); !errors.Is(err, chainplan.ErrInvalidPlan) {
 		t.Fatalf("got %v, want ErrInvalidPlan", err)

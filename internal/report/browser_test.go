@@ -87,8 +87,8 @@ func TestReportInBrowser(t *testing.T) {
 			t.Errorf("the rendered page has no element %q", id)
 		}
 	}
-	if got := strings.Count(dom, "<svg"); got != 3 {
-		t.Errorf("the rendered page has %d SVG pictures, want 3", got)
+	if got := strings.Count(dom, "<svg"); got != 4 {
+		t.Errorf("the rendered page has %d SVG pictures, want 4", got)
 	}
 	_, shotLogs := browse(page, "--screenshot="+shot)
 	for _, line := range strings.Split(logs+shotLogs, "\n") {

@@ -39,7 +39,7 @@ func storedRun(t *testing.T) *service.Service {
 
 // TestReportStructure builds the page and checks what a reader and a browser rely on:
 // every section, one table row per stage, every SVG well-formed with its texts, a
-// timeline for the rotor plan and a note for the offloading plan, and nothing loaded from
+// timeline for each plan (the offloading one with its link lane), and nothing loaded from
 // anywhere.
 func TestReportStructure(t *testing.T) {
 	svc := storedRun(t)
@@ -61,9 +61,9 @@ func TestReportStructure(t *testing.T) {
 		t.Errorf("%d stage rows, want %d", got, want)
 	}
 	svgs := regexp.MustCompile(`(?s)<svg .*?</svg>`).FindAllString(html, -1)
-	// The frontier, the rotor plan's timeline, the history; the offloading plan's timeline is a note.
-	if len(svgs) != 3 {
-		t.Fatalf("%d SVG pictures, want 3", len(svgs))
+	// The frontier, the two plans' timelines, the history.
+	if len(svgs) != 4 {
+		t.Fatalf("%d SVG pictures, want 4", len(svgs))
 	}
 	for i, s := range svgs {
 		dec := xml.NewDecoder(strings.NewReader(s))
@@ -76,8 +76,8 @@ func TestReportStructure(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{">Budget versus time<", ">Plan 1 (run 1): rotor at", ">#1<", "resnet-mini",
-		"no timeline: ", "chainplan v-test"} {
+	for _, want := range []string{">Budget versus time<", ">Plan 1 (run 1): rotor at", ">Plan 2 (run 1): greedy at",
+		">link<", ">#1<", "resnet-mini", "chainplan v-test"} {
 		if !strings.Contains(html, want) {
 			t.Errorf("the page lacks %q", want)
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -41,11 +42,16 @@ func (s *Service) MeasuredPeak(ctx context.Context, sp *store.StoredPlan) (int64
 
 // PlanTimeline returns the memory timeline of stored plan planID on its run's chain
 // (plot.TimelineOf), with the largest peak its executions measured. Errors are
-// StoredPlan's and TimelineOf's.
+// StoredPlan's and TimelineOf's, and chainplan.ErrInvalidPlan for an offloading plan
+// stored before the database kept its transfers.
 func (s *Service) PlanTimeline(ctx context.Context, planID int64) (*plot.TimelineData, error) {
 	sp, c, err := s.StoredPlan(ctx, planID)
 	if err != nil {
 		return nil, err
+	}
+	if e, _ := planner.Lookup(sp.Plan.Algo); sp.Rebuilt && e.Family == planner.Offloading {
+		return nil, fmt.Errorf("%w: plan %d (%s) was stored before the database kept whole plans (migration 0003): "+
+			"its transfers were not kept, so its memory over time is unknown", chainplan.ErrInvalidPlan, sp.ID, sp.Plan.Algo)
 	}
 	measured, err := s.MeasuredPeak(ctx, sp)
 	if err != nil {
