@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from chainplan.errors import ProfileError
 from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import extract
 from chainplan.graph.describe import ChainSplit, StageInfo
@@ -35,8 +36,21 @@ __all__ = ["ProfiledChain", "declared", "profiled_chain", "split_of", "stage_nam
 
 def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
     """Whether ``model`` called with one tensor and these extra arguments is the chain of
-    its declared stages (an ``nn.Sequential`` called with one tensor)."""
-    return isinstance(model, nn.Sequential) and not args and not kwargs
+    its declared stages (an ``nn.Sequential`` called with one tensor).
+
+    Raises:
+        ProfileError: an ``nn.Sequential`` given more arguments (often a misspelt option,
+            which would otherwise reach the model as a keyword argument).
+    """
+    if not isinstance(model, nn.Sequential):
+        return False
+    if args or kwargs:
+        extra = [f"{len(args)} more positional"] if args else []
+        extra += [f"keyword {k!r}" for k in kwargs]
+        raise ProfileError(f"an nn.Sequential takes one tensor, got {', '.join(extra)} "
+                           "(a misspelt option? profile() takes loss_fn, target, repeats, "
+                           "warmup, name, path, ingest, progress, spread_warning)")
+    return True
 
 
 def split_of(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> ChainSplit:

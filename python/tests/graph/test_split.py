@@ -10,7 +10,9 @@ import pytest
 import torch
 from torch import nn
 
+import chainplan
 from chainplan import stages
+from chainplan.errors import ProfileError
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.chain import BranchWarning, extract
 from chainplan.graph.cuts import cut_points
@@ -62,6 +64,8 @@ def test_sequential_is_its_declared_stages() -> None:
     assert split.source == "sequential"
     assert split.names == ["0:Linear", "1:ReLU", "2.0:Linear"]
     assert split.stages[-1].out_shape == (3, 2)
+    with pytest.raises(ProfileError, match="got keyword 'repeat' .a misspelt option"):
+        chainplan.profile(model, torch.randn(3, 4), repeat=3)
 
 
 def test_stages_share_the_models_tensors() -> None:
