@@ -79,6 +79,7 @@ func Grid(d *GridData) (*Figure, error) {
 	}
 	legend.Left, legend.Top = true, true
 	legend.TextStyle.Font.Size = fontSize - 1
+	legend.Padding = vg.Points(2)
 	w := vg.Length(d.Cols)*3.4*vg.Inch + 1.4*vg.Inch
 	h := vg.Length(d.Rows)*2.6*vg.Inch + 0.4*vg.Inch
 	title := d.Title

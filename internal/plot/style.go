@@ -43,13 +43,16 @@ var (
 
 // algoColors gives each algorithm its colour in every picture; others take colorOther.
 var algoColors = map[string]color.RGBA{
-	"rotor":      palette[0],
-	"revolve":    palette[4],
-	"sequential": palette[7],
-	"store-all":  {0x00, 0x00, 0x00, 0xff},
-	"pofo":       palette[3],
-	"offload":    palette[1],
-	"optimal":    palette[9],
+	"rotor":       palette[0],
+	"revolve":     palette[4],
+	"sequential":  palette[7],
+	"store-all":   {0x00, 0x00, 0x00, 0xff},
+	"pofo":        palette[3],
+	"offload":     palette[1],
+	"optimal":     palette[9],
+	"autocapper":  palette[2],
+	"opportunist": palette[6],
+	"greedy":      palette[8],
 	// The pipeline planners never share a picture with the others: their colours repeat.
 	"madpipe":    palette[0],
 	"contiguous": palette[2],
