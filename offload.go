@@ -194,6 +194,69 @@ type Offload struct {
 	Timing *Timing `json:"timing,omitempty"`
 	// Estimates holds the simulated makespan and peak under both memory models.
 	Estimates []Estimate `json:"estimates,omitempty"`
+	// Positions says, one entry per transfer in link order, where the offloading executor
+	// issues, waits for and releases it (planner/offsim.Positions). The planners always
+	// write it; it is absent from documents written before it existed.
+	Positions []Position `json:"positions,omitempty"`
+}
+
+// Position is where the offloading executor handles one transfer between the operations
+// of Plan.Sequence, as 0-based operation indices (docs/formats-schedule.md, "Positions").
+// The executor runs the loss's forward and backward (F_all L+1, B L+1) together in the
+// training script, so no position falls between them.
+type Position struct {
+	// IssueAfter is the operation after which the transfer is issued on the link (−1:
+	// before the first operation).
+	IssueAfter int `json:"issue_after"`
+	// WaitBefore, for a prefetch, is the operation before which the compute stream waits
+	// for the copy to complete. Nil for an offload.
+	WaitBefore *int `json:"wait_before,omitempty"`
+	// ReleaseAfter, for an offload, is the operation after which the tensor's device memory
+	// is released (−1: before the first operation). Nil for a prefetch.
+	ReleaseAfter *int `json:"release_after,omitempty"`
+}
+
+// checkPositions validates the positions of transfers over a sequence of n operations:
+// one per transfer, in range, the fields of its direction, issued in link order, an offload
+// not before its anchor and released after it is issued, a prefetch waited for after it is
+// issued and not before its anchor. Whether they are the ones the transfers and the timing
+// give is planner/offsim's check.
+func checkPositions(ps []Position, ts []Transfer, n int) error {
+	if len(ps) != len(ts) {
+		return fmt.Errorf("positions: %d entries for %d transfers", len(ps), len(ts))
+	}
+	prev := -1
+	for j, p := range ps {
+		t := ts[j]
+		at := func(field string) string { return fmt.Sprintf("positions[%d].%s (%s)", j, field, t) }
+		switch {
+		case p.IssueAfter < -1 || p.IssueAfter >= n:
+			return fmt.Errorf("%s: %d out of range -1..%d", at("issue_after"), p.IssueAfter, n-1)
+		case p.IssueAfter < prev:
+			return fmt.Errorf("%s: %d, before the previous transfer's %d (transfers are issued in link order)", at("issue_after"), p.IssueAfter, prev)
+		}
+		prev = p.IssueAfter
+		if t.Dir == TransferPrefetch {
+			switch {
+			case p.WaitBefore == nil || p.ReleaseAfter != nil:
+				return fmt.Errorf("positions[%d] (%s): a prefetch needs \"wait_before\" (and no \"release_after\")", j, t)
+			case *p.WaitBefore < t.Anchor || *p.WaitBefore >= n:
+				return fmt.Errorf("%s: %d out of range %d..%d (its anchor to the last operation)", at("wait_before"), *p.WaitBefore, t.Anchor, n-1)
+			case p.IssueAfter >= *p.WaitBefore:
+				return fmt.Errorf("%s: %d, not before wait_before %d", at("issue_after"), p.IssueAfter, *p.WaitBefore)
+			}
+			continue
+		}
+		switch {
+		case p.ReleaseAfter == nil || p.WaitBefore != nil:
+			return fmt.Errorf("positions[%d] (%s): an offload needs \"release_after\" (and no \"wait_before\")", j, t)
+		case p.IssueAfter < t.Anchor:
+			return fmt.Errorf("%s: %d, before its anchor %d", at("issue_after"), p.IssueAfter, t.Anchor)
+		case *p.ReleaseAfter < p.IssueAfter || *p.ReleaseAfter >= n:
+			return fmt.Errorf("%s: %d out of range %d..%d (from issue_after to the last operation)", at("release_after"), *p.ReleaseAfter, p.IssueAfter, n-1)
+		}
+	}
+	return nil
 }
 
 // check validates the offload part of a plan whose sequence has n operations. Whether the
@@ -215,6 +278,11 @@ func (o *Offload) check(n int) error {
 		}
 		if t.Bytes < 0 {
 			return fmt.Errorf("transfers[%d] (%s): negative bytes %d", i, t, t.Bytes)
+		}
+	}
+	if o.Positions != nil {
+		if err := checkPositions(o.Positions, o.Transfers, n); err != nil {
+			return err
 		}
 	}
 	if tm := o.Timing; tm != nil {

@@ -26,7 +26,8 @@ func replaySequence(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Re
 }
 
 // replayOffload is the Simulate of the offloading algorithms: the offloading simulator
-// replays the sequence and its transfers in the plan's memory model.
+// replays the sequence and its transfers in the plan's memory model, and checks the
+// executor's positions the plan carries against its transfers and timing.
 func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
 	o := p.Offload
 	if o == nil {
@@ -39,6 +40,13 @@ func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Rep
 	}
 	if err := rep.Err(); err != nil {
 		return Replay{}, err
+	}
+	is, err := offsim.CheckPositions(c, p)
+	if err != nil {
+		return Replay{}, err
+	}
+	if len(is) > 0 {
+		return Replay{}, simulate.IssuesError("plan", is)
 	}
 	return Replay{Makespan: rep.Makespan, PeakBytes: rep.PeakBytes}, nil
 }

@@ -163,6 +163,13 @@ func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f si
 			out.Issues = append(out.Issues, is)
 		}
 	}
+	if main.Valid {
+		is, err := offsim.CheckPositions(c, p)
+		if err != nil {
+			return err
+		}
+		out.Issues = append(out.Issues, is...)
+	}
 	claim := func(format string, args ...any) {
 		out.Issues = append(out.Issues, offsim.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
 	}

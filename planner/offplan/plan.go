@@ -36,6 +36,11 @@ func Finish(algo string, c *chainplan.Chain, budgetBytes, slots int64, s offsim.
 	}
 	off.OffloadedBytes = main.OffloadedBytes
 	off.Timing = main.Timing
+	pos, err := offsim.Positions(c, s, off.Timing)
+	if err != nil {
+		return nil, fmt.Errorf("%s: internal error: the executor's positions: %w", algo, err)
+	}
+	off.Positions = pos
 	return &chainplan.Plan{
 		Algo: algo, Feasible: true, Makespan: main.Makespan, PeakBytes: main.PeakBytes,
 		BudgetBytes: budgetBytes, Slots: slots, SolveMS: MSSince(start),
