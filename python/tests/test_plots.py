@@ -122,3 +122,11 @@ def test_pipeline_plan_plots_its_gantt_chart(tmp_path: Path) -> None:
     assert pp._repr_svg_() == pp.plot()
     with pytest.raises(PlanError, match="periods"):
         pp.plot(periods=0)
+
+
+def test_offloading_plan_plots_its_transfers() -> None:
+    plan = chainplan.plan(EXAMPLES / "tiny.json", budget="min", algo="greedy", bandwidth="1kB/s")
+    assert plan.offload is not None and plan.offload.transfers
+    words = texts(plan.plot())
+    assert "link" in words and "compute" in words
+    assert any(w.startswith("Memory timeline: greedy at") for w in words)
