@@ -20,6 +20,7 @@ not depend on a_0, :mod:`chainplan.graph.analysis`) are placed by who reads them
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -91,6 +92,9 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
         need[n] = got
     seeds = [n for n in side if len(need[n]) > 1 and not is_view(n)]
     prelude = _closure(seeds, lambda u: u in need)
+    # The parts of a multi-output prelude node (torch.chunk) are the side values, not the
+    # tuple: they are taken in the prelude too.
+    prelude |= {n for n in side if n.target is operator.getitem and n.args[0] in prelude}
     parts = []
     for s, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
         own = [n for n in g.path[lo + 1:hi + 1]]
