@@ -139,6 +139,12 @@ def export_chain(run_id: int) -> str:
     return str(call(_go().ExportChain, db_path(), run_id))
 
 
+def plan_document(plan_id: int) -> dict[str, Any]:
+    """Stored plan ``plan_id``: ``{"run_id": N, "plan": <its whole document>}``."""
+    doc: dict[str, Any] = json.loads(call(_go().PlanDocument, db_path(), plan_id))
+    return doc
+
+
 def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     """Store a measured execution of a plan; returns its id."""
     return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))

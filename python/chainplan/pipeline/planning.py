@@ -171,18 +171,13 @@ def load_plan(plan_id: int) -> PipelinePlan:
         NotFoundError: no such plan.
         ScheduleError: the plan is not a pipeline plan.
     """
-    import pyarrow as pa
-
     if isinstance(plan_id, bool) or not isinstance(plan_id, int):
         raise ArgumentTypeError(f"plan_id must be an integer (got {_typed(plan_id)})")
-    data = _bind.query(f"SELECT run_id, plan_json FROM plans WHERE plan_id = {plan_id}")
-    rows = pa.ipc.open_file(pa.py_buffer(data)).read_all().to_pylist()
-    if not rows:
-        raise NotFoundError(f"no plan {plan_id} in {_bind.db_path()}")
-    doc = json.loads(rows[0]["plan_json"] or "{}")
+    stored = _bind.plan_document(plan_id)  # NotFoundError for a missing plan
+    doc = stored["plan"] or {}
     if doc.get("format") != "chainplan.pipeline/v1":
         raise ScheduleError(f"plan {plan_id} is a {doc.get('algo', '?')} plan, not a pipeline "
                             f"plan")
-    run_id = int(rows[0]["run_id"])
+    run_id = int(stored["run_id"])
     return PipelinePlan.from_dict(doc, plan_id=plan_id, run_id=run_id,
                                   layer_param_bytes=_param_bytes(_bind.export_chain(run_id)))
