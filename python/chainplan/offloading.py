@@ -3,9 +3,11 @@
 It mirrors the Go types of ``offload.go`` (pofo spec §5.1; the JSON is documented in
 docs/formats-schedule.md): a plan of an offloading algorithm keeps its compute sequence and
 adds an :class:`Offload` section, the link's bandwidth and its :class:`Transfer` list in
-link order, with the no-wait :class:`Timing` and the simulated :class:`Estimate` of each
-memory model. :meth:`Offload.from_dict` reads and checks the section of a plan document;
-the executor (:mod:`chainplan.executors.linkplan`) consumes the result.
+link order, with the no-wait :class:`Timing`, the simulated :class:`Estimate` of each
+memory model, and the :class:`Position` at which the executor issues, waits for and
+releases each transfer (computed by the Go planner, ``planner/offsim``).
+:meth:`Offload.from_dict` reads and checks the section of a plan document; the executor
+(:mod:`chainplan.executors.linkplan`) consumes the result.
 
 This module never imports torch.
 """
@@ -19,7 +21,7 @@ from typing import Any, Literal, cast
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
 
-__all__ = ["Direction", "Estimate", "MemoryModel", "Offload", "Timing", "Transfer"]
+__all__ = ["Direction", "Estimate", "MemoryModel", "Offload", "Position", "Timing", "Transfer"]
 
 #: ``offload`` copies a tensor to the host and frees its device copy; ``prefetch`` brings
 #: an offloaded tensor back before it is read again.
@@ -94,6 +96,49 @@ class Transfer:
 
 
 @dataclass(frozen=True)
+class Position:
+    """Where the offloading executor handles one transfer, as 0-based operation indices of
+    the plan's sequence (docs/formats-schedule.md, "Positions"). The loss's forward and
+    backward run together in the training script: no position falls between them.
+
+    Attributes:
+        issue_after: the operation after which the transfer is issued on the link (-1:
+            before the first operation).
+        wait_before: for a prefetch, the operation before which the compute stream waits
+            for the copy; None for an offload.
+        release_after: for an offload, the operation after which the tensor's device memory
+            is released (-1: before the first operation); None for a prefetch.
+    """
+
+    issue_after: int
+    wait_before: int | None = None
+    release_after: int | None = None
+
+    @classmethod
+    def from_fields(cls, f: Fields, t: Transfer) -> Position:
+        """Read the entry of ``positions`` for transfer ``t`` (ranges are
+        :meth:`Offload.check`'s)."""
+        key, other = (("wait_before", "release_after") if t.dir == "prefetch"
+                      else ("release_after", "wait_before"))
+        if f.has(other) or not f.has(key):
+            raise ScheduleError(f"{f.where}: {t.dir} {t.tensor}: needs an integer {key!r} "
+                                f"(and no {other!r})")
+        value = f.integer(key)
+        return cls(issue_after=f.integer("issue_after"),
+                   wait_before=value if t.dir == "prefetch" else None,
+                   release_after=None if t.dir == "prefetch" else value)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form the Go side writes."""
+        out: dict[str, Any] = {"issue_after": self.issue_after}
+        if self.wait_before is not None:
+            out["wait_before"] = self.wait_before
+        if self.release_after is not None:
+            out["release_after"] = self.release_after
+        return out
+
+
+@dataclass(frozen=True)
 class Timing:
     """Start times under the plan's memory model, in the chain's time unit (spec §5.4).
 
@@ -137,6 +182,8 @@ class Offload:
         transfers: the copies in link order, offloads first.
         timing: the no-wait timing (optional in input files).
         estimates: the simulated makespan and peak under each memory model.
+        positions: one per transfer, where the executor issues, waits for and releases it;
+            None in documents written before the planner emitted them.
     """
 
     bandwidth_bytes_per_s: float
@@ -146,6 +193,7 @@ class Offload:
     transfers: tuple[Transfer, ...] = ()
     timing: Timing | None = None
     estimates: tuple[Estimate, ...] = ()
+    positions: tuple[Position, ...] | None = None
 
     @classmethod
     def from_dict(cls, obj: object, *, ops: int, stages: int,
@@ -165,6 +213,14 @@ class Offload:
         tm = f.object("timing")
         transfers = tuple(Transfer.from_fields(t, i)
                           for i, t in enumerate(f.objects("transfers")))
+        positions = None
+        if f.has("positions"):
+            entries = f.objects("positions")
+            if len(entries) != len(transfers):
+                raise ScheduleError(f"{f.path('positions')}: {len(entries)} entries for "
+                                    f"{len(transfers)} transfers (want one per transfer)")
+            positions = tuple(Position.from_fields(p, t)
+                              for p, t in zip(entries, transfers, strict=True))
         off = cls(
             bandwidth_bytes_per_s=f.number("bandwidth_bytes_per_s", positive=True),
             memory_model=cast(MemoryModel, f.choice("memory_model", _MODELS)),
@@ -178,6 +234,7 @@ class Offload:
                          valid=e.boolean("valid", False), makespan=e.number("makespan", 0.0),
                          peak_bytes=e.integer("peak_bytes", 0))
                 for e in f.objects("estimates")),
+            positions=positions,
         )
         off.check(ops=ops, stages=stages, where=where)
         return off
@@ -185,8 +242,12 @@ class Offload:
     def check(self, *, ops: int, stages: int, where: str = "offload") -> None:
         """Check that the section fits a sequence of ``ops`` operations over L = ``stages``.
 
-        Whether the transfers make sense for the sequence (a tensor offloaded while stored,
-        prefetched before it is read) is checked by the executor's logical replay.
+        Positions must be one per transfer, in range, in link order, an offload issued
+        after its anchor and released after it is issued, a prefetch waited for before its
+        anchor's operation or later and after it is issued. Whether the transfers make
+        sense for the sequence (a tensor offloaded while stored, prefetched before it is
+        read) and the positions are those they give is the Go simulator's check
+        (``chainplan simulate``), which every plan of the planner has passed.
 
         Raises:
             ScheduleError: naming the field at fault.
@@ -202,6 +263,8 @@ class Offload:
             if not lo <= t.anchor < ops:
                 raise ScheduleError(f"{at}.{key}: {t.anchor} out of range {lo}..{ops - 1} "
                                     f"({t})")
+        if self.positions is not None:
+            self._check_positions(ops, where)
         if self.timing is not None:
             cs, ts = self.timing.compute_start, self.timing.transfer_start
             if len(cs) != ops or len(ts) != len(self.transfers):
@@ -214,8 +277,38 @@ class Offload:
                     raise ScheduleError(f"{where}.timing.{name}[{bad}]: a start time must be "
                                         f"non-negative (got {starts[bad]!r})")
 
+    def _check_positions(self, ops: int, where: str) -> None:
+        assert self.positions is not None
+        if len(self.positions) != len(self.transfers):
+            raise ScheduleError(f"{where}.positions: {len(self.positions)} entries for "
+                                f"{len(self.transfers)} transfers (want one per transfer)")
+        prev = -1
+        for t, p in zip(self.transfers, self.positions, strict=True):
+            at = f"{where}.positions[{t.index}]"
+            if not -1 <= p.issue_after < ops:
+                raise ScheduleError(f"{at}.issue_after: {p.issue_after} out of range "
+                                    f"-1..{ops - 1} ({t})")
+            if p.issue_after < prev:
+                raise ScheduleError(f"{at}.issue_after: {p.issue_after}, before the previous "
+                                    f"transfer's {prev} (transfers are issued in link order)")
+            prev = p.issue_after
+            if (p.wait_before is None) == (t.dir == "prefetch") or \
+                    (p.release_after is None) == (t.dir == "offload"):
+                key = "wait_before" if t.dir == "prefetch" else "release_after"
+                raise ScheduleError(f"{at}: {t}: needs {key!r} alone")
+            if p.wait_before is not None and not (
+                    t.anchor <= p.wait_before < ops and p.issue_after < p.wait_before):
+                raise ScheduleError(f"{at}.wait_before: {p.wait_before}, want "
+                                    f"{max(t.anchor, p.issue_after + 1)}..{ops - 1} ({t})")
+            if p.release_after is not None and not (
+                    t.anchor <= p.issue_after <= p.release_after < ops):
+                raise ScheduleError(f"{at}.release_after: {p.release_after} with issue_after "
+                                    f"{p.issue_after}, want anchor ≤ issue_after ≤ "
+                                    f"release_after < {ops} ({t})")
+
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form the Go side writes (``timing`` and ``estimates`` only when set)."""
+        """The JSON form the Go side writes (``timing``, ``estimates`` and ``positions``
+        only when set)."""
         out: dict[str, Any] = {
             "bandwidth_bytes_per_s": self.bandwidth_bytes_per_s,
             "memory_model": self.memory_model, "sync_at_loss": self.sync_at_loss,
@@ -228,4 +321,6 @@ class Offload:
             out["estimates"] = [{"memory_model": e.memory_model, "valid": e.valid,
                                  "makespan": e.makespan, "peak_bytes": e.peak_bytes}
                                 for e in self.estimates]
+        if self.positions is not None:
+            out["positions"] = [p.to_dict() for p in self.positions]
         return out

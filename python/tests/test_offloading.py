@@ -18,7 +18,7 @@ from torch import nn
 import chainplan
 from chainplan.errors import ScheduleError
 from chainplan.executors import OffloadedChain, wrap
-from chainplan.offloading import Estimate, Offload, Timing, Transfer
+from chainplan.offloading import Estimate, Offload, Position, Timing, Transfer
 from chainplan.schedule import Candidate, Op, Plan
 from tests.models import MODELS
 
@@ -38,7 +38,9 @@ EXAMPLE: dict[str, Any] = {
                    "transfer_start": [0, 15]},
         "estimates": [
             {"memory_model": "fractional", "valid": True, "makespan": 20, "peak_bytes": 21},
-            {"memory_model": "integral", "valid": True, "makespan": 20, "peak_bytes": 21}]},
+            {"memory_model": "integral", "valid": True, "makespan": 20, "peak_bytes": 21}],
+        "positions": [{"issue_after": -1, "release_after": 0},
+                      {"issue_after": 7, "wait_before": 9}]},
     "chosen": "pofo",
     "candidates": [{"algo": "pofo", "feasible": True, "makespan": 20, "peak_bytes": 21,
                     "solve_ms": 0.2},
@@ -57,7 +59,8 @@ def test_example_document() -> None:
         transfers=(Transfer(index=0, dir="offload", stage=0, saved=False, nbytes=2, anchor=-1),
                    Transfer(index=1, dir="prefetch", stage=0, saved=False, nbytes=2, anchor=9)),
         timing=Timing((0, 1, 3, 4, 6, 6.5, 7, 11, 13, 17, 18), (0, 15)),
-        estimates=(Estimate("fractional", True, 20.0, 21), Estimate("integral", True, 20.0, 21)))
+        estimates=(Estimate("fractional", True, 20.0, 21), Estimate("integral", True, 20.0, 21)),
+        positions=(Position(-1, release_after=0), Position(7, wait_before=9)))
     assert p.offload.to_dict() == EXAMPLE["offload"]
     assert [t.label for t in p.offload.transfers] == [
         "transfers[0] (offload a0 after -1)", "transfers[1] (prefetch a0 before 9)"]
@@ -80,9 +83,10 @@ def test_checkpointing_plan_has_no_offload() -> None:
     p = Plan.from_json(json.dumps(doc))
     assert p.offload is None and p.chosen == "" and p.candidates == ()
     # Go writes a plan's nil transfer list as null: an offload section without transfers.
-    doc["offload"] = dict(EXAMPLE["offload"], transfers=None, timing=None)
+    doc["offload"] = dict(EXAMPLE["offload"], transfers=None, timing=None, positions=None)
     p = Plan.from_json(json.dumps(doc))
     assert p.offload is not None and p.offload.transfers == () and p.offload.timing is None
+    assert p.offload.positions is None
 
 
 def _put(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -127,6 +131,19 @@ MALFORMED: list[tuple[str, Any, str]] = [
     ("offload.timing.compute_start", [0, 1], "offload.timing: 2 compute and 2 transfer starts, "
                                              "want 11 (one per operation)"),
     ("offload.estimates.1.memory_model", ..., "offload.estimates[1].memory_model: missing"),
+    ("offload.positions", {}, "offload.positions: want a list (got {})"),
+    ("offload.positions.1", ..., "offload.positions: 1 entries for 2 transfers"),
+    ("offload.positions.0", 3, "offload.positions[0]: want an object (got int)"),
+    ("offload.positions.0.issue_after", ..., "offload.positions[0].issue_after: missing"),
+    ("offload.positions.0.issue_after", "x", "offload.positions[0].issue_after: want an integer"),
+    ("offload.positions.0.issue_after", 11, "offload.positions[0].issue_after: 11 out of range "
+                                            "-1..10"),
+    ("offload.positions.0.release_after", ..., "offload.positions[0]: offload a0: needs an "
+                                               "integer 'release_after' (and no 'wait_before')"),
+    ("offload.positions.1.release_after", 3, "offload.positions[1]: prefetch a0: needs an "
+                                             "integer 'wait_before' (and no 'release_after')"),
+    ("offload.positions.1.wait_before", 8, "offload.positions[1].wait_before: 8, want 9..10"),
+    ("offload.positions.1.issue_after", 9, "offload.positions[1].wait_before: 9, want 10..10"),
     ("offload.estimates.0.valid", 1, "offload.estimates[0].valid: want true or false"),
     ("candidates.1.algo", ..., "candidates[1].algo: missing"),
     ("chosen", 3, "chosen: want a string"),

@@ -8,10 +8,11 @@ before an operation reads it again. :class:`OffloadedChain` runs the sequence ex
 handling) and issues the transfers between operations, following pofo spec §5.6: one copy
 stream (``torch.cuda.Stream``) runs the transfers in list order.
 
-The work is split three ways: :mod:`chainplan.executors.linkplan` decides, once per plan,
-at which position between operations each transfer is issued, releases its tensor and is
-waited for; :mod:`chainplan.executors.storage` moves storages between device and host;
-this module's :class:`OffloadRunner` applies the first with the second during a step.
+The work is split three ways: :mod:`chainplan.executors.linkplan` indexes, once per plan,
+the positions between operations at which the Go planner says each transfer is issued,
+releases its tensor and is waited for; :mod:`chainplan.executors.storage` moves storages
+between device and host; this module's :class:`OffloadRunner` applies the first with the
+second during a step.
 
 What is moved:
 
@@ -28,7 +29,7 @@ What is moved:
   excludes it), tensors on another device or with empty or non-resizable storages, and the
   output a_L of the last stage (see above). The unpack hook returns the holder's tensor,
   first waiting for its prefetch (or copying it back synchronously if the plan never
-  prefetched it, which the link plan's checks rule out).
+  prefetched it, which the Go simulator's checks of every planned schedule rule out).
 * A storage also shared with a tensor the plan treats as a different activation (a view
   made by a later stage, e.g. ``nn.Flatten``'s output) is not resized: freeing it would
   destroy the other tensor. Its copy is made but its memory stays.

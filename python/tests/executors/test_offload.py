@@ -9,7 +9,6 @@ unit of forward time, so that transfers take about as long as the computations t
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import json
 from collections.abc import Callable
@@ -218,58 +217,50 @@ def test_no_transfers_is_rotor() -> None:
 
 
 def test_issue_points() -> None:
-    """Offloads right after their anchor; prefetches at the op running at their planned
-    start, never after their anchor, in link order; without timing, after the loss."""
+    """The link plan acts where the planner's positions say: offloads right after their
+    anchor, prefetches at the op running at their planned start (never after their anchor,
+    after the loss in a synchronized plan), in link order, each waited for before its
+    anchor."""
     for name in sorted(MODELS):
         for e in fixtures(name):
             p = plan_of(e)
             cut = [i for i, op in enumerate(p.sequence) if op.stage == p.num_stages + 1][0]
             timing = e["plan"]["offload"]["timing"]
+            positions = e["plan"]["offload"]["positions"]
             off = p.offload
             assert off is not None
-            for with_timing in (True, False):
-                if not with_timing:
-                    p = dataclasses.replace(p, offload=dataclasses.replace(off, timing=None))
-                lp = LinkPlan(p)
-                pos = {t.index: q for q, ts in lp.issue_at.items() for t in ts}
-                order = [pos[t.index] for t in lp.transfers]
-                assert order == sorted(order)
-                for t in lp.transfers:
-                    if t.dir == "offload":
-                        assert pos[t.index] >= t.anchor + 1
-                        continue
-                    assert pos[t.index] <= max(t.anchor, cut + 2)
-                    if off.sync_at_loss:  # OR.3: prefetches after the loss
-                        assert pos[t.index] >= cut + 2
-                    if with_timing:
-                        start = timing["transfer_start"][t.index]
-                        k = max(i for i, c in enumerate(timing["compute_start"])
-                                if c <= start + 1e-9)
-                        assert pos[t.index] >= min(k, t.anchor)
-
-
-def _drop(j: int) -> Callable[[dict[str, Any]], None]:
-    def drop(off: dict[str, Any]) -> None:
-        off["transfers"].pop(j)
-        off["timing"]["transfer_start"].pop(j)
-    return drop
+            lp = LinkPlan(p)
+            pos = {t.index: q for q, ts in lp.issue_at.items() for t in ts}
+            assert pos == {j: q["issue_after"] + 1 for j, q in enumerate(positions)}
+            order = [pos[t.index] for t in lp.transfers]
+            assert order == sorted(order)
+            for t in lp.transfers:
+                if t.dir == "offload":
+                    assert pos[t.index] >= t.anchor + 1
+                    assert t in lp.release_at[positions[t.index]["release_after"] + 1]
+                    continue
+                assert t in lp.wait_at[max(t.anchor, cut + 2)]
+                assert pos[t.index] <= max(t.anchor, cut + 2)
+                if off.sync_at_loss:  # OR.3: prefetches after the loss
+                    assert pos[t.index] >= cut + 2
+                start = timing["transfer_start"][t.index]
+                k = max(i for i, c in enumerate(timing["compute_start"]) if c <= start + 1e-9)
+                assert pos[t.index] >= min(k, t.anchor)
 
 
 def _set(j: int, **kw: Any) -> Callable[[dict[str, Any]], None]:
     return lambda off: off["transfers"][j].update(kw)
 
 
-def _swap_late(off: dict[str, Any]) -> None:
-    """Put the prefetch of abar3 (before op 30) first, starting during op 30: the prefetch
-    of abar4, which must be done before op 29, then comes too late on the link."""
-    tr, ts = off["transfers"], off["timing"]["transfer_start"]
-    i = next(j for j, t in enumerate(tr) if t == {**t, "dir": "prefetch", "tensor": "abar3"})
-    tr[i - 1], tr[i] = tr[i], tr[i - 1]
-    ts[i - 1] = off["timing"]["compute_start"][30]
+def _position(j: int, **kw: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda off: off["positions"][j].update(kw)
 
 
 # (what, mutation of the offload section, message, refused when the document is read rather
-# than when the executor replays the transfers against the sequence)
+# than when the executor is built). Whether the transfers fit the sequence (a tensor
+# offloaded while stored, prefetched before it is read, link order) and the positions are
+# those they give is the Go simulator's check (planner/offsim: TestSimulateInvalid,
+# TestPositionsRefused, TestCheckPositions), which every plan of the planner passed.
 MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str, bool]] = [
     ("no list", lambda off: off.update(transfers={}), "offload.transfers: want a list", True),
     ("dir", _set(1, dir="sideways"), "offload.transfers[1].dir: unknown value 'sideways'", True),
@@ -281,13 +272,19 @@ MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str, bool]] = [
     ("anchor range", _set(1, after=99), "offload.transfers[1].after: 99 out of range -1..33",
      True),
     ("timing", lambda off: off["timing"]["transfer_start"].pop(), "offload.timing: ", True),
-    ("prefetch only", _drop(1), "prefetch abar1 before 32): abar1 is not offloaded", False),
-    ("absent", _set(3, tensor="a3"), "transfers[3] (offload a3 after 2): a3 is not in memory",
-     False),
-    ("no prefetch", _drop(8), "transfers[1] (offload abar1 after 0): op 33 (B 1) needs abar1",
-     False),
-    ("link order", _swap_late, "prefetch abar4 before 29): link order issues it after op 29",
-     False),
+    ("positions count", lambda off: off["positions"].pop(),
+     "offload.positions: 9 entries for 10 transfers", True),
+    ("position kind", _position(1, wait_before=3),
+     "offload.positions[1]: offload abar1: needs an integer 'release_after' (and no "
+     "'wait_before')", True),
+    ("position order", _position(6, issue_after=19),
+     "offload.positions[6].issue_after: 19, before the previous transfer's 20", True),
+    ("release range", _position(1, release_after=40),
+     "offload.positions[1].release_after: 40 with issue_after 0", True),
+    ("wait range", _position(9, wait_before=5), "offload.positions[9].wait_before: 5, want 33..33",
+     True),
+    ("no positions", lambda off: off.pop("positions"),
+     "offload.positions: missing (want where the executor issues", False),
 ]
 
 
@@ -300,6 +297,9 @@ def test_malformed(what: str, mutate: Callable[[dict[str, Any]], None], message:
     doc = copy.deepcopy(e["plan"])
     assert [t["tensor"] for t in doc["offload"]["transfers"]][:5] == \
         ["a0", "abar1", "abar2", "abar3", "abar4"]
+    assert len(doc["offload"]["transfers"]) == 10 and doc["offload"]["transfers"][9] == \
+        {"dir": "prefetch", "tensor": "a0", "bytes": doc["offload"]["transfers"][0]["bytes"],
+         "before": 33}
     mutate(doc["offload"])
     with pytest.raises(ScheduleError) as err:
         p = Plan.from_json(json.dumps(doc))
