@@ -19,7 +19,7 @@ func report(studies []*study, times []solverTime) string {
 	p("Setting (pofo spec §6.4): budgets M = (1−α)·M^low + α·M^high, where M^high is the store-all peak (3.3) and ")
 	p("M^low the peak of the sequence that recomputes everything from a_0 before each backward; bandwidths 12, 24 and 36 GB/s. ")
 	p("POFO is `pofo.Solve`: the fastest of its DP and of rotor, AUTOCAPPER and OPPORTUNIST at the same budget and bandwidth (see \"POFO's candidates\" below). ")
-	p("Every plan is replayed by the simulator of planner/pofo with the exact sizes; the tables give the makespan over the ")
+	p("Every plan is replayed by the simulator of planner/offsim with the exact sizes; the tables give the makespan over the ")
 	p("sequential time Σ(u_F+u_B), in the fractional model (O.7''/OR.5, the model the DPs optimize) and, after the slash, in the ")
 	p("integral model (O.7, a tensor released when its offload completes). Discretization: rotor and DYNPROG 500 slots, ")
 	p("POFO its default grid, the same N levels for the stored data and both backlogs (pofo.DefaultSlots: %s; runs of saved activations rounded through prefix sums, docs/pofo.md), AUTOCAPPER and OPPORTUNIST rematerialize with rotor at 500 slots. ", defaultGrids(studies))
