@@ -19,7 +19,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,21 +225,6 @@ func (r outcome) summary() string {
 
 func logf(s *series, format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s P=%d β=%.0fGB/s: %s\n", s.model, s.gpus, s.beta/1e9, fmt.Sprintf(format, args...))
-}
-
-// machine describes where the benchmark ran.
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "model name") {
-				model = strings.TrimSpace(line[strings.Index(line, ":")+1:])
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d logical CPUs (GOMAXPROCS %d), %s %s/%s", model, runtime.NumCPU(), runtime.GOMAXPROCS(0),
-		runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // sortedKeys is for deterministic iteration over small maps.

@@ -18,7 +18,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -254,19 +253,4 @@ func measureSolver() []solverTime {
 		}
 	}
 	return out
-}
-
-// machine describes where the benchmark ran.
-func machine() string {
-	model := "unknown CPU"
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(line, "model name") {
-				model = strings.TrimSpace(line[strings.Index(line, ":")+1:])
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d logical CPUs (GOMAXPROCS %d), %s %s/%s", model, runtime.NumCPU(), runtime.GOMAXPROCS(0),
-		runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
