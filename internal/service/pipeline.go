@@ -113,11 +113,7 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, err
 	}
-	id, err := s.ResolveRun(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.RunChain(ctx, id)
+	id, c, err := s.runChain(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

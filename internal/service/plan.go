@@ -49,11 +49,7 @@ func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planne
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
-	id, err := s.ResolveRun(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	c, err := s.RunChain(ctx, id)
+	id, c, err := s.runChain(ctx, ref)
 	if err != nil {
 		return nil, err
 	}

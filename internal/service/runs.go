@@ -89,3 +89,17 @@ func (s *Service) RunChain(ctx context.Context, runID int64) (*chainplan.Chain, 
 	}
 	return c, nil
 }
+
+// runChain resolves ref and returns the run's id and its chain, what PlanRun and
+// PlanPipelineRun plan. Errors as ResolveRun's and RunChain's.
+func (s *Service) runChain(ctx context.Context, ref RunRef) (int64, *chainplan.Chain, error) {
+	id, err := s.ResolveRun(ctx, ref)
+	if err != nil {
+		return 0, nil, err
+	}
+	c, err := s.RunChain(ctx, id)
+	if err != nil {
+		return 0, nil, err
+	}
+	return id, c, nil
+}
