@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"time"
 )
 
 // PipelinePlan is what the plans table keeps of a pipeline plan (chainplan.pipeline/v1,
@@ -40,32 +39,12 @@ func (db *DB) RecordPipelinePlan(ctx context.Context, runID int64, p *PipelinePl
 	if err := json.Unmarshal(p.Document, &doc); err != nil {
 		return 0, fmt.Errorf("record pipeline plan: the document is not a JSON object: %w", err)
 	}
-	paramsJSON := []byte("{}")
-	if params != nil {
-		var err error
-		if paramsJSON, err = json.Marshal(params); err != nil {
-			return 0, fmt.Errorf("record pipeline plan: parameters: %w", err)
-		}
-	}
-	var id int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			return notFound("no run %d in %s", runID, db.path)
-		}
-		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
-			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version, plan_json)
-			VALUES (?, ?, ?, ?, ?, 0, 1, ?, ?, ?, ?, '[]', ?, ?) RETURNING plan_id`,
-			runID, formatTime(time.Now()), p.Algo, string(paramsJSON), p.MemoryBytes, p.Period, p.PeakBytes, p.SolveMS,
-			p.NumOps, version, string(p.Document)).Scan(&id)
+	// A pipeline plan has no sequence or slots; the document holds its pattern.
+	return db.insertPlan(ctx, runID, "record pipeline plan", planRow{
+		algo: p.Algo, params: params, budgetBytes: p.MemoryBytes, feasible: true, makespanS: p.Period,
+		peakBytes: p.PeakBytes, solveMS: p.SolveMS, numOps: p.NumOps, sequenceJSON: "[]", version: version,
+		planJSON: string(p.Document),
 	})
-	if err != nil {
-		return 0, fmt.Errorf("record pipeline plan for run %d: %w", runID, err)
-	}
-	return id, nil
 }
 
 // PlanDocument returns the whole document of plan id as stored (plans.plan_json), whatever

@@ -53,14 +53,42 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 	if err != nil {
 		return 0, fmt.Errorf("record plan: %w", err)
 	}
+	return db.insertPlan(ctx, runID, "record plan", planRow{
+		algo: plan.Algo, params: params, budgetBytes: plan.BudgetBytes, slots: plan.Slots, feasible: plan.Feasible,
+		makespanS: plan.Makespan, peakBytes: plan.PeakBytes, solveMS: plan.SolveMS, numOps: len(seq),
+		sequenceJSON: string(seqJSON), version: version, planJSON: string(planJSON),
+	})
+}
+
+// planRow is one row of the plans table, as RecordPlan and RecordPipelinePlan write it.
+type planRow struct {
+	algo         string
+	params       any // marshalled into params_json; nil for "{}"
+	budgetBytes  int64
+	slots        int64
+	feasible     bool
+	makespanS    float64
+	peakBytes    int64
+	solveMS      float64
+	numOps       int
+	sequenceJSON string
+	version      string
+	planJSON     string
+}
+
+// insertPlan stores row as a plan of run runID and returns its id; a run that does not
+// exist fails with an error wrapping chainplan.ErrNotFound. what names the caller in
+// errors ("record plan").
+func (db *DB) insertPlan(ctx context.Context, runID int64, what string, row planRow) (int64, error) {
 	paramsJSON := []byte("{}")
-	if params != nil {
-		if paramsJSON, err = json.Marshal(params); err != nil {
-			return 0, fmt.Errorf("record plan: parameters: %w", err)
+	if row.params != nil {
+		var err error
+		if paramsJSON, err = json.Marshal(row.params); err != nil {
+			return 0, fmt.Errorf("%s: parameters: %w", what, err)
 		}
 	}
 	var id int64
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(tx *sql.Tx) error {
 		var exists bool
 		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
 			return err
@@ -71,11 +99,11 @@ func (db *DB) RecordPlan(ctx context.Context, runID int64, plan *chainplan.Plan,
 		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
 			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version, plan_json)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING plan_id`,
-			runID, formatTime(time.Now()), plan.Algo, string(paramsJSON), plan.BudgetBytes, plan.Slots, plan.Feasible,
-			plan.Makespan, plan.PeakBytes, plan.SolveMS, len(seq), string(seqJSON), version, string(planJSON)).Scan(&id)
+			runID, formatTime(time.Now()), row.algo, string(paramsJSON), row.budgetBytes, row.slots, row.feasible,
+			row.makespanS, row.peakBytes, row.solveMS, row.numOps, row.sequenceJSON, row.version, row.planJSON).Scan(&id)
 	})
 	if err != nil {
-		return 0, fmt.Errorf("record plan for run %d: %w", runID, err)
+		return 0, fmt.Errorf("%s for run %d: %w", what, runID, err)
 	}
 	return id, nil
 }
