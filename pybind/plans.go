@@ -42,12 +42,7 @@ func SolveFile(filePath, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	p, err := service.Solve(c, req)
-	if err != nil {
-		return "", codedError(err)
-	}
-	b, err := json.Marshal(p)
-	return string(b), codedError(err)
+	return solveToJSON(c, req)
 }
 
 // execution is the JSON form of a measured execution from Python.

@@ -39,6 +39,11 @@ func Solve(chainJSON, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
+	return solveToJSON(c, req)
+}
+
+// solveToJSON plans c as req asks and returns the plan as JSON, for Solve and SolveFile.
+func solveToJSON(c *chainplan.Chain, req service.Request) (string, error) {
 	p, err := service.Solve(c, req)
 	if err != nil {
 		return "", codedError(err)
