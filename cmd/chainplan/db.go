@@ -72,11 +72,7 @@ func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (
 		p, err := service.Solve(c, req)
 		return c, p, err
 	}
-	ref, err := service.ParseRunRef(f.run)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := openStore(cmd)
+	svc, ref, err := openRunStore(cmd, f.run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -85,6 +81,26 @@ func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (
 	if err != nil {
 		return nil, nil, err
 	}
-	fmt.Fprintf(e.stderr, "chainplan: recorded as plan %d of run %d in %s\n", got.PlanID, got.RunID, svc.Path())
+	reportRecorded(e, svc, got.RunID, got.PlanID)
 	return got.Chain, got.Plan, nil
+}
+
+// openRunStore reads the --run value of a command that plans a stored run (solve,
+// pipeline) and opens the database that holds it; the caller closes it.
+func openRunStore(cmd *cobra.Command, run string) (*service.Service, service.RunRef, error) {
+	ref, err := service.ParseRunRef(run)
+	if err != nil {
+		return nil, ref, err
+	}
+	svc, err := openStore(cmd)
+	if err != nil {
+		return nil, ref, err
+	}
+	return svc, ref, nil
+}
+
+// reportRecorded says on standard error where a plan of a stored run was recorded
+// (standard output carries the plan alone).
+func reportRecorded(e *env, svc *service.Service, runID, planID int64) {
+	fmt.Fprintf(e.stderr, "chainplan: recorded as plan %d of run %d in %s\n", planID, runID, svc.Path())
 }

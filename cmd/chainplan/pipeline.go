@@ -163,11 +163,7 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 		writeNotes(e, notes)
 		return c, p, err
 	}
-	ref, err := service.ParseRunRef(f.run)
-	if err != nil {
-		return nil, nil, err
-	}
-	svc, err := openStore(cmd)
+	svc, ref, err := openRunStore(cmd, f.run)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -177,7 +173,7 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 		return nil, nil, err
 	}
 	writeNotes(e, got.Notes)
-	fmt.Fprintf(e.stderr, "chainplan: recorded as plan %d of run %d in %s\n", got.PlanID, got.RunID, svc.Path())
+	reportRecorded(e, svc, got.RunID, got.PlanID)
 	return got.Chain, got.Plan, nil
 }
 
