@@ -81,28 +81,7 @@ func unconstrained(pr *pipeline.Problem) float64 {
 		inf += 4 * pr.Comm(k)
 	}
 	inf += 1
-	// best[q][j]: layers 1..j in q stages.
-	best := make([][]float64, p+1)
-	for q := range best {
-		best[q] = make([]float64, l+1)
-		for j := range best[q] {
-			best[q][j] = inf
-		}
-	}
-	best[0][0] = 0
-	for q := 1; q <= p; q++ {
-		for j := 1; j <= l; j++ {
-			for i := 1; i <= j; i++ {
-				v := max(best[q-1][i-1], pr.U(i, j), pr.Comm(i-1))
-				best[q][j] = min(best[q][j], v)
-			}
-		}
-	}
-	out := inf
-	for q := 1; q <= p; q++ {
-		out = min(out, best[q][l])
-	}
-	return out
+	return minMax(l, p, inf, func(i, j int) float64 { return max(pr.U(i, j), pr.Comm(i-1)) })
 }
 
 // MinMemory returns the smallest memory per device at which a contiguous plan exists
@@ -112,10 +91,17 @@ func unconstrained(pr *pipeline.Problem) float64 {
 // signature.
 func MinMemory(pr *pipeline.Problem) (int64, error) {
 	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
-	const inf = int64(1) << 62
-	best := make([][]int64, p+1)
+	return minMax(l, p, int64(1)<<62, func(i, j int) int64 { return pr.StageMemory(i, j, 1) }), nil
+}
+
+// minMax returns the min, over the partitions of layers 1..l into at most p contiguous
+// stages, of the largest cost(i, j) of a stage of layers i..j (inf when there is none), by
+// the classic min-max DP. O(l²·p) calls of cost.
+func minMax[T int64 | float64](l, p int, inf T, cost func(i, j int) T) T {
+	// best[q][j]: layers 1..j in q stages.
+	best := make([][]T, p+1)
 	for q := range best {
-		best[q] = make([]int64, l+1)
+		best[q] = make([]T, l+1)
 		for j := range best[q] {
 			best[q][j] = inf
 		}
@@ -124,7 +110,7 @@ func MinMemory(pr *pipeline.Problem) (int64, error) {
 	for q := 1; q <= p; q++ {
 		for j := 1; j <= l; j++ {
 			for i := 1; i <= j; i++ {
-				best[q][j] = min(best[q][j], max(best[q-1][i-1], pr.StageMemory(i, j, 1)))
+				best[q][j] = min(best[q][j], max(best[q-1][i-1], cost(i, j)))
 			}
 		}
 	}
@@ -132,5 +118,5 @@ func MinMemory(pr *pipeline.Problem) (int64, error) {
 	for q := 1; q <= p; q++ {
 		out = min(out, best[q][l])
 	}
-	return out, nil
+	return out
 }
