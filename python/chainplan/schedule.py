@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from chainplan.errors import ChainplanError, ScheduleError
+from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
 from chainplan.offloading import Offload
 
@@ -249,10 +249,9 @@ class Plan:
 
     def _repr_svg_(self) -> str | None:
         """The memory timeline in a notebook; None (the text repr) when it cannot be drawn."""
-        try:
-            return self.plot()
-        except ChainplanError:
-            return None
+        from chainplan.tradeoff import svg_or_none
+
+        return svg_or_none(self.plot)
 
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

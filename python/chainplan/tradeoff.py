@@ -14,12 +14,13 @@ import bisect
 import dataclasses
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.algorithms import algorithms, check_algorithm
-from chainplan.errors import PlanError
+from chainplan.errors import ChainplanError, PlanError
 from chainplan.profiler.summary import format_bytes
 
 if TYPE_CHECKING:
@@ -253,6 +254,16 @@ def write_svg(path: str | os.PathLike[str], svg: str) -> None:
         p.write_text(svg, encoding="utf-8")
     except OSError as e:
         raise PlanError(f"cannot write {str(path)!r}: {e.strerror}") from e
+
+
+def svg_or_none(draw: Callable[[], str]) -> str | None:
+    """The SVG ``draw`` returns, or None when it raises a :class:`ChainplanError`: what a
+    ``_repr_svg_`` returns, so that a notebook shows the text repr of what cannot be drawn.
+    """
+    try:
+        return draw()
+    except ChainplanError:
+        return None
 
 
 def _slots(slots: int | None) -> int:

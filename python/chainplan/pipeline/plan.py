@@ -267,12 +267,9 @@ class PipelinePlan:
 
     def _repr_svg_(self) -> str | None:
         """The Gantt chart in a notebook; None (the text repr) when it cannot be drawn."""
-        from chainplan.errors import ChainplanError
+        from chainplan.tradeoff import svg_or_none
 
-        try:
-            return self.plot()
-        except ChainplanError:
-            return None
+        return svg_or_none(self.plot)
 
     def __str__(self) -> str:
         parts = [f"{s.first}-{s.last}@{s.gpu}" for s in self.stages]
