@@ -214,6 +214,43 @@ func (tb *floatingTable) fillRow(s, l, t int) {
 		}
 		return
 	}
+	n1 := int32(tb.n + 1)
+	floatingBranches(c, s, l, t, func(b floatingBranch) {
+		var right []float64
+		var f float64
+		code := b.kind
+		switch b.kind {
+		case flPick:
+			right = tb.at(b.right.s, b.right.l, b.right.t)
+			f = tb.fsum[s][b.sp]
+			code = flPick + (int32(b.r)*n1+int32(b.sp))*n1 + int32(b.tp)
+		case flMove:
+			f = tb.fsum[s][l-1]
+		default:
+			f = c.UF[s] + c.UB[s]
+		}
+		try(b.lo, b.x, b.y, f, tb.at(b.left.s, b.left.l, b.left.t), right, code)
+	})
+}
+
+// triple names the sub-problem C_FL(s, t, ℓ, ·) of the floating DP.
+type triple struct{ s, l, t int }
+
+// floatingBranch is one branch of the recurrences of C_FL(s, t, ℓ, ·) (see solveFloating)
+// with its feasibility bounds: at budget m it is finite when m ≥ max(lo, x, y), the
+// sub-problem left is finite at m − x and, for C_2, right at m − y.
+type floatingBranch struct {
+	kind        int32 // flAll (C_1), flMove (C_3) or flPick (C_2)
+	lo, x, y    int64
+	left, right triple // right is C_2's only
+	r, sp, tp   int    // C_2's candidate (r, s', t')
+}
+
+// floatingBranches calls visit with every branch of C_FL(s, t, ℓ, ·) for s < t, in the
+// order of the tie rule (see solveFloating): C_2 by increasing r, s', t', then C_3, then
+// C_1. fillRow and floatingRowNeed both read the recurrences through it, so the values and
+// the needs cannot disagree on a branch.
+func floatingBranches(c *discretize.Chain, s, l, t int, visit func(floatingBranch)) {
 	dt := c.Grad(t)
 	// fwd(h) is the memory of F_h^∅ (or F_h^ck) with δ_t held and a_{h-1} counted in.
 	fwd := func(h int) int64 { return dt + c.A[h-1] + c.A[h] + c.OF[h] }
@@ -222,7 +259,6 @@ func (tb *floatingTable) fillRow(s, l, t int) {
 		for h := s + 1; h < t; h++ {
 			mEmpty = max(mEmpty, fwd(h))
 		}
-		n1 := int32(tb.n + 1)
 		for r := s; r <= l; r++ {
 			if c.A[r-1] < c.A[s-1] {
 				continue
@@ -239,10 +275,9 @@ func (tb *floatingTable) fillRow(s, l, t int) {
 					lo = max(lo, d2+y)
 				}
 				x := c.A[sp] + y
-				f := tb.fsum[s][sp]
 				for tp := max(l, sp) + 1; tp <= t; tp++ {
-					code := flPick + (int32(r)*n1+int32(sp))*n1 + int32(tp)
-					try(lo, x, y, f, tb.at(sp+1, tp, t), tb.at(r, l, tp-1), code)
+					visit(floatingBranch{kind: flPick, lo: lo, x: x, y: y,
+						left: triple{sp + 1, tp, t}, right: triple{r, l, tp - 1}, r: r, sp: sp, tp: tp})
 				}
 			}
 		}
@@ -252,12 +287,11 @@ func (tb *floatingTable) fillRow(s, l, t int) {
 		for h := s + 1; h < l; h++ {
 			lo = max(lo, fwd(h)-c.A[s-1])
 		}
-		y := c.A[l-1] - c.A[s-1]
-		try(lo, y, 0, tb.fsum[s][l-1], tb.at(l, l, t), nil, flMove)
+		visit(floatingBranch{kind: flMove, lo: lo, x: c.A[l-1] - c.A[s-1], left: triple{l, l, t}})
 	}
 	if s == l { // C_1, (2.8)
 		lo := max(dt+c.ABar[s]+c.OF[s], c.ABar[s]+c.Grad(s)+c.Grad(s-1)+c.OB[s])
-		try(lo, c.ABar[s], 0, c.UF[s]+c.UB[s], tb.at(s+1, s+1, t), nil, flAll)
+		visit(floatingBranch{kind: flAll, lo: lo, x: c.ABar[s], left: triple{s + 1, s + 1, t}})
 	}
 }
 

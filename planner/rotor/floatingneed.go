@@ -43,54 +43,18 @@ func floatingRowNeed(c *discretize.Chain, s, l, t int, at func(s, l, t int) int6
 		return max(c.Grad(s)+c.ABar[s]+c.OF[s], c.ABar[s]+c.Grad(s)+c.Grad(s-1)+c.OB[s])
 	}
 	best := int64(noNeed)
-	// offer is try(lo, x, y, ·, left, right) of fillRow: finite from max(lo, x, y) on where
-	// left is finite at m−x and right at m−y.
-	offer := func(lo, x, y, left, right int64) {
+	// A branch is try(lo, x, y, ·, left, right) of fillRow: finite from max(lo, x, y) on
+	// where left is finite at m−x and right at m−y.
+	floatingBranches(c, s, l, t, func(b floatingBranch) {
+		left, right := at(b.left.s, b.left.l, b.left.t), int64(0)
+		if b.kind == flPick {
+			right = at(b.right.s, b.right.l, b.right.t)
+		}
 		if left >= noNeed || right >= noNeed {
 			return
 		}
-		best = min(best, max(lo, x, y, x+left, y+right))
-	}
-	dt := c.Grad(t)
-	fwd := func(h int) int64 { return dt + c.A[h-1] + c.A[h] + c.OF[h] }
-	if l < t { // C_2
-		mEmpty := dt + c.A[s] + c.OF[s]
-		for h := s + 1; h < t; h++ {
-			mEmpty = max(mEmpty, fwd(h))
-		}
-		for r := s; r <= l; r++ {
-			if c.A[r-1] < c.A[s-1] {
-				continue
-			}
-			y := c.A[r-1] - c.A[s-1]
-			var d2 int64
-			for sp := r; sp < t; sp++ {
-				if sp > r {
-					d2 = max(d2, fwd(sp))
-				}
-				lo := mEmpty
-				if r > s && sp > r {
-					lo = max(lo, d2+y)
-				}
-				x := c.A[sp] + y
-				for tp := max(l, sp) + 1; tp <= t; tp++ {
-					offer(lo, x, y, at(sp+1, tp, t), at(r, l, tp-1))
-				}
-			}
-		}
-	}
-	if s < l && c.A[l-1] >= c.A[s-1] { // C_3
-		lo := dt + c.A[s] + c.OF[s]
-		for h := s + 1; h < l; h++ {
-			lo = max(lo, fwd(h)-c.A[s-1])
-		}
-		y := c.A[l-1] - c.A[s-1]
-		offer(lo, y, 0, at(l, l, t), 0)
-	}
-	if s == l { // C_1
-		lo := max(dt+c.ABar[s]+c.OF[s], c.ABar[s]+c.Grad(s)+c.Grad(s-1)+c.OB[s])
-		offer(lo, c.ABar[s], 0, at(s+1, s+1, t), 0)
-	}
+		best = min(best, max(b.lo, b.x, b.y, b.x+left, b.y+right))
+	})
 	return best
 }
 
