@@ -243,9 +243,7 @@ class Plan:
         else:
             raise PlanError("Plan.plot(): the plan does not know its chain; pass chain= "
                             "(a Profile, a run id or a chain file)")
-        if path is not None:
-            write_svg(path, svg)
-        return svg
+        return write_svg(path, svg)
 
     def _repr_svg_(self) -> str | None:
         """The memory timeline in a notebook; None (the text repr) when it cannot be drawn."""

@@ -234,18 +234,19 @@ def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
     if plan is not None:
         opts["plan"] = plan.raw
     svg = _bind.plot_frontier(chain_json(source, "plot_frontier"), opts)
-    if path is not None:
-        write_svg(path, svg)
-    return svg
+    return write_svg(path, svg)
 
 
-def write_svg(path: str | os.PathLike[str], svg: str) -> None:
-    """Write an SVG document to ``path``, which must name a ``.svg`` file.
+def write_svg(path: str | os.PathLike[str] | None, svg: str) -> str:
+    """Write an SVG document to ``path`` when it is given (a ``.svg`` file), and return
+    the document: the ``path`` argument of every ``plot`` method.
 
     Raises:
         PlanError: another extension (PNG comes from ``chainplan plot``), or the file cannot
             be written.
     """
+    if path is None:
+        return svg
     p = Path(path)
     if p.suffix.lower() != ".svg":
         raise PlanError(f"path {str(path)!r}: pictures from Python are SVG; name a .svg file "
@@ -254,6 +255,7 @@ def write_svg(path: str | os.PathLike[str], svg: str) -> None:
         p.write_text(svg, encoding="utf-8")
     except OSError as e:
         raise PlanError(f"cannot write {str(path)!r}: {e.strerror}") from e
+    return svg
 
 
 def svg_or_none(draw: Callable[[], str]) -> str | None:

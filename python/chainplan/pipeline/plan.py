@@ -261,9 +261,7 @@ class PipelinePlan:
         if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
             raise PlanError(f"periods must be a positive integer (got {periods!r})")
         svg = _bind.plot_pipeline(self.to_json(), periods)
-        if path is not None:
-            write_svg(path, svg)
-        return svg
+        return write_svg(path, svg)
 
     def _repr_svg_(self) -> str | None:
         """The Gantt chart in a notebook; None (the text repr) when it cannot be drawn."""
