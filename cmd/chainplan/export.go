@@ -36,16 +36,22 @@ chainplan solve --chain reads. A run whose saved or temporary sizes were not mea
 			if err != nil {
 				return err
 			}
-			if output == "" {
-				_, err = e.stdout.Write(b)
-				return err
-			}
-			if err := os.WriteFile(output, b, 0o644); err != nil {
-				return &usageError{err}
-			}
-			return nil
+			return writeOutput(e, output, b)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
 	return cmd
+}
+
+// writeOutput writes b to the file output names, or to standard output when it is empty
+// (export, import). A file that cannot be written is bad input.
+func writeOutput(e *env, output string, b []byte) error {
+	if output == "" {
+		_, err := e.stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(output, b, 0o644); err != nil {
+		return &usageError{err}
+	}
+	return nil
 }

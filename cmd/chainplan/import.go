@@ -78,14 +78,7 @@ func runImportPipeDream(e *env, path, output string) error {
 	fmt.Fprintf(e.stderr, "%s: %d nodes, %d edges -> %d layers (largest %d nodes); input %d bytes from %d input node(s), %d constant(s) dropped, %d side node(s) folded in\n",
 		filepath.Base(path), len(g.Nodes), len(g.Edges), len(imp.Layers), largest, imp.Chain.InputBytes,
 		len(imp.Inputs), len(imp.Constants), len(imp.Side))
-	if output == "" {
-		_, err = e.stdout.Write(b)
-		return err
-	}
-	if err := os.WriteFile(output, b, 0o644); err != nil {
-		return &usageError{err}
-	}
-	return nil
+	return writeOutput(e, output, b)
 }
 
 // importError makes a profile that cannot be read or linearized a usage error (exit 2)
