@@ -2,6 +2,7 @@ package offsim
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/chainplan/chainplan"
@@ -101,7 +102,13 @@ func (lg *Analysis) check(t *times, p params, sync bool) checkResult {
 			}
 		}
 	}
-	res.memTol = p.memTol(res.makespan)
+	tolp := p
+	if p.limit >= math.MaxFloat64/8 {
+		// No limit: a part in 10⁹ of all the schedule could ever hold, not of the
+		// stand-in for infinity (whose part in 10⁹ swallowed every peak).
+		tolp.limit = lg.totalBytes()
+	}
+	res.memTol = tolp.memTol(res.makespan)
 	res.peak = lg.memoryPeak(t, p, res.memTol, nil, func(op int, v float64) {
 		add(op, -1, "needs %.10g bytes at some instant, over the limit of %.0f", v, p.limit)
 	})
@@ -201,4 +208,13 @@ func (lg *Analysis) memoryPeak(t *times, p params, memTol float64, sample func(�
 		window(k, lg.static[k]+lg.trans[k], t.start[k], t.end[k], true)
 	}
 	return peak
+}
+
+// totalBytes is the sum of every tensor instance's size: a bound on any peak.
+func (lg *Analysis) totalBytes() float64 {
+	total := 0.0
+	for _, in := range lg.Insts {
+		total += in.Size
+	}
+	return total
 }

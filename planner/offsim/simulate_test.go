@@ -190,3 +190,23 @@ func TestCheckTimings(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateWithoutLimit replays the spec's schedules with no memory limit: the peak is
+// the one a limit at the peak reports (the tolerance once scaled with the stand-in for an
+// infinite limit and reported a meaningless peak).
+func TestSimulateWithoutLimit(t *testing.T) {
+	c := testchains.PofoExample(1)
+	off, pre := chainplan.TransferOffload, chainplan.TransferPrefetch
+	s := Schedule{Compute: testchains.Ops("Fck1 Fall2 Fall3 Fall4 Fall5 B5 B4 B3 B2 Fall1 B1"),
+		Transfers: []chainplan.Transfer{xf(off, "a0", 2, -1), xf(pre, "a0", 2, 9)}, SyncAtLoss: true}
+	for _, model := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
+		free, err := Simulate(c, s, SimOptions{BandwidthBytesPerS: 1, LimitBytes: -1, Model: model})
+		if err != nil || !free.Valid {
+			t.Fatalf("%s: %v %+v", model, err, free)
+		}
+		at, err := Simulate(c, s, SimOptions{BandwidthBytesPerS: 1, LimitBytes: free.PeakBytes, Model: model})
+		if err != nil || !at.Valid || at.PeakBytes != free.PeakBytes || free.PeakBytes <= 0 {
+			t.Errorf("%s: peak without a limit %d; at that limit %+v, %v", model, free.PeakBytes, at, err)
+		}
+	}
+}
