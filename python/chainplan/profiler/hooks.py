@@ -50,8 +50,9 @@ from chainplan.profiler.run import (
     default_profile_dir,
 )
 from chainplan.profiler.signature import model_signature
+from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
-from chainplan.profiler.stepmemory import StepMemory, nbytes
+from chainplan.profiler.stepmemory import StepMemory
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
 from chainplan.stages import flatten_stages
 

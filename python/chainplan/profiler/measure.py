@@ -53,6 +53,7 @@ from chainplan.errors import ProfileError
 from chainplan.gradrelease import backward_step
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
+from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
 
 __all__ = ["ChainEnd", "LossMeasurement", "StageMeasurement", "chain_end", "measure_loss",
            "measure_stage"]
@@ -231,7 +232,7 @@ def measure_stage(
             ):
                 out = forward()
             has_backward = out.requires_grad
-            output_kept = saved.is_saved(out) or _shares_storage(out, x_in)
+            output_kept = saved.is_saved(out) or shares_storage(out, x_in)
             # The output goes on to the next stage as a copy, taken before the backward
             # probe (a constant there), so that the backward starts from a_ℓ's gradient
             # edge and autograd frees a_ℓ when the operation that saved it is done with it,
@@ -251,13 +252,13 @@ def measure_stage(
                 del edge
             else:
                 del out
-        input_grad_bytes = _nbytes(x_in.grad) if x_in.grad is not None else 0
+        input_grad_bytes = nbytes(x_in.grad) if x_in.grad is not None else 0
         x_in.grad = None
 
-        out_bytes = _nbytes(output)
+        out_bytes = nbytes(output)
         kept_bytes = saved.saved_bytes
         if not output_kept:
-            kept_bytes += _storage_nbytes(output)
+            kept_bytes += storage_nbytes(output)
         saved_bytes = max(kept_bytes, out_bytes)
         fwd_tmp_bytes = max(0, fwd.peak_bytes - saved_bytes)
         bwd_tmp_bytes = 0
@@ -367,13 +368,13 @@ def measure_loss(
             kept = saved.saved_bytes
             input_kept = saved.is_packed(a_in)
             if not saved.is_saved(loss):
-                kept += _storage_nbytes(loss)
+                kept += storage_nbytes(loss)
             with MemoryProbe(device=dev) as bwd:
                 torch.autograd.backward(loss)
             # The loss value is alive until here, as in a training step (loss.backward()).
             del loss
         held = fwd.delta_bytes + bwd.delta_bytes
-        grad_bytes = _nbytes(a_in.grad) if a_in.grad is not None else 0
+        grad_bytes = nbytes(a_in.grad) if a_in.grad is not None else 0
         a_in.grad = None
 
         fwd_times: list[float] = []
@@ -495,28 +496,9 @@ def _random_as(layout: torch.Tensor, dev: torch.device) -> torch.Tensor:
                                device=dev).normal_()
 
 
-def _nbytes(t: torch.Tensor) -> int:
-    return int(t.numel() * t.element_size())
-
-
-def _storage_nbytes(t: torch.Tensor) -> int:
-    try:
-        return int(t.untyped_storage().nbytes())
-    except (NotImplementedError, RuntimeError):
-        return _nbytes(t)
-
-
-def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
-    try:
-        ptr = a.untyped_storage().data_ptr()
-        return ptr != 0 and ptr == b.untyped_storage().data_ptr()
-    except (NotImplementedError, RuntimeError):
-        return False
-
-
 def _param_bytes(module: nn.Module) -> int:
     # Parameters shared between submodules are yielded once by parameters().
-    return sum(_nbytes(p) for p in module.parameters())
+    return sum(nbytes(p) for p in module.parameters())
 
 
 def _preallocate_grads(module: nn.Module) -> None:

@@ -18,7 +18,8 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.measure import LossMeasurement, StageMeasurement, chain_end
 from chainplan.profiler.run import _loss_rows, _stage_rows
-from chainplan.profiler.stepmemory import StepMemory, nbytes
+from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.stepmemory import StepMemory
 from chainplan.schema import ProfileRow
 
 __all__: list[str] = []

@@ -38,6 +38,7 @@ from torch import nn
 
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
+from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
 
 __all__: list[str] = []
 
@@ -67,25 +68,6 @@ class LossMemory:
     saved_bytes: int
     input_kept: bool
     held_bytes: int
-
-
-def nbytes(t: torch.Tensor) -> int:
-    return int(t.numel() * t.element_size())
-
-
-def _storage_nbytes(t: torch.Tensor) -> int:
-    try:
-        return int(t.untyped_storage().nbytes())
-    except (NotImplementedError, RuntimeError):
-        return nbytes(t)
-
-
-def _shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
-    try:
-        ptr = a.untyped_storage().data_ptr()
-        return ptr != 0 and ptr == b.untyped_storage().data_ptr()
-    except (NotImplementedError, RuntimeError):
-        return False
 
 
 @dataclass
@@ -200,10 +182,10 @@ class StepMemory:
         # it or it aliases the input.
         f.out_bytes = nbytes(out)
         f.output_kept = f.saved.is_saved(out) or (
-            isinstance(x, torch.Tensor) and _shares_storage(out, x))
+            isinstance(x, torch.Tensor) and shares_storage(out, x))
         f.kept_bytes = f.saved.saved_bytes
         if not f.output_kept:
-            f.kept_bytes += _storage_nbytes(out)
+            f.kept_bytes += storage_nbytes(out)
 
     def bwd_begin(self, k: int) -> None:
         probe = MemoryProbe(device=self._device)
@@ -233,7 +215,7 @@ class StepMemory:
         self._exit(f.saved)
         f.kept_bytes = f.saved.saved_bytes
         if not f.saved.is_saved(loss):
-            f.kept_bytes += _storage_nbytes(loss)
+            f.kept_bytes += storage_nbytes(loss)
         f.input_kept = isinstance(a_last, torch.Tensor) and f.saved.is_packed(a_last)
 
     def loss_bwd_begin(self) -> None:
