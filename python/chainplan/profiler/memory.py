@@ -27,9 +27,8 @@ Choice made after comparing three approaches on known cases (4 MiB allocated and
   ``untyped_storage()``; storage Python objects are preserved, so the finalizer runs when the
   C++ storage dies) matched the profiler byte for byte on op outputs, but sees only op
   outputs: on the convolution block it reported a backward peak 1 MiB too low, and it misses
-  storages made outside the dispatcher (``torch.tensor([...])``);
-* ``torch.distributed._tools.mem_tracker.MemTracker`` is the same dispatch technique with
-  module bookkeeping: same numbers as the dispatch mode, same blind spots.
+  storages made outside the dispatcher (``torch.tensor([...])``); ``torch.distributed``'s
+  ``MemTracker`` is the same technique with module bookkeeping, with the same blind spots.
 
 The CPU probe's limits, all documented behaviour of the profiler:
 
@@ -49,10 +48,9 @@ The CPU probe's limits, all documented behaviour of the profiler:
   ``malloc``) is not counted.
 * Results are computed when the outermost probe on the thread exits; a nested probe's values
   can be read only then. Another profiler must not be running on the thread.
-* Overhead: the profiler records every operator call. Measured on a shared 2-core CPU: about
-  10 us per operator call (nested calls included; 200 small Linear layers, forward and
-  backward: 12 ms without a probe, 100 ms with one) plus about 100 us per outermost probe.
-  Use probes on measurement runs, never on timed runs.
+* Overhead: about 10 us per operator call, nested calls included (200 small Linear layers,
+  forward and backward: 12 ms without a probe, 100 ms with one; shared 2-core CPU), plus
+  about 100 us per outermost probe. Use probes on measurement runs, never on timed runs.
 
 Usage::
 

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.measure import LossMeasurement, StageMeasurement, chain_end
+from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
+from chainplan.profiler.measure import StageMeasurement
 from chainplan.profiler.run import _loss_rows, _stage_rows
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.stepmemory import StepMemory

@@ -24,13 +24,8 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.measure import (
-    LossMeasurement,
-    StageMeasurement,
-    chain_end,
-    measure_loss,
-    measure_stage,
-)
+from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
+from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,

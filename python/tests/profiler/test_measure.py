@@ -7,11 +7,8 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.measure import (
-    StageMeasurement,
-    measure_loss,
-    measure_stage,
-)
+from chainplan.profiler.lossmeasure import measure_loss
+from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.memory import MemoryProbe
 from tests.profiler.helpers import DEVICES
 
