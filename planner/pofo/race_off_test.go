@@ -1,0 +1,5 @@
+//go:build !race
+
+package pofo
+
+const raceEnabled = false
