@@ -84,9 +84,12 @@ def test_measured_peak_within_budget(name: str) -> None:
         ex = chainplan.measure(net, x, loss_fn=ce, target=y, steps=1)
         extra = RNG_STATE_BYTES * len(net.recomputed) + SLACK_BYTES
         assert ex.peak_bytes <= budget + extra, (budget, ex)
-        # The model may over-estimate a little: a stage output that no operation saves is
-        # counted until its backward step (ā ≥ a) but freed when the step starts.
-        assert ex.peak_bytes >= 0.85 * p.peak_bytes, (budget, ex)
+        # The model may over-estimate: a stage output that no operation saves is counted
+        # until its backward step (ā ≥ a) but freed when the step starts, and a cut that
+        # neither side saves (BatchNorm | ReLU) is freed after the next stage's forward
+        # (chainplan.executors.inputrelease); on this VGG both together are a quarter of
+        # the store-all peak.
+        assert ex.peak_bytes >= 0.7 * p.peak_bytes, (budget, ex)
         peaks.append(ex.peak_bytes)
         model.zero_grad(set_to_none=True)
     assert peaks[0] > peaks[1] > peaks[2], peaks

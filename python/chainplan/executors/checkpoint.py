@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors.inputrelease import releasable_after
 from chainplan.executors.runner import Runner
 from chainplan.executors.side import SideInputs
 from chainplan.schedule import Op, Plan
@@ -158,10 +159,11 @@ class CheckpointedChain(nn.Module):
         forwards = [op.stage for op in plan.sequence if op.kind != "B"]
         self.recomputed = frozenset(k for k in set(forwards) if forwards.count(k) > 1)
         self._anchor = torch.empty(0, requires_grad=True)
+        self.release_after = releasable_after(plan.sequence)
 
     def _runner(self, x: torch.Tensor) -> Runner:
         """A runner for one training step whose chain input is ``x``."""
-        return Runner(list(self.stages), x, self.recomputed)
+        return Runner(list(self.stages), x, self.recomputed, self.release_after)
 
     def forward(self, x: torch.Tensor, side: SideInputs | None = None) -> torch.Tensor:
         """Run the forward phase on the chain input ``x``; ``side`` holds the step's side

@@ -27,6 +27,7 @@ from torch import nn
 from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from chainplan.errors import ScheduleError
+from chainplan.executors.inputrelease import release_if_unused, saving_aliases
 from chainplan.gradrelease import backward_step
 from chainplan.schedule import Op
 
@@ -129,12 +130,16 @@ class Runner:
         stages: the chain's stages, in order.
         x: the chain input a_0.
         recomputed: the stages the plan runs forward more than once.
+        release_after: indices (in the plan's sequence) of the ``F_all k+1`` after which
+            a_k is released if nothing needs it
+            (:func:`chainplan.executors.inputrelease.releasable_after`); none by default.
     """
 
     def __init__(self, stages: Sequence[nn.Module], x: torch.Tensor,
-                 recomputed: frozenset[int]) -> None:
+                 recomputed: frozenset[int], release_after: frozenset[int] = frozenset()) -> None:
         self.stages = stages
         self.recomputed = recomputed
+        self.release_after = release_after
         self.acts: dict[int, torch.Tensor] = {0: x}
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor | GradientEdge]] = {}
         self.rng: dict[int, _RNGState] = {}
@@ -182,8 +187,21 @@ class Runner:
         The index lets a subclass act between operations (the offloading executor issues
         its transfers there).
         """
-        for op in ops:
+        for i, op in enumerate(ops, start=first):
             self.run(op)
+            if i in self.release_after:
+                self._release_input(op.stage)
+
+    def _release_input(self, k: int) -> None:
+        """After ``F_all k``: empty a_{k-1} if neither graph saved it and nothing else holds
+        it (:mod:`chainplan.executors.inputrelease`)."""
+        if k - 1 not in self.saved or k not in self.saved:
+            return
+        if not isinstance(self.saved[k - 1][1], torch.Tensor):
+            return
+        # No local names for the tensors: the check counts the references to them.
+        release_if_unused(self.saved[k - 1][1], self.saved[k][0],  # type: ignore[arg-type]
+                          self.saved[k][1])  # type: ignore[arg-type]
 
     def run(self, op: Op) -> None:
         k = op.stage
@@ -197,7 +215,8 @@ class Runner:
             x = x.detach()
             if x.is_floating_point() or x.is_complex():
                 x.requires_grad_(True)
-            with torch.enable_grad():
+            with torch.enable_grad(), (saving_aliases() if self.release_after
+                                       else contextlib.nullcontext()):
                 out = self._forward(k, x)
             self.saved[k] = (x, out)
         else:
