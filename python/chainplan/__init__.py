@@ -9,6 +9,7 @@ Usage::
     rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
     print(prof.summary(), chainplan.frontier(prof))    # stage table; makespan at every budget
     chainplan.plot_frontier(prof, plan=plan, path="frontier.svg")  # pictures: plan.plot() too
+    chainplan.plot_history(prof)                       # predicted against measured, stored
     print(chainplan.stages(model, sample))             # the split, before measuring anything
 
     net = chainplan.Checkpointed(model, budget="2GiB")                   # all of it, lazily
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
     from chainplan.api import measure, plan, profile, query, record, runs
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
+    from chainplan.history import plot_history
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.schedule import Plan
     from chainplan.stages import stages
@@ -46,6 +48,7 @@ __all__ = [
     "frontier",
     "min_budget",
     "plot_frontier",
+    "plot_history",
     "Frontier",
     "Checkpointed",
     "Plan",
@@ -68,6 +71,7 @@ _WHERE = {
     "frontier": "chainplan.tradeoff",
     "min_budget": "chainplan.tradeoff",
     "plot_frontier": "chainplan.tradeoff",
+    "plot_history": "chainplan.history",
     "Frontier": "chainplan.tradeoff",
     "Checkpointed": "chainplan.checkpointed",
     "Plan": "chainplan.schedule",

@@ -209,6 +209,12 @@ def plot_stored_timeline(plan_id: int) -> str:
     return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
 
 
+def plot_history(run_id: int, model: str) -> str:
+    """Predicted against measured for the plans of run ``run_id`` (when positive) or of
+    every run of ``model``, as an SVG document (``pybind.PlotHistory``)."""
+    return str(call(_go().PlotHistory, db_path(), run_id, model))
+
+
 def plot_pipeline(plan_json: str, periods: int) -> str:
     """The Gantt chart of a pipeline plan, as an SVG document (``pybind.PlotPipeline``)."""
     return str(call(_go().PlotPipeline, plan_json, periods))

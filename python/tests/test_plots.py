@@ -72,6 +72,38 @@ def test_stored_plan_plots_from_the_database_with_its_measured_peak() -> None:
     assert any(w.startswith("measured peak") for w in words)
 
 
+def test_history_plots_the_executed_plans_of_a_run_or_a_model(tmp_path: Path) -> None:
+    with pytest.raises(chainplan.ChainplanError, match="no database"):
+        chainplan.plot_history()
+    prof = tiny()
+    with pytest.raises(PlanError, match=f"run {prof.run_id} has 0 plans and no execution"):
+        chainplan.plot_history(prof)
+    ran = [chainplan.plan(prof, budget="min"), chainplan.plan(prof, budget="min",
+                                                               algo="store-all")]
+    chainplan.plan(prof, budget="min", algo="sequential")  # never ran: not on the picture
+    for p in ran:
+        assert p.plan_id is not None
+        chainplan.api._bind.record_execution(p.plan_id, {"step_time_s": 0.01,
+                                                        "peak_bytes": p.peak_bytes})
+    out = tmp_path / "h.svg"
+    svg = chainplan.plot_history(prof, path=out)
+    assert out.read_text() == svg
+    words = texts(svg)
+    assert f"Predicted against measured: run {prof.run_id}" in words
+    labels = {w for w in words if w.startswith("#")}
+    assert labels == {f"#{p.plan_id}" for p in ran}, words
+    assert chainplan.plot_history() == chainplan.plot_history(prof.run_id)  # newest run
+    assert "Predicted against measured: model tiny" in texts(chainplan.plot_history(model="tiny"))
+    with pytest.raises(PlanError, match="one of run and model"):
+        chainplan.plot_history(prof, model="tiny")
+    with pytest.raises(PlanError, match="not stored"):
+        chainplan.plot_history(tiny(ingest=False))
+    with pytest.raises(PlanError, match="model nothing has 0 plans"):
+        chainplan.plot_history(model="nothing")
+    with pytest.raises(chainplan.ChainplanError, match="999"):
+        chainplan.plot_history(999)
+
+
 def test_profile_displays_its_frontier() -> None:
     prof = tiny(ingest=False)
     svg = prof._repr_svg_()
