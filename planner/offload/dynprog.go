@@ -99,48 +99,38 @@ func (d *dynChain) junctionCheap(s dynState) float64 {
 
 // junctionFull is ε_G of (3.16)/(3.17) (spec §3.4.3), read at the end state L+2.
 func (d *dynChain) junctionFull(s dynState) float64 {
-	n, beta := d.n, d.beta
-	m := float64(d.m)
 	switch {
 	case s.dF <= 0 && s.dB <= 0:
 		return 0
 	case s.dF > 0 && s.dB > 0:
-		return float64(s.dF+s.dB) / beta
+		return float64(s.dF+s.dB) / d.beta
 	case s.dF > 0: // offloading continues into the backward phase (3.16)
-		avB := float64(-s.dB) / beta
-		mF := float64(s.a + s.dF + d.abar[n])
-		eps := float64(s.dF)/beta - avB
-		var u float64 // U^B_j = Σ_{i=j+1}^{L+1} u_B(i)
-		var later int64
-		for j := n; j >= 1; j-- {
-			if j < n {
-				u += d.uB[j+1]
-				later += d.abar[j+1]
-			}
-			if u >= avB {
-				break
-			}
-			r := float64(d.delta[j-1] + d.delta[j] + d.oB[j] - later)
-			eps = max(eps, (r-m+mF)/beta-u)
-		}
-		return max(eps, 0)
+		return d.spill(s, s.dF, s.dB, d.uB, func(j int) int64 { return d.delta[j-1] + d.delta[j] + d.oB[j] })
 	default: // prefetching starts during the forward phase (3.17)
-		avF := float64(-s.dF) / beta
-		mB := float64(s.a + s.dB + d.abar[n])
-		eps := float64(s.dB)/beta - avF
-		var u float64 // U^F_j = Σ_{i=j+1}^{L+1} u_F(i)
-		var later int64
-		for j := n; j >= 1; j-- {
-			if j < n {
-				u += d.uF[j+1]
-				later += d.abar[j+1]
-			}
-			if u >= avF {
-				break
-			}
-			r := float64(d.oF[j] - later)
-			eps = max(eps, (r-m+mB)/beta-u)
-		}
-		return max(eps, 0)
+		return d.spill(s, s.dB, s.dF, d.uF, func(j int) int64 { return d.oF[j] })
 	}
+}
+
+// spill is ε_G when one phase's transfers (over bytes) run past the loss into the other
+// phase, which offers room bytes of link time (−room ≥ 0) before they collide: the
+// transfer time left, or the time to wait until the stages from the end, whose durations
+// are u and whose own memory need(j) is, have freed enough for the overflow to fit in m.
+func (d *dynChain) spill(s dynState, over, room int64, u []float64, need func(j int) int64) float64 {
+	n, beta, m := d.n, d.beta, float64(d.m)
+	avail := float64(-room) / beta
+	held := float64(s.a + over + d.abar[n])
+	eps := float64(over)/beta - avail
+	var sum float64 // Σ_{i=j+1}^{L+1} u(i)
+	var later int64
+	for j := n; j >= 1; j-- {
+		if j < n {
+			sum += u[j+1]
+			later += d.abar[j+1]
+		}
+		if sum >= avail {
+			break
+		}
+		eps = max(eps, (float64(need(j)-later)-m+held)/beta-sum)
+	}
+	return max(eps, 0)
 }
