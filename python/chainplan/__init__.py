@@ -24,8 +24,9 @@ Public names are imported on first use, so that the torch-free modules
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
     from chainplan.api import measure, plan, profile, query, record, runs
@@ -80,14 +81,4 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'chainplan' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_names(__name__, _WHERE, globals())
