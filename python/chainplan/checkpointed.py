@@ -29,6 +29,7 @@ from torch import nn
 from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
+from chainplan.graph.executor import adopt
 from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
 from chainplan.reuse import choose, loss_name, stored_runs, write_scaled_chain
@@ -150,12 +151,7 @@ class Checkpointed(nn.Module):
         self.repeats, self.warmup = repeats, warmup
         self._cache: dict[tuple[Any, ...], nn.Module] = {}  # the executors, by _key
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        for key, child in model.named_children():
-            self.add_module(key, child)
-        for key, p in model.named_parameters(recurse=False):
-            self.register_parameter(key, p)
-        for key, b in model.named_buffers(recurse=False):
-            self.register_buffer(key, b, persistent=key not in model._non_persistent_buffers_set)
+        adopt(self, model)  # state_dict() keys are the model's own
 
     @property
     def model(self) -> nn.Module:
