@@ -4,7 +4,7 @@
 
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.Version=$(VERSION)
+LDFLAGS  := -X github.com/chainplan/chainplan/internal/cli.Version=$(VERSION)
 PKGS     := ./...
 FUZZTIME ?= 10s
 PYTHON3  ?= python3
@@ -94,7 +94,7 @@ fuzz-long:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...
-	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./cmd/chainplan
+	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./internal/cli
 	$(GO) test -run='^$$' -bench=Queries ./store
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
