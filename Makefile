@@ -122,7 +122,7 @@ demo: bind
 
 ## wheel: the sdist and, built from it, the wheel of $(PY)'s Python in dist/, repaired by
 ## auditwheel to the manylinux tag this machine's glibc allows (docs/RELEASE.md).
-## sdist: the sdist alone. wheels: a wheel for every other CPython found here too.
+## sdist: the sdist alone. wheels: the sdist and a wheel for every CPython found here.
 ## wheel-check: install the wheel into a fresh environment without Go or a C compiler and
 ## use it (scripts/wheel_check.sh).
 PY_TAG      = $(shell $(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
@@ -137,7 +137,7 @@ wheel: venv
 sdist: venv
 	$(PY) -m build --sdist --no-isolation --outdir dist .
 
-wheels: wheel
+wheels: sdist
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/wheels.sh dist/chainplan-$(PKG_VERSION).tar.gz
 
 wheel-check: wheel

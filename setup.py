@@ -114,13 +114,15 @@ class BuildGo(build_ext):
         _run([goimports, "-w", "gocore.go"], cwd=work, env=env)
         # A first link writes the header of the exported Go functions that pybindgen's C
         # code includes; build.py then writes that C code (gocore.c), linked in second.
-        _run([go, "build", "-mod=mod", "-buildmode=c-shared", "-o", "gocore_go.so", "."],
-             cwd=work, env=cgo)
+        # -trimpath: no path of the build machine in the extension, and a build from an
+        # unpacked sdist reuses the Go build cache whatever folder it was unpacked in.
+        _run([go, "build", "-mod=mod", "-trimpath", "-buildmode=c-shared", "-o", "gocore_go.so",
+              "."], cwd=work, env=cgo)
         _run([sys.executable, "build.py"], cwd=work, env=env)
         (work / "gocore_go.so").unlink()
         # -s -w: no symbol table or DWARF (a fifth of the size); panics still name functions.
-        _run([go, "build", "-mod=mod", "-buildmode=c-shared", "-ldflags=-s -w", "-o", out, "."],
-             cwd=work, env=cgo)
+        _run([go, "build", "-mod=mod", "-trimpath", "-buildmode=c-shared", "-ldflags=-s -w",
+              "-o", out, "."], cwd=work, env=cgo)
 
 
 setup(ext_modules=[GoExtension("chainplan._gocore._gocore")], cmdclass={"build_ext": BuildGo})

@@ -20,6 +20,8 @@ echo "wheel-check: $(basename "$wheel") ($(du -k "$wheel" | cut -f1) KiB) in $wo
 # The fresh environment, from the interpreter the project's environment was made from.
 base=$("$py" -c 'import sys; print(sys._base_executable)')
 "$base" -m venv "$work/venv"
+# Python < 3.12 seeds a venv with an old setuptools, which would hide the one torch needs.
+"$work/venv/bin/python" -m pip uninstall -q -y setuptools 2>/dev/null || true
 "$py" "$root/scripts/torch_site.py" "$work/torch-site"
 purelib=$("$work/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "$work/torch-site" > "$purelib/_project_torch.pth"

@@ -25,7 +25,7 @@ find_pythons() {
 }
 pythons=${PYTHONS:-$(find_pythons)}
 mkdir -p "$root/dist" "$house"
-[ -n "$(ls "$house"/highsbox-*.whl 2>/dev/null)" ] || python3 -m pip download -q --only-binary :all: --no-deps -d "$house" highsbox
+[ -n "$(ls "$house"/highsbox-*.whl 2>/dev/null)" ] || "${PYTHON:-python3}" -m pip download -q --only-binary :all: --no-deps -d "$house" highsbox
 built=()
 for py in $pythons; do
 	tag=$("$py" -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
