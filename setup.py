@@ -100,8 +100,10 @@ class BuildGo(build_ext):
         """`gopy build`'s steps, linked as CPython extensions are: gopy links libpython
         and bakes the interpreter's library folder into the run path, which ties a wheel to
         the machine that built it (and loads a second Python into a static interpreter)."""
-        include = sysconfig.get_paths()["include"]
-        cgo = dict(env, CGO_ENABLED="1", CGO_CFLAGS=f"-I{include} -fPIC -O2")
+        # gopy's generated code names Python's include folder itself (#cgo CFLAGS), so the
+        # flags of every other cgo package (sqlite3) stay the same for every Python and
+        # their compiled objects come from the Go build cache.
+        cgo = dict(env, CGO_ENABLED="1", CGO_CFLAGS="-O2 -g -fPIC")
         # gopy writes the interpreter's link flags into the generated code (-lpython3.X and
         # its library folder as run path): -shared alone leaves the Python symbols
         # undefined until the interpreter loads the extension, in cgo's own test link too.
