@@ -193,6 +193,9 @@ class CheckpointedPlans(Planned):
             wrapped = self.wrapped(*args, **kwargs)
         return wrapped.run(args, kwargs)
 
+    def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
+        return self._plans.get(_key(self.model, args, kwargs))
+
     def rewrap(self, model: nn.Module) -> CheckpointedPlans:
         return CheckpointedPlans(model, budget=self.budget, algo=self.algo,
                                  bandwidth=self._bandwidth_given, loss_fn=self.loss_fn,

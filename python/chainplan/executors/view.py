@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.schedule import Plan
 
 __all__ = ["Planned", "plain_model", "planned", "planned_view"]
 
@@ -52,6 +53,11 @@ class Planned:
     def rewrap(self, model: nn.Module) -> Planned:
         """The same wrap for another model (a deep copy of this one)."""
         raise NotImplementedError
+
+    def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
+        """The plan that runs calls like this one (None when none is made yet)."""
+        plan: Plan | None = getattr(self, "plan", None)
+        return plan
 
 
 def planned(net: nn.Module) -> Planned | None:
