@@ -309,7 +309,7 @@ def _chain_input(model: nn.Module, args: tuple[Any, ...],
         x = chain_input(model, args, kwargs)
     if not isinstance(x, torch.Tensor):
         got = type(x).__name__ if args else "no argument"
-        raise ProfileError(f"Checkpointed takes a tensor first, the chain input (got {got})")
+        raise ProfileError(f"Checkpointed takes one tensor first, the chain input (got {got})")
     return x
 
 

@@ -156,7 +156,7 @@ def _chain_end(cap: Capture, main: set[fx.Node], pos: dict[fx.Node, int],
     outs = list(dict.fromkeys(r for r in cap.returns if isinstance(r, fx.Node) and r in main))
     if not outs:
         what = ("returns its input unchanged" if cap.main in cap.returns
-                else "returns no value that depends on its first tensor argument")
+                else "returns a value that does not depend on its first tensor argument")
         raise CaptureError(f"forward {what}: there is no chain from the input to the output "
                            f"to cut; {FALLBACK}")
     if len(outs) == 1:
