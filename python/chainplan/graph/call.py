@@ -37,10 +37,11 @@ class CacheWarning(ChainplanWarning):
 
 
 def forward_parameters(model: nn.Module) -> list[str]:
-    """The names of ``model.forward``'s parameters, in order (``*args``/``**kwargs`` left
-    out); empty when the signature cannot be read."""
+    """The names of the parameters of ``forward`` as the model's class defines it (not an
+    instance attribute standing in for it while chainplan records), in order, ``self``,
+    ``*args`` and ``**kwargs`` left out; empty when the signature cannot be read."""
     try:
-        params = inspect.signature(model.forward).parameters.values()
+        params = list(inspect.signature(type(model).forward).parameters.values())[1:]
     except (TypeError, ValueError):
         return []
     skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)

@@ -153,10 +153,13 @@ class ExtractedChain:
         values in scope: the epilogue may read them)."""
         return self.outputs.finish(end)
 
-    def bind(self, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> tuple[torch.Tensor, SideInputs]:
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+             detach: bool = True) -> tuple[torch.Tensor, SideInputs]:
         """The chain input a_0 and the side values of a call; the prelude runs here, under
-        the caller's grad mode.
+        the caller's grad mode. ``detach=False`` hands side values needing a gradient to
+        the stages as they are, for running the stages one after the other under plain
+        autograd (``chainplan.record``); the executors need them detached
+        (:class:`~chainplan.executors.side.SideInputs`).
 
         Raises:
             ScheduleError: the arguments are not of the kind the graph was captured for.
@@ -174,7 +177,7 @@ class ExtractedChain:
                 outs = (outs,)
             values.update(zip(self.prelude_names, outs, strict=True))
         x = leaves[self.main_index]
-        return x, SideInputs(self.slot, values)
+        return x, SideInputs(self.slot, values, detach=detach)
 
 
 def _fetch(r: Reader, leaves: list[Any]) -> Any:

@@ -26,12 +26,13 @@ from torch import nn
 
 from chainplan.errors import ProfileError
 from chainplan.executors.side import SideInputs
-from chainplan.graph.chain import extract
+from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.describe import ChainSplit, StageInfo
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.stages import flatten_stages
 
-__all__ = ["ProfiledChain", "declared", "profiled_chain", "split_of", "stage_names"]
+__all__ = ["ProfiledChain", "bound_side", "declared", "profiled_chain", "split_of",
+           "stage_names"]
 
 
 def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
@@ -139,21 +140,29 @@ def profiled_chain(model: nn.Module, args: Sequence[Any],
         yield ProfiledChain(parts, stage_names(model, parts), args[0])
         return
     chain = extract(model, tuple(args), dict(kwargs))
-    with torch.enable_grad(), SavedTensorProbe(module=model) as probe:
-        x, side = chain.bind(tuple(args), dict(kwargs))
-    kept = probe.saved_bytes if side.sources else 0
+    x, side, held = bound_side(chain, model, args, kwargs)
     for leaf in side.leaves:
         leaf.grad = torch.zeros_like(leaf)  # outside every stage's measurement
     outs = chain.outputs
     try:
         with side.scope():
-            yield ProfiledChain(list(chain.stages), chain.names, x,
-                                side_bytes(side, model) + kept, chain.split, chain.finish,
+            yield ProfiledChain(list(chain.stages), chain.names, x, held, chain.split,
+                                chain.finish,
                                 outs.loss_of, outs.loss_index is not None,
                                 outs.loss_index is not None and not outs.plain)
     finally:
         for leaf in side.leaves:
             leaf.grad = None
+
+
+def bound_side(chain: ExtractedChain, model: nn.Module, args: Sequence[Any],
+               kwargs: dict[str, Any]) -> tuple[torch.Tensor, SideInputs, int]:
+    """Bind a call (with gradients, as a training step does): the chain input, the side
+    values, and the bytes they hold through the step (module docstring)."""
+    with torch.enable_grad(), SavedTensorProbe(module=model) as probe:
+        x, side = chain.bind(tuple(args), dict(kwargs))
+    kept = probe.saved_bytes if side.sources else 0
+    return x, side, side_bytes(side, model) + kept
 
 
 def side_bytes(side: SideInputs, model: nn.Module) -> int:
