@@ -339,11 +339,10 @@ def measure(
         steps: timed steps, ≥ 1 (default: 3).
         store: record the execution in the database next to the plan (default: True).
     """
-    from chainplan.profiler.memory import MemoryProbe
-
     from torch.utils import _pytree as pytree
 
     from chainplan.executors.view import planned
+    from chainplan.profiler.memory import MemoryProbe
 
     if steps < 1:
         raise PlanError(f"steps must be at least 1 (got {steps})")
