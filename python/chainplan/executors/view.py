@@ -107,7 +107,8 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
                  "__reduce_ex__": __reduce_ex__, _STATE: state,
                  "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                  "__doc__": cls.__doc__}
-    view_cls = type(cls)(cls.__name__, (cls,), namespace)
+    meta: Any = type(cls)  # the model class's metaclass (type, or a library's own)
+    view_cls = meta(cls.__name__, (cls,), namespace)
     view: nn.Module = object.__new__(view_cls)
     view.__dict__ = model.__dict__  # the same state, not a copy (module docstring)
     return view

@@ -270,14 +270,14 @@ def _eager_branches(model: nn.Module, on: bool) -> Iterator[None]:
 
     had = "forward" in model.__dict__
     before = model.__dict__.get("forward")
-    model.forward = forward  # type: ignore[method-assign]
+    model.__dict__["forward"] = forward
     try:
         yield
     finally:
         if had:
-            model.forward = before  # type: ignore[method-assign]
+            model.__dict__["forward"] = before
         else:
-            del model.forward
+            del model.__dict__["forward"]
 
 
 def writes(node: fx.Node) -> list[fx.Node]:

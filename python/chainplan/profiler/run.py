@@ -257,10 +257,10 @@ def profile_model(
         if reuse and ingest and path is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
-                run_id, stored_path, stored_rows = found
+                stored_id, stored_path, stored_rows = found
                 _log.info("profile of %s: reused the stored profile of the same call (run %d)",
-                          name, run_id)
-                return Profile(path=stored_path, run_id=run_id, model_name=name,
+                          name, stored_id)
+                return Profile(path=stored_path, run_id=stored_id, model_name=name,
                                stage_names=tuple(names), rows=tuple(stored_rows),
                                seconds=time.perf_counter() - start,
                                side_bytes=chain.side_bytes, split=chain.split, reused=True)
