@@ -13,7 +13,10 @@ PY       := $(VENV)/bin/python
 # torch comes from PyPI (the default Linux build); pip's cache serves it after the first time.
 # highsbox ships the HiGHS MILP solver program that planner/madpipe runs (planner/milp finds
 # it in .venv); the Go tests of planner/milp and planner/madpipe need it.
-PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel highsbox
+# transformers, timm and torchvision build the library models the tests train (pip picks
+# the torchvision matching torch).
+PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel highsbox \
+	transformers timm torchvision
 
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
 
