@@ -77,4 +77,3 @@ func sqliteQueryError(err error) error {
 	}
 	return fmt.Errorf("query: %w", err)
 }
-

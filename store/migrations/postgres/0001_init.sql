@@ -115,9 +115,10 @@ $$;
 -- strftime(format, time, modifier...): SQLite's date and time function on the timestamps
 -- of this schema. time is 'now' or ISO 8601 text ('2025-06-01', '2025-06-01 12:00',
 -- '2025-06-01T12:00:00.000Z', an offset instead of Z); without an offset it is UTC, as in
--- SQLite. Modifiers: '±N days|hours|minutes|seconds|months|years' and 'start of
--- day|month|year'; format: %Y %m %d %H %M %S %f %j %s %w %%. NULL for a time that does not
--- parse, as in SQLite; an error names a modifier or a format outside these.
+-- SQLite. Modifiers: '±N days|hours|minutes|seconds' (N may have decimals),
+-- '±N months|years' (whole N) and 'start of day|month|year'; format: %Y %m %d %H %M %S %f
+-- %j %s %w %%. NULL for a time that does not parse, as in SQLite; an error names a
+-- modifier or a format outside these.
 CREATE FUNCTION strftime(format text, timevalue text, VARIADIC modifiers text[] DEFAULT '{}') RETURNS text
 LANGUAGE plpgsql STABLE PARALLEL SAFE AS $$
 DECLARE
@@ -127,6 +128,7 @@ DECLARE
     out text := '';
     i integer := 1;
     c text;
+    d integer;
 BEGIN
     IF format IS NULL OR timevalue IS NULL THEN
         RETURN NULL;
@@ -142,9 +144,18 @@ BEGIN
     END IF;
     FOREACH md IN ARRAY modifiers LOOP
         md := lower(trim(md));
-        m := regexp_match(md, '^([+-]?\d+(?:\.\d+)?) +(day|hour|minute|second|month|year)s?$');
+        m := regexp_match(md, '^([+-]?\d+(?:\.\d+)?) +(day|hour|minute|second)s?$');
+        IF m IS NULL THEN
+            m := regexp_match(md, '^([+-]?\d+) +(month|year)s?$');
+        END IF;
         IF m IS NOT NULL THEN
+            d := extract(day FROM t);
             t := t + (m[1] || ' ' || m[2])::interval;
+            -- SQLite moves the month and lets a day past its end overflow into the next
+            -- month (2024-02-29 - 1 year = 2023-03-01); PostgreSQL stops at the last day.
+            IF m[2] IN ('month', 'year') AND extract(day FROM t) < d THEN
+                t := t + (d - extract(day FROM t)) * interval '1 day';
+            END IF;
         ELSIF md IN ('start of day', 'start of month', 'start of year') THEN
             t := date_trunc(substr(md, 10), t);
         ELSE
