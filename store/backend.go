@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -31,6 +32,9 @@ type backend interface {
 	setVersion(ctx context.Context, tx *sql.Tx, version int) error
 	// query runs a user's statement read-only (DB.Query).
 	query(ctx context.Context, db *DB, query string, args []any) (*Rows, error)
+	// columns lists the columns of one of the store's tables, in order, or its tables
+	// (and views) when table is "".
+	columns(ctx context.Context, db *DB, table string) ([]string, error)
 }
 
 // dollarPlaceholders rewrites each ? of query into $1, $2, ... in order, PostgreSQL's
@@ -81,6 +85,35 @@ func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row 
 // query runs one of the store's own reads.
 func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	return db.r.QueryContext(ctx, db.be.bind(query), args...)
+}
+
+// columns lists the columns of table in order (the store's tables when table is "").
+func (db *DB) columns(ctx context.Context, table string) ([]string, error) {
+	cols, err := db.be.columns(ctx, db, table)
+	if err == nil && len(cols) == 0 {
+		err = fmt.Errorf("no table %s", table)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of %s: %w", table, err)
+	}
+	return cols, nil
+}
+
+// scanStrings reads a one-column result.
+func scanStrings(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
 }
 
 // flag is a boolean as the schema stores it: INTEGER 0 or 1 on both backends (SQLite's

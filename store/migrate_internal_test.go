@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,5 +102,25 @@ func TestMigration0003RebuildsTheSameDocuments(t *testing.T) {
 	}
 	if !reflect.DeepEqual(docs[0], docs[1]) {
 		t.Fatalf("rebuilt documents differ:\nsqlite   %v\npostgres %v", docs[0], docs[1])
+	}
+}
+
+// Copy copies every table of the schema: a migration that adds a table must say how the
+// table hangs off a run (copyTables).
+func TestCopyKnowsEveryTable(t *testing.T) {
+	for _, postgres := range []bool{false, true} {
+		db := openAt(t, postgres, SchemaVersion())
+		tables, err := db.columns(context.Background(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var known []string
+		for _, c := range copyTables {
+			known = append(known, c.table)
+		}
+		slices.Sort(known)
+		if !slices.Equal(tables, known) {
+			t.Errorf("postgres=%v: the schema's tables %v, Copy copies %v", postgres, tables, known)
+		}
 	}
 }

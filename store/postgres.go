@@ -253,3 +253,12 @@ func (postgresBackend) setVersion(ctx context.Context, tx *sql.Tx, version int) 
 	}
 	return nil
 }
+
+func (postgresBackend) columns(ctx context.Context, db *DB, table string) ([]string, error) {
+	if table == "" {
+		return scanStrings(db.r.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name <> $1 ORDER BY 1`, versionTable))
+	}
+	return scanStrings(db.r.QueryContext(ctx, `SELECT column_name FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`, table))
+}

@@ -147,3 +147,10 @@ func (sqliteBackend) query(ctx context.Context, db *DB, query string, args []any
 	}
 	return newRows(rows, sqliteQueryError, nil, conn.Close)
 }
+
+func (sqliteBackend) columns(ctx context.Context, db *DB, table string) ([]string, error) {
+	if table == "" {
+		return scanStrings(db.r.QueryContext(ctx, "SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name"))
+	}
+	return scanStrings(db.r.QueryContext(ctx, "SELECT name FROM pragma_table_info(?) ORDER BY cid", table))
+}

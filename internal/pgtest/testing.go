@@ -82,3 +82,17 @@ func AdminDSN(tb testing.TB) string {
 	}
 	return srv.AdminDSN
 }
+
+// Schema returns the DSN of a new, empty schema on this process's server and the function
+// that drops it, for stores that outlive one test (a benchmark's shared history).
+func Schema(ctx context.Context) (dsn string, drop func() error, err error) {
+	srv, err := server()
+	if err != nil {
+		return "", nil, err
+	}
+	dsn, err = srv.Schema(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	return dsn, func() error { return srv.DropSchema(context.Background(), dsn) }, nil
+}
