@@ -83,7 +83,10 @@ func (db *DB) ensureSchema(ctx context.Context, cfg *pgx.ConnConfig, mustExist b
 	}
 	if !schema.Valid {
 		name := firstSchema(cfg)
-		if mustExist || name == "" {
+		if name == "" {
+			return notFound("the search path of %s names no schema that exists (name one with ?search_path=NAME)", db.where)
+		}
+		if mustExist {
 			return notFound("no schema %q in %s (ingest a profile first)", name, db.where)
 		}
 		_, err := db.w.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{name}.Sanitize())
