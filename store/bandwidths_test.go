@@ -17,10 +17,7 @@ func TestBandwidths(t *testing.T) {
 		if err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: 1, BytesPerS: 1e9}); !errors.Is(err, chainplan.ErrNotFound) {
 			t.Fatalf("bandwidth of a missing run: %v", err)
 		}
-		res, err := db.Ingest(ctx, sampleProfile(1, 3, 2))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustIngest(t, db, sampleProfile(1, 3, 2))
 		runID := res.RunID
 		if _, ok, err := db.LatestBandwidth(ctx, runID); ok || err != nil {
 			t.Fatalf("no bandwidth yet: ok=%v err=%v", ok, err)

@@ -153,6 +153,16 @@ func sampleProfile(i, stages, reps int) *store.Profile {
 
 func nullInt(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 
+// mustIngest stores p in db and fails the test unless it succeeds.
+func mustIngest(tb testing.TB, db *store.DB, p *store.Profile) store.IngestResult {
+	tb.Helper()
+	res, err := db.Ingest(context.Background(), p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
 // count returns the result of a one-value query.
 func count(tb testing.TB, db *store.DB, query string, args ...any) int64 {
 	tb.Helper()

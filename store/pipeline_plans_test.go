@@ -14,10 +14,7 @@ func TestRecordPipelinePlan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		ctx := context.Background()
 		db := b.open(t)
-		res, err := db.Ingest(ctx, sampleProfile(1, 2, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustIngest(t, db, sampleProfile(1, 2, 1))
 		doc := []byte(`{"format": "chainplan.pipeline/v1", "algo": "contiguous", "period": 0.5}`)
 		p := &store.PipelinePlan{Algo: "contiguous", MemoryBytes: 8e9, Period: 0.5, PeakBytes: 7e9, SolveMS: 1.5, NumOps: 6, Document: doc}
 		id, err := db.RecordPipelinePlan(ctx, res.RunID, p, map[string]any{"gpus": 2}, "v1")

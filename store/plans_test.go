@@ -23,10 +23,7 @@ func TestRecordPlan(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		ctx := context.Background()
 		db := b.open(t)
-		res, err := db.Ingest(ctx, sampleProfile(1, 2, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustIngest(t, db, sampleProfile(1, 2, 1))
 		want := samplePlan(1000)
 		id, err := db.RecordPlan(ctx, res.RunID, want, map[string]any{"slots": 500, "mode": "persistent"}, "v1.2.3")
 		if err != nil {
@@ -69,10 +66,7 @@ func TestRecordExecutionAndOutcomes(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
 		ctx := context.Background()
 		db := b.open(t)
-		res, err := db.Ingest(ctx, sampleProfile(1, 2, 1))
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := mustIngest(t, db, sampleProfile(1, 2, 1))
 		fits, _ := db.RecordPlan(ctx, res.RunID, samplePlan(1000), nil, "v")
 		over, _ := db.RecordPlan(ctx, res.RunID, samplePlan(1000), nil, "v")
 		never, _ := db.RecordPlan(ctx, res.RunID, samplePlan(1000), nil, "v")

@@ -72,20 +72,10 @@ func TestIngestRoundTrip(t *testing.T) {
 
 func TestIngestIdempotent(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		ctx := context.Background()
 		db := b.open(t)
-		first, err := db.Ingest(ctx, sampleProfile(1, 0, 3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		other, err := db.Ingest(ctx, sampleProfile(2, 0, 3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		again, err := db.Ingest(ctx, sampleProfile(1, 0, 3))
-		if err != nil {
-			t.Fatal(err)
-		}
+		first := mustIngest(t, db, sampleProfile(1, 0, 3))
+		other := mustIngest(t, db, sampleProfile(2, 0, 3))
+		again := mustIngest(t, db, sampleProfile(1, 0, 3))
 		if !again.Existing || again.RunID != first.RunID || again.Rows != 0 {
 			t.Fatalf("second Ingest=%+v, want Existing run %d", again, first.RunID)
 		}

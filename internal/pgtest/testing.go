@@ -55,12 +55,8 @@ func Stop() error {
 // tests cover (make test installs it).
 func NewStore(tb testing.TB) string {
 	tb.Helper()
-	srv, err := server()
-	if err != nil {
-		tb.Fatalf("PostgreSQL for the tests: %v", err)
-	}
-	ctx := context.Background()
-	dsn, err := srv.Schema(ctx)
+	srv := mustServer(tb)
+	dsn, err := srv.Schema(context.Background())
 	if err != nil {
 		tb.Fatalf("PostgreSQL for the tests: %v", err)
 	}
@@ -76,11 +72,17 @@ func NewStore(tb testing.TB) string {
 // roles; the test fails when there is no server.
 func AdminDSN(tb testing.TB) string {
 	tb.Helper()
+	return mustServer(tb).AdminDSN
+}
+
+// mustServer returns this process's server; the test fails when there is none.
+func mustServer(tb testing.TB) *Server {
+	tb.Helper()
 	srv, err := server()
 	if err != nil {
 		tb.Fatalf("PostgreSQL for the tests: %v", err)
 	}
-	return srv.AdminDSN
+	return srv
 }
 
 // Schema returns the DSN of a new, empty schema on this process's server and the function
