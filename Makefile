@@ -46,7 +46,7 @@ deps-check:
 	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
 
 test-go: venv postgres
-	$(WITHPG) $(GO) test -race -short -count=1 $(PKGS)
+	$(WITHPG) $(GO) test -race -short -count=1 -timeout 30m $(PKGS)
 
 ## postgres: the PostgreSQL server binaries the store's tests run against (Debian's
 ## postgresql package, installed when missing; apt-get needs root). The tests run under
