@@ -39,11 +39,12 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck $(PKGS)
 
-## deps-check: the planners must stay free of cgo, Arrow and SQLite (STYLE.md §3.2 rule 2).
+## deps-check: the planners must stay free of cgo, Arrow and the databases (STYLE.md §3.2
+## rule 2).
 deps-check:
-	@bad=$$($(GO) list -deps ./planner/... | grep -E 'sqlite3|arrow' || true); \
+	@bad=$$($(GO) list -deps ./planner/... | grep -E 'sqlite3|arrow|jackc/pgx' || true); \
 	if [ -n "$$bad" ]; then echo "planner/ must not depend on:"; echo "$$bad"; exit 1; fi; \
-	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
+	echo "deps-check: planner/ depends on neither SQLite, PostgreSQL nor Arrow"
 
 test-go: venv postgres
 	$(WITHPG) $(GO) test -race -short -count=1 -timeout 30m $(PKGS)

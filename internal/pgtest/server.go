@@ -106,6 +106,7 @@ func (s *Server) start(ctx context.Context, bin string, cred *syscall.Credential
 	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres",
 		"--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	initdb.Dir = s.dir // the server's user may not enter the caller's folder
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w\n%s", err, out)
 	}
@@ -134,6 +135,7 @@ func (s *Server) launch(ctx context.Context, bin string, cred *syscall.Credentia
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
 		"-c", "full_page_writes=off", "-c", "max_connections=300", "-c", "shared_buffers=64MB")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.Dir = s.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGQUIT, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start postgres: %w", err)
