@@ -60,11 +60,11 @@ def team_store(pg_server: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     return dsn
 
 
-def _profile() -> chainplan.Profile:
+def _profile(*, reuse: bool = True) -> chainplan.Profile:
     model, x = MODELS["vgg"]()
-    y = torch.randint(0, 10, (x.shape[0],))
+    y = torch.zeros(x.shape[0], dtype=torch.long)
     return chainplan.profile(model, x, loss_fn=nn.CrossEntropyLoss(), target=y, repeats=2,
-                             warmup=1, progress=False)
+                             warmup=1, progress=False, reuse=reuse)
 
 
 def test_profile_plan_query_on_postgres(team_store: str, tmp_path: Path) -> None:
@@ -75,9 +75,12 @@ def test_profile_plan_query_on_postgres(team_store: str, tmp_path: Path) -> None
     with pytest.raises(NotFoundError, match="no schema"):
         chainplan.query("SELECT 1")  # reading creates nothing
     prof = _profile()
-    assert prof.run_id == 1
-    assert list((tmp_path / "home" / ".chainplan" / "profiles").glob("*.arrow"))
-    again = _profile()
+    assert prof.run_id == 1 and not prof.reused
+    files = list((tmp_path / "home" / ".chainplan" / "profiles").glob("*.arrow"))
+    assert len(files) == 1
+    same = _profile()  # the same call: the stored profile, found in the team store
+    assert same.run_id == 1 and same.reused
+    again = _profile(reuse=False)
     assert again.run_id == 2  # another measurement, another file: another run
     plan = chainplan.plan(prof, budget="min")
     model, x = MODELS["vgg"]()
