@@ -167,9 +167,7 @@ func (v *validator) stages() {
 }
 
 // crosses reports whether stage k's output goes to another device (k+1 exists).
-func (v *validator) crosses(k int) bool {
-	return k+1 < len(v.p.Stages) && v.p.Stages[k].GPU != v.p.Stages[k+1].GPU
-}
+func (v *validator) crosses(k int) bool { return Crosses(v.p.Stages, k) }
 
 func (v *validator) pattern() {
 	p, n := v.p, len(v.p.Stages)
@@ -223,20 +221,7 @@ func (v *validator) pattern() {
 func (v *validator) durations() {
 	pr := v.pr
 	for i, o := range v.p.Pattern {
-		s := v.p.Stages[o.Stage]
-		var want float64
-		switch o.Op {
-		case F, B:
-			for l := s.First; l <= s.Last; l++ {
-				if o.Op == F {
-					want += pr.Layer(l).Fwd
-				} else {
-					want += pr.Layer(l).Bwd
-				}
-			}
-		case CF, CB:
-			want = float64(pr.Layer(s.Last).Out) / pr.Options().Bandwidth
-		}
+		want := OpDuration(pr, v.p.Stages[o.Stage], o.Op)
 		if math.Abs(o.Duration-want) > v.eps+1e-12*want {
 			v.issue(fmt.Sprintf("pattern[%d].duration", i), "%s of stage %d lasts %.12g in the model (got %.12g)", o.Op, o.Stage, want, o.Duration)
 		}
