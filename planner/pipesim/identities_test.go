@@ -13,6 +13,14 @@ import (
 
 func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) }
 
+// cases is n, or a fifth of it in -short mode (make test runs -race -short).
+func cases(n int) int {
+	if testing.Short() {
+		return n / 5
+	}
+	return n
+}
+
 func randomTimes(rng *rand.Rand, s int) (f, b []float64) {
 	for range s {
 		f = append(f, 0.05+rng.Float64())
@@ -23,10 +31,10 @@ func randomTimes(rng *rand.Rand, s int) (f, b []float64) {
 
 // TestGPipeClosedForm is SIM-1: without communication GPipe's makespan is exactly
 // Σf + (n−1)·max f + Σb + (n−1)·max b per mini-batch, and K mini-batches take K times
-// that (the flush), on 2,000 random cases.
+// that (the flush), on 2,000 random cases (400 with -short).
 func TestGPipeClosedForm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 2))
-	for i := range 2000 {
+	for i := range cases(2000) {
 		s, n, k := 1+rng.IntN(8), 1+rng.IntN(10), 1+rng.IntN(3)
 		f, b := randomTimes(rng, s)
 		r := mustSimulate(t, mustSetup(t, f, b, nil, 0, pipesim.SetupOptions{}), pipesim.Options{Schedule: pipesim.GPipe, Microbatches: n, Minibatches: k})
@@ -67,7 +75,7 @@ func TestFormulaOrdering(t *testing.T) {
 		t.Fatalf("AMP %v, GPipe %v, ParaDL %v; want 20, 26, 30", amp, r.Makespan, para)
 	}
 	rng := rand.New(rand.NewPCG(25, 3))
-	for i := range 2000 {
+	for i := range cases(2000) {
 		s, n := 1+rng.IntN(8), 1+rng.IntN(12)
 		f, b := randomTimes(rng, s)
 		r := mustSimulate(t, mustSetup(t, f, b, nil, 0, pipesim.SetupOptions{}), pipesim.Options{Schedule: pipesim.GPipe, Microbatches: n, Minibatches: 1})
@@ -84,7 +92,7 @@ func TestFormulaOrdering(t *testing.T) {
 // stations: Σe + (n−1)·max e ≤ (p+n−2)·max e), on 2,000 random cases.
 func TestCommunicationBound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 5))
-	for i := range 2000 {
+	for i := range cases(2000) {
 		p, n := 2+rng.IntN(7), 1+rng.IntN(12)
 		f, b := randomTimes(rng, p)
 		a := make([]int64, p+1)
@@ -110,7 +118,7 @@ func TestCommunicationBound(t *testing.T) {
 // mini-batch on and holds two versions.
 func TestScheduleProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 7))
-	for i := range 500 {
+	for i := range cases(500) {
 		s, n := 1+rng.IntN(6), 1+rng.IntN(8)
 		f, b := randomTimes(rng, s)
 		su := mustSetup(t, f, b, nil, 0, pipesim.SetupOptions{})

@@ -79,6 +79,7 @@ type planOp struct {
 	kind  opKind
 	stage int
 	start float64
+	zero  bool // it takes no time (an empty transfer)
 	shift int
 	topo  int // its position in one micro-batch's dependency order
 }
@@ -96,7 +97,9 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) map[int][]tas
 	var ops []planOp
 	for _, o := range p.Pattern {
 		q := math.Floor(o.Start / T)
-		op := planOp{stage: o.Stage, start: o.Start - q*T, shift: o.Shift + int(q)}
+		st := s.su.stages[o.Stage]
+		op := planOp{stage: o.Stage, start: o.Start - q*T, shift: o.Shift + int(q),
+			zero: pipeline.OpDuration(s.su.pr, st, o.Op) == 0}
 		switch o.Op {
 		case pipeline.F:
 			op.kind, op.topo = kF, 2*o.Stage
@@ -109,14 +112,21 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) map[int][]tas
 		}
 		ops = append(ops, op)
 	}
-	// Within one period, ops run in the order of their starts (equal within 1e-9·T),
-	// the older micro-batch (larger shift) first, then the dependency order.
+	// Within one period, ops run in the order of their starts (equal within 1e-9·T); at
+	// one start, those that take no time first (they end there, before the others begin:
+	// an empty transfer at the start of a long one is not behind it), then the older
+	// micro-batch (larger shift), then the dependency order.
 	tick := 1e-9 * T
 	slices.SortStableFunc(ops, func(a, b planOp) int {
 		ta, tb := math.Round(a.start/tick), math.Round(b.start/tick)
 		switch {
 		case ta != tb:
 			return cmpF(ta, tb)
+		case a.zero != b.zero:
+			if a.zero {
+				return -1
+			}
+			return 1
 		case a.shift != b.shift:
 			return b.shift - a.shift
 		}

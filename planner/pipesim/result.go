@@ -27,8 +27,10 @@ type Result struct {
 	Checkpointed []int            `json:"checkpointed"`
 	// Makespan is the end of the last task of the K mini-batches.
 	Makespan float64 `json:"makespan"`
-	// Period is the steady-state time per mini-batch: (C_K − C_h)/(K − h) with h = ⌊K/2⌋
-	// and C_k the end of mini-batch k's last backward (C_0 = 0; with K = 1 the makespan).
+	// Period is the steady-state time per mini-batch: the mean time between the starts of
+	// consecutive mini-batches at the first stage over the second half of the run,
+	// (start_K − start_h)/(K − h) with h = ⌈K/2⌉ (starts, not ends: the last mini-batches
+	// drain faster than the steady state runs); with one mini-batch, the makespan.
 	Period float64 `json:"period"`
 	// MicrobatchPeriod is Period/N, the steady-state time per micro-batch.
 	MicrobatchPeriod float64 `json:"microbatch_period"`
@@ -153,12 +155,11 @@ func (s *sim) result() *Result {
 	if su.plan != nil {
 		r.PlanPeriod = su.plan.Period
 	}
-	h := s.K / 2
-	var ch float64
-	if h > 0 {
-		ch = s.mb[h-1].End
+	h := (s.K - 1) / 2 // 0-based: mini-batch h+1
+	r.Period = r.Makespan
+	if s.K > 1 {
+		r.Period = (s.mb[s.K-1].Start - s.mb[h].Start) / float64(s.K-1-h)
 	}
-	r.Period = (s.mb[s.K-1].End - ch) / float64(s.K-h)
 	r.MicrobatchPeriod = r.Period / float64(s.N)
 	share := func(busy, of float64) float64 {
 		if of <= 0 {
