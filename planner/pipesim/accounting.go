@@ -146,6 +146,10 @@ func (s *sim) settle() {
 	for _, st := range s.dirtyList {
 		d := s.su.stages[st].GPU
 		s.dynPeak[d] = max(s.dynPeak[d], s.dyn[d])
+		if s.o.Record && s.dyn[d] != s.lastDyn[d] {
+			s.lastDyn[d] = s.dyn[d]
+			s.memory = append(s.memory, MemorySample{Time: s.now, Device: d, Bytes: s.dyn[d]})
+		}
 	}
 	s.dirtyList = s.dirtyList[:0]
 }

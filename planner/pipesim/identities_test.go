@@ -11,7 +11,9 @@ import (
 
 // The schedule identities of spec §5.4 (SIM-1, SIM-2, SIM-3, SIM-5).
 
-func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b))) }
+func near(a, b float64) bool {
+	return math.Abs(a-b) <= 1e-9*math.Max(1, math.Max(math.Abs(a), math.Abs(b)))
+}
 
 // cases is n, or a fifth of it in -short mode (make test runs -race -short).
 func cases(n int) int {

@@ -91,7 +91,7 @@ type planOp struct {
 // mini-batch after mini-batch, each of its N micro-batches numbered from 0 as a step of the
 // runner; without, all M micro-batches as one stream. res maps a stage's device and a
 // boundary's link to their resources.
-func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) map[int][]task {
+func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 	T := p.Period
 	n := len(p.Stages)
 	var ops []planOp
@@ -136,20 +136,28 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) map[int][]tas
 	for _, o := range ops {
 		lo, hi = min(lo, o.shift), max(hi, o.shift)
 	}
-	resOf := func(o planOp) int {
+	resOf := make([]int, len(ops))
+	perRes := make([]int, len(s.res))
+	for i, o := range ops {
 		if o.kind == kF || o.kind == kB {
-			return s.dev[o.stage]
+			resOf[i] = s.dev[o.stage]
+		} else {
+			resOf[i] = linkOf(o.stage)
 		}
-		return linkOf(o.stage)
+		perRes[resOf[i]]++
 	}
-	orders := map[int][]task{}
+	orders := make([][]task, len(s.res))
+	for r, n := range perRes {
+		if n > 0 {
+			orders[r] = make([]task, 0, n*s.M)
+		}
+	}
 	run := func(base, count int) {
 		// Period q holds micro-batch q − shift of each op.
 		for q := lo; q < count+hi; q++ {
-			for _, o := range ops {
+			for i, o := range ops {
 				if b := q - o.shift; b >= 0 && b < count {
-					r := resOf(o)
-					orders[r] = append(orders[r], task{o.kind, int32(o.stage), int32(base + b)})
+					orders[resOf[i]] = append(orders[resOf[i]], task{o.kind, int32(o.stage), int32(base + b)})
 				}
 			}
 		}

@@ -57,9 +57,18 @@ type Result struct {
 	PerMinibatch           []MinibatchStats `json:"per_minibatch"`
 	Warnings               []string         `json:"warnings"`
 	// Timeline holds every task's span when Options.Record is set; Resources names the
-	// resources its spans refer to.
-	Timeline  []Span   `json:"-"`
-	Resources []string `json:"-"`
+	// resources its spans refer to; Memory samples each device's bytes above its static
+	// memory whenever they change.
+	Timeline  []Span         `json:"-"`
+	Resources []string       `json:"-"`
+	Memory    []MemorySample `json:"-"`
+}
+
+// MemorySample is what device Device holds above its static memory from Time on.
+type MemorySample struct {
+	Time   float64
+	Device int
+	Bytes  int64
 }
 
 // StageStats is what one stage did.
@@ -204,7 +213,7 @@ func (s *sim) result() *Result {
 	}
 	s.versions(r, h)
 	if s.o.Record {
-		r.Timeline = s.timeline
+		r.Timeline, r.Memory = s.timeline, s.memory
 		for _, res := range s.res {
 			r.Resources = append(r.Resources, res.name)
 		}

@@ -49,6 +49,8 @@ type sim struct {
 	stats                    []StageStats
 	mb                       []MinibatchStats
 	timeline                 []Span
+	memory                   []MemorySample
+	lastDyn                  []int64 // per device: the last memory sample
 }
 
 // Simulate runs schedule o.Schedule on su for o.Minibatches mini-batches of o.Microbatches
@@ -149,6 +151,7 @@ func newSim(su *Setup, o Options) *sim {
 	}
 	if o.Record {
 		s.timeline = make([]Span, 0, s.totalTasks)
+		s.lastDyn = make([]int64, gpus)
 	}
 	return s
 }
@@ -198,7 +201,9 @@ func (s *sim) orders() {
 			s.paced, s.planPeriod = true, s.su.plan.Period
 		}
 		for r, order := range s.planOrders(s.su.plan, func(k int) int { return s.fwdLink[k] }) {
-			s.res[r].order = order
+			if order != nil {
+				s.res[r].order = order
+			}
 		}
 		return
 	case TiMePReSt:
