@@ -27,9 +27,11 @@ class Algorithm:
 
     Attributes:
         name: the lower-case name ``plan(algo=...)`` takes.
-        family: ``checkpointing``, ``offloading`` or ``pipeline``.
+        family: ``checkpointing``, ``offloading``, ``pipeline`` or ``simulation`` (the
+            schedules of :func:`chainplan.pipesim`).
         format: the plan document it returns (``chainplan.schedule/v1``,
-            ``chainplan.schedule/v1+offload``, ``chainplan.pipeline/v1``).
+            ``chainplan.schedule/v1+offload``, ``chainplan.pipeline/v1``; a simulation's
+            ``chainplan.pipesim/v1``).
         summary: one line of help text.
         needs: the request fields it requires (``bandwidth``).
         takes: the request fields it reads when given (``slots``, ``segments``).
