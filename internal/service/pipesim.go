@@ -51,8 +51,9 @@ type PipesimRequest struct {
 	ActivationModel string `json:"activation_model,omitempty"`
 	MemoryBytes     int64  `json:"memory_bytes,omitempty"`
 	// Checkpoint lists the stages (0-based) that recompute their forward before their
-	// backward.
-	Checkpoint []int `json:"checkpoint,omitempty"`
+	// backward; CheckpointAll makes every stage do so.
+	Checkpoint    []int `json:"checkpoint,omitempty"`
+	CheckpointAll bool  `json:"checkpoint_all,omitempty"`
 	// MaxInflight caps TiMePReSt's mini-batches in flight; Flush runs periodic as steps of
 	// the pipeline runner.
 	MaxInflight int  `json:"max_inflight,omitempty"`
@@ -106,7 +107,7 @@ func pipesimSetup(c *chainplan.Chain, req PipesimRequest) (*pipesim.Setup, error
 			return nil, &inputError{"give the stages or a plan, not both"}
 		case req.Bandwidth != 0 || req.WeightCopies != 0 || req.ActivationModel != "" || req.MemoryBytes != 0:
 			return nil, &inputError{"a plan brings its own bandwidth, weight copies, activation model and memory: leave them out"}
-		case periodic && (req.AlphaS != 0 || len(req.Checkpoint) > 0):
+		case periodic && (req.AlphaS != 0 || len(req.Checkpoint) > 0 || req.CheckpointAll):
 			return nil, &inputError{"periodic replays the plan's model, which has no latency and no recomputation"}
 		}
 		pr, err := pipeline.ProblemOf(c, req.Plan)
@@ -116,7 +117,8 @@ func pipesimSetup(c *chainplan.Chain, req PipesimRequest) (*pipesim.Setup, error
 		if periodic {
 			return pipesim.PlanSetup(pr, req.Plan)
 		}
-		return pipesim.NewSetup(pr, req.Plan.Stages, pipesim.SetupOptions{Links: true, AlphaS: req.AlphaS, Checkpointed: req.Checkpoint})
+		return pipesim.NewSetup(pr, req.Plan.Stages, pipesim.SetupOptions{Links: true, AlphaS: req.AlphaS,
+			Checkpointed: checkpointed(req, len(req.Plan.Stages))})
 	}
 	switch {
 	case periodic:
@@ -145,7 +147,20 @@ func pipesimSetup(c *chainplan.Chain, req PipesimRequest) (*pipesim.Setup, error
 	if count > 0 {
 		stages = contiguous.Balanced(pr, count)
 	}
-	return pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: req.Bandwidth > 0, AlphaS: req.AlphaS, Checkpointed: req.Checkpoint})
+	return pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: req.Bandwidth > 0, AlphaS: req.AlphaS,
+		Checkpointed: checkpointed(req, len(stages))})
+}
+
+// checkpointed returns the stages req checkpoints out of n.
+func checkpointed(req PipesimRequest, n int) []int {
+	if !req.CheckpointAll {
+		return req.Checkpoint
+	}
+	all := make([]int, n)
+	for k := range all {
+		all[k] = k
+	}
+	return all
 }
 
 // SimulatedRun is a simulation of a stored run, as SimulateRun recorded it.
