@@ -66,7 +66,11 @@ func TestRecordSimulation(t *testing.T) {
 		"no plan":    func() *store.Simulation { s := sampleSimulation(res.RunID, "gpipe", 1); s.PlanID = 7; return s }(),
 		"NaN period": sampleSimulation(res.RunID, "gpipe", math.NaN()),
 		"no stages":  func() *store.Simulation { s := sampleSimulation(res.RunID, "gpipe", 1); s.Stages = nil; return s }(),
-		"bad result": func() *store.Simulation { s := sampleSimulation(res.RunID, "gpipe", 1); s.Result = []byte("[]"); return s }(),
+		"bad result": func() *store.Simulation {
+			s := sampleSimulation(res.RunID, "gpipe", 1)
+			s.Result = []byte("[]")
+			return s
+		}(),
 	} {
 		_, err := db.RecordSimulation(ctx, s)
 		if err == nil || (name == "no run" || name == "no plan") != errors.Is(err, chainplan.ErrNotFound) {

@@ -31,13 +31,12 @@ func SimulationOf(r *pipesim.Result, minibatches int) (*PipelineData, error) {
 	if !(period > 0) || math.IsInf(period, 0) {
 		return nil, fmt.Errorf("%w: the simulation lasts no time", chainplan.ErrUnsupported)
 	}
-	unit := ""
-	if r.UnitTime {
-		unit = ", unit time (1 s = 1 time point)"
+	title := fmt.Sprintf("%s: %d stages, N = %d, period %s", r.Schedule, len(r.Stages), r.Microbatches, formatTime(period))
+	if r.UnitTime { // the axis reads seconds: one per time point
+		title = fmt.Sprintf("%s: %d stages, N = %d, period %.4g time points", r.Schedule, len(r.Stages), r.Microbatches, period)
 	}
 	d := &PipelineData{
-		Title: fmt.Sprintf("Simulation: %s, %d stages, %d micro-batches per mini-batch, period %s%s",
-			r.Schedule, len(r.Stages), r.Microbatches, formatTime(period), unit),
+		Title:   title,
 		Period:  period,
 		Periods: max(1, int(math.Ceil(end/period-1e-9))),
 		Stages:  len(r.Stages),

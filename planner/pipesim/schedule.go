@@ -69,9 +69,3 @@ func ParseSchedule(s string) (Schedule, error) {
 	}
 	return "", &OptionError{Field: "schedule", Msg: fmt.Sprintf("unknown schedule %q (want one of %v)", s, Schedules)}
 }
-
-// flushes reports whether the schedule updates the weights synchronously, once every
-// backward of a mini-batch is done and before the next one starts.
-func (s Schedule) flushes(o Options) bool {
-	return s == GPipe || s == OneFOneBFlush || s == Periodic && o.Flush
-}
