@@ -27,10 +27,12 @@ type Result struct {
 	Checkpointed []int            `json:"checkpointed"`
 	// Makespan is the end of the last task of the K mini-batches.
 	Makespan float64 `json:"makespan"`
-	// Period is the steady-state time per mini-batch: the mean time between the starts of
-	// consecutive mini-batches at the first stage over the second half of the run,
-	// (start_K − start_h)/(K − h) with h = ⌈K/2⌉ (starts, not ends: the last mini-batches
-	// drain faster than the steady state runs); with one mini-batch, the makespan.
+	// Period is the steady-state time per mini-batch: over the second half of the run, the
+	// larger of the mean time between the starts of consecutive mini-batches at the first
+	// stage and between their ends there, (x_K − x_h)/(K − h) with h = ⌈K/2⌉. In a steady
+	// state both are equal; the larger discards the drain (ends come faster once nothing
+	// enters) and a pile-up in front of a slower stage (starts come faster than anything
+	// leaves: TiMePReSt without a cap). With one mini-batch, the makespan.
 	Period float64 `json:"period"`
 	// MicrobatchPeriod is Period/N, the steady-state time per micro-batch.
 	MicrobatchPeriod float64 `json:"microbatch_period"`
@@ -167,7 +169,14 @@ func (s *sim) result() *Result {
 	h := (s.K - 1) / 2 // 0-based: mini-batch h+1
 	r.Period = r.Makespan
 	if s.K > 1 {
-		r.Period = (s.mb[s.K-1].Start - s.mb[h].Start) / float64(s.K-1-h)
+		starts := (s.mb[s.K-1].Start - s.mb[h].Start) / float64(s.K-1-h)
+		ends := (s.mb[s.K-1].End - s.mb[h].End) / float64(s.K-1-h)
+		r.Period = max(starts, ends)
+		if starts < ends*(1-1e-6) && s.o.Schedule == TiMePReSt && s.o.MaxInflight == 0 {
+			r.Warnings = append(r.Warnings, fmt.Sprintf(
+				"no steady state: the first stage starts a mini-batch every %.4g but one leaves every %.4g, so mini-batches pile up (in flight grows with the mini-batches simulated); a cap on the mini-batches in flight (max_inflight) bounds them",
+				starts, ends))
+		}
 	}
 	r.MicrobatchPeriod = r.Period / float64(s.N)
 	share := func(busy, of float64) float64 {
