@@ -390,61 +390,62 @@ func (c ocase) simulate(tb testing.TB) *pipesim.Result {
 }
 
 // TestAgainstNaive compares the engine with the naive simulation on 3,000 seeded random
-// cases of every schedule but periodic: every task's start and end, the makespan, each
-// mini-batch's end and weight versions, and each stage's peaks.
+// cases of every schedule but periodic (600 with -short): every task's start and end, the
+// makespan, each mini-batch's end and weight versions, and each stage's peaks.
 func TestAgainstNaive(t *testing.T) {
 	rng := rand.New(rand.NewPCG(25, 1))
-	cases := 3000
-	if testing.Short() {
-		cases = 600
+	for i := range cases(3000) {
+		compareWithNaive(t, fmt.Sprintf("case %d", i), randomCase(rng))
 	}
-	for i := range cases {
-		c := randomCase(rng)
-		got, want := c.simulate(t), naive(c)
-		fail := func(format string, args ...any) {
-			t.Helper()
-			t.Fatalf("case %d %v: %s", i, c, fmt.Sprintf(format, args...))
+}
+
+// compareWithNaive simulates c with the engine and with naive and fails on any difference.
+func compareWithNaive(t *testing.T, name string, c ocase) {
+	t.Helper()
+	got, want := c.simulate(t), naive(c)
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("%s %v: %s", name, c, fmt.Sprintf(format, args...))
+	}
+	if int(got.Makespan) != want.makespan {
+		fail("makespan %v, naive %d", got.Makespan, want.makespan)
+	}
+	kinds := map[string]int{"F": 0, "B": 1, "CF": 2, "CB": 3}
+	seen := 0
+	for _, sp := range got.Timeline {
+		if sp.Kind == "R" {
+			continue
 		}
-		if int(got.Makespan) != want.makespan {
-			fail("makespan %v, naive %d", got.Makespan, want.makespan)
+		u := sp.Minibatch*c.n + sp.Microbatch
+		if sp.Microbatch < 0 {
+			u = sp.Minibatch
 		}
-		kinds := map[string]int{"F": 0, "B": 1, "CF": 2, "CB": 3}
-		seen := 0
-		for _, sp := range got.Timeline {
-			if sp.Kind == "R" {
-				continue
-			}
-			u := sp.Minibatch*c.n + sp.Microbatch
-			if sp.Microbatch < 0 {
-				u = sp.Minibatch
-			}
-			ot := otask{kinds[sp.Kind], sp.Stage, u}
-			s, ok := want.start[ot]
-			if sp.Kind == "B" && c.ckpt[sp.Stage] {
-				s += c.f[sp.Stage] * map[bool]int{true: c.n, false: 1}[sp.Microbatch < 0]
-			}
-			if !ok || float64(s) != sp.Start || float64(want.end[ot]) != sp.End {
-				fail("%s%d of unit %d at [%v, %v), naive [%d, %d) (known %v)", sp.Kind, sp.Stage, u, sp.Start, sp.End, s, want.end[ot], ok)
-			}
-			seen++
+		ot := otask{kinds[sp.Kind], sp.Stage, u}
+		s, ok := want.start[ot]
+		if sp.Kind == "B" && c.ckpt[sp.Stage] {
+			s += c.f[sp.Stage] * map[bool]int{true: c.n, false: 1}[sp.Microbatch < 0]
 		}
-		if seen != len(want.end) {
-			fail("%d tasks, naive %d", seen, len(want.end))
+		if !ok || float64(s) != sp.Start || float64(want.end[ot]) != sp.End {
+			fail("%s%d of unit %d at [%v, %v), naive [%d, %d) (known %v)", sp.Kind, sp.Stage, u, sp.Start, sp.End, s, want.end[ot], ok)
 		}
-		for k, m := range got.PerMinibatch {
-			if int(m.End) != want.mbEnd[k] || !slices.Equal(m.ForwardVersions, want.fwdVer[k]) || m.BackwardVersion != want.bwdVer[k] {
-				fail("mini-batch %d: end %v versions %v/%d, naive %d %v/%d", k+1, m.End, m.ForwardVersions, m.BackwardVersion,
-					want.mbEnd[k], want.fwdVer[k], want.bwdVer[k])
-			}
+		seen++
+	}
+	if seen != len(want.end) {
+		fail("%d tasks, naive %d", seen, len(want.end))
+	}
+	for k, m := range got.PerMinibatch {
+		if int(m.End) != want.mbEnd[k] || !slices.Equal(m.ForwardVersions, want.fwdVer[k]) || m.BackwardVersion != want.bwdVer[k] {
+			fail("mini-batch %d: end %v versions %v/%d, naive %d %v/%d", k+1, m.End, m.ForwardVersions, m.BackwardVersion,
+				want.mbEnd[k], want.fwdVer[k], want.bwdVer[k])
 		}
-		for s, x := range got.PerStage {
-			if x.PeakInflight != want.peakInflight[s] || x.PeakActivationBytes != want.peakAct[s] || x.WeightVersions != want.peakVersions[s] {
-				fail("stage %d: in flight %d, bytes %d, versions %d; naive %d, %d, %d", s, x.PeakInflight, x.PeakActivationBytes,
-					x.WeightVersions, want.peakInflight[s], want.peakAct[s], want.peakVersions[s])
-			}
-			if d := got.PerDevice[s]; d.PeakBytes-d.StaticBytes != want.peakDyn[s] {
-				fail("device %d: %d bytes above static, naive %d", s, d.PeakBytes-d.StaticBytes, want.peakDyn[s])
-			}
+	}
+	for s, x := range got.PerStage {
+		if x.PeakInflight != want.peakInflight[s] || x.PeakActivationBytes != want.peakAct[s] || x.WeightVersions != want.peakVersions[s] {
+			fail("stage %d: in flight %d, bytes %d, versions %d; naive %d, %d, %d", s, x.PeakInflight, x.PeakActivationBytes,
+				x.WeightVersions, want.peakInflight[s], want.peakAct[s], want.peakVersions[s])
+		}
+		if d := got.PerDevice[s]; d.PeakBytes-d.StaticBytes != want.peakDyn[s] {
+			fail("device %d: %d bytes above static, naive %d", s, d.PeakBytes-d.StaticBytes, want.peakDyn[s])
 		}
 	}
 }
