@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/bench/internal/profiles"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
-	"github.com/chainplan/chainplan/profile/pipedream"
 )
 
 // models are the shared PipeDream profiles, in table order.
@@ -75,7 +75,7 @@ type point struct {
 	chain *chainplan.Chain
 	gpus  int
 	n     int
-	seq   float64 // U(1,L): one micro-batch on one device
+	seq   float64            // U(1,L): one micro-batch on one device
 	res   map[string]outcome // by variant name
 	// The plan periodic replays, and whether the replay found its period and memory.
 	plan      *pipeline.Plan
@@ -125,7 +125,7 @@ func run(names []string, gpus, ns []int, k int, out string) error {
 	var all []*point
 	var claims []*claim
 	for _, name := range names {
-		c, err := importProfile(name)
+		c, err := profiles.PipeDream(name)
 		if err != nil {
 			return err
 		}
@@ -157,25 +157,6 @@ func run(names []string, gpus, ns []int, k int, out string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "pipesim-eval.md"), []byte(report(all, claims, gpus, ns, k, time.Since(start))), 0o644)
-}
-
-// importProfile linearizes testdata/pipedream/NAME.graph.txt as `chainplan import
-// pipedream` does.
-func importProfile(name string) (*chainplan.Chain, error) {
-	f, err := os.Open(filepath.Join("testdata", "pipedream", name+".graph.txt"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	g, err := pipedream.Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	imp, err := pipedream.Linearize(g)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return imp.Chain, nil
 }
 
 // ample is a memory per device no plan reaches: the contiguous planner needs one.

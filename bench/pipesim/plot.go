@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/chainplan/chainplan/bench/internal/profiles"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -67,7 +68,7 @@ func writePlots(dir string, all []*point, ns []int) error {
 // TiMePReSt timeline of spec §4.5 (W=4, N=2, unit time) and resnet50's 1F1B-flush on four
 // stages with links.
 func writeExamples(dir string) error {
-	c, err := importProfile("resnet50")
+	c, err := profiles.PipeDream("resnet50")
 	if err != nil {
 		return err
 	}

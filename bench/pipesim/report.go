@@ -2,13 +2,13 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/bench/internal/machine"
+	"github.com/chainplan/chainplan/bench/internal/stats"
 )
 
 // csvReport is one line per point and schedule.
@@ -60,17 +60,6 @@ func table(b *strings.Builder, all []*point, n int, lead func(pt *point) string,
 	}
 }
 
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	var s float64
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
-}
-
 // ratios returns num/den of the time per micro-batch over the points where both apply.
 func ratios(all []*point, num, den string, f func(o outcome) float64) []float64 {
 	var out []float64
@@ -115,14 +104,14 @@ func report(all []*point, claims []*claim, gpus, ns []int, k int, elapsed time.D
 
 	b.WriteString("\n## What the simulation says\n\n")
 	obs := [][2]string{
-		{"1f1b-flush against gpipe: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f (ranges %s)", geomean(ratios(all, "1f1b-flush", "gpipe", perMicrobatch)), span(ratios(all, "1f1b-flush", "gpipe", perMicrobatch)))},
-		{"1f1b-flush against gpipe: peak memory", fmt.Sprintf("geometric mean ratio %.3f (ranges %s)", geomean(ratios(all, "1f1b-flush", "gpipe", peak)), span(ratios(all, "1f1b-flush", "gpipe", peak)))},
-		{"pipedream-async against 1f1b-flush: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f (ranges %s): no flush, no bubble between mini-batches", geomean(ratios(all, "pipedream-async", "1f1b-flush", perMicrobatch)), span(ratios(all, "pipedream-async", "1f1b-flush", perMicrobatch)))},
-		{"pipedream-async against 1f1b-flush: peak memory", fmt.Sprintf("geometric mean ratio %.3f (ranges %s): the stashed weight versions", geomean(ratios(all, "pipedream-async", "1f1b-flush", peak)), span(ratios(all, "pipedream-async", "1f1b-flush", peak)))},
-		{"2bw against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f: the same order, at most two versions", geomean(ratios(all, "2bw", "pipedream-async", perMicrobatch)), geomean(ratios(all, "2bw", "pipedream-async", peak)))},
-		{"timeprest against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f; without a cap the first stage runs ahead of a slower one at %d of %d points (no steady state: memory grows with K)", geomean(ratios(all, "timeprest", "pipedream-async", perMicrobatch)), geomean(ratios(all, "timeprest", "pipedream-async", peak)), pileUps(all), len(all))},
-		{"timeprest capped at two mini-batches against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f", geomean(ratios(all, "timeprest-cap2", "pipedream-async", perMicrobatch)), geomean(ratios(all, "timeprest-cap2", "pipedream-async", peak)))},
-		{"periodic (the contiguous plan) against 1f1b-flush: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f: the plan's period per micro-batch, a steady state without flush", geomean(ratios(all, "periodic", "1f1b-flush", perMicrobatch)))},
+		{"1f1b-flush against gpipe: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f (ranges %s)", stats.GeoMean(ratios(all, "1f1b-flush", "gpipe", perMicrobatch)), span(ratios(all, "1f1b-flush", "gpipe", perMicrobatch)))},
+		{"1f1b-flush against gpipe: peak memory", fmt.Sprintf("geometric mean ratio %.3f (ranges %s)", stats.GeoMean(ratios(all, "1f1b-flush", "gpipe", peak)), span(ratios(all, "1f1b-flush", "gpipe", peak)))},
+		{"pipedream-async against 1f1b-flush: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f (ranges %s): no flush, no bubble between mini-batches", stats.GeoMean(ratios(all, "pipedream-async", "1f1b-flush", perMicrobatch)), span(ratios(all, "pipedream-async", "1f1b-flush", perMicrobatch)))},
+		{"pipedream-async against 1f1b-flush: peak memory", fmt.Sprintf("geometric mean ratio %.3f (ranges %s): the stashed weight versions", stats.GeoMean(ratios(all, "pipedream-async", "1f1b-flush", peak)), span(ratios(all, "pipedream-async", "1f1b-flush", peak)))},
+		{"2bw against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f: the same order, at most two versions", stats.GeoMean(ratios(all, "2bw", "pipedream-async", perMicrobatch)), stats.GeoMean(ratios(all, "2bw", "pipedream-async", peak)))},
+		{"timeprest against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f; without a cap the first stage runs ahead of a slower one at %d of %d points (no steady state: memory grows with K)", stats.GeoMean(ratios(all, "timeprest", "pipedream-async", perMicrobatch)), stats.GeoMean(ratios(all, "timeprest", "pipedream-async", peak)), pileUps(all), len(all))},
+		{"timeprest capped at two mini-batches against pipedream-async: time, memory", fmt.Sprintf("geometric mean ratios %.3f and %.3f", stats.GeoMean(ratios(all, "timeprest-cap2", "pipedream-async", perMicrobatch)), stats.GeoMean(ratios(all, "timeprest-cap2", "pipedream-async", peak)))},
+		{"periodic (the contiguous plan) against 1f1b-flush: time per micro-batch", fmt.Sprintf("geometric mean ratio %.3f: the plan's period per micro-batch, a steady state without flush", stats.GeoMean(ratios(all, "periodic", "1f1b-flush", perMicrobatch)))},
 	}
 	b.WriteString(header("comparison", "result"))
 	for _, o := range obs {
@@ -207,8 +196,8 @@ func writeClaims(b *strings.Builder, claims []*claim) {
 	}
 	claim := func(what string, xs, capped []float64, bound float64, want string) {
 		fmt.Fprintf(b, "| %s | %s | %s at %d of %d cases without a cap (geometric mean %.3f, %s), %d of %d with a cap of 2 (geometric mean %.3f) |\n",
-			what, verdict(less(xs, bound)+less(capped, bound), len(xs)+len(capped)), want, less(xs, bound), len(xs), geomean(xs), span(xs),
-			less(capped, bound), len(capped), geomean(capped))
+			what, verdict(less(xs, bound)+less(capped, bound), len(xs)+len(capped)), want, less(xs, bound), len(xs), stats.GeoMean(xs), span(xs),
+			less(capped, bound), len(capped), stats.GeoMean(capped))
 	}
 	b.WriteString("\n")
 	b.WriteString(header("claim", "verdict", "evidence"))

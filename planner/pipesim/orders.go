@@ -1,6 +1,7 @@
 package pipesim
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -121,7 +122,7 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 		ta, tb := math.Round(a.start/tick), math.Round(b.start/tick)
 		switch {
 		case ta != tb:
-			return cmpF(ta, tb)
+			return cmp.Compare(ta, tb)
 		case a.zero != b.zero:
 			if a.zero {
 				return -1
@@ -170,14 +171,4 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 		run(0, s.M)
 	}
 	return orders
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

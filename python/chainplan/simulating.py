@@ -18,7 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainplan import _bind
+from chainplan import _bind, arguments
+from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
 from chainplan.simulation import Simulation
 from chainplan.tradeoff import write_svg
@@ -34,13 +35,9 @@ _MODELS = ("saved", "input")
 StagesSpec = int | str | Sequence[tuple[int, int]]
 
 
-def _typed(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
-
-
 def _count(name: str, value: object, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
+        raise ArgumentTypeError(f"{name} must be an integer (got {typed(value)})")
     if value < low:
         raise PlanError(f"{name} must be at least {low} (got {value})")
     return value
@@ -50,7 +47,7 @@ def _stages(stages: StagesSpec) -> str:
     """A stage specification as the Go side reads it: a count or layer ranges."""
     if isinstance(stages, bool):
         raise ArgumentTypeError(f"stages must be a count, a string such as '1-4,5-8' or a list "
-                                f"of (first, last) layer pairs (got {_typed(stages)})")
+                                f"of (first, last) layer pairs (got {typed(stages)})")
     if isinstance(stages, int):
         return str(_count("stages", stages, 1))
     if isinstance(stages, str):
@@ -61,11 +58,11 @@ def _stages(stages: StagesSpec) -> str:
             if not (isinstance(pair, Sequence) and len(pair) == 2
                     and all(isinstance(x, int) and not isinstance(x, bool) for x in pair)):
                 raise ArgumentTypeError(f"stages[{i}] must be a (first, last) pair of layer "
-                                        f"numbers (got {_typed(pair)})")
+                                        f"numbers (got {typed(pair)})")
             parts.append(f"{pair[0]}-{pair[1]}")
         return ",".join(parts)
     raise ArgumentTypeError(f"stages must be a count, a string such as '1-4,5-8' or a list of "
-                            f"(first, last) layer pairs (got {_typed(stages)})")
+                            f"(first, last) layer pairs (got {typed(stages)})")
 
 
 def _request(*, schedule: str, microbatches: int, minibatches: int, stages: StagesSpec | None,
@@ -76,7 +73,7 @@ def _request(*, schedule: str, microbatches: int, minibatches: int, stages: Stag
     """The request, each argument checked before any work (the message names it)."""
     if not isinstance(schedule, str):
         raise ArgumentTypeError(f"schedule must be a str such as '1f1b-flush' "
-                                f"(got {_typed(schedule)})")
+                                f"(got {typed(schedule)})")
     req: dict[str, Any] = {"schedule": schedule,
                            "microbatches": _count("microbatches", microbatches, 1),
                            "minibatches": _count("minibatches", minibatches, 1),
@@ -86,16 +83,7 @@ def _request(*, schedule: str, microbatches: int, minibatches: int, stages: Stag
     if stages is not None:
         req["stages"] = _stages(stages)
     if bandwidth is not None:
-        if isinstance(bandwidth, str):
-            req["bandwidth"] = _bind.parse_bandwidth(bandwidth)
-        elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
-            raise ArgumentTypeError(f"bandwidth must be bytes per second or a string such as "
-                                    f"'12GB/s' (got {_typed(bandwidth)})")
-        elif not (math.isfinite(bandwidth) and bandwidth > 0):
-            raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
-                            f"(got {bandwidth!r})")
-        else:
-            req["bandwidth"] = float(bandwidth)
+        req["bandwidth"] = arguments.bandwidth(bandwidth)
     if isinstance(alpha_s, bool) or not isinstance(alpha_s, int | float) \
             or not (math.isfinite(alpha_s) and alpha_s >= 0):
         raise PlanError(f"alpha_s must be a latency ≥ 0 in seconds (got {alpha_s!r})")
@@ -116,7 +104,7 @@ def _request(*, schedule: str, microbatches: int, minibatches: int, stages: Stag
         req["checkpoint_all"] = True
     elif isinstance(checkpoint, str) or not isinstance(checkpoint, Sequence):
         raise ArgumentTypeError(f"checkpoint must be stage indices or 'all' "
-                                f"(got {_typed(checkpoint)})")
+                                f"(got {typed(checkpoint)})")
     else:
         req["checkpoint"] = [_count(f"checkpoint[{i}]", k, 0) for i, k in enumerate(checkpoint)]
     return req
@@ -202,7 +190,7 @@ def _call(source: object, plan: PipelinePlan | None, req: dict[str, Any]) -> str
     """One crossing into Go: a chain (nothing stored) or a stored run or plan (recorded)."""
     if plan is not None:
         if not (hasattr(plan, "to_json") and hasattr(plan, "plan_id")):
-            raise ArgumentTypeError(f"plan must be a PipelinePlan (got {_typed(plan)})")
+            raise ArgumentTypeError(f"plan must be a PipelinePlan (got {typed(plan)})")
         if plan.plan_id is not None and (source is None or isinstance(source, int)
                                          or getattr(source, "run_id", None) is not None):
             req["plan_id"] = plan.plan_id  # a stored plan: its run's chain, recorded
