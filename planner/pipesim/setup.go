@@ -1,6 +1,7 @@
 package pipesim
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -98,7 +99,11 @@ func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {
 		return nil, bad("period", "want a positive, finite time (got %v)", t)
 	}
 	if err := checkPartition(pr, p.Stages); err != nil {
-		return nil, bad("stages", "%s", err.(*OptionError).Msg)
+		msg := err.Error()
+		if oe := (*OptionError)(nil); errors.As(err, &oe) {
+			msg = oe.Msg
+		}
+		return nil, bad("stages", "%s", msg)
 	}
 	n := len(p.Stages)
 	seen := map[[2]int]int{}

@@ -65,21 +65,26 @@ def _stages(stages: StagesSpec) -> str:
                             f"(first, last) layer pairs (got {typed(stages)})")
 
 
-def _request(*, schedule: str, microbatches: int, minibatches: int, stages: StagesSpec | None,
+def _request(*, schedule: str, microbatches: int, minibatches: int | None,
+             stages: StagesSpec | None,
              unit_time: bool, bandwidth: float | str | None, alpha_s: float,
              weight_copies: int | None, activation_model: str | None, memory: int | str | None,
              checkpoint: Sequence[int] | str, max_inflight: int, flush: bool,
-             plot_minibatches: int) -> dict[str, Any]:
+             plot_minibatches: int | None) -> dict[str, Any]:
     """The request, each argument checked before any work (the message names it)."""
     if not isinstance(schedule, str):
         raise ArgumentTypeError(f"schedule must be a str such as '1f1b-flush' "
                                 f"(got {typed(schedule)})")
     req: dict[str, Any] = {"schedule": schedule,
                            "microbatches": _count("microbatches", microbatches, 1),
-                           "minibatches": _count("minibatches", minibatches, 1),
                            "max_inflight": _count("max_inflight", max_inflight, 0),
-                           "plot_minibatches": _count("plot_minibatches", plot_minibatches, 1),
                            "unit_time": bool(unit_time), "flush": bool(flush)}
+    # Unset counts are left to the Go side's defaults (pipesim.DefaultMinibatches, the
+    # picture's plot.DefaultPeriods), so that there is one default of each.
+    if minibatches is not None:
+        req["minibatches"] = _count("minibatches", minibatches, 1)
+    if plot_minibatches is not None:
+        req["plot_minibatches"] = _count("plot_minibatches", plot_minibatches, 1)
     if stages is not None:
         req["stages"] = _stages(stages)
     if bandwidth is not None:
@@ -112,12 +117,14 @@ def _request(*, schedule: str, microbatches: int, minibatches: int, stages: Stag
 
 def pipesim(source: Profile | int | str | os.PathLike[str] | None = None, *, schedule: str,
             microbatches: int, stages: StagesSpec | None = None, plan: PipelinePlan | None = None,
-            minibatches: int = 16, unit_time: bool = False, bandwidth: float | str | None = None,
+            minibatches: int | None = None, unit_time: bool = False,
+            bandwidth: float | str | None = None,
             alpha_s: float = 0.0, weight_copies: int | None = None,
             activation_model: str | None = None, memory: int | str | None = None,
             checkpoint: Sequence[int] | str = (), max_inflight: int = 0, flush: bool = False,
             trace: bool | str | os.PathLike[str] = False,
-            plot: bool | str | os.PathLike[str] = False, plot_minibatches: int = 3) -> Simulation:
+            plot: bool | str | os.PathLike[str] = False,
+            plot_minibatches: int | None = None) -> Simulation:
     """Simulate a pipeline schedule, event by event, as ``chainplan pipesim`` does.
 
     Usage::
@@ -141,7 +148,7 @@ def pipesim(source: Profile | int | str | os.PathLike[str] | None = None, *, sch
         plan: a :class:`~chainplan.pipeline.plan.PipelinePlan`: replayed by ``periodic``,
             its partition used by the other schedules, its model (bandwidth, weight copies,
             activation model, memory) the simulation's.
-        minibatches: K, mini-batches simulated (default: 16).
+        minibatches: K, mini-batches simulated (default: the simulator's, 16).
         unit_time: every task lasts one time point, transfers none (the papers' figures).
         bandwidth: links of this many bytes per second, or a string such as ``"12GB/s"``
             (default: transfers are free).
@@ -156,7 +163,7 @@ def pipesim(source: Profile | int | str | os.PathLike[str] | None = None, *, sch
         flush: ``periodic`` only: a flush per mini-batch, as the pipeline runner does.
         trace: True to keep the Chrome trace (``Simulation.trace``), or a path to write it.
         plot: True to keep the Gantt picture (``Simulation.svg``), or a ``.svg`` path.
-        plot_minibatches: the mini-batches the picture shows (default: 3).
+        plot_minibatches: the mini-batches the picture shows (default: the picture's, 3).
 
     Returns:
         The :class:`~chainplan.simulation.Simulation`; one of a stored run or plan is
