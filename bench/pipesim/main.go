@@ -222,7 +222,11 @@ func evaluate(name string, c *chainplan.Chain, p, n, k int) (*point, error) {
 	}
 	var f, b []float64
 	for _, s := range stages {
-		f, b = append(f, pipeline.OpDuration(pr, s, pipeline.F)), append(b, pipeline.OpDuration(pr, s, pipeline.B))
+		c, err := pr.Cost(s)
+		if err != nil {
+			return nil, err
+		}
+		f, b = append(f, c.Fwd), append(b, c.Bwd)
 	}
 	closed := pipesim.GPipeMakespan(f, b, n)
 	pt.formulas = [3]float64{pipesim.AMPMakespan(f, b, n), g.Makespan, pipesim.ParaDLMakespan(f, b, n)}

@@ -217,11 +217,26 @@ func (v *validator) pattern() {
 	}
 }
 
-// durations checks each operation against the model, summing the layers afresh.
+// durations checks each operation against the model: a stage's forward and backward as
+// its cost says (Problem.Cost, the definition planner/pipesim runs on), a transfer a/β.
 func (v *validator) durations() {
 	pr := v.pr
 	for i, o := range v.p.Pattern {
-		want := OpDuration(pr, v.p.Stages[o.Stage], o.Op)
+		s := v.p.Stages[o.Stage]
+		var want float64
+		switch o.Op {
+		case F, B:
+			c, err := pr.Cost(s)
+			if err != nil {
+				continue // reported by structure
+			}
+			want = c.Fwd
+			if o.Op == B {
+				want = c.Bwd
+			}
+		case CF, CB:
+			want = float64(pr.Layer(s.Last).Out) / pr.Options().Bandwidth
+		}
 		if math.Abs(o.Duration-want) > v.eps+1e-12*want {
 			v.issue(fmt.Sprintf("pattern[%d].duration", i), "%s of stage %d lasts %.12g in the model (got %.12g)", o.Op, o.Stage, want, o.Duration)
 		}

@@ -25,9 +25,14 @@ func (v *validator) memory() {
 	rep.MemoryPeak = make([]int64, p.GPUs)
 	stored := make([]int64, n)
 	for k, s := range p.Stages {
-		stored[k] = StoredBytes(pr, s)
+		c, err := pr.Cost(s)
+		if err != nil {
+			v.issue(fmt.Sprintf("stages[%d]", k), "%v", err)
+			return
+		}
+		stored[k] = c.Stored
 	}
-	copy(rep.Static, StaticBytes(pr, p.Stages))
+	copy(rep.Static, pr.DeviceStatic(p.Stages))
 	T := p.Period
 	count := func(k int, t float64) int {
 		f, b := p.Pattern[v.op[F][k]], p.Pattern[v.op[B][k]]

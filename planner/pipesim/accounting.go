@@ -35,7 +35,9 @@ func (s *sim) begin(t task) {
 			keep = s.input[st]
 		}
 		s.hold(st, keep, 1)
+		s.transient(st, s.fExtra[st])
 	case kB:
+		s.transient(st, s.bExtra[st]*s.units())
 		if s.su.ckpt[st] {
 			s.hold(st, (s.stored[st]-s.input[st])*s.units(), 0)
 		}
@@ -62,6 +64,7 @@ func (s *sim) end(t task, start float64, r int) {
 	case kF:
 		s.fEnd[u*S+st] = s.now
 		s.stageBusy[st] += s.now - start
+		s.transient(st, -s.fExtra[st])
 		k := u / s.N
 		if st == S-1 {
 			s.fLastCount[k]++
@@ -76,6 +79,7 @@ func (s *sim) end(t task, start float64, r int) {
 		s.stageBusy[st] += s.now - start
 		n := s.units()
 		s.hold(st, -s.stored[st]*n, -int32(n))
+		s.transient(st, -s.bExtra[st]*n)
 		k := u
 		if !s.minibatchUnits() {
 			k = u / s.N
@@ -121,6 +125,17 @@ func (s *sim) record(r int, kind string, t task, start, end float64) {
 func (s *sim) hold(st int, bytes int64, n int32) {
 	s.act[st] += bytes
 	s.inflight[st] += n
+	s.dyn[s.su.stages[st].GPU] += bytes
+	s.touch(st)
+}
+
+// transient adds bytes that an operation of stage st holds while it runs (its
+// temporaries, Problem.Cost's FwdExtra and BwdExtra) to its device, not to the stage's
+// activations.
+func (s *sim) transient(st int, bytes int64) {
+	if bytes == 0 {
+		return
+	}
 	s.dyn[s.su.stages[st].GPU] += bytes
 	s.touch(st)
 }

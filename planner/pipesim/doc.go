@@ -18,15 +18,17 @@
 // both directions. K mini-batches of N micro-batches each are simulated; the chain's
 // measurements are those of one micro-batch.
 //
-//   - Durations come from planner/pipeline, the validator's definitions (OpDuration): F = Σ
-//     u_F and B = Σ u_B of the stage's layers, a transfer α + a/β; a checkpointed stage's
-//     backward lasts its forward longer (the recomputation). TiMePReSt's backward covers a
-//     whole mini-batch: N times the stage's backward, its gradient N times the bytes (linear
-//     in the batch, spec §4.10 trap 1). In unit time every task lasts 1 and transfers 0.
-//   - Memory is planner/pipeline's too: a device holds StaticBytes (weight copies and
-//     boundary buffers) and the activations of the micro-batches in flight, StoredBytes
-//     each from the start of a forward to the end of its backward (a checkpointed stage its
-//     input, plus ā while recomputing). Each weight version a stage holds beyond the first
+//   - Durations come from planner/pipeline, the validator's definition (Problem.Cost): F
+//     = Σ u_F and B = Σ u_B of the stage's layers, a transfer α + a/β (Transfer); a
+//     checkpointed stage's backward lasts its forward longer (the recomputation).
+//     TiMePReSt's backward covers a whole mini-batch: N times the stage's backward, its
+//     gradient N times the bytes (linear in the batch, spec §4.10 trap 1). In unit time
+//     every task lasts 1 and transfers 0.
+//   - Memory is planner/pipeline's too: a device holds DeviceStatic (weight copies and
+//     boundary buffers), the activations of the micro-batches in flight, Cost's Stored each
+//     from the start of a forward to the end of its backward (a checkpointed stage its
+//     input, plus ā while recomputing), and while an operation runs its transient bytes
+//     (Cost's FwdExtra, BwdExtra). Each weight version a stage holds beyond the first
 //     costs one more copy of its weights, except in a replayed plan, whose weight_copies
 //     count them. At one instant every end comes before every start (releases first), and
 //     peaks are taken once the instant is settled.

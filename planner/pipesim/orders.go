@@ -98,9 +98,8 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 	var ops []planOp
 	for _, o := range p.Pattern {
 		q := math.Floor(o.Start / T)
-		st := s.su.stages[o.Stage]
 		op := planOp{stage: o.Stage, start: o.Start - q*T, shift: o.Shift + int(q),
-			zero: pipeline.OpDuration(s.su.pr, st, o.Op) == 0}
+			zero: s.modelDuration(o.Stage, o.Op) == 0}
 		switch o.Op {
 		case pipeline.F:
 			op.kind, op.topo = kF, 2*o.Stage
@@ -171,4 +170,23 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 		run(0, s.M)
 	}
 	return orders
+}
+
+// modelDuration returns how long operation op of stage st lasts in the plan's model
+// (pipeline.Problem.Cost for F and B, Transfer for CF and CB), whatever the simulation's
+// time units.
+func (s *sim) modelDuration(st int, op pipeline.OpKind) float64 {
+	g := s.su.stages[st]
+	switch op {
+	case pipeline.F, pipeline.B:
+		c, err := s.su.pr.Cost(g)
+		if err != nil { // costs has refused such a stage already
+			return math.NaN()
+		}
+		if op == pipeline.F {
+			return c.Fwd
+		}
+		return c.Bwd
+	}
+	return s.su.pr.Transfer(g.Last)
 }

@@ -51,7 +51,7 @@ func checkReplay(t *testing.T, what string, pr *pipeline.Problem, p *pipeline.Pl
 			t.Fatalf("%s: device %d holds %d bytes at its peak, the plan says %d", what, g, d.PeakBytes, p.MemoryPerGPU[g])
 		}
 	}
-	if r.VersionDifference < 1 || r.PerStage[0].StoredBytes != pipeline.StoredBytes(pr, p.Stages[0]) {
+	if r.VersionDifference < 1 || r.PerStage[0].StoredBytes != pr.Stored(p.Stages[0].First, p.Stages[0].Last) {
 		t.Fatalf("%s: v = %d, stored %d", what, r.VersionDifference, r.PerStage[0].StoredBytes)
 	}
 	// As steps of the runner (flush per mini-batch), a step holds at most the steady

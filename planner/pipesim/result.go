@@ -105,9 +105,10 @@ type DeviceStats struct {
 	Busy   float64 `json:"busy"`
 	Bubble float64 `json:"bubble"`
 	// StaticBytes is planner/pipeline's static memory (weight copies and boundary buffers,
-	// pipeline.StaticBytes); PeakBytes adds the most it held above it at any instant:
-	// activations and, except in a replayed plan (whose weight_copies count them), one
-	// copy of a stage's weights per version held beyond the first.
+	// Problem.DeviceStatic); PeakBytes adds the most it held above it at any instant:
+	// activations, the transient bytes of the operation running (Problem.Cost's FwdExtra,
+	// BwdExtra) and, except in a replayed plan (whose weight_copies count them), one copy
+	// of a stage's weights per version held beyond the first.
 	StaticBytes int64 `json:"static_bytes"`
 	PeakBytes   int64 `json:"peak_bytes"`
 	// Fits is PeakBytes ≤ the memory per device (true when none was given).
@@ -198,7 +199,7 @@ func (s *sim) result() *Result {
 		}
 		r.PerStage = append(r.PerStage, x)
 	}
-	static := pipeline.StaticBytes(su.pr, su.stages)
+	static := su.pr.DeviceStatic(su.stages)
 	for g := range su.pr.Options().GPUs {
 		d := DeviceStats{Device: g, Stages: []int{}, StaticBytes: static[g], PeakBytes: static[g] + s.dynPeak[g]}
 		for st, x := range su.stages {

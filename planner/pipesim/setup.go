@@ -82,7 +82,7 @@ func NewSetup(pr *pipeline.Problem, stages []pipeline.Stage, o SetupOptions) (*S
 // (pipeline.ProblemOf): its stages and devices, its links (one per device pair, shared by
 // both directions and by every boundary between the pair, as in the plan's model), no
 // latency and no recomputation. The plan's durations are not read: every operation lasts
-// what the model says (pipeline.OpDuration), so that a plan whose numbers disagree with
+// what the model says (Problem.Cost, Transfer), so that a plan whose numbers disagree with
 // the model simulates to another period. Errors wrap chainplan.ErrInvalidPlan and name the
 // field of a plan whose structure does not fit pr.
 func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {

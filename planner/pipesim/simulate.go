@@ -22,8 +22,9 @@ type sim struct {
 	fDur, bDur, rDur         []float64
 	cfDur, cbDur             []float64
 	stored, input, weights   []int64
-	stageOf                  []int // per resource: the stage a device runs (−1: none or a link)
-	paced                    bool  // a replayed plan without flush: micro-batch b enters at b·period
+	fExtra, bExtra           []int64 // transient bytes of a forward, a backward while it runs
+	stageOf                  []int   // per resource: the stage a device runs (−1: none or a link)
+	paced                    bool    // a replayed plan without flush: micro-batch b enters at b·period
 	planPeriod               float64
 	fEnd, bEnd, cfEnd, cbEnd []float64 // per unit and stage: when the task ended (−1: not yet)
 	fLastCount               []int32   // per mini-batch: forwards done at the last stage
@@ -69,7 +70,10 @@ func Simulate(su *Setup, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := newSim(su, o)
+	s, err := newSim(su, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := s.run(); err != nil {
 		return nil, err
 	}
@@ -77,7 +81,7 @@ func Simulate(su *Setup, o Options) (*Result, error) {
 }
 
 // newSim lays out the resources, durations, orders and books of one simulation.
-func newSim(su *Setup, o Options) *sim {
+func newSim(su *Setup, o Options) (*sim, error) {
 	pr := su.pr
 	S, N, K := len(su.stages), o.Microbatches, o.Minibatches
 	M := K * N
@@ -114,7 +118,9 @@ func newSim(su *Setup, o Options) *sim {
 		s.fwdLink[st] = s.addLink(fmt.Sprintf("link %d→%d", a, b), firstCome)
 		s.bwdLink[st] = s.addLink(fmt.Sprintf("link %d→%d", b, a), firstCome)
 	}
-	s.costs(links)
+	if err := s.costs(links); err != nil {
+		return nil, err
+	}
 
 	bUnits := M
 	if o.Schedule == TiMePReSt {
@@ -153,7 +159,7 @@ func newSim(su *Setup, o Options) *sim {
 		s.timeline = make([]Span, 0, s.totalTasks)
 		s.lastDyn = make([]int64, gpus)
 	}
-	return s
+	return s, nil
 }
 
 func (s *sim) addLink(name string, p policy) int {
@@ -163,15 +169,20 @@ func (s *sim) addLink(name string, p policy) int {
 }
 
 // costs sets each stage's durations and bytes: from the model of planner/pipeline (the
-// validator's OpDuration and StoredBytes), or one time point per task in unit time.
-func (s *sim) costs(links bool) {
+// validator's Problem.Cost and Transfer), or one time point per task in unit time.
+func (s *sim) costs(links bool) error {
 	su, pr := s.su, s.su.pr
 	n := float64(s.units())
 	s.fDur, s.bDur, s.rDur = make([]float64, s.S), make([]float64, s.S), make([]float64, s.S)
 	s.cfDur, s.cbDur = make([]float64, s.S), make([]float64, s.S)
 	s.stored, s.input, s.weights = make([]int64, s.S), make([]int64, s.S), make([]int64, s.S)
+	s.fExtra, s.bExtra = make([]int64, s.S), make([]int64, s.S)
 	for st, g := range su.stages {
-		s.stored[st] = pipeline.StoredBytes(pr, g)
+		c, err := pr.Cost(g)
+		if err != nil {
+			return fmt.Errorf("pipesim: stage %d: %w", st, err)
+		}
+		s.stored[st], s.fExtra[st], s.bExtra[st] = c.Stored, c.FwdExtra, c.BwdExtra
 		s.input[st] = pr.Out(g.First - 1)
 		s.weights[st] = pr.Weights(g.First, g.Last)
 		if s.o.UnitTime {
@@ -181,16 +192,17 @@ func (s *sim) costs(links bool) {
 			}
 			continue
 		}
-		s.fDur[st] = pipeline.OpDuration(pr, g, pipeline.F)
-		s.bDur[st] = n * pipeline.OpDuration(pr, g, pipeline.B)
+		s.fDur[st] = c.Fwd
+		s.bDur[st] = n * c.Bwd
 		if su.ckpt[st] {
 			s.rDur[st] = n * s.fDur[st]
 		}
 		if links && s.fwdLink[st] >= 0 {
-			s.cfDur[st] = su.alphaS + pipeline.OpDuration(pr, g, pipeline.CF)
-			s.cbDur[st] = su.alphaS + n*pipeline.OpDuration(pr, g, pipeline.CB)
+			s.cfDur[st] = su.alphaS + pr.Transfer(g.Last)
+			s.cbDur[st] = su.alphaS + n*pr.Transfer(g.Last)
 		}
 	}
+	return nil
 }
 
 // orders gives every resource its policy and, for fixed orders, its tasks.
