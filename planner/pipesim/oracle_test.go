@@ -18,11 +18,14 @@ import (
 // random cases.
 
 // ocase is one random instance: stage s has forward f[s], backward b[s], output a[s+1]
-// bytes (its transfer lasts a[s+1] ticks at β = 1 when links is set), weights w[s].
+// bytes (its transfer lasts a[s+1] ticks at β = 1 when links is set), weights w[s]; fx[s]
+// and bx[s] are the transient bytes its forward and backward hold while they run, as the
+// pipeline model gives them (withModel; none in today's model).
 type ocase struct {
 	sched      pipesim.Schedule
 	f, b       []int
 	a, w       []int64
+	fx, bx     []int64
 	links      bool
 	ckpt       []bool
 	n, k, cap_ int
@@ -298,7 +301,12 @@ func naive(c ocase) oresult {
 		}
 		// The snapshot of this instant.
 		for s := range S {
-			var act int64
+			var act, transient int64
+			if running[s] && current[s].kind == 0 {
+				transient = c.fx[s]
+			} else if running[s] && current[s].kind == 1 {
+				transient = c.bx[s] * int64(scale)
+			}
 			inflight := 0
 			held := []int{cur(s, now)}
 			for m := range M {
@@ -326,7 +334,7 @@ func naive(c ocase) oresult {
 			res.peakInflight[s] = max(res.peakInflight[s], inflight)
 			res.peakAct[s] = max(res.peakAct[s], act)
 			res.peakVersions[s] = max(res.peakVersions[s], len(held))
-			res.peakDyn[s] = max(res.peakDyn[s], act+int64(len(held)-1)*c.w[s])
+			res.peakDyn[s] = max(res.peakDyn[s], act+transient+int64(len(held)-1)*c.w[s])
 		}
 		if len(res.end) == total {
 			break
@@ -364,21 +372,43 @@ func randomCase(rng *rand.Rand) ocase {
 	return c
 }
 
-func (c ocase) simulate(tb testing.TB) *pipesim.Result {
+// problem returns c's chain as a pipeline problem, one layer per stage.
+func (c ocase) problem(tb testing.TB) *pipeline.Problem {
 	tb.Helper()
 	f, b := make([]float64, len(c.f)), make([]float64, len(c.b))
-	var ck []int
 	for i := range f {
 		f[i], b[i] = float64(c.f[i]), float64(c.b[i])
-		if c.ckpt[i] {
-			ck = append(ck, i)
-		}
 	}
 	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, c.w, c.a), pipeline.Options{GPUs: len(f), Bandwidth: 1, WeightCopies: 2})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	su, err := pipesim.NewSetup(pr, stagesOf(len(f)), pipesim.SetupOptions{Links: c.links, Checkpointed: ck})
+	return pr
+}
+
+// withModel returns c with the transient bytes the pipeline model gives its stages.
+func (c ocase) withModel(tb testing.TB, pr *pipeline.Problem) ocase {
+	tb.Helper()
+	c.fx, c.bx = make([]int64, len(c.f)), make([]int64, len(c.f))
+	for s, st := range stagesOf(len(c.f)) {
+		cost, err := pr.Cost(st)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c.fx[s], c.bx[s] = cost.FwdExtra, cost.BwdExtra
+	}
+	return c
+}
+
+func (c ocase) simulate(tb testing.TB, pr *pipeline.Problem) *pipesim.Result {
+	tb.Helper()
+	var ck []int
+	for i, on := range c.ckpt {
+		if on {
+			ck = append(ck, i)
+		}
+	}
+	su, err := pipesim.NewSetup(pr, stagesOf(len(c.f)), pipesim.SetupOptions{Links: c.links, Checkpointed: ck})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -402,7 +432,9 @@ func TestAgainstNaive(t *testing.T) {
 // compareWithNaive simulates c with the engine and with naive and fails on any difference.
 func compareWithNaive(t *testing.T, name string, c ocase) {
 	t.Helper()
-	got, want := c.simulate(t), naive(c)
+	pr := c.problem(t)
+	c = c.withModel(t, pr)
+	got, want := c.simulate(t, pr), naive(c)
 	fail := func(format string, args ...any) {
 		t.Helper()
 		t.Fatalf("%s %v: %s", name, c, fmt.Sprintf(format, args...))
