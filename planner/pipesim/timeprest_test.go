@@ -107,8 +107,10 @@ func TestTiMePReSt42(t *testing.T) {
 	if got := mb[4].ForwardVersions; !slices.Equal(got, []int{1, 1}) {
 		t.Errorf("V_f(5,·) = %v, want [1 1]", got)
 	}
-	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "multiple-sequence") }) {
-		t.Errorf("no multiple-sequence warning: %v", r.Warnings)
+	if !slices.ContainsFunc(r.Warnings, func(w string) bool {
+		return strings.Contains(w, "multiple-sequence") && strings.Contains(w, "W ≤ N+1")
+	}) {
+		t.Errorf("no multiple-sequence warning with the equal-stage rule: %v", r.Warnings)
 	}
 }
 
@@ -194,5 +196,24 @@ func TestTiMePReStMemory(t *testing.T) {
 	r := mustSimulate(t, unitSetup(t, 4), pipesim.Options{Schedule: pipesim.TiMePReSt, Microbatches: 2, Minibatches: 8, UnitTime: true, MaxInflight: 1})
 	if r.PerStage[0].PeakInflight != 2 || r.VersionDifference != 1 {
 		t.Errorf("cap 1: %d in flight at stage 1, v = %d; want 2 and 1", r.PerStage[0].PeakInflight, r.VersionDifference)
+	}
+}
+
+// TestTiMePReStUnequalStages: on stages of unequal times v can exceed 1 with W ≤ N+1,
+// outside the paper's analysis; the warnings say why instead of quoting its equal-stage
+// rules.
+func TestTiMePReStUnequalStages(t *testing.T) {
+	su := mustSetup(t, []float64{1, 2, 4}, []float64{2, 4, 8}, nil, 0, pipesim.SetupOptions{})
+	r := mustSimulate(t, su, pipesim.Options{Schedule: pipesim.TiMePReSt, Microbatches: 4, Minibatches: 16})
+	if r.VersionDifference < 2 {
+		t.Fatalf("v = %d, want the multiple-sequence problem of this case", r.VersionDifference)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "W ≤ N+1") || strings.Contains(w, "2N+2") {
+			t.Errorf("an equal-stage rule quoted for unequal stages: %q", w)
+		}
+	}
+	if !slices.ContainsFunc(r.Warnings, func(w string) bool { return strings.Contains(w, "times differ") }) {
+		t.Errorf("no warning names the unequal times: %v", r.Warnings)
 	}
 }
