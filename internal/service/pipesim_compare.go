@@ -3,9 +3,12 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -66,6 +69,7 @@ func (s *Service) compareExecutions(ctx context.Context, runID int64, c *chainpl
 		}
 	}
 	var out []RankComparison
+	other := map[string]bool{} // schedules the runner ran instead, for the hint
 	for _, id := range ids {
 		p, _, isPipeline, err := s.StoredPipelinePlan(ctx, id)
 		if err != nil {
@@ -83,6 +87,9 @@ func (s *Service) compareExecutions(ctx context.Context, runID int64, c *chainpl
 			m := e.Metadata
 			n, err := strconv.Atoi(m["microbatches"])
 			rank, rerr := strconv.Atoi(m["rank"])
+			if m["kind"] == "pipeline" && m["schedule"] != name && m["schedule"] != "" {
+				other[m["schedule"]] = true
+			}
 			if m["kind"] != "pipeline" || m["schedule"] != name || err != nil || rerr != nil || n < 1 || rank < 0 || rank >= p.GPUs {
 				continue
 			}
@@ -101,7 +108,26 @@ func (s *Service) compareExecutions(ctx context.Context, runID int64, c *chainpl
 				MeasuredPeakBytes: e.PeakBytes, PredictedPeakBytes: sim.PerDevice[rank].PeakBytes})
 		}
 	}
+	if len(out) == 0 && len(other) > 0 {
+		res.Warnings = append(res.Warnings, otherSchedulesHint(name, other))
+	}
 	return out, nil
+}
+
+// otherSchedulesHint says that the stored executions ran other schedules than name, and
+// which simulated schedule compares with each.
+func otherSchedulesHint(name string, other map[string]bool) string {
+	var ran []string
+	for _, runner := range slices.Sorted(maps.Keys(other)) {
+		hint := runner
+		for sched, n := range runnerSchedules {
+			if n == runner {
+				hint = fmt.Sprintf("%s (simulate --schedule %s to compare)", runner, sched)
+			}
+		}
+		ran = append(ran, hint)
+	}
+	return fmt.Sprintf("no stored execution of the pipeline runner ran %s: they ran %s", name, strings.Join(ran, ", "))
 }
 
 // metaFloat reads a float the runner wrote into an execution's metadata (NaN when absent).

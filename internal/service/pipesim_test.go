@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -116,10 +117,19 @@ func TestSimulateRun(t *testing.T) {
 	if b, err := json.Marshal(cs[0]); err != nil || !strings.Contains(string(b), `"measured_microbatch_s":null`) {
 		t.Fatalf("comparison JSON %s, %v", b, err)
 	}
-	// 1f1b-flush compares with executions of Schedule1F1B only: none here.
-	if got, err := s.SimulateRun(ctx, service.RunRef{}, service.PipesimRequest{Schedule: "1f1b-flush", PlanID: plan.PlanID,
-		Microbatches: 8, Source: service.SourceCLI}); err != nil || len(got.Comparisons) != 0 {
+	if slices.ContainsFunc(got.Result.Warnings, func(w string) bool { return strings.Contains(w, "no stored execution") }) {
+		t.Fatalf("a hint beside matching executions: %v", got.Result.Warnings)
+	}
+	// 1f1b-flush compares with executions of Schedule1F1B only: none here, and a warning
+	// says which schedule they ran and how to compare with them.
+	got, err = s.SimulateRun(ctx, service.RunRef{}, service.PipesimRequest{Schedule: "1f1b-flush", PlanID: plan.PlanID,
+		Microbatches: 8, Source: service.SourceCLI})
+	if err != nil || len(got.Comparisons) != 0 {
 		t.Fatalf("1f1b-flush: %v, %v", got, err)
+	}
+	want := "no stored execution of the pipeline runner ran Schedule1F1B: they ran plan (simulate --schedule periodic to compare)"
+	if !slices.Contains(got.Result.Warnings, want) {
+		t.Fatalf("warnings %q, want %q", got.Result.Warnings, want)
 	}
 	if n := countRows(t, s, "SELECT count(*) FROM simulations WHERE plan_id IS NOT NULL"); n != 2 {
 		t.Fatalf("%d simulations of the plan stored, want 2", n)
