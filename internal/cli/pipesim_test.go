@@ -63,7 +63,8 @@ func TestPipesim(t *testing.T) {
 	}
 	code, out, errs = run(t, "pipesim", "--chain", chain, "--stages", "4", "--schedule", "timeprest", "--microbatches", "2",
 		"--minibatches", "12", "--unit-time", "--format", "text")
-	if code != 0 || !strings.Contains(out, "v = 2 in the steady state") || !strings.Contains(out, "multiple-sequence problem") {
+	if code != 0 || !strings.Contains(out, "v = 2 in the steady state") || !strings.Contains(out, "2 sequences of updates") ||
+		!strings.Contains(out, "multiple-sequence problem") || !strings.Contains(out, "unit time") {
 		t.Fatalf("timeprest W=4 N=2: exit %d\n%s%s", code, out, errs)
 	}
 	plan := writeTemp(t, "plan.json", must(runOut(t, pipelineArgs(chain, "--memory", "1MB")...)))

@@ -21,7 +21,7 @@ func writePipesimText(w io.Writer, c *chainplan.Chain, out *pipesimOutput) {
 	}
 	links := "no links (free transfers)"
 	if r.Links {
-		links = fmt.Sprintf("%d links", len(r.PerLink))
+		links = counted(len(r.PerLink), "link", "links")
 	}
 	if r.UnitTime {
 		links = "unit time"
@@ -34,7 +34,7 @@ func writePipesimText(w io.Writer, c *chainplan.Chain, out *pipesimOutput) {
 		fmt.Fprintf(w, " (the plan's period: %s)", t(r.PlanPeriod))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "weights      v = %d in the steady state (staleness up to %d), %d sequence(s) of updates", r.VersionDifference, r.MaxStaleness, r.Chains)
+	fmt.Fprintf(w, "weights      v = %d in the steady state (staleness up to %d), %s of updates", r.VersionDifference, r.MaxStaleness, counted(r.Chains, "sequence", "sequences"))
 	if r.PaperVersionDifference > 0 {
 		fmt.Fprintf(w, "; the paper's formula gives v = %d", r.PaperVersionDifference)
 	}
@@ -119,4 +119,12 @@ func intsLabel(xs []int) string {
 		return "-"
 	}
 	return strings.Join(parts, ",")
+}
+
+// counted writes n with the noun's singular or plural form.
+func counted(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
