@@ -158,10 +158,13 @@ def test_stored_run_and_plan(eight: Path) -> None:
     assert sim.comparisons[1].measured_peak_bytes == 4097
     assert math.isnan(sim.comparisons[0].measured_microbatch_s)
     assert math.isclose(sim.comparisons[0].predicted_step_s, sim.period, rel_tol=1e-9)
+    other = chainplan.pipesim(schedule="1f1b-flush", plan=pp, microbatches=4)
+    assert other.comparisons == ()
+    assert any("ran plan (simulate --schedule periodic to compare)" in w for w in other.warnings)
     rows = chainplan.query("SELECT schedule, plan_id FROM simulation_summary "
                            "ORDER BY simulation_id")
-    assert rows.column("schedule").to_pylist() == ["2bw", "periodic"]
-    assert rows.column("plan_id").to_pylist() == [None, pp.plan_id]
+    assert rows.column("schedule").to_pylist() == ["2bw", "periodic", "1f1b-flush"]
+    assert rows.column("plan_id").to_pylist() == [None, pp.plan_id, pp.plan_id]
 
 
 def test_torch_free() -> None:
