@@ -65,9 +65,9 @@ func (t *Trace) note(format string, args ...any) {
 
 // Solve returns MadPipe's plan for pr (see the package comment), validated, with Chosen
 // saying whether phase 2's schedule or the best contiguous plan won and PredictedPeriod
-// phase 1's estimate. Errors: a *pipeline.InfeasibleError when neither finds a plan
-// (MinMemoryBytes is then a lower bound valid for every plan, LowerBound set); the
-// validator's internal error should a plan fail it.
+// phase 1's estimate. Errors: a *pipeline.InfeasibleError when neither finds a plan, with
+// the smallest memory MinMemory finds (where Solve plans); the validator's internal error
+// should a plan fail it.
 func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	start := time.Now()
 	tr := opts.Trace
@@ -102,8 +102,13 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 		best = own
 	}
 	if best == nil {
-		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes,
-			MinMemoryBytes: pipeline.MemoryLowerBound(pr), LowerBound: true}
+		// The smallest memory at which MadPipe plans, searched for directly: the memory a
+		// user raises to is one where planning succeeds, not a bound far below it.
+		m, err := MinMemory(pr, opts)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: m}
 	}
 	out := *best
 	out.Chosen = ChosenContiguous
@@ -127,7 +132,12 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 	}
 	var todo [][]pipeline.Stage
 	for _, it := range its {
-		if st := allocate(it.stages); !pipeline.IsContiguous(st) && len(todo) < maxAttempts {
+		st, err := allocate(pr, it.stages)
+		if err != nil {
+			tr.note("madpipe: allocation %v: %v", it.stages, err)
+			continue
+		}
+		if !pipeline.IsContiguous(st) && len(todo) < maxAttempts {
 			todo = append(todo, st)
 		}
 	}
@@ -158,8 +168,9 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 }
 
 // allocate puts phase 1's stages on devices: the special stages on one device, each
-// normal stage on its own, devices numbered in order of first appearance along the chain.
-func allocate(st []stage) []pipeline.Stage {
+// normal stage on its own, devices numbered in order of first appearance along the chain;
+// a stage phase 1 made recompute gets its rotor sequence. Errors are RecomputeStage's.
+func allocate(pr *pipeline.Problem, st []stage) ([]pipeline.Stage, error) {
 	out := make([]pipeline.Stage, len(st))
 	special, next := -1, 0
 	for k, s := range st {
@@ -173,19 +184,31 @@ func allocate(st []stage) []pipeline.Stage {
 			next++
 		}
 		out[k] = pipeline.Stage{First: s.first, Last: s.last, GPU: gpu}
+		if s.budget > 0 {
+			rs, err := pr.RecomputeStage(s.first, s.last, gpu, s.budget)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = rs
+		}
 	}
-	return out
+	return out, nil
 }
 
 // schedule runs the ILP for one allocation, looking for periods below hi (all periods
 // when hi is infinite), and returns its validated plan or nil.
 func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver milp.Solver, limit time.Duration, tr *Trace) *pipeline.Plan {
-	g := newGraph(pr, stages)
 	att := Attempt{Stages: stages}
 	defer func() { tr.Attempts = append(tr.Attempts, att) }()
+	g, err := newGraph(pr, stages)
+	if err != nil {
+		att.Status = "error"
+		tr.note("madpipe: allocation %v: %v", stages, err)
+		return nil
+	}
 	lb := g.loads()
 	for dev, s := range g.static {
-		if s > float64(pr.Options().MemoryBytes) {
+		if s > float64(pr.Limit()) {
 			att.Status = "skipped"
 			tr.note("madpipe: allocation %v: device %d needs %.0f bytes for weights and buffers alone", stages, dev, s)
 			return nil
@@ -220,7 +243,7 @@ func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver 
 		return nil
 	}
 	for dev, m := range g.memory(st) {
-		if m > float64(pr.Options().MemoryBytes) {
+		if m > float64(pr.Limit()) {
 			tr.note("madpipe: the ILP's schedule of %v overflows device %d (solver tolerance)", stages, dev)
 			return nil
 		}

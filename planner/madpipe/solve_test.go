@@ -28,7 +28,7 @@ func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeline.Plan {
 
 // TestAnchors checks the anchors of spec §6.4 that concern MadPipe.
 func TestAnchors(t *testing.T) {
-	noLimits := func(p int) pipeline.Options { return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1} }
+	noLimits := func(p int) pipeline.Options { return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true} }
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: contiguous 3, non-contiguous 2 (T:l.2632).
 		p := mustSolve(t, mustProblem(t, pipechains.Costs(1, 2, 1), noLimits(2)), nil)
@@ -40,7 +40,7 @@ func TestAnchors(t *testing.T) {
 		// Weights (1,2,1), M = 2, P = 2, one weight copy, no activations (Lemma 10): no
 		// contiguous allocation fits; {1,3},{2} does, at the special device's load 4.
 		c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		if _, err := contiguous.Solve(pr); !errors.Is(err, chainplan.ErrInfeasible) {
 			t.Fatalf("contiguous: %v, want infeasible", err)
 		}
@@ -76,7 +76,7 @@ func TestAnchors(t *testing.T) {
 			f, wt = append(f, (k-1)/2.0), append(wt, 1)
 		}
 		w = f
-		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1})
+		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		c, err := contiguous.Solve(pr)
 		if err != nil || c.Period < k*(k-1) {
 			t.Fatalf("contiguous: %v, %v; want at least %d", c, err, k*(k-1))
@@ -95,7 +95,7 @@ func TestAnchors(t *testing.T) {
 		// allocation needs T ≥ 8; the contiguous {1},{2,3,4} fits at 6 and wins.
 		one := []float64{1, 1, 1, 1}
 		c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeline.ActivationsInput})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 		tr := &Trace{}
 		p := mustSolve(t, pr, tr)
 		// On the paper's grids the prediction is 4.0039 (exact mode: 4, TestWorkedExamples).
@@ -118,7 +118,7 @@ func TestAnchors(t *testing.T) {
 // and its trace says how to install one.
 func TestNoSolver(t *testing.T) {
 	t.Setenv(milp.EnvHighs, "/nonexistent/highs")
-	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1})
+	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 	tr := &Trace{}
 	p := mustSolve(t, pr, tr)
 	if p.Chosen != ChosenContiguous || !near(p.Period, 3) {
@@ -142,7 +142,7 @@ func containsAll(s string, subs ...string) bool {
 // minimum; on anchor A2 it is below it (the non-contiguous {1,3},{2} fits M = 2).
 func TestMinMemory(t *testing.T) {
 	c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 	got, err := MinMemory(pr, Options{TimeLimit: testLimit})
 	if err != nil || got != 2 {
 		t.Fatalf("A2: MinMemory = %d, %v; want 2 (contiguous needs 3)", got, err)
