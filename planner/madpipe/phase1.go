@@ -39,9 +39,9 @@ type dp struct {
 	memo       map[key]entry
 	exactMemo  map[exactKey]entry
 	normals    map[normalKey]normalFit // normal stages' loads, by (i, j, V)
-	rooms      map[roomKey]float64 // exact mode
-	gridRooms  map[key]float64     // on the grids: j, p and V's index packed
-	heaviest   []float64           // heaviest[j]: the largest u_F+u_B of layers 1..j
+	rooms      map[roomKey]float64     // exact mode
+	gridRooms  map[key]float64         // on the grids: j, p and V's index packed
+	heaviest   []float64               // heaviest[j]: the largest u_F+u_B of layers 1..j
 	// floor is a lower bound of every allocation's load (the heaviest layer, an even
 	// share of U(1,L)). The DP computes max(T, floor) throughout, which leaves the root's
 	// value unchanged (it is at least floor) and lets a state stop at the first option

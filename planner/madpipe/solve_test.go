@@ -28,7 +28,9 @@ func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeline.Plan {
 
 // TestAnchors checks the anchors of spec §6.4 that concern MadPipe.
 func TestAnchors(t *testing.T) {
-	noLimits := func(p int) pipeline.Options { return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true} }
+	noLimits := func(p int) pipeline.Options {
+		return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
+	}
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: contiguous 3, non-contiguous 2 (T:l.2632).
 		p := mustSolve(t, mustProblem(t, pipechains.Costs(1, 2, 1), noLimits(2)), nil)
