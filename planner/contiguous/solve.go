@@ -81,6 +81,40 @@ func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 	return p, nil
 }
 
+// Unconstrained returns the smallest period of a contiguous allocation without a memory
+// limit (spec §4.6): min over partitions into at most P stages of the largest stage load
+// U(i,j) or boundary load C(i−1), by the classic min-max DP. O(L²·P). Every plan's
+// UnconstrainedPeriod (the reference of what its memory limit costs) is this.
+func Unconstrained(pr *pipeline.Problem) float64 { return unconstrained(pr) }
+
+// MinMemoryAt returns the smallest memory per device at which a contiguous plan has a
+// period of at most T (with headroom, the memory whose Limit holds it), and false when no
+// memory gives one (T is below Unconstrained). Feasibility at a fixed T only grows with
+// the memory, so it is a bisection over bytes with the exact DP. O(L²·P·log M).
+func MinMemoryAt(pr *pipeline.Problem, T float64) (int64, bool) {
+	if T < unconstrained(pr)*(1-1e-12) {
+		return 0, false
+	}
+	lo, _ := MinMemory(pr)
+	lo--
+	hi := max(lo+1, 1)
+	for feasible(pr.WithMemory(hi), T) == nil {
+		if hi > 1<<52 {
+			return 0, false
+		}
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1 { // feasible at hi, not at lo
+		mid := lo + (hi-lo)/2
+		if feasible(pr.WithMemory(mid), T) != nil {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
+}
+
 // unconstrained returns the smallest period of a contiguous allocation without memory
 // limit (spec §4.6): min over partitions into at most P stages of the largest stage load
 // U(i,j) or boundary load C(i−1), by the classic min-max DP. O(L²·P).

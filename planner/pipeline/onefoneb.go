@@ -142,7 +142,6 @@ func Finalize(pr *Problem, p *Plan, checkMemory bool) error {
 	q := pr
 	if !checkMemory {
 		q = pr.WithMemory(math.MaxInt64)
-		q.opts.Headroom = 0
 	}
 	if rep := Validate(q, p); rep.MemoryPeak != nil {
 		copy(p.MemoryPerGPU, rep.MemoryPeak)

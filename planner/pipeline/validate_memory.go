@@ -75,11 +75,11 @@ func (v *validator) memory() {
 		}
 		rep.MemoryPeak[g] = satAdd(rep.Static[g], peak)
 		if m := pr.Limit(); rep.MemoryPeak[g] > m {
-			what := "the memory"
-			if pr.Options().Headroom > 0 {
-				what = fmt.Sprintf("the memory less its headroom of %.3g", pr.Options().Headroom)
+			what := ""
+			if h := pr.Options().Headroom; h > 0 {
+				what = fmt.Sprintf(" (%d less its headroom of %.3g)", pr.Options().MemoryBytes, h)
 			}
-			v.issue(fmt.Sprintf("gpu %d", g), "needs %d bytes at its peak, more than %s, %d", rep.MemoryPeak[g], what, m)
+			v.issue(fmt.Sprintf("gpu %d", g), "needs %d bytes at its peak, more than the memory %d%s", rep.MemoryPeak[g], m, what)
 		}
 		if g < len(p.MemoryPerGPU) && p.MemoryPerGPU[g] != rep.MemoryPeak[g] {
 			v.issue(fmt.Sprintf("memory_per_gpu[%d]", g), "the plan says %d bytes, the model gives %d", p.MemoryPerGPU[g], rep.MemoryPeak[g])
