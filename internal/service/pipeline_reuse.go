@@ -33,7 +33,7 @@ func (req PipelineRequest) key() requestKey {
 	return requestKey{Algo: cmp.Or(req.Algo, planner.DefaultPipelineAlgo), GPUs: req.Options.GPUs, Memory: req.memory(),
 		Bandwidth: req.Options.Bandwidth, WeightCopies: cmp.Or(req.Options.WeightCopies, pipeline.DefaultWeightCopies),
 		ActivationModel: string(cmp.Or(req.Options.ActivationModel, pipeline.ActivationsSaved)),
-		Temporaries: !req.Options.NoTemporaries, Headroom: req.Options.Headroom, Checkpoint: req.Options.Checkpoint,
+		Temporaries:     !req.Options.NoTemporaries, Headroom: req.Options.Headroom, Checkpoint: req.Options.Checkpoint,
 		Microbatches: req.Microbatches, TimeLimitS: cmp.Or(max(req.TimeLimit, 0), milp.DefaultTimeLimit).Seconds()}
 }
 
