@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history
     from chainplan.pipeline import PipelinePlan, pipeline_plan
+    from chainplan.reuse import find_profile
     from chainplan.schedule import Plan
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
@@ -55,6 +56,7 @@ __all__ = [
     "Plan",
     "pipeline_plan",
     "PipelinePlan",
+    "find_profile",
     "ChainplanError",
     "InfeasibleBudget",
 ]
@@ -62,6 +64,7 @@ __all__ = [
 _WHERE = {
     "pipeline_plan": "chainplan.pipeline.planning",
     "PipelinePlan": "chainplan.pipeline.plan",
+    "find_profile": "chainplan.reuse",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
     "query": "chainplan.api",
