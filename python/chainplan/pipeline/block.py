@@ -106,6 +106,8 @@ class StageBlock(nn.Module):
             generator.
         step: the optimizer step being run (set by the runner).
         microbatch: the micro-batch being run (set around each forward by the runner).
+        inference: whether the forward being run is torch's shape inference, not a step's
+            (set with ``microbatch``).
     """
 
     def __init__(self, layers: Sequence[nn.Module], first: int,
@@ -117,6 +119,7 @@ class StageBlock(nn.Module):
         self.seed: int | None = None
         self.step = 0
         self.microbatch = 0
+        self.inference = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.requires_grad:

@@ -114,16 +114,18 @@ class ModelLayers:
                     ranks.setdefault(id(p), set()).add(s.gpu)
                     params[id(p)] = p
         shared = {k for k, rs in ranks.items() if len(rs) > 1}
+        # In an order every rank computes alike: the layers' parameters, then the prelude's
+        # in the order it reads them (never a set's order, which follows addresses).
+        order = list(dict.fromkeys(id(p) for layer in self.layers for p in layer.parameters()))
         if self.chain is not None and self.chain.prelude is not None:
             for r in self.chain.prelude_reads:
-                if r.kind == "state" and r.parameter and r.owner is not None:
-                    owner = r.owner()
-                    if owner is not None:
-                        p = getattr(owner, r.attr)
-                        params[id(p)] = p
-                        shared.add(id(p))
-        order = list(dict.fromkeys(id(p) for layer in self.layers for p in layer.parameters()))
-        order += [k for k in shared if k not in order]
+                owner = r.owner() if r.kind == "state" and r.parameter and r.owner else None
+                if owner is not None:
+                    p = getattr(owner, r.attr)
+                    params[id(p)] = p
+                    shared.add(id(p))
+                    if id(p) not in order:
+                        order.append(id(p))
         return [params[k] for k in order if k in shared]
 
     def begin_step(self, x: torch.Tensor, args: Sequence[Any], kwargs: dict[str, Any],
@@ -160,10 +162,18 @@ class ModelLayers:
         with side.scope():
             yield
 
-    def finish_step(self, group: Any) -> None:
+    def forget_sides(self) -> None:
+        """Drop the side values computed so far in this step (those of torch's shape
+        inference, whose backward may have left gradients in them)."""
+        self._sides = {}
+
+    def finish_step(self, group: Any, params: Sequence[nn.Parameter], microbatches: int) -> None:
         """After a step's backwards: pass the side values' gradients on to what computed
-        them, then sum the shared parameters' gradients over the ranks (a collective:
-        every rank calls it)."""
+        them, divide the gradients of this rank's ``params`` by the micro-batch count once
+        (the mean-reduced loss of the whole batch; a parameter two stages of one rank read,
+        a tied weight, must not be divided twice, as torch's per-stage scaling would), then
+        sum the shared parameters' gradients over the ranks (a collective: every rank calls
+        it)."""
         for side in self._sides.values():
             pairs = [(s, g) for s, g in zip(side.sources, side.leaf_grads(), strict=True)
                      if g is not None]
@@ -172,6 +182,10 @@ class ModelLayers:
             if pairs:
                 torch.autograd.backward([s for s, _ in pairs], [g for _, g in pairs])
         self._sides = {}
+        with torch.no_grad():
+            for p in params:
+                if p.grad is not None:
+                    p.grad.div_(microbatches)
         self.reduce_shared(group)
 
     def reduce_shared(self, group: Any) -> None:

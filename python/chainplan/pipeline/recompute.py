@@ -89,6 +89,7 @@ class _Recomputed(torch.autograd.Function):
         ctx.block, ctx.runner = block, runner
         ctx.microbatch, ctx.step = block.microbatch, block.step
         ctx.differentiable = x.requires_grad
+        ctx.inference = block.inference
         with block.context(block.microbatch):
             runner.run_ops([Op("F_ck", 1), *[Op("F_none", k) for k in range(2, n + 1)]], 0)
         return runner.acts.pop(n).contiguous()
@@ -100,6 +101,9 @@ class _Recomputed(torch.autograd.Function):
         ctx.block = ctx.runner = None  # the sequence runs once
         mb, step = block.microbatch, block.step
         block.microbatch, block.step = ctx.microbatch, ctx.step
+        # Torch's shape inference runs a backward too; autograd would add its weight
+        # gradients to the step's, which a stage recording its graph never sees.
+        kept = [(p, p.grad) for p in block.parameters()] if ctx.inference else []
         try:
             runner.delta = grad.contiguous()
             del grad
@@ -107,6 +111,8 @@ class _Recomputed(torch.autograd.Function):
                 runner.run_ops(block.recompute.sequence, 0)
         finally:
             block.microbatch, block.step = mb, step
+            for p, g in kept:
+                p.grad = g
         delta = runner.delta
         runner.delta = None
         return None, (delta if ctx.differentiable else None), None

@@ -154,6 +154,7 @@ class PipelineRunner:
             block.seed = seed
             self.blocks[s.index] = block
         self._starts: dict[tuple[int, int], float] = {}
+        self._inferred = False
         self._step = 0
         self._schedule = self._build(name) if self.blocks else None
         if schedule == "auto" and name == "" and self._schedule is not None \
@@ -185,9 +186,9 @@ class PipelineRunner:
             self._stages.append(stage)
         n = self.microbatches
         if name == "Schedule1F1B":
-            return Schedule1F1B(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
+            return Schedule1F1B(self._stages[0], n, loss_fn=self._loss, scale_grads=False)
         if name == "ScheduleGPipe":
-            return ScheduleGPipe(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
+            return ScheduleGPipe(self._stages[0], n, loss_fn=self._loss, scale_grads=False)
         return runtime.plan_schedule(self._stages, n, self._loss, self._group_orders,
                                      max_outstanding_sends=self._max_sends)
 
@@ -195,6 +196,12 @@ class PipelineRunner:
         @contextmanager
         def context(info: Any) -> Iterator[None]:
             block.microbatch = info.microbatch_index
+            block.inference = bool(info.is_metadata_inference)
+            if info.is_metadata_inference:
+                self._inferred = True
+            elif self._inferred:  # the step starts after torch's shape inference
+                self.layers.forget_sides()
+                self._inferred = False
             if not info.is_metadata_inference:
                 self._starts[info.stage_index, info.microbatch_index] = time.perf_counter()
             yield
@@ -269,7 +276,7 @@ class PipelineRunner:
                     target_mbs=([tb.to(self.device) for tb in ts] if ts is not None
                                 else [None] * self.microbatches) if last else None,
                     losses=losses, return_outputs=False)
-            self.layers.finish_step(self._group)
+            self.layers.finish_step(self._group, list(self.parameters()), self.microbatches)
             if losses:
                 loss = torch.stack([v.detach().float() for v in losses]).mean()
             dist.broadcast(loss, src=self.plan.stages[-1].gpu, group=self._group)
