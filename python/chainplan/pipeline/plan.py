@@ -288,7 +288,9 @@ class PipelinePlan:
     def plot(self, path: str | os.PathLike[str] | None = None, *, periods: int = 3) -> str:
         """Draw the plan as ``chainplan plot pipeline`` does: ``periods`` periods of its
         steady state, one lane per device and per link, each operation in its stage's
-        colour with its mini-batch number, and each device's memory against the limit. The
+        colour with its mini-batch number, and each device's memory against the limit; a
+        stored plan (``plan_id``) as ``--plan-id`` draws it, its lanes named after the device
+        its profile ran on and each rank's measured peak beside the predicted one. The
         picture is made by the Go side (``internal/plot``).
 
         Args:
@@ -309,7 +311,10 @@ class PipelinePlan:
 
         if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
             raise PlanError(f"periods must be a positive integer (got {periods!r})")
-        svg = _bind.plot_pipeline(self.to_json(), periods)
+        if self.plan_id is not None:
+            svg = _bind.plot_stored_pipeline(self.plan_id, periods)
+        else:
+            svg = _bind.plot_pipeline(self.to_json(), periods)
         return write_svg(path, svg)
 
     def _repr_svg_(self) -> str | None:

@@ -96,6 +96,16 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
                           f"WHERE plan_id = {p.plan_id}").to_pylist()[0]
     assert row == {"algo": "contiguous", "budget_bytes": p.memory_bytes,
                    "makespan_s": pytest.approx(p.period)}
+    # The same request on the same profile gives back the stored plan; replan plans anew.
+    again = pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
+                          microbatches=8)
+    assert again.plan_id == p.plan_id and any("reused plan" in n for n in again.notes)
+    fresh = pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
+                          microbatches=8, replan=True)
+    assert fresh.plan_id != p.plan_id and fresh.stages == p.stages
+    assert chainplan.find_profile(workers.chain(4), x, loss_fn=workers.loss_fn) == prof.run_id
+    # A stored plan draws with its lanes named after the device its profile ran on.
+    assert ">CPU 0<" in p.plot() and ">device 0<" not in p.plot()
     back = PipelinePlan.load(p.plan_id)
     assert (back.stages, back.pattern, back.period) == (p.stages, p.pattern, p.period)
     assert back.layer_param_bytes == p.layer_param_bytes and back.run_id == p.run_id
