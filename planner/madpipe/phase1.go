@@ -143,26 +143,29 @@ type normalFit struct {
 // may put it in a later group (more mini-batches in flight, a smaller budget: iterated to
 // a fixed point). ok is false when neither fits.
 func (d *dp) normal(i, j int, v float64) normalFit {
+	g := d.g(i, j, v)
+	if d.mem(i, j, g) <= d.memory { // recording fits: the common case, no memo needed
+		return normalFit{load: d.prob.U(i, j), ok: true}
+	}
+	if !d.prob.Options().Checkpoint {
+		return normalFit{}
+	}
 	k := normalKey{i, j, v}
 	if f, ok := d.normals[k]; ok {
 		return f
 	}
-	f := normalFit{load: d.prob.U(i, j), ok: true}
-	if d.mem(i, j, d.g(i, j, v)) > d.memory {
-		f = normalFit{}
-		g := d.g(i, j, v)
-		for range 4 {
-			load, budget, ok := d.prob.RecomputeFit(i, j, g, int64(d.memory))
-			if !ok {
-				break
-			}
-			if g2 := int(max(1, d.groups(v+load))); g2 > g {
-				g = g2
-				continue
-			}
-			f = normalFit{load: load, budget: budget, ok: true}
+	var f normalFit
+	for range 4 {
+		load, budget, ok := d.prob.RecomputeFit(i, j, g, int64(d.memory))
+		if !ok {
 			break
 		}
+		if g2 := int(max(1, d.groups(v+load))); g2 > g {
+			g = g2
+			continue
+		}
+		f = normalFit{load: load, budget: budget, ok: true}
+		break
 	}
 	d.normals[k] = f
 	return f
