@@ -31,6 +31,7 @@ type pipelineRequest struct {
 	Checkpoint      bool    `json:"checkpoint"`
 	Replan          bool    `json:"replan"`
 	TimeLimitS      float64 `json:"time_limit_s"`
+	RequireSolver   bool    `json:"require_solver"`
 	// Microbatches is written into the plan (its optional "microbatches" field), stored
 	// with it, for the executor; the planners do not read it.
 	Microbatches int `json:"microbatches"`
@@ -49,12 +50,13 @@ func parsePipelineRequest(s string) (service.PipelineRequest, error) {
 		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
 			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel),
 			Headroom: r.Headroom, NoTemporaries: r.NoTemporaries, Checkpoint: r.Checkpoint},
-		MinMemory:    r.MinMemory,
-		FasterMemory: r.FasterMemory,
-		Replan:       r.Replan,
-		TimeLimit:    time.Duration(r.TimeLimitS * float64(time.Second)),
-		Source:       service.SourcePython,
-		Microbatches: r.Microbatches,
+		MinMemory:     r.MinMemory,
+		FasterMemory:  r.FasterMemory,
+		Replan:        r.Replan,
+		TimeLimit:     time.Duration(r.TimeLimitS * float64(time.Second)),
+		RequireSolver: r.RequireSolver,
+		Source:        service.SourcePython,
+		Microbatches:  r.Microbatches,
 	}, nil
 }
 
@@ -78,9 +80,9 @@ func pipelineError(err error) error {
 // requestJSON asks ({"algo": "madpipe", "gpus": 4, "memory_bytes": N, "min_memory": false,
 // "faster_memory": false, "bandwidth": B, "weight_copies": 2, "activation_model": "saved",
 // "headroom": 0, "no_temporaries": false, "checkpoint": false, "time_limit_s": 0,
-// "microbatches": 0}; every field but gpus and bandwidth may be left out for its default)
-// and returns {"plan": {...}, "notes": [...]}: the chainplan.pipeline/v1 plan and the
-// planner's notes for the user. Nothing is stored.
+// "microbatches": 0, "require_solver": false}; every field but gpus and bandwidth may be
+// left out for its default) and returns {"plan": {...}, "notes": [...]}: the
+// chainplan.pipeline/v1 plan and the planner's notes for the user. Nothing is stored.
 func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	c, err := chainplan.ParseChain([]byte(chainJSON))

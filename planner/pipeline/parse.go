@@ -33,7 +33,7 @@ func (e *PlanError) Unwrap() error { return chainplan.ErrInvalidPlan }
 var (
 	planRequired = []string{"format", "algo", "gpus", "memory_bytes", "bandwidth", "weight_copies", "activation_model", "period", "stages", "pattern", "memory_per_gpu", "contiguous"}
 	planOptional = []string{"chosen", "predicted_period", "solve_ms", "microbatches", "temporaries", "headroom",
-		"checkpoint", "sequential_time", "unconstrained_period"}
+		"checkpoint", "sequential_time", "unconstrained_period", "fallback"}
 	stageRequired     = []string{"first", "last", "gpu"}
 	stageOptional     = []string{"recompute"}
 	recomputeRequired = []string{"budget_bytes", "sequence"}
@@ -388,6 +388,11 @@ func (r reader) optional(top map[string]json.RawMessage, p *Plan) error {
 	}
 	if p.Headroom >= 1 {
 		return r.fail("headroom", "want a share of the memory in [0, 1) (got %v)", p.Headroom)
+	}
+	if _, ok := top["fallback"]; ok {
+		if p.Fallback, err = r.str(top, "fallback"); err != nil {
+			return err
+		}
 	}
 	return nil
 }

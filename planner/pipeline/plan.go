@@ -80,7 +80,15 @@ type Plan struct {
 	// UnconstrainedPeriod is the period of the best contiguous plan without a memory
 	// limit: UnconstrainedPeriod / Period says what the memory limit costs (1: nothing).
 	UnconstrainedPeriod float64 `json:"unconstrained_period,omitempty"`
+	// Fallback, when set, says that the planner could not compute the plan it was asked
+	// for and returned a weaker one, and why (FallbackNoSolver).
+	Fallback string `json:"fallback,omitempty"`
 }
+
+// FallbackNoSolver is Plan.Fallback when MadPipe's phase 1 found an allocation that only
+// its scheduling MILP can schedule and no MILP solver was found: the plan is the best
+// contiguous one, possibly slower than MadPipe's.
+const FallbackNoSolver = "no-milp-solver"
 
 // Speedup returns SequentialTime / Period, the plan's speed-up over one device running
 // the chain (spec §1.4); 0 when the plan does not say.

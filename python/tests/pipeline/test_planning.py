@@ -124,10 +124,10 @@ def test_one_default_per_parameter(eight: Path, tmp_path: Path) -> None:
     in the Go request type, not in either front end."""
     import json
     import subprocess
+    import sys
 
-    from chainplan._cli import binary
-
-    cli = subprocess.run([str(binary()), "pipeline", "--chain", str(eight), "--gpus", "4",
+    script = Path(sys.executable).parent / "chainplan"  # the installed console script
+    cli = subprocess.run([str(script), "pipeline", "--chain", str(eight), "--gpus", "4",
                           "--memory", "min", "--bandwidth", "10000"],
                          capture_output=True, text=True, check=True, cwd=tmp_path)
     doc = json.loads(cli.stdout)
