@@ -70,7 +70,12 @@ type entry struct {
 }
 
 func newDP(prob *pipeline.Problem, that float64, exact bool) *dp {
-	d := &dp{prob: prob, that: that, memory: float64(prob.Limit()), rooms: map[roomKey]float64{}, gridRooms: map[key]float64{},
+	return newDPWithin(prob, that, exact, float64(prob.Limit()))
+}
+
+// newDPWithin is newDP planning within memory bytes per device instead of the problem's.
+func newDPWithin(prob *pipeline.Problem, that float64, exact bool, memory float64) *dp {
+	d := &dp{prob: prob, that: that, memory: memory, rooms: map[roomKey]float64{}, gridRooms: map[key]float64{},
 		normals: map[normalKey]normalFit{}}
 	d.heaviest = make([]float64, prob.L()+1)
 	for l := 1; l <= prob.L(); l++ {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -24,6 +25,10 @@ const (
 
 // maxAttempts bounds the phase-1 allocations phase 2 tries.
 const maxAttempts = 3
+
+// retryShrinks are the shares of the memory phase 1 plans within again when phase 2
+// found no schedule for its allocations at the full memory (Solve).
+var retryShrinks = []float64{0.9, 0.8}
 
 // Options tunes Solve. The zero value means the defaults.
 type Options struct {
@@ -106,6 +111,23 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 
 	t2 := time.Now()
 	own, noSolver := phase2(pr, its, contig, opts, tr)
+	// Phase 1 estimates the special device's memory optimistically against the ILP's
+	// exact account, so its allocation at the full memory may have no schedule there
+	// while one planned for less memory has: a device of 22 GB would otherwise get a
+	// slower plan than one of 20 GB (vgg16, P = 2). Plan again within less memory, the
+	// ILP still scheduling at the full memory, within what is left of the time limit.
+	deadline := t2.Add(opts.TimeLimit)
+	for _, shrink := range retryShrinks {
+		if own != nil || noSolver || len(tr.Attempts) == 0 || time.Until(deadline) < 100*time.Millisecond {
+			break
+		}
+		t := time.Now()
+		more := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		tr.Phase1 += time.Since(t)
+		retry := opts
+		retry.TimeLimit = time.Until(deadline)
+		own, _ = phase2(pr, more, contig, retry, tr)
+	}
 	tr.Phase2 = time.Since(t2)
 
 	best := contig
@@ -164,7 +186,7 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 			tr.note("madpipe: allocation %v: %v", it.stages, err)
 			continue
 		}
-		if !pipeline.IsContiguous(st) && len(todo) < maxAttempts {
+		if !pipeline.IsContiguous(st) && len(todo) < maxAttempts && !tried(tr, st) {
 			todo = append(todo, st)
 		}
 	}
@@ -191,6 +213,23 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 		}
 	}
 	return best, false
+}
+
+// tried reports whether phase 2 already scheduled allocation st (Trace.Attempts).
+func tried(tr *Trace, st []pipeline.Stage) bool {
+	return slices.ContainsFunc(tr.Attempts, func(a Attempt) bool {
+		return slices.EqualFunc(a.Stages, st, func(x, y pipeline.Stage) bool {
+			return x.First == y.First && x.Last == y.Last && x.GPU == y.GPU && budgetOf(x) == budgetOf(y)
+		})
+	})
+}
+
+// budgetOf is the activation budget of a recomputing stage, 0 for one that records.
+func budgetOf(s pipeline.Stage) int64 {
+	if s.Recompute == nil {
+		return 0
+	}
+	return s.Recompute.BudgetBytes
 }
 
 // allocate puts phase 1's stages on devices: the special stages on one device, each

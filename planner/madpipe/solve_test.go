@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -202,5 +204,38 @@ func TestMinMemory(t *testing.T) {
 			t.Fatalf("case %d: MinMemory = %d outside [%d, %d]", i, got, pipeline.MemoryLowerBound(pr), need)
 		}
 		mustSolve(t, pr.WithMemory(got), nil)
+	}
+}
+
+// TestRetriesWithinLessMemory: on vgg16 (P = 2, 12 GB/s) phase 1's allocation at 22 GB
+// (and 24) has no schedule within that memory (its estimate of the special device's
+// memory is optimistic), while the one it plans at 20 GB has. Solve plans phase 1 again
+// within less memory, so 22 GB does not give a slower plan than 20 GB.
+func TestRetriesWithinLessMemory(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "vgg16.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chainplan.ParseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(memory int64) (*pipeline.Plan, *Trace) {
+		tr := &Trace{}
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: memory, Bandwidth: 12e9})
+		return mustSolve(t, pr, tr), tr
+	}
+	base, _ := plan(20e9)
+	if base.Chosen != ChosenMadPipe {
+		t.Fatalf("20 GB: chosen %q, want MadPipe's own plan", base.Chosen)
+	}
+	for _, m := range []int64{22e9} {
+		p, tr := plan(m)
+		if p.Chosen != ChosenMadPipe || p.Period > base.Period*(1+1e-9) {
+			t.Errorf("%d B: chosen %q period %g, want MadPipe's plan no slower than %g at 20 GB", m, p.Chosen, p.Period, base.Period)
+		}
+		if len(tr.Attempts) < 2 || tr.Attempts[0].Period != 0 {
+			t.Errorf("%d B: attempts %+v, want the full memory's allocation unscheduled, then a retry", m, tr.Attempts)
+		}
 	}
 }
