@@ -39,12 +39,12 @@ type ckPoint struct {
 
 // ckSeries is one (model, P) at β = 12 GB/s.
 type ckSeries struct {
-	model                string
-	chain                *chainplan.Chain
-	gpus                 int
-	minPlain, minCk      int64
-	points               []ckPoint
-	seqTime, weightBytes float64
+	model           string
+	chain           *chainplan.Chain
+	gpus            int
+	minPlain, minCk int64
+	points          []ckPoint
+	seqTime         float64
 }
 
 // ckProblem is the runtime model (saved activations, temporaries) at memory, checkpointing

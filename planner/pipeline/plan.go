@@ -190,11 +190,6 @@ func IsContiguous(stages []Stage) bool {
 	return true
 }
 
-// header returns a plan with the problem's options filled in and no stages.
-func (p *Problem) header(algo string, period float64) *Plan {
-	return p.Header(algo, period)
-}
-
 // Header returns a plan for p with its options filled in (devices, memory, bandwidth,
 // weight copies, activation model, temporaries, headroom, checkpoint) and no stages: how
 // every planner starts the document it returns.
