@@ -9,7 +9,7 @@ import (
 // Executions returns the executions of plan planID, oldest first (none for a plan that
 // never ran or does not exist).
 func (db *DB) Executions(ctx context.Context, planID int64) ([]*Execution, error) {
-	rows, err := db.r.QueryContext(ctx, `SELECT execution_id, plan_id, created_at, steps, step_time_s, peak_bytes,
+	rows, err := db.query(ctx, `SELECT execution_id, plan_id, created_at, steps, step_time_s, peak_bytes,
 		torch_version, device, host, metadata_json FROM executions WHERE plan_id = ? ORDER BY execution_id`, planID)
 	if err != nil {
 		return nil, fmt.Errorf("read executions of plan %d: %w", planID, err)

@@ -8,8 +8,12 @@ import (
 )
 
 func TestExecutions(t *testing.T) {
+	eachBackend(t, testExecutions)
+}
+
+func testExecutions(t *testing.T, b testBackend) {
 	ctx := context.Background()
-	db := tempDB(t)
+	db := b.open(t)
 	res, err := db.Ingest(ctx, sampleProfile(1, 2, 1))
 	if err != nil {
 		t.Fatal(err)
