@@ -19,6 +19,7 @@ type CopyStats struct {
 	Executions   int `json:"executions"`    // executions copied, of every plan
 	Bandwidths   int `json:"bandwidths"`    // bandwidths copied, of every run
 	PlansSkipped int `json:"plans_skipped"` // plans the destination held already
+	Simulations  int `json:"simulations"`   // pipeline simulations copied, of every run
 }
 
 // copyTables are the tables Copy copies and how each hangs off a run; a table the schema
@@ -31,6 +32,8 @@ var copyTables = []struct{ table, id, parent string }{
 	{"bandwidths", "bandwidth_id", "run_id"},
 	{"plans", "plan_id", "run_id"},
 	{"executions", "execution_id", "plan_id"},
+	{"simulations", "simulation_id", "run_id"},
+	{"simulation_stages", "", "simulation_id"},
 }
 
 // Copy copies src's history into dst, run by run, oldest first, each run in one
@@ -113,6 +116,10 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 			return err
 		}
 	}
+	sims, err := readSimulations(ctx, src, cols, id)
+	if err != nil {
+		return err
+	}
 	var delta CopyStats
 	err = dst.write(ctx, func(tx txn) error {
 		delta = CopyStats{}
@@ -152,7 +159,11 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 			return err
 		}
 		delta.Bandwidths = n
-		return copyPlans(ctx, tx, cols, newID, plans, executions, &delta)
+		planIDs, err := copyPlans(ctx, tx, cols, newID, plans, executions, &delta)
+		if err != nil {
+			return err
+		}
+		return copySimulations(ctx, tx, cols, newID, planIDs, sims, &delta)
 	})
 	if err != nil {
 		return err
@@ -165,18 +176,21 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 	stats.PlansSkipped += delta.PlansSkipped
 	stats.Executions += delta.Executions
 	stats.Bandwidths += delta.Bandwidths
+	stats.Simulations += delta.Simulations
 	return nil
 }
 
 // copyPlans inserts the plans (their source id first, then cols["plans"]) that run runID
-// of dst lacks, and the executions of every plan that dst lacks.
+// of dst lacks, and the executions of every plan that dst lacks. It returns the plan ids of
+// dst by those of src.
 func copyPlans(ctx context.Context, tx txn, cols map[string][]string, runID int64, plans [][]any,
-	executions map[int64][][]any, delta *CopyStats) error {
+	executions map[int64][][]any, delta *CopyStats) (map[int64]int64, error) {
 	planCols := cols["plans"]
 	have, err := selectRows(ctx, txReader{tx}, "plans", append([]string{"plan_id"}, planCols...), "run_id = ?", runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ids := map[int64]int64{}
 	byKey := map[string]int64{}
 	for _, p := range have {
 		byKey[rowKey(planCols, p[1:], "run_id")] = p[0].(int64)
@@ -191,17 +205,18 @@ func copyPlans(ctx context.Context, tx txn, cols map[string][]string, runID int6
 			err := tx.queryRow(ctx, "INSERT INTO plans ("+strings.Join(planCols, ", ")+") VALUES (?"+
 				repeat(", ?", len(planCols)-1)+") RETURNING plan_id", values...).Scan(&newID)
 			if err != nil {
-				return fmt.Errorf("insert plan: %w", err)
+				return nil, fmt.Errorf("insert plan: %w", err)
 			}
 			delta.Plans++
 		}
+		ids[srcID] = newID
 		n, err := insertMissing(ctx, tx, "executions", cols["executions"], "plan_id", newID, executions[srcID])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		delta.Executions += n
 	}
-	return nil
+	return ids, nil
 }
 
 // insertCopies inserts rows (values of cols) into table with their parent column set to

@@ -11,6 +11,8 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/bench/internal/machine"
+	"github.com/chainplan/chainplan/bench/internal/profiles"
+	"github.com/chainplan/chainplan/bench/internal/stats"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -161,7 +163,7 @@ func runCheckpoint(names []string, gpus []int, levels int, limit time.Duration, 
 	start := time.Now()
 	var all []*ckSeries
 	for _, name := range names {
-		c, err := importProfile(name)
+		c, err := profiles.PipeDream(name)
 		if err != nil {
 			return err
 		}
@@ -223,7 +225,7 @@ func ckReport(all []*ckSeries, limit, took time.Duration) string {
 	}
 	p("**Checkpointing inside stages beats both plain MadPipe and rotor at %d of %d points**: at %d of them plain MadPipe ", wins, points, onlyCk)
 	p("has no plan at all, at the other %d it is faster, %.2f× plain MadPipe's speed (geometric mean; largest %.2f×). ",
-		len(gains), geomean(gains), maxOf(gains))
+		len(gains), stats.GeoMean(gains), maxOf(gains))
 	p("MadPipe's smallest memory is lower with checkpointing in %d of %d series.\n\n", lower, len(all))
 	p("| model | P | smallest memory, plain | with checkpointing | ratio |\n|---|---|---|---|---|\n")
 	for _, s := range all {

@@ -2,6 +2,11 @@ package pipeline
 
 import "fmt"
 
+// This file is the one definition of what a stage costs in the model: the durations of its
+// operations and the memory of each device. The validator checks plans against it and
+// planner/pipesim simulates schedules with it, so that a plan and its simulation cannot
+// disagree on the model.
+
 // StageCost is what one stage costs its device in the model (docs/pipeline.md, "What a
 // device holds"): the durations of its forward and backward, the bytes each mini-batch in
 // flight keeps from the start of its forward to the end of its backward, the transient
@@ -59,12 +64,13 @@ func (p *Problem) SoleMemory(s Stage, g int) (int64, error) {
 
 // DeviceStatic returns each device's static memory under an allocation: the weights of
 // its stages and a buffer of 2·a for every boundary it borders (one activation and one
-// gradient in transit each way; none at the chain's ends).
+// gradient in transit each way; none at the chain's ends). Stages must name devices in
+// 0..GPUs−1.
 func (p *Problem) DeviceStatic(stages []Stage) []int64 {
 	out := make([]int64, p.opts.GPUs)
 	for k, s := range stages {
 		out[s.GPU] += int64(p.opts.WeightCopies) * p.Weights(s.First, s.Last)
-		if k+1 < len(stages) && stages[k+1].GPU != s.GPU {
+		if Crosses(stages, k) {
 			buf := 2 * p.Out(s.Last)
 			out[s.GPU] += buf
 			out[stages[k+1].GPU] += buf

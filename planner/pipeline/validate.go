@@ -179,9 +179,7 @@ func (v *validator) stages() {
 }
 
 // crosses reports whether stage k's output goes to another device (k+1 exists).
-func (v *validator) crosses(k int) bool {
-	return k+1 < len(v.p.Stages) && v.p.Stages[k].GPU != v.p.Stages[k+1].GPU
-}
+func (v *validator) crosses(k int) bool { return Crosses(v.p.Stages, k) }
 
 func (v *validator) pattern() {
 	p, n := v.p, len(v.p.Stages)
