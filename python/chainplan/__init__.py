@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history
     from chainplan.pipeline import PipelinePlan, pipeline_plan
+    from chainplan.reuse import find_profile
     from chainplan.schedule import Plan
     from chainplan.simulating import pipesim
     from chainplan.stages import stages
@@ -57,6 +58,7 @@ __all__ = [
     "Plan",
     "pipeline_plan",
     "PipelinePlan",
+    "find_profile",
     "pipesim",
     "ChainplanError",
     "InfeasibleBudget",
@@ -65,6 +67,7 @@ __all__ = [
 _WHERE = {
     "pipeline_plan": "chainplan.pipeline.planning",
     "PipelinePlan": "chainplan.pipeline.plan",
+    "find_profile": "chainplan.reuse",
     "pipesim": "chainplan.simulating",
     "profile": "chainplan.api",
     "plan": "chainplan.api",

@@ -256,6 +256,11 @@ def plot_stored_timeline(plan_id: int) -> str:
     return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
 
 
+def plot_stored_pipeline(plan_id: int, periods: int) -> str:
+    """A stored pipeline plan's Gantt chart (its device kind, each rank's measured peak)."""
+    return str(call(_go().PlotStoredPipeline, db_path(), plan_id, periods))
+
+
 def plot_history(run_id: int, model: str) -> str:
     """Predicted against measured for the plans of run ``run_id`` (when positive) or of
     every run of ``model``, as an SVG document (``pybind.PlotHistory``)."""
