@@ -38,9 +38,9 @@ func TestAMPE1(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []struct {
-		pp, dp, gas  int
-		pipe, sync   float64
-		total        float64
+		pp, dp, gas int
+		pipe, sync  float64
+		total       float64
 	}{
 		{2, 2, 4, 0.101, 0.004, 0.105},
 		{4, 1, 8, 0.1112, 0, 0.1112},
