@@ -15,7 +15,7 @@ import (
 
 // coarsen returns block boundaries over m's layers: every layer its own block when there
 // are at most maxBlocks, else maxBlocks contiguous blocks minimising the largest block's
-// time at the profiled batch (the min-max partition, found by Partition with one class
+// time at the profiled batch (the min-max partition, found by cutProblem with one class
 // and a weight on the bottleneck that dominates the constant Σt).
 func coarsen(m *workload.Model, maxBlocks int) []int {
 	L := m.L()
@@ -30,7 +30,7 @@ func coarsen(m *workload.Model, maxBlocks int) []int {
 	for i := range m.Layers {
 		pre[i+1] = pre[i] + m.Layers[i].FwdTimeS + m.Layers[i].BwdTimeS
 	}
-	p := &Partition{Pre: [][]float64{pre}, Class: make([]int, maxBlocks), GAS: 1 << 20}
+	p := &cutProblem{Pre: [][]float64{pre}, Class: make([]int, maxBlocks), GAS: 1 << 20}
 	_, bounds := p.Solve()
 	return bounds
 }

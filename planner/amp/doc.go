@@ -12,7 +12,7 @@
 // Search enumerates tmp ∈ divisors(devices per node), dp ∈ divisors(N/tmp), pp = N/(tmp·dp)
 // ≤ L and mbs ∈ divisors(gbs/dp) (gas = gbs/(dp·mbs)), places ranks in Megatron's order
 // (tmp fastest, then dp, then pp, filling nodes in order; also the reverse order on a
-// heterogeneous cluster), assigns blocks to stages with the exact DP (Partition), prices
+// heterogeneous cluster), assigns blocks to stages with the exact DP (partition.go), prices
 // each candidate with Eq. 4 and ranks them. Differences from AMP, each from spec §5.3:
 //
 //   - a stage's time uses the slowest device type among its devices (a relative speed
@@ -30,8 +30,8 @@
 //   - MadPipe's contiguous partitioner (planner/contiguous), which is memory-aware, as an
 //     alternative cut priced by the same model (Options.Cut).
 //
-// The DP is exact for Eq. 5 with per-stage device speeds (Partition; brute-force equal on
+// The DP is exact for Eq. 4 with per-stage device speeds (partition.go; brute-force equal on
 // thousands of random cases). Its cost, O(|M|·k·L²) over the candidate bottlenecks M,
-// drops sharply with the pruning of Partition; models of hundreds of layers are coarsened
+// drops sharply with its pruning; models of hundreds of layers are coarsened
 // to Options.Blocks blocks first (trap §3.10-9).
 package amp

@@ -37,7 +37,7 @@ func (s *searcher) evaluate(g Degrees, placement, cut string) (*Candidate, error
 // price completes a candidate for an assignment: per-stage times and memory (the memory
 // filter, which may checkpoint a stage and lengthen it), Eq. 5 with the final stage
 // times, the data-parallel synchronisation and Eq. 4.
-func (s *searcher) price(lay *layout, part *Partition, bounds []int, cut string) (*Candidate, error) {
+func (s *searcher) price(lay *layout, part *cutProblem, bounds []int, cut string) (*Candidate, error) {
 	g := lay.g
 	c := &Candidate{PP: g.PP, DP: g.DP, TMP: g.TMP, MBS: g.MBS, GAS: lay.gas, Placement: lay.placement, Cut: cut,
 		Boundaries: slices.Clone(bounds), Fits: true}

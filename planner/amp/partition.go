@@ -5,7 +5,7 @@ import (
 	"slices"
 )
 
-// Partition is the layer-assignment problem of spec §3.5 for a fixed pipeline depth
+// cutProblem is the layer-assignment problem of spec §3.5 for a fixed pipeline depth
 // k = len(Class) and gas micro-batches, with a speed class per stage: stage j (0-based)
 // runs blocks a..b−1 in Pre[Class[j]][b] − Pre[Class[j]][a], one micro-batch forward and
 // backward on its devices; cutting after the first c blocks between stages j and j+1
@@ -18,7 +18,7 @@ import (
 // depends on the cut too (a stage's gradients are its blocks' parameters), and AMP's DP,
 // which leaves it out, can pick a cut whose synchronisation costs more than it saves.
 // With one class and no Sync, Σ_j T_j is constant and this is exactly the paper's problem.
-type Partition struct {
+type cutProblem struct {
 	// Pre[c] holds the prefix sums of the blocks' times on class c: Pre[c][0] = 0,
 	// Pre[c][i] the first i blocks; non-decreasing.
 	Pre [][]float64
@@ -32,17 +32,17 @@ type Partition struct {
 	// Sync, when set, makes stage j's synchronisation S_j = Sync.Base[j] +
 	// Sync.PerByte[j]·(Sync.Bytes[b] − Sync.Bytes[a]) for blocks a..b−1 (Sync.Bytes: the
 	// blocks' parameter bytes as prefix sums), and Solve minimises T^pp + max_j S_j.
-	Sync *Sync
+	Sync *syncTerm
 }
 
-// Sync is the synchronisation term of Partition: affine in the stage's parameter bytes.
-type Sync struct {
+// syncTerm is the synchronisation term of cutProblem: affine in the stage's parameter bytes.
+type syncTerm struct {
 	Base, PerByte []float64 // per stage: α terms, and seconds per byte
 	Bytes         []float64 // prefix sums over blocks, Bytes[0] = 0
 }
 
 // stage returns S_j for blocks a..b−1.
-func (y *Sync) stage(j, a, b int) float64 {
+func (y *syncTerm) stage(j, a, b int) float64 {
 	if y == nil {
 		return 0
 	}
@@ -61,11 +61,11 @@ func (y *Sync) stage(j, a, b int) float64 {
 // stops once (gas−1)·m plus the unconstrained minimum of Σ(T_j + e_j) reaches the best
 // cost found, which no larger m can beat. The result equals the paper's O(k·L⁴) DP
 // (Appendix A.1) and brute force (tests).
-func (p *Partition) Solve() (float64, []int) {
+func (p *cutProblem) Solve() (float64, []int) {
 	k := len(p.Class)
 	L := len(p.Pre[0]) - 1
 	if k < 1 || k > L {
-		panic("amp: Partition.Solve: want 1 ≤ k ≤ L")
+		panic("amp: cutProblem.Solve: want 1 ≤ k ≤ L")
 	}
 	d := newSweep(p, k, L)
 	inf := math.Inf(1)
@@ -110,7 +110,7 @@ func (p *Partition) Solve() (float64, []int) {
 }
 
 // Cost returns T^pp of the assignment bounds (k+1 boundaries from 0 to L).
-func (p *Partition) Cost(bounds []int) float64 {
+func (p *cutProblem) Cost(bounds []int) float64 {
 	var sum float64
 	for j := 0; j+1 < len(bounds); j++ {
 		sum += p.stageTime(j, bounds[j], bounds[j+1])
@@ -122,7 +122,7 @@ func (p *Partition) Cost(bounds []int) float64 {
 }
 
 // maxSync returns max_j S_j of an assignment (0 without Sync).
-func (p *Partition) maxSync(bounds []int) float64 {
+func (p *cutProblem) maxSync(bounds []int) float64 {
 	var m float64
 	for j := 0; j+1 < len(bounds); j++ {
 		m = math.Max(m, p.Sync.stage(j, bounds[j], bounds[j+1]))
@@ -131,7 +131,7 @@ func (p *Partition) maxSync(bounds []int) float64 {
 }
 
 // syncs returns every possible S_j, sorted and distinct.
-func (p *Partition) syncs(L int) []float64 {
+func (p *cutProblem) syncs(L int) []float64 {
 	var ss []float64
 	for j := range p.Class {
 		for a := 0; a < L; a++ {
@@ -145,7 +145,7 @@ func (p *Partition) syncs(L int) []float64 {
 }
 
 // bottleneck returns max_j T_j of an assignment.
-func (p *Partition) bottleneck(bounds []int) float64 {
+func (p *cutProblem) bottleneck(bounds []int) float64 {
 	var m float64
 	for j := 0; j+1 < len(bounds); j++ {
 		m = math.Max(m, p.stageTime(j, bounds[j], bounds[j+1]))
@@ -153,14 +153,14 @@ func (p *Partition) bottleneck(bounds []int) float64 {
 	return m
 }
 
-func (p *Partition) stageTime(j, a, b int) float64 {
+func (p *cutProblem) stageTime(j, a, b int) float64 {
 	pre := p.Pre[p.Class[j]]
 	return pre[b] - pre[a]
 }
 
 // bottlenecks returns every possible stage time (segment sums of the classes the stages
 // use), sorted and distinct.
-func (p *Partition) bottlenecks(L int) []float64 {
+func (p *cutProblem) bottlenecks(L int) []float64 {
 	var ms []float64
 	seen := map[int]bool{}
 	for _, c := range p.Class {
@@ -181,14 +181,14 @@ func (p *Partition) bottlenecks(L int) []float64 {
 
 // sweep is the bounded DP's reusable state.
 type sweep struct {
-	p    *Partition
+	p    *cutProblem
 	k, L int
 	e    [][]float64 // e[j][c]: Comm(c, j)
 	g    [][]float64 // g[j][i]: min Σ(T+e) of blocks 0..i−1 in stages 0..j
 	arg  [][]int
 }
 
-func newSweep(p *Partition, k, L int) *sweep {
+func newSweep(p *cutProblem, k, L int) *sweep {
 	d := &sweep{p: p, k: k, L: L, e: make([][]float64, k), g: make([][]float64, k), arg: make([][]int, k)}
 	for j := range k {
 		d.g[j] = make([]float64, L+1)

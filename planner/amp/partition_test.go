@@ -9,12 +9,12 @@ import (
 
 // onePartition is the paper's problem: one speed class, e[c] the cost of cutting after
 // block c (1-based count of blocks before the cut, as Comm takes it).
-func onePartition(t []float64, e map[int]float64, k, gas int) *Partition {
+func onePartition(t []float64, e map[int]float64, k, gas int) *cutProblem {
 	pre := make([]float64, len(t)+1)
 	for i, x := range t {
 		pre[i+1] = pre[i] + x
 	}
-	return &Partition{Pre: [][]float64{pre}, Class: make([]int, k), GAS: gas,
+	return &cutProblem{Pre: [][]float64{pre}, Class: make([]int, k), GAS: gas,
 		Comm: func(c, _ int) float64 { return e[c] }}
 }
 
@@ -69,7 +69,7 @@ func paperDP(t []float64, e func(c, j int) float64, k, gas int) float64 {
 }
 
 // bruteForce tries every assignment of L blocks to k stages (C(L−1, k−1) of them).
-func bruteForce(p *Partition, L, k int) (float64, []int) {
+func bruteForce(p *cutProblem, L, k int) (float64, []int) {
 	best, bestBounds := math.Inf(1), []int(nil)
 	bounds := make([]int, k+1)
 	bounds[k] = L
@@ -170,7 +170,7 @@ func TestDPBruteForce(t *testing.T) {
 			t.Fatalf("t=%v k=%d gas=%d: paper DP %v, brute force %v", tt, k, gas, paper, want)
 		}
 		// Eq. 4's synchronisation term, affine in each stage's parameters.
-		p.Sync = &Sync{Base: make([]float64, k), PerByte: make([]float64, k), Bytes: make([]float64, L+1)}
+		p.Sync = &syncTerm{Base: make([]float64, k), PerByte: make([]float64, k), Bytes: make([]float64, L+1)}
 		for i := range L {
 			p.Sync.Bytes[i+1] = p.Sync.Bytes[i] + float64(r.IntN(6))
 		}

@@ -126,12 +126,12 @@ func (s *searcher) comm(lay *layout, c, j int) float64 {
 }
 
 // partition returns the layout's assignment problem.
-func (s *searcher) partition(lay *layout) *Partition {
+func (s *searcher) partition(lay *layout) *cutProblem {
 	pre := make([][]float64, len(lay.classes))
 	for i := range lay.classes {
 		pre[i] = lay.classes[i].pre
 	}
-	return &Partition{Pre: pre, Class: lay.class, GAS: lay.gas, Comm: func(c, j int) float64 { return s.comm(lay, c, j) },
+	return &cutProblem{Pre: pre, Class: lay.class, GAS: lay.gas, Comm: func(c, j int) float64 { return s.comm(lay, c, j) },
 		Sync: s.sync(lay)}
 }
 
@@ -174,16 +174,16 @@ func (s *searcher) syncLinks(lay *layout) []cluster.Link {
 	return links
 }
 
-// sync returns Eq. 4's synchronisation term as Partition takes it: stage j's devices each
+// sync returns Eq. 4's synchronisation term as cutProblem takes it: stage j's devices each
 // all-reduce the gradients of their share of its parameters (÷ tmp) among the dp replicas,
 // a ring of 2(dp−1)(α + bytes/(tmp·dp)·β) (Eq. 3) over the stage's slowest group; nil
 // without data parallelism.
-func (s *searcher) sync(lay *layout) *Sync {
+func (s *searcher) sync(lay *layout) *syncTerm {
 	g := lay.g
 	if g.DP == 1 {
 		return nil
 	}
-	y := &Sync{Base: make([]float64, g.PP), PerByte: make([]float64, g.PP), Bytes: make([]float64, len(s.blocks))}
+	y := &syncTerm{Base: make([]float64, g.PP), PerByte: make([]float64, g.PP), Bytes: make([]float64, len(s.blocks))}
 	for b := 1; b < len(s.blocks); b++ {
 		y.Bytes[b] = float64(s.paramBytes(0, s.blocks[b]))
 	}
