@@ -28,7 +28,7 @@ const (
 
 // Cuts for Options.Cut.
 const (
-	CutAMP     = "amp"     // AMP's exact DP (cutProblem), the default
+	CutAMP     = "amp"     // AMP's exact DP (partition.go), the default
 	CutMadPipe = "madpipe" // MadPipe's memory-aware contiguous partitioner
 	CutBest    = "best"    // both, the better priced kept
 )

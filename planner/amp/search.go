@@ -28,7 +28,7 @@ type searcher struct {
 
 // Search runs the 3-D search of spec §5.3 on model m and cluster c and returns the TopK
 // candidates by predicted iteration time (Eq. 4, each candidate's cut minimising it
-// whole: cutProblem), with Megatron's best for comparison.
+// whole), with Megatron's best for comparison.
 // Under MemoryRotor or MemoryDrop only candidates that fit are ranked; under MemoryOff
 // every candidate is, and Candidate.Fits says which would run out of memory.
 //
