@@ -60,6 +60,9 @@ type Entry struct {
 	Schedule *ScheduleFuncs `json:"-"`
 	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
 	Pipeline *PipelineFuncs `json:"-"`
+	// Parallel holds the functions of the parallel planners (family Parallel); nil for
+	// the other families.
+	Parallel *ParallelFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

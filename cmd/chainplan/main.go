@@ -121,6 +121,10 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newPipelineCmd(e),
 		newPlotCmd(e),
 		newReportCmd(e),
+		newAdviseCmd(e),
+		newSearch3DCmd(e),
+		newAdviceCmd(e),
+		newClusterCmd(e),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

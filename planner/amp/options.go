@@ -37,29 +37,29 @@ const (
 // documented default.
 type Options struct {
 	// GlobalBatch is gbs, the samples of one iteration (required, ≥ 1).
-	GlobalBatch int64
+	GlobalBatch int64 `json:"global_batch,omitempty"`
 	// TMPMax bounds the tensor degree (0: the smallest node's device count, Megatron's
 	// bound; spec §3.6).
-	TMPMax int
+	TMPMax int `json:"tmp_max,omitempty"`
 	// Schedule is the pipeline schedule the memory filter assumes ("" means 1f1b).
-	Schedule string
+	Schedule string `json:"schedule,omitempty"`
 	// MemoryCheck is the memory filter ("" means rotor).
-	MemoryCheck string
+	MemoryCheck string `json:"memory_check,omitempty"`
 	// Cut picks the layer assignment ("" means amp).
-	Cut string
+	Cut string `json:"cut,omitempty"`
 	// TopK is the number of candidates returned (0 means 10; negative: all).
-	TopK int
+	TopK int `json:"top_k,omitempty"`
 	// Blocks bounds the blocks the DP assigns: a model with more layers is coarsened into
 	// this many blocks of balanced time (0 means 64).
-	Blocks int
+	Blocks int `json:"blocks,omitempty"`
 	// DeviceSpeed is each device type's speed relative to the device the profile ran on
 	// (a T4 at 0.3: its times are the profile's / 0.3); a type not listed runs at 1.
-	DeviceSpeed map[string]float64
+	DeviceSpeed map[string]float64 `json:"device_speed,omitempty"`
 	// Optimizer names the optimizer whose state memory counts: "auto" (the profiled one,
 	// else adam), "adam", "momentum", "sgd", "none" ("" means auto).
-	Optimizer string
+	Optimizer string `json:"optimizer,omitempty"`
 	// Slots is rotor's memory discretization (0: its default).
-	Slots int64
+	Slots int64 `json:"slots,omitempty"`
 }
 
 // OptionError reports a bad option; Field is the request field's name.

@@ -22,33 +22,33 @@ const (
 // batch has a documented default.
 type Options struct {
 	// DatasetSize is D, the samples of one epoch (required, ≥ 1).
-	DatasetSize int64
+	DatasetSize int64 `json:"dataset_size,omitempty"`
 	// GlobalBatch fixes B for every device count (strong scaling); BatchPerDevice sets
 	// B = BatchPerDevice × p (weak scaling, ParaDL's default). Give exactly one.
-	GlobalBatch    int64
-	BatchPerDevice int64
+	GlobalBatch    int64 `json:"global_batch,omitempty"`
+	BatchPerDevice int64 `json:"batch_per_device,omitempty"`
 	// Strategies lists the strategies to evaluate; nil means all of them (data+offloading
 	// only when Offload is set, data+checkpointing only when Checkpoint is).
-	Strategies []Strategy
+	Strategies []Strategy `json:"strategies,omitempty"`
 	// Devices lists the device counts p to evaluate; nil means 1, 2, 4, ... up to the
 	// cluster's size. Counts above the cluster's size are refused.
-	Devices []int
+	Devices []int `json:"devices,omitempty"`
 	// Goal ranks the candidates ("" means GoalTime).
-	Goal Goal
+	Goal Goal `json:"goal,omitempty"`
 	// Gamma is γ; 0 calibrates it from the profile (spec §2.7), or 1 without measured
 	// activation sizes.
-	Gamma float64
+	Gamma float64 `json:"gamma,omitempty"`
 	// Optimizer is the optimizer whose state memory counts ("" means OptimizerAuto).
-	Optimizer string
+	Optimizer string `json:"optimizer,omitempty"`
 	// Checkpoint makes data+checkpointing a candidate: rotor on the per-device chain when
 	// data parallelism does not fit. Offload does the same with pofo (data+offloading),
 	// which needs the cluster's host bandwidth.
-	Checkpoint bool
-	Offload    bool
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	Offload    bool `json:"offload,omitempty"`
 	// Segments is S, the pipeline's micro-batches; 0 means min(4p, B).
-	Segments int
+	Segments int `json:"segments,omitempty"`
 	// Slots is the memory discretization of rotor and pofo (0: their defaults).
-	Slots int64
+	Slots int64 `json:"slots,omitempty"`
 }
 
 // OptionError reports a bad option; Field is the request field's name (dataset_size,

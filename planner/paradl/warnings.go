@@ -3,6 +3,8 @@ package paradl
 import (
 	"fmt"
 	"math"
+
+	"github.com/chainplan/chainplan/planner/workload"
 )
 
 // warnings returns the candidate's warnings, from ParaDL's table of limitations and
@@ -15,8 +17,9 @@ func (e *evaluator) warnings(c *Candidate) []string {
 		}
 		return 100 * part / whole
 	}
+	// Without batch times a note says once that per-sample times are held constant.
 	lo, _ := e.m.ProfiledBatches()
-	if c.SamplesPerDevice > 0 && c.SamplesPerDevice < float64(lo) {
+	if e.m.Known.Has(workload.FieldBatchTimes) && c.SamplesPerDevice > 0 && c.SamplesPerDevice < float64(lo) {
 		w = append(w, fmt.Sprintf("%.4g samples per device is below the smallest profiled batch (%d): per-sample times extrapolated, likely optimistic",
 			c.SamplesPerDevice, lo))
 	}

@@ -18,6 +18,9 @@ Usage::
                                  microbatches=8)          # a pipeline over 4 ranks, stored
     runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
 
+    adv = chainplan.advise(prof, "cluster.yaml", dataset_size=50_000, batch_per_device=64)
+    s3 = chainplan.search3d(prof, "cluster.yaml", global_batch=512)  # past one device
+
 Public names are imported on first use, so that the torch-free modules
 (``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
 """
@@ -29,10 +32,12 @@ from typing import TYPE_CHECKING
 from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from chainplan.advice import Advice, Search3D
     from chainplan.api import measure, plan, profile, query, record, runs
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history
+    from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.schedule import Plan
     from chainplan.stages import stages
@@ -57,6 +62,10 @@ __all__ = [
     "PipelinePlan",
     "ChainplanError",
     "InfeasibleBudget",
+    "advise",
+    "search3d",
+    "Advice",
+    "Search3D",
 ]
 
 _WHERE = {
@@ -78,6 +87,10 @@ _WHERE = {
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",
     "InfeasibleBudget": "chainplan.errors",
+    "advise": "chainplan.parallel",
+    "search3d": "chainplan.parallel",
+    "Advice": "chainplan.advice",
+    "Search3D": "chainplan.advice",
 }
 
 

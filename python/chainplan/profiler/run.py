@@ -15,7 +15,7 @@ import datetime as _dt
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,15 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
+from chainplan.profiler.parallel import (
+    OptimizerFactory,
+    StageStructure,
+    check_batch_sizes,
+    measure_optimizer,
+    resize_batch,
+    stage_structure,
+    with_parallel,
+)
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
@@ -33,7 +42,13 @@ from chainplan.profiler.spread import (
     stage_spreads,
     warn_if_spread,
 )
-from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profile
+from chainplan.schema import (
+    PARALLEL_REVISION,
+    ProfileMetadata,
+    ProfileRow,
+    cpu_name,
+    write_profile,
+)
 
 if TYPE_CHECKING:
     from chainplan.graph.describe import ChainSplit
@@ -174,6 +189,8 @@ def profile_model(
     ingest: bool = True,
     progress: bool | None = None,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    batch_sizes: Sequence[int] | None = None,
+    optimizer: OptimizerFactory | None = None,
     **kwargs: Any,
 ) -> Profile:
     """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
@@ -206,6 +223,16 @@ def profile_model(
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
             repeated times spread more than this, as ``(max − min) / median`` (default:
             0.25; None never warns). :attr:`Profile.spread` has every stage's spread.
+        batch_sizes: other batch sizes to time every stage at (the sample sliced, or
+            repeated), for the parallel planners (default: none; docs/formats.md,
+            "Parallel fields"). Models whose side values depend on the batch refuse them.
+        optimizer: an optimizer class or factory (``torch.optim.Adam``, or ``lambda ps:
+            torch.optim.SGD(ps, lr=0.1, momentum=0.9)``) whose step time and state the
+            profile records, on clones of the parameters (default: none).
+
+    Every profile records each stage's shapes, parameter and bias counts and convolutions
+    and linear layers (the parallel fields: :func:`chainplan.advise`,
+    :func:`chainplan.search3d`).
 
     Returns:
         The :class:`Profile`, with its run id when ingested.
@@ -221,6 +248,7 @@ def profile_model(
 
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
+    batches = check_batch_sizes(batch_sizes)
     if not isinstance(sample, torch.Tensor):
         raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
     device = sample.device
@@ -229,10 +257,17 @@ def profile_model(
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
+    structures: list[StageStructure] = []
+    bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
+    bbwd: list[list[tuple[float, ...]]] = []
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
         chain = bound.enter_context(profiled_chain(model, sample, args, kwargs))
         stages, names, x = chain.stages, chain.names, chain.input
+        if batches and chain.side_bytes > 0:
+            raise ProfileError("batch_sizes needs a model whose stages take only the batch: "
+                               "this model's side values (a mask, an embedding) are sized to "
+                               "the sample")
         from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -242,6 +277,11 @@ def profile_model(
                 bar.set_postfix_str(sname, refresh=False)
                 with _naming_stage(k, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                    structures.append(stage_structure(stage, x, m.output, device))
+                    others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
+                                            warmup=warmup, device=device) for b in batches]
+                bfwd.append([o.fwd_times_s for o in others])
+                bbwd.append([o.bwd_times_s for o in others])
                 measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
@@ -257,7 +297,12 @@ def profile_model(
             end = chain_end(measured[-1][0], lm)
             rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
                                    end.loss_fwd_tmp_bytes, chain.side_bytes))
+            rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
+        extra = {"parallel_fields": PARALLEL_REVISION}
+        if optimizer is not None:
+            extra.update(measure_optimizer(model, optimizer, device, repeats=repeats,
+                                           warmup=warmup))
     finally:
         bound.close()
         model.train(was_training)
@@ -274,6 +319,7 @@ def profile_model(
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
         warmup_reps=warmup,
         reps=repeats,
+        extra=extra,
     )
     if path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
