@@ -19,7 +19,7 @@ import (
 // measured at, or a stored run, and a cluster file.
 type parallelSource struct {
 	chain, profile, run, cluster string
-	batch, dtypeBytes   int64
+	batch, dtypeBytes            int64
 }
 
 func (f *parallelSource) addFlags(fl *pflag.FlagSet) {
