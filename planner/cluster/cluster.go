@@ -135,6 +135,15 @@ func (c *Cluster) index() {
 	}
 }
 
+// devices counts the devices of the nodes (before index sets nodeOf).
+func (c *Cluster) devices() int {
+	n := 0
+	for _, nd := range c.Nodes {
+		n += nd.Devices
+	}
+	return n
+}
+
 // NumDevices returns N, the number of devices.
 func (c *Cluster) NumDevices() int { return len(c.nodeOf) }
 

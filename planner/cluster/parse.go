@@ -146,6 +146,9 @@ func parseNode(c *Cluster, path string, item *yaml.Node) error {
 	if count < 1 {
 		return fieldErr(o.at("count"), item.Line, "want the number of such nodes, ≥ 1 (got %d)", count)
 	}
+	if total := c.devices() + count*n.Devices; count > MaxDevices || n.Devices > MaxDevices || total > MaxDevices {
+		return fieldErr(o.at("count"), item.Line, "the cluster would have more than %d devices", MaxDevices)
+	}
 	if n.MemoryBytes, ok, err = o.bytes("gpu_mem"); err != nil {
 		return err
 	} else if !ok || n.MemoryBytes <= 0 {
