@@ -83,7 +83,9 @@ func TestBadParallelFields(t *testing.T) {
 		{"negative dimension", "out_shape", func(p *profiler.Profile) { p.Rows[3].Parallel.OutShape = "[8, -3]" }},
 		{"negative count", "bias_count", func(p *profiler.Profile) { p.Rows[3].Parallel.BiasCount.Int64 = -1 }},
 		{"module without type", "modules_json", func(p *profiler.Profile) { p.Rows[3].Parallel.Modules = `[{"name": "x", "out_shape": [1]}]` }},
-		{"unknown module field", "modules_json", func(p *profiler.Profile) { p.Rows[3].Parallel.Modules = `[{"type": "Conv2d", "out_shape": [1], "dilation": 2}]` }},
+		{"unknown module field", "modules_json", func(p *profiler.Profile) {
+			p.Rows[3].Parallel.Modules = `[{"type": "Conv2d", "out_shape": [1], "dilation": 2}]`
+		}},
 		{"batch times lengths", "batch_times_json", func(p *profiler.Profile) {
 			p.Rows[3].Parallel.BatchTimes = `{"batch_sizes": [2, 4], "fwd_time_s": [1], "bwd_time_s": [1, 2]}`
 		}},
