@@ -86,34 +86,21 @@ func runParallel(dbPath string, in service.ParallelInput, fn func(ctx context.Co
 // Advise ranks parallel strategies (chainplan.advise): for stored run runID (> 0) of the
 // database at dbPath, recording the advice, or when runID ≤ 0 for the profile file
 // profilePath, or the chain chainJSON (named name) measured at batch samples (δ =
-// dtypeBytes); on the cluster clusterText (YAML or JSON); with
-// the options requestJSON (paradl.Options' JSON: {"dataset_size": D, "global_batch": B,
-// ...}). It returns {"advice_id": N (0: not stored), "advice": {...}} (chainplan.advice/v1).
-// When no candidate is feasible the error is chainplan[infeasible;min_budget_bytes=N] with
-// the least memory per device any candidate needs.
+// dtypeBytes); on the cluster clusterText (YAML or JSON); with the options requestJSON
+// (paradl.Options' JSON: {"dataset_size": D, "global_batch": B, ...}). It returns
+// {"advice_id": N (0: not stored), "advice": {...}} (chainplan.advice/v1). When no
+// candidate is feasible the error is chainplan[infeasible;min_budget_bytes=N] with the
+// least memory per device any candidate needs.
 func Advise(dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64, clusterText, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
-	var o paradl.Options
-	if err := strictUnmarshal(requestJSON, &o); err != nil {
-		return "", codedError(fmt.Errorf("%w: request: %v", errBadRequest, err))
-	}
-	in, err := parallelInput(runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText)
-	if err != nil {
-		return "", codedError(err)
-	}
-	err = runParallel(dbPath, in, func(ctx context.Context, s *service.Service, in service.ParallelInput) error {
-		got, err := s.Advise(ctx, in, o)
-		if err != nil {
-			return err
-		}
-		if err := service.CheckFeasible(got.Advice); err != nil {
-			return err
-		}
-		b, err := json.Marshal(map[string]any{"advice_id": got.AdviceID, "advice": got.Advice})
-		result = string(b)
-		return err
-	})
-	return result, err
+	return parallel(dbPath, runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText, requestJSON, "advice",
+		func(ctx context.Context, s *service.Service, in service.ParallelInput, o paradl.Options) (*service.Advised, any, error) {
+			got, err := s.Advise(ctx, in, o)
+			if err != nil {
+				return nil, nil, err
+			}
+			return got, got.Advice, service.CheckFeasible(got.Advice)
+		})
 }
 
 // Search3D runs the 3-D search (chainplan.search3d) on the same inputs as Advise, with
@@ -121,7 +108,22 @@ func Advise(dbPath string, runID int64, profilePath, chainJSON, name string, bat
 // {"advice_id": N, "result": {...}} (chainplan.search3d/v1).
 func Search3D(dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64, clusterText, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
-	var o amp.Options
+	return parallel(dbPath, runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText, requestJSON, "result",
+		func(ctx context.Context, s *service.Service, in service.ParallelInput, o amp.Options) (*service.Advised, any, error) {
+			got, err := s.Search3D(ctx, in, o)
+			if err != nil {
+				return nil, nil, err
+			}
+			return got, got.Search, nil
+		})
+}
+
+// parallel decodes the options O of a parallel planner (strictly), reads its inputs, runs
+// it and writes {"advice_id": N, key: document}.
+func parallel[O any](dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64,
+	clusterText, requestJSON, key string,
+	run func(ctx context.Context, s *service.Service, in service.ParallelInput, o O) (*service.Advised, any, error)) (string, error) {
+	var o O
 	if err := strictUnmarshal(requestJSON, &o); err != nil {
 		return "", codedError(fmt.Errorf("%w: request: %v", errBadRequest, err))
 	}
@@ -129,12 +131,13 @@ func Search3D(dbPath string, runID int64, profilePath, chainJSON, name string, b
 	if err != nil {
 		return "", codedError(err)
 	}
+	var result string
 	err = runParallel(dbPath, in, func(ctx context.Context, s *service.Service, in service.ParallelInput) error {
-		got, err := s.Search3D(ctx, in, o)
+		got, doc, err := run(ctx, s, in, o)
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(map[string]any{"advice_id": got.AdviceID, "result": got.Search})
+		b, err := json.Marshal(map[string]any{"advice_id": got.AdviceID, key: doc})
 		result = string(b)
 		return err
 	})

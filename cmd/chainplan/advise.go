@@ -136,19 +136,11 @@ func runAdvise(cmd *cobra.Command, e *env, f adviseFlags) error {
 	if err != nil {
 		return err
 	}
-	svc, in, err := f.src.load(cmd)
+	got, in, err := f.src.plan(cmd, e, func(svc *service.Service, in service.ParallelInput) (*service.Advised, error) {
+		return svc.Advise(cmd.Context(), in, o)
+	})
 	if err != nil {
 		return err
-	}
-	if svc != nil {
-		defer svc.Close()
-	}
-	got, err := svc.Advise(cmd.Context(), in, o)
-	if err != nil {
-		return err
-	}
-	if got.AdviceID > 0 {
-		reportAdvice(e, svc, in.RunID, got.AdviceID)
 	}
 	a := got.Advice
 	if f.format == "json" {

@@ -79,6 +79,28 @@ func (f *parallelSource) load(cmd *cobra.Command) (*service.Service, service.Par
 	return svc, in, nil
 }
 
+// plan loads the source, runs fn on it (svc is the database a --run opened, nil otherwise)
+// and says on standard error where a stored run's result was recorded.
+func (f *parallelSource) plan(cmd *cobra.Command, e *env,
+	fn func(svc *service.Service, in service.ParallelInput) (*service.Advised, error)) (*service.Advised, service.ParallelInput, error) {
+	svc, in, err := f.load(cmd)
+	if err != nil {
+		return nil, in, err
+	}
+	if svc != nil {
+		defer svc.Close()
+	}
+	got, err := fn(svc, in)
+	if err != nil {
+		return nil, in, err
+	}
+	if got.AdviceID > 0 {
+		fmt.Fprintf(e.stderr, "chainplan: recorded as advice %d of run %d in %s (chainplan advice record %d ... to add a measured run)\n",
+			got.AdviceID, in.RunID, svc.Path(), got.AdviceID)
+	}
+	return got, in, nil
+}
+
 // parseDevices reads --devices: "4..1024" (the powers of two in the range), a list
 // "4,8,16", one count, or "" for the planner's default (1, 2, 4, ... up to the cluster).
 func parseDevices(s string) ([]int, error) {
@@ -112,12 +134,6 @@ func parseDevices(s string) ([]int, error) {
 		out = append(out, p)
 	}
 	return out, nil
-}
-
-// reportAdvice says on standard error where an advice was recorded.
-func reportAdvice(e *env, svc *service.Service, runID, adviceID int64) {
-	fmt.Fprintf(e.stderr, "chainplan: recorded as advice %d of run %d in %s (chainplan advice record %d ... to add a measured run)\n",
-		adviceID, runID, svc.Path(), adviceID)
 }
 
 // secondsText writes a time with a unit that reads well: "3.2 ms", "4.71 s", "1.3 h".

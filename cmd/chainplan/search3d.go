@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -10,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/amp"
 )
 
@@ -106,24 +108,16 @@ func runSearch3D(cmd *cobra.Command, e *env, f search3dFlags) error {
 	if err != nil {
 		return err
 	}
-	svc, in, err := f.src.load(cmd)
-	if err != nil {
-		return err
-	}
-	if svc != nil {
-		defer svc.Close()
-	}
-	for t := range o.DeviceSpeed {
-		if !contains(in.Cluster.DeviceTypes(), t) {
-			return usagef("--device-speed: the cluster has no device type %q (it has %s)", t, strings.Join(in.Cluster.DeviceTypes(), ", "))
+	got, _, err := f.src.plan(cmd, e, func(svc *service.Service, in service.ParallelInput) (*service.Advised, error) {
+		for t := range o.DeviceSpeed {
+			if !slices.Contains(in.Cluster.DeviceTypes(), t) {
+				return nil, usagef("--device-speed: the cluster has no device type %q (it has %s)", t, strings.Join(in.Cluster.DeviceTypes(), ", "))
+			}
 		}
-	}
-	got, err := svc.Search3D(cmd.Context(), in, o)
+		return svc.Search3D(cmd.Context(), in, o)
+	})
 	if err != nil {
 		return err
-	}
-	if got.AdviceID > 0 {
-		reportAdvice(e, svc, in.RunID, got.AdviceID)
 	}
 	var b strings.Builder
 	if f.format == "json" {
@@ -135,15 +129,6 @@ func runSearch3D(cmd *cobra.Command, e *env, f search3dFlags) error {
 		return err
 	}
 	return writeOutput(e, f.output, []byte(b.String()))
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // writeSearch3DText prints a search3d result: the search, then one line per candidate and

@@ -27,7 +27,7 @@ func Enumerate(n, perNode, tmpMax, L int, gbs int64) []Degrees {
 			if pp > L || gbs%int64(dp) != 0 {
 				continue
 			}
-			for _, mbs := range divisors64(gbs / int64(dp)) {
+			for _, mbs := range divisors(gbs / int64(dp)) {
 				out = append(out, Degrees{PP: pp, DP: dp, TMP: tmp, MBS: int(mbs)})
 			}
 		}
@@ -35,23 +35,10 @@ func Enumerate(n, perNode, tmpMax, L int, gbs int64) []Degrees {
 	return out
 }
 
-func divisors(n int) []int {
-	var out []int
-	for d := 1; d*d <= n; d++ {
-		if n%d == 0 {
-			out = append(out, d)
-			if d*d != n {
-				out = append(out, n/d)
-			}
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-func divisors64(n int64) []int64 {
-	var out []int64
-	for d := int64(1); d*d <= n; d++ {
+// divisors returns the divisors of n ≥ 1 in increasing order.
+func divisors[T int | int64](n T) []T {
+	var out []T
+	for d := T(1); d*d <= n; d++ {
 		if n%d == 0 {
 			out = append(out, d)
 			if d*d != n {

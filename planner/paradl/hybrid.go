@@ -79,11 +79,7 @@ func (e *evaluator) dataSpatial(p1, p2 int) Candidate {
 		l := &e.m.Layers[i]
 		if l.Spatial {
 			c.Compute.ForwardBackwardS += e.share(p) * e.perSample(l, bg/float64(p2))
-			for _, part := range l.Parts {
-				if part.Halo {
-					c.Comm.HaloS += 2 * iters * (2*sl.LatencyS + bg*(part.HaloXBytes+part.HaloDYBytes)/sl.Bandwidth)
-				}
-			}
+			c.Comm.HaloS += iters * halos(l, bg, sl)
 		} else {
 			c.Compute.ForwardBackwardS += e.share(p1) * e.perSample(l, bg)
 		}

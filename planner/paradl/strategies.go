@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan/planner/cluster"
+	"github.com/chainplan/chainplan/planner/workload"
 )
 
 // serial is one device (spec §2.5.1):
@@ -66,11 +67,7 @@ func (e *evaluator) spatial(p int) Candidate {
 		l := &e.m.Layers[i]
 		if l.Spatial {
 			c.Compute.ForwardBackwardS += e.share(p) * e.perSample(l, b/float64(p))
-			for _, part := range l.Parts {
-				if part.Halo {
-					c.Comm.HaloS += 2 * iters * (2*link.LatencyS + b*(part.HaloXBytes+part.HaloDYBytes)/link.Bandwidth)
-				}
-			}
+			c.Comm.HaloS += iters * halos(l, b, link)
 		} else {
 			c.Compute.ForwardBackwardS += float64(e.o.DatasetSize) * e.perSample(l, b)
 		}
@@ -83,6 +80,19 @@ func (e *evaluator) spatial(p int) Candidate {
 	}
 	e.memory(&c, e.activations(b, e.spatialDiv(float64(p))), e.weights(1), 1)
 	return c
+}
+
+// halos returns one iteration's halo exchanges of a split layer on samples samples: per
+// module with a kernel wider than 1, a forward halo of its input and a backward halo of its
+// output gradient, two directions each (spec §2.5.3: 2·(2α + B(halo_x + halo_dy)δβ)).
+func halos(l *workload.Layer, samples float64, link cluster.Link) float64 {
+	var t float64
+	for _, part := range l.Parts {
+		if part.Halo {
+			t += 2 * (2*link.LatencyS + samples*(part.HaloXBytes+part.HaloDYBytes)/link.Bandwidth)
+		}
+	}
+	return t
 }
 
 // spatialDiv divides the split layers' activations by p.

@@ -91,8 +91,44 @@ class StrategyEstimate:
                    warnings=tuple(str(w) for w in f.items("warnings")))
 
 
+class _Stored:
+    """What a stored result does: record measured runs of its candidates and compare."""
+
+    advice_id: int
+
+    def record(self, candidate: StrategyEstimate | Candidate3D | int, *,
+               iteration_time_s: float, iterations: int = 1, peak_bytes: int = 0,
+               out_of_memory: bool = False) -> int:
+        """Store what a candidate measured when it ran; returns the measurement's id.
+
+        Args:
+            candidate: the candidate, or its index in :attr:`candidates`.
+
+        Keyword Args:
+            iteration_time_s: mean time of one iteration, the first left out (seconds).
+            iterations: iterations it is the mean of (default: 1).
+            peak_bytes: the measured peak memory of a device (0: not measured).
+            out_of_memory: the run ran out of memory.
+        """
+        if self.advice_id <= 0:
+            raise PlanError("this result is not stored (advise and search3d store the results "
+                            "of stored profiles only): nothing to record against")
+        index = candidate if isinstance(candidate, int) else candidate.index
+        return _bind.record_advice_measurement(self.advice_id, {
+            "candidate": index, "iterations": iterations, "iteration_time_s": iteration_time_s,
+            "peak_bytes": peak_bytes, "out_of_memory": out_of_memory,
+            "host": socket.gethostname()})
+
+    def accuracy(self) -> Accuracy:
+        """Predictions against the recorded runs (spec §5.5): ParaDL's accuracy per
+        candidate, Spearman's ρ, the predicted rank of the measured best."""
+        if self.advice_id <= 0:
+            raise PlanError("this result is not stored: no runs were recorded against it")
+        return _accuracy(self.advice_id)
+
+
 @dataclass(frozen=True)
-class Advice:
+class Advice(_Stored):
     """What :func:`chainplan.advise` returns: the ranked candidates (feasible first).
 
     Attributes:
@@ -141,27 +177,6 @@ class Advice:
     def best(self) -> StrategyEstimate | None:
         """The best feasible candidate, or None."""
         return next(iter(self.feasible), None)
-
-    def record(self, candidate: StrategyEstimate | int, *, iteration_time_s: float,
-               iterations: int = 1, peak_bytes: int = 0, out_of_memory: bool = False) -> int:
-        """Store what a candidate measured when it ran; returns the measurement's id.
-
-        Args:
-            candidate: the estimate, or its index in :attr:`candidates`.
-
-        Keyword Args:
-            iteration_time_s: mean time of one iteration, the first left out (seconds).
-            iterations: iterations it is the mean of (default: 1).
-            peak_bytes: the measured peak memory of a device (0: not measured).
-            out_of_memory: the run ran out of memory.
-        """
-        index = candidate.index if isinstance(candidate, StrategyEstimate) else candidate
-        return _record(self.advice_id, index, iteration_time_s, iterations, peak_bytes,
-                       out_of_memory)
-
-    def accuracy(self) -> Accuracy:
-        """Predictions against the recorded runs (spec §5.5: accuracy, Spearman's ρ)."""
-        return _accuracy(self.advice_id)
 
 
 @dataclass(frozen=True)
@@ -242,7 +257,7 @@ class Candidate3D:
 
 
 @dataclass(frozen=True)
-class Search3D:
+class Search3D(_Stored):
     """What :func:`chainplan.search3d` returns: the top-K candidates by predicted time per
     iteration, Megatron's pick for comparison, and how the search went.
 
@@ -292,17 +307,6 @@ class Search3D:
         """The best candidate, or None."""
         return next(iter(self.candidates), None)
 
-    def record(self, candidate: Candidate3D | int, *, iteration_time_s: float,
-               iterations: int = 1, peak_bytes: int = 0, out_of_memory: bool = False) -> int:
-        """Store what a candidate measured when it ran (see :meth:`Advice.record`)."""
-        index = candidate.index if isinstance(candidate, Candidate3D) else candidate
-        return _record(self.advice_id, index, iteration_time_s, iterations, peak_bytes,
-                       out_of_memory)
-
-    def accuracy(self) -> Accuracy:
-        """Predictions against the recorded runs (Spearman's ρ, rank of the measured best)."""
-        return _accuracy(self.advice_id)
-
 
 @dataclass(frozen=True)
 class MeasuredCandidate:
@@ -330,19 +334,7 @@ class Accuracy:
     candidates: tuple[MeasuredCandidate, ...]
 
 
-def _record(advice_id: int, index: int, time_s: float, iterations: int, peak: int,
-            oom: bool) -> int:
-    if advice_id <= 0:
-        raise PlanError("this result is not stored (advise and search3d store the results of "
-                        "stored profiles only): nothing to record against")
-    return _bind.record_advice_measurement(advice_id, {
-        "candidate": index, "iterations": iterations, "iteration_time_s": time_s,
-        "peak_bytes": peak, "out_of_memory": oom, "host": socket.gethostname()})
-
-
 def _accuracy(advice_id: int) -> Accuracy:
-    if advice_id <= 0:
-        raise PlanError("this result is not stored: no runs were recorded against it")
     doc = json.loads(_bind.advice_accuracy(advice_id))
     f = Fields(doc)
     rows = tuple(MeasuredCandidate(
