@@ -1,10 +1,10 @@
 package paradl
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/chainplan/chainplan/planner/cluster"
@@ -40,15 +40,13 @@ func Advise(m *workload.Model, c *cluster.Cluster, o Options) (*Advice, error) {
 		Notes: e.notes}
 	for _, s := range o.Strategies {
 		if err := e.supports(s); err != nil {
+			// Named in the request, a strategy that cannot apply is an error; in the
+			// default list it is skipped, and a note says why.
 			if explicit {
 				return nil, err
 			}
-			var me *workload.MissingError
-			if errors.As(err, &me) {
-				adv.Notes = append(adv.Notes, fmt.Sprintf("%s skipped: %v", s, err))
-				continue
-			}
-			return nil, err
+			adv.Notes = append(adv.Notes, fmt.Sprintf("%s skipped: %s", s, strings.TrimPrefix(err.Error(), "chainplan: unsupported request: ")))
+			continue
 		}
 		for _, p := range o.Devices {
 			cands, err := e.evaluate(s, p)

@@ -37,9 +37,9 @@ func (e *evaluator) warnings(c *Candidate) []string {
 	}
 	switch c.Strategy {
 	case Filter, Channel, DataFilter:
-		if c.Comm.LayerS > 0 {
+		if s := pct(c.Comm.LayerS, c.EpochTimeS); s >= 10 {
 			w = append(w, fmt.Sprintf("layer-wise collectives: %d per iteration (3 messages each), scaling with B·Σ|y| and α × modules; %.0f%% of the epoch",
-				e.collectiveCount(), pct(c.Comm.LayerS, c.EpochTimeS)))
+				e.collectiveCount(), s))
 		}
 		w = append(w, "activations are not divided: every device holds full layer outputs after each all-gather")
 	case Spatial, DataSpatial:

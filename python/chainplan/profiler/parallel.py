@@ -27,7 +27,8 @@ from chainplan.profiler.measuring import preserved, timed
 from chainplan.profiler.sizes import nbytes
 from chainplan.schema import ProfileRow
 
-__all__ = ["StageStructure", "stage_structure", "resize_batch", "batch_times_json",
+__all__ = ["StageStructure", "SplitModule", "split_modules", "stage_structure", "resize_batch",
+           "batch_times_json",
            "OptimizerFactory", "measure_optimizer", "check_batch_sizes", "with_parallel"]
 
 OptimizerFactory = Callable[[list[torch.nn.Parameter]], torch.optim.Optimizer]
@@ -58,30 +59,35 @@ def _ints(v: object) -> list[int]:
     return [int(v)] if isinstance(v, int) else []
 
 
-def stage_structure(stage: nn.Module, x: torch.Tensor, out: torch.Tensor,
-                    device: torch.device) -> StageStructure:
-    """The structure of ``stage`` on input ``x`` (output ``out``): one forward without
-    graph with hooks on its convolutions and linear layers; buffers and random streams are
-    restored afterwards."""
-    weights = biases = 0
-    for name, p in stage.named_parameters():
-        if name == "bias" or name.endswith(".bias"):
-            biases += p.numel()
-        else:
-            weights += p.numel()
-    found: list[dict[str, Any]] = []
+@dataclass(frozen=True)
+class SplitModule:
+    """A convolution or linear layer of the model, as one forward saw it: its weight (to
+    find the stage that holds it) and its ``modules_json`` entry."""
+
+    weight: torch.Tensor
+    entry: dict[str, Any]
+
+
+def split_modules(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any],
+                  device: torch.device) -> list[SplitModule]:
+    """The model's convolutions and linear layers with their attributes and the shapes one
+    forward without graph gives them (``model(*args, **kwargs)``); buffers and random
+    streams are restored afterwards. Run on the model as written, it finds them whether the
+    stages are its own modules (a Sequential) or cut from its captured graph."""
+    found: list[SplitModule] = []
     handles = []
-    for name, mod in stage.named_modules():
-        if not isinstance(mod, _SPLIT):
+    for name, mod in model.named_modules():
+        weight: Any = getattr(mod, "weight", None)
+        if not isinstance(mod, _SPLIT) or not isinstance(weight, torch.Tensor):
             continue
 
-        def hook(m: nn.Module, args: tuple[Any, ...], result: object, name: str = name) -> None:
-            weight: Any = getattr(m, "weight", None)
+        def hook(m: nn.Module, inputs: tuple[Any, ...], result: object, name: str = name,
+                 weight: torch.Tensor = weight) -> None:
             bias: Any = getattr(m, "bias", None)
             entry: dict[str, Any] = {
                 "name": name or type(m).__name__, "type": type(m).__name__,
-                "in_shape": _shape(args[0]) if args else [], "out_shape": _shape(result) or [],
-                "weight_count": int(weight.numel()) if weight is not None else 0,
+                "in_shape": _shape(inputs[0]) if inputs else [], "out_shape": _shape(result) or [],
+                "weight_count": int(weight.numel()),
                 "bias_count": int(bias.numel()) if bias is not None else 0,
             }
             if isinstance(m, nn.Linear):
@@ -93,17 +99,34 @@ def stage_structure(stage: nn.Module, x: torch.Tensor, out: torch.Tensor,
                 pad = conv.padding
                 entry["padding"] = _ints(pad) if not isinstance(pad, str) else []
                 entry["groups"] = int(conv.groups)
-            found.append(entry)
+            if not any(f.weight is weight for f in found):  # a module called twice: once
+                found.append(SplitModule(weight, entry))
 
         handles.append(mod.register_forward_hook(hook))
     try:
-        with preserved(stage, device), torch.no_grad():
-            stage(x)
+        with preserved(model, device), torch.no_grad():
+            model(*args, **kwargs)
     finally:
         for h in handles:
             h.remove()
+    return found
+
+
+def stage_structure(stage: nn.Module, x: torch.Tensor, out: torch.Tensor,
+                    modules: Sequence[SplitModule]) -> StageStructure:
+    """The structure of ``stage`` on input ``x`` (output ``out``): its parameter counts,
+    and the split modules whose weight it holds (``split_modules``, in model order)."""
+    weights = biases = 0
+    held: set[int] = set()
+    for name, p in stage.named_parameters():
+        held.add(id(p))
+        if name == "bias" or name.endswith(".bias"):
+            biases += p.numel()
+        else:
+            weights += p.numel()
+    mine = [m.entry for m in modules if id(m.weight) in held]
     return StageStructure(json.dumps(_shape(x)), json.dumps(_shape(out)), weights, biases,
-                          json.dumps(found, separators=(",", ":")))
+                          json.dumps(mine, separators=(",", ":")))
 
 
 def check_batch_sizes(batch_sizes: Sequence[int] | None) -> tuple[int, ...]:

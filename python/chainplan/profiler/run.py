@@ -32,6 +32,7 @@ from chainplan.profiler.parallel import (
     check_batch_sizes,
     measure_optimizer,
     resize_batch,
+    split_modules,
     stage_structure,
     with_parallel,
 )
@@ -262,6 +263,11 @@ def profile_model(
     bbwd: list[list[tuple[float, ...]]] = []
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
+        try:
+            modules = split_modules(model, (sample, *args), kwargs, device)
+        except Exception as err:
+            raise ProfileError(f"the model's forward failed while its convolutions and linear "
+                               f"layers were recorded: {type(err).__name__}: {err}") from err
         chain = bound.enter_context(profiled_chain(model, sample, args, kwargs))
         stages, names, x = chain.stages, chain.names, chain.input
         if batches and chain.side_bytes > 0:
@@ -277,7 +283,7 @@ def profile_model(
                 bar.set_postfix_str(sname, refresh=False)
                 with _naming_stage(k, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
-                    structures.append(stage_structure(stage, x, m.output, device))
+                    structures.append(stage_structure(stage, x, m.output, modules))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
                                             warmup=warmup, device=device) for b in batches]
                 bfwd.append([o.fwd_times_s for o in others])
