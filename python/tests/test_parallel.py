@@ -16,6 +16,7 @@ from chainplan import _bind
 from chainplan.advice import Advice, Search3D
 from chainplan.errors import InfeasibleBudget, NotFoundError, PlanError, ProfileError
 from chainplan.profiler.run import Profile
+from tests.graph.models import make_gpt
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTERS = ROOT / "examples" / "clusters"
@@ -154,3 +155,20 @@ def test_errors_name_the_problem(profiled: Profile, tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match="batch_sizes"):
         chainplan.profile(cnn(), torch.randn(2, 3, 8, 8), batch_sizes=[0], ingest=False)
     assert json.loads(_bind.check_cluster(json.dumps(SMALL)))["nodes"][1]["name"] == "n-1"
+
+
+def test_a_model_split_from_its_graph_records_its_modules() -> None:
+    """A regression: stages cut from a captured graph call no nn.Conv2d or nn.Linear of their
+    own, so hooks on the stage found nothing and advise refused filter parallelism for a GPT;
+    the modules are found on the model as written and matched to stages by their weights."""
+    case = make_gpt(batch=2, seq=8, blocks=2)
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=1, warmup=0, spread_warning=None, **case.kwargs)
+    per_stage = [json.loads(r.modules_json or "[]") for r in prof.rows
+                 if r.stage_kind == "stage" and r.rep == 0]
+    names = [m["name"] for mods in per_stage for m in mods]
+    assert any(n.endswith("qkv") or "attn" in n for n in names), names
+    assert per_stage[-1] and per_stage[-1][-1]["type"] == "Linear"  # the head
+    adv = chainplan.advise(prof, SMALL, dataset_size=1000, batch_per_device=2, devices=[4],
+                           strategies=["filter", "df"])
+    assert {c.strategy for c in adv.candidates} == {"filter", "df"}
