@@ -33,9 +33,9 @@ func FromChain(c *chainplan.Chain, name string, batch, dtypeBytes int64) (*Model
 	return m, m.Check()
 }
 
-// DTypeBytes returns δ for a profile's dtype column: 2 for 16-bit types (autocast included,
+// dtypeBytes returns δ for a profile's dtype column: 2 for 16-bit types (autocast included,
 // whose activations are 16-bit), 8 for float64, 1 for 8-bit types, else 4.
-func DTypeBytes(dtype string) int64 {
+func dtypeBytes(dtype string) int64 {
 	d := strings.TrimPrefix(dtype, "autocast:")
 	switch {
 	case strings.Contains(d, "16"):
@@ -52,7 +52,7 @@ func DTypeBytes(dtype string) int64 {
 // loss last) and provenance: times, sizes and, where recorded, the parallel fields
 // (shapes, weight and bias counts, modules, batch times, optimizer). Known says which.
 func FromProfile(meta profile.Metadata, stages []profile.Stage) (*Model, error) {
-	m := &Model{Name: meta.ModelName, BatchSize: meta.BatchSize, DTypeBytes: DTypeBytes(meta.DType),
+	m := &Model{Name: meta.ModelName, BatchSize: meta.BatchSize, DTypeBytes: dtypeBytes(meta.DType),
 		Known: FieldMemory | FieldShapes | FieldCounts | FieldModules | FieldBatchTimes}
 	if o, ok, err := profile.OptimizerOf(meta.Map()); err != nil {
 		return nil, err
