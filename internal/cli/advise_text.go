@@ -11,8 +11,8 @@ import (
 )
 
 // writeAdviceText prints an advice as a table: the request, notes, the first top feasible
-// candidates with their breakdown, then the infeasible ones, one per strategy with its
-// first reason.
+// candidates with their breakdown, then the infeasible ones, one line per strategy and
+// reason.
 func writeAdviceText(w io.Writer, a *paradl.Advice, clusterDevices, top int) error {
 	batch := fmt.Sprintf("global batch %d (strong scaling)", a.GlobalBatch)
 	if a.Scaling == "weak" {
@@ -64,26 +64,28 @@ func writeAdviceText(w io.Writer, a *paradl.Advice, clusterDevices, top int) err
 		fmt.Fprintln(w, "\nwarnings:")
 		fmt.Fprintln(w, strings.Join(warnings, "\n"))
 	}
-	infeasible := map[paradl.Strategy][]paradl.Candidate{}
-	var order []paradl.Strategy
+	// One line per strategy and reason: the device counts that fail for the same reason
+	// share it (the memory needed differs with p, so each count usually has its own).
+	type why struct {
+		s      paradl.Strategy
+		reason string
+	}
+	infeasible := map[why][]string{}
+	var order []why
 	for _, c := range a.Candidates {
 		if c.Feasible {
 			continue
 		}
-		if infeasible[c.Strategy] == nil {
-			order = append(order, c.Strategy)
+		k := why{c.Strategy, c.Infeasible}
+		if infeasible[k] == nil {
+			order = append(order, k)
 		}
-		infeasible[c.Strategy] = append(infeasible[c.Strategy], c)
+		infeasible[k] = append(infeasible[k], devicesText(&c))
 	}
 	if len(order) > 0 {
 		fmt.Fprintln(w, "\ninfeasible:")
-		for _, s := range order {
-			cs := infeasible[s]
-			var ps []string
-			for _, c := range cs {
-				ps = append(ps, devicesText(&c))
-			}
-			fmt.Fprintf(w, "  %s at %s devices: %s\n", s, strings.Join(ps, ", "), cs[0].Infeasible)
+		for _, k := range order {
+			fmt.Fprintf(w, "  %s at %s devices: %s\n", k.s, strings.Join(infeasible[k], ", "), k.reason)
 		}
 	}
 	return nil

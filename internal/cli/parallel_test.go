@@ -42,6 +42,14 @@ func TestAdviseChain(t *testing.T) {
 		!strings.Contains(out, "layer at 64 devices: p = 64 exceeds the 20 layers") {
 		t.Fatalf("exit %d: %s\n%s", code, errs, out)
 	}
+	// Device counts infeasible for different reasons (each its own memory) get a line each.
+	code, out, errs = run(t, "advise", "--chain", "../../examples/resnet50.json", "--batch", "32",
+		"--cluster", clusters+"a100-64.yaml", "--dataset-size", "1281167", "--global-batch", "1024",
+		"--devices", "2,4,64", "--strategies", "data", "--format", "text")
+	if code != 0 || !strings.Contains(out, "data at 2 devices: needs 174.56 GiB per device") ||
+		!strings.Contains(out, "data at 4 devices: needs 87.46 GiB per device") {
+		t.Fatalf("exit %d: %s\n%s", code, errs, out)
+	}
 }
 
 // advise and search3d on a stored run record their result; measured runs then give the

@@ -43,11 +43,11 @@ func (e *evaluator) warnings(c *Candidate) []string {
 		}
 		w = append(w, "activations are not divided: every device holds full layer outputs after each all-gather")
 	case Spatial, DataSpatial:
-		w = append(w, "halo exchange modelled with the cluster's α and β; ParaDL measured MPI halos at about 60% of the gradient all-reduce (001:L574)")
+		w = append(w, "halo exchange modelled with the cluster's α and β; ParaDL measured MPI halos at about 60% of the gradient all-reduce")
 	case Layer:
 		w = append(w, "no speed-up: one device computes at a time; this saves memory only")
 	case Pipeline:
-		w = append(w, "memory counts all segments stashed (GPipe, no recomputation); checkpointing at the stage boundaries cuts it (001:L582)")
+		w = append(w, "memory counts all segments stashed (GPipe, no recomputation); checkpointing at the stage boundaries cuts it")
 	case DataCheckpoint, DataOffload:
 		if c.Saver != nil && c.Saver.MakespanS > 0 {
 			w = append(w, fmt.Sprintf("%s adds %.1f%% to each iteration's computation to fit %s of activations",

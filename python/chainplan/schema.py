@@ -164,7 +164,8 @@ def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str,
     if meta.get("format") != FORMAT:
         raise SchemaError(f"{str(path)!r} is not a {FORMAT} profile")
     cols = table.to_pydict()
-    names = [f.name for f in dataclasses.fields(ProfileRow)]
+    names = [f.name for f in dataclasses.fields(ProfileRow) if f.name in cols]
+    # The parallel columns are optional: a file without them reads with their defaults.
     rows = [ProfileRow(**{n: cols[n][i] for n in names}) for i in range(table.num_rows)]
     return rows, meta
 
