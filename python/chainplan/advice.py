@@ -10,13 +10,18 @@ predictions. This module never imports torch.
 from __future__ import annotations
 
 import json
+import os
 import socket
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.errors import PlanError
 from chainplan.jsonfields import Fields
+
+if TYPE_CHECKING:
+    from chainplan.layout3d import ProcessGroups, RankLayout
 
 __all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "Accuracy",
            "MeasuredCandidate"]
@@ -242,6 +247,20 @@ class Candidate3D:
         """pp · dp · tmp."""
         return self.pp * self.dp * self.tmp
 
+    def layout(self, rank: int) -> RankLayout:
+        """Where process ``rank`` (a device index) works: stage, layers, replica, shard,
+        groups (:func:`chainplan.layout3d.rank_layout`)."""
+        from chainplan.layout3d import rank_layout
+
+        return rank_layout(self, rank)
+
+    def process_groups(self) -> ProcessGroups:
+        """Every tensor, data and pipeline group, in the order every process creates them
+        (:func:`chainplan.layout3d.process_groups`)."""
+        from chainplan.layout3d import process_groups
+
+        return process_groups(self)
+
     @classmethod
     def _read(cls, f: Fields, index: int) -> Candidate3D:
         return cls(index=index, rank=f.integer("rank", 0), pp=f.integer("pp", low=1),
@@ -301,6 +320,21 @@ class Search3D(_Stored):
                    megatron=Candidate3D._read(mg, -1) if mg else None,
                    notes=tuple(str(n) for n in f.items("notes")), solve_ms=f.number("solve_ms"),
                    raw=doc)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Search3D:
+        """Read a result written by ``chainplan search3d -o FILE`` (not stored: advice_id 0).
+
+        Raises:
+            PlanError: the file cannot be read or is not a search3d document.
+        """
+        try:
+            doc = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as err:
+            raise PlanError(f"cannot read the search3d result {str(path)!r}: {err}") from err
+        if not isinstance(doc, dict):
+            raise PlanError(f"{str(path)!r} is not a search3d document (not a JSON object)")
+        return cls.from_json(doc)
 
     @property
     def best(self) -> Candidate3D | None:

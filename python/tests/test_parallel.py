@@ -172,3 +172,43 @@ def test_a_model_split_from_its_graph_records_its_modules() -> None:
     adv = chainplan.advise(prof, SMALL, dataset_size=1000, batch_per_device=2, devices=[4],
                            strategies=["filter", "df"])
     assert {c.strategy for c in adv.candidates} == {"filter", "df"}
+
+
+def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> None:
+    s3 = chainplan.search3d(ROOT / "examples" / "gpt-7b-40.json", CLUSTERS / "a100-64.yaml",
+                            global_batch=512, batch=1, top_k=5)
+    mixed = [c for c in s3.candidates if c.pp > 1 and c.dp > 1 and c.tmp > 1]
+    assert mixed, [(c.pp, c.dp, c.tmp) for c in s3.candidates]
+    for c in (*s3.candidates, s3.megatron):
+        assert c is not None
+        groups = c.process_groups()
+        for kind, size in (("tensor", c.tmp), ("data", c.dp), ("pipeline", c.pp)):
+            gs = getattr(groups, kind)
+            assert all(len(g) == size for g in gs), (kind, gs)
+            assert sorted(r for g in gs for r in g) == list(range(c.devices)), (kind, gs)
+        for rank in range(c.devices):
+            lay = c.layout(rank)
+            st = c.stages[lay.stage]
+            assert rank in st.devices and st.devices[lay.data_index * c.tmp + lay.tensor_index] == rank
+            assert (lay.first_layer, lay.last_layer) == (st.first_layer, st.last_layer)
+            assert lay.tensor_group in groups.tensor and lay.data_group in groups.data
+            assert lay.pipeline_group in groups.pipeline and lay.pipeline_group[lay.stage] == rank
+            assert all(lay.pipeline_group[j] in c.stages[j].devices for j in range(c.pp))
+            assert lay.previous_rank == (lay.pipeline_group[lay.stage - 1] if lay.stage else None)
+            if c.placement == "megatron":  # rank = t + tmp·d + tmp·dp·j (spec §3.6)
+                assert rank == lay.tensor_index + c.tmp * lay.data_index + c.tmp * c.dp * lay.stage
+    # The JSON a training script reads (chainplan search3d -o FILE) loads back.
+    out = tmp_path / "s3.json"
+    out.write_text(json.dumps(s3.raw))
+    again = Search3D.load(out)
+    assert again.candidates == s3.candidates and again.advice_id == 0
+    best = mixed[0]
+    with pytest.raises(PlanError, match=f"rank {best.devices} is not a device"):
+        best.layout(best.devices)
+    broken = dataclasses.replace(best, stages=(dataclasses.replace(
+        best.stages[0], devices=best.stages[1].devices), *best.stages[1:]))
+    with pytest.raises(PlanError, match="stage 1 lists device"):
+        broken.process_groups()
+    out.write_text("[1]")
+    with pytest.raises(PlanError, match="not a search3d document"):
+        Search3D.load(out)
