@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -29,6 +30,7 @@ type adviseFlags struct {
 	format         string
 	top            int
 	plot           string
+	output         string
 }
 
 func newAdviseCmd(e *env) *cobra.Command {
@@ -77,6 +79,7 @@ Exit status 3 means no candidate fits: the message gives the least memory any ne
 	fl.Int64Var(&f.slots, "slots", 0, "memory slots of rotor and pofo (0: their defaults)")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
 	fl.IntVar(&f.top, "top", 25, "text output: feasible candidates listed (0: all)")
+	fl.StringVarP(&f.output, "output", "o", "", "write the output to this file instead of standard output")
 	fl.StringVar(&f.plot, "plot", "", "also draw time per epoch against devices per strategy to this file (.svg or .png)")
 	return cmd
 }
@@ -143,12 +146,16 @@ func runAdvise(cmd *cobra.Command, e *env, f adviseFlags) error {
 		return err
 	}
 	a := got.Advice
+	var b strings.Builder
 	if f.format == "json" {
-		err = writeJSON(e.stdout, a)
+		err = writeJSON(&b, a)
 	} else {
-		err = writeAdviceText(e.stdout, a, in.Cluster.NumDevices(), f.top)
+		err = writeAdviceText(&b, a, in.Cluster.NumDevices(), f.top)
 	}
 	if err != nil {
+		return err
+	}
+	if err := writeOutput(e, f.output, []byte(b.String())); err != nil {
 		return err
 	}
 	if f.plot != "" {

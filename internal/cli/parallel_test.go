@@ -18,15 +18,20 @@ const (
 
 func TestAdviseChain(t *testing.T) {
 	plotFile := filepath.Join(t.TempDir(), "scaling.svg")
+	jsonFile := filepath.Join(t.TempDir(), "advice.json")
 	code, out, errs := run(t, "advise", "--chain", "../../examples/resnet50.json", "--batch", "128",
 		"--cluster", clusters+"abci.yaml", "--dataset-size", "1281167", "--batch-per-device", "64",
-		"--devices", "4..1024", "--plot", plotFile)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errs)
+		"--devices", "4..1024", "--plot", plotFile, "-o", jsonFile)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d: %s\nstdout %q, want the output in the file", code, errs, out)
+	}
+	written, err := os.ReadFile(jsonFile)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var a paradl.Advice
-	if err := json.Unmarshal([]byte(out), &a); err != nil || a.Format != paradl.Format || len(a.Candidates) == 0 {
-		t.Fatalf("output: %v\n%s", err, out)
+	if err := json.Unmarshal(written, &a); err != nil || a.Format != paradl.Format || len(a.Candidates) == 0 {
+		t.Fatalf("output: %v\n%s", err, written)
 	}
 	if best := a.Candidates[0]; best.Rank != 1 || !best.Feasible || best.Devices != 1024 {
 		t.Fatalf("best %+v, want data parallelism on 1024 devices first (weak scaling)", best)
