@@ -142,7 +142,9 @@ type Saver struct {
 	Algo        string `json:"algo"`         // rotor or pofo
 	BudgetBytes int64  `json:"budget_bytes"` // activation budget of the per-device chain
 	PeakBytes   int64  `json:"peak_bytes"`   // the plan's peak, replayed
-	// MinBudgetBytes is the smallest budget the saver needs on this chain.
+	// MinBudgetBytes is the smallest budget the saver needs on this chain: always for
+	// rotor; for pofo only when the budget falls short (0 otherwise: its search runs the
+	// DP many times, and the plan at the budget does not need it).
 	MinBudgetBytes int64 `json:"min_budget_bytes"`
 	// MakespanS and BaseS are one iteration's time with the saver and without (no
 	// recomputation), seconds.

@@ -1,6 +1,7 @@
 package paradl
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -54,12 +55,13 @@ func (e *evaluator) dataSaved(p int, s Strategy) (c Candidate, ok bool, err erro
 			plan, err = rotor.Solve(ch, budget, ro)
 		}
 	} else {
+		// pofo's smallest budget is a search of DP runs, each far dearer than rotor's:
+		// it is searched only when the budget falls short (Solve's error carries it).
 		po := offplan.Options{BandwidthBytesPerS: e.hostBandwidth(p), Slots: e.o.Slots}
-		if sv.MinBudgetBytes, err = pofo.MinBudget(ch, po); err != nil {
-			return Candidate{}, false, err
-		}
-		if budget >= sv.MinBudgetBytes {
-			plan, err = pofo.Solve(ch, budget, po)
+		plan, err = pofo.Solve(ch, budget, po)
+		var short *chainplan.InfeasibleError
+		if errors.As(err, &short) {
+			plan, err, sv.MinBudgetBytes = nil, nil, short.MinBudgetBytes
 		}
 	}
 	if err != nil {
