@@ -61,23 +61,23 @@ func (db *DB) RecordAdvice(ctx context.Context, a *Advice) (int64, error) {
 		at = time.Now()
 	}
 	var id int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(tx txn) error {
 		if a.RunID.Valid {
 			var exists bool
-			if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", a.RunID.Int64).Scan(&exists); err != nil {
+			if err := tx.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", a.RunID.Int64).Scan(&exists); err != nil {
 				return err
 			}
 			if !exists {
-				return notFound("no run %d in %s", a.RunID.Int64, db.path)
+				return notFound("no run %d in %s", a.RunID.Int64, db.where)
 			}
 		}
 		var clusterID int64
-		err := tx.QueryRowContext(ctx, "SELECT cluster_id FROM clusters WHERE content_sha256 = ?", sha).Scan(&clusterID)
+		err := tx.queryRow(ctx, "SELECT cluster_id FROM clusters WHERE content_sha256 = ?", sha).Scan(&clusterID)
 		if errors.Is(err, sql.ErrNoRows) {
 			if clusterID, err = nextID(ctx, tx, "clusters", "cluster_id"); err != nil {
 				return err
 			}
-			_, err = tx.ExecContext(ctx, `INSERT INTO clusters (cluster_id, content_sha256, name, created_at, num_nodes,
+			_, err = tx.exec(ctx, `INSERT INTO clusters (cluster_id, content_sha256, name, created_at, num_nodes,
 				num_devices, cluster_json) VALUES (?, ?, ?, ?, ?, ?, ?)`, clusterID, sha, a.ClusterName, formatTime(at),
 				a.NumNodes, a.NumDevices, string(a.ClusterJSON))
 		}
@@ -87,7 +87,7 @@ func (db *DB) RecordAdvice(ctx context.Context, a *Advice) (int64, error) {
 		if id, err = nextID(ctx, tx, "advice", "advice_id"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO advice (advice_id, kind, run_id, cluster_id, model_name, created_at,
+		_, err = tx.exec(ctx, `INSERT INTO advice (advice_id, kind, run_id, cluster_id, model_name, created_at,
 			source, request_json, result_json, solve_ms, chainplan_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			id, a.Kind, a.RunID, clusterID, a.ModelName, formatTime(at), a.Source, string(a.RequestJSON),
 			string(a.ResultJSON), a.SolveMS, a.Version)
@@ -100,7 +100,7 @@ func (db *DB) RecordAdvice(ctx context.Context, a *Advice) (int64, error) {
 			func(i int, dst []any) []any {
 				c := &a.Candidates[i]
 				return append(dst, id, c.Candidate, c.Rank, c.Strategy, c.Devices, c.PP, c.DP, c.TMP, c.MBS,
-					c.DataDegree, c.SplitDegree, c.Feasible, c.IterationTimeS, c.EpochTimeS, c.MemoryBytes,
+					c.DataDegree, c.SplitDegree, flag(c.Feasible), c.IterationTimeS, c.EpochTimeS, c.MemoryBytes,
 					c.CapacityBytes, string(c.DetailJSON))
 			})
 	})
@@ -112,9 +112,9 @@ func (db *DB) RecordAdvice(ctx context.Context, a *Advice) (int64, error) {
 
 // nextID returns max(column) + 1 of table: ids are the writer's, so that the schema needs
 // no auto-increment (portable to PostgreSQL); the write transaction makes it unique.
-func nextID(ctx context.Context, tx *sql.Tx, table, column string) (int64, error) {
+func nextID(ctx context.Context, tx txn, table, column string) (int64, error) {
 	var id int64
-	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX("+column+"), 0) + 1 FROM "+table).Scan(&id); err != nil {
+	if err := tx.queryRow(ctx, "SELECT COALESCE(MAX("+column+"), 0) + 1 FROM "+table).Scan(&id); err != nil {
 		return 0, fmt.Errorf("next %s: %w", column, err)
 	}
 	return id, nil
@@ -154,22 +154,22 @@ func (db *DB) RecordAdviceMeasurement(ctx context.Context, m *AdviceMeasurement)
 		at = time.Now()
 	}
 	var id int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(tx txn) error {
 		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM advice_candidates WHERE advice_id = ? AND candidate = ?)",
+		if err := tx.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM advice_candidates WHERE advice_id = ? AND candidate = ?)",
 			m.AdviceID, m.Candidate).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
-			return notFound("no candidate %d of advice %d in %s", m.Candidate, m.AdviceID, db.path)
+			return notFound("no candidate %d of advice %d in %s", m.Candidate, m.AdviceID, db.where)
 		}
 		var err error
 		if id, err = nextID(ctx, tx, "advice_measurements", "measurement_id"); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO advice_measurements (measurement_id, advice_id, candidate, created_at,
+		_, err = tx.exec(ctx, `INSERT INTO advice_measurements (measurement_id, advice_id, candidate, created_at,
 			iterations, iteration_time_s, peak_bytes, out_of_memory, host, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			id, m.AdviceID, m.Candidate, formatTime(at), m.Iterations, m.IterationTimeS, m.PeakBytes, m.OutOfMemory,
+			id, m.AdviceID, m.Candidate, formatTime(at), m.Iterations, m.IterationTimeS, m.PeakBytes, flag(m.OutOfMemory),
 			m.Host, string(meta))
 		return err
 	})
@@ -195,11 +195,11 @@ type StoredAdvice struct {
 func (db *DB) AdviceByID(ctx context.Context, id int64) (*StoredAdvice, error) {
 	var a StoredAdvice
 	var created string
-	err := db.r.QueryRowContext(ctx, `SELECT a.advice_id, a.kind, a.run_id, a.model_name, c.name, a.created_at,
+	err := db.queryRow(ctx, `SELECT a.advice_id, a.kind, a.run_id, a.model_name, c.name, a.created_at,
 		a.request_json, a.result_json FROM advice a JOIN clusters c USING (cluster_id) WHERE a.advice_id = ?`, id).Scan(
 		&a.ID, &a.Kind, &a.RunID, &a.ModelName, &a.ClusterName, &created, &a.RequestJSON, &a.ResultJSON)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("no advice %d in %s", id, db.path)
+		return nil, notFound("no advice %d in %s", id, db.where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read advice %d: %w", id, err)
@@ -233,7 +233,7 @@ func (db *DB) AdviceAccuracy(ctx context.Context, id int64) ([]CandidateAccuracy
 	if _, err := db.AdviceByID(ctx, id); err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT candidate, rank, strategy, devices, feasible,
+	rows, err := db.query(ctx, `SELECT candidate, rank, strategy, devices, feasible,
 		predicted_iteration_time_s, predicted_memory_bytes,
 		COALESCE(AVG(CASE WHEN out_of_memory = 0 THEN measured_iteration_time_s END), 0),
 		COUNT(*), SUM(out_of_memory), MAX(measured_peak_bytes)

@@ -12,7 +12,7 @@ import (
 const stageParallelColumns = `in_shape, out_shape, weight_count, bias_count, modules_json, batch_times_json`
 
 // insertStageParallel stores the parallel fields of the stages that recorded any.
-func insertStageParallel(ctx context.Context, tx *sql.Tx, runID int64, stages []profile.Stage) error {
+func insertStageParallel(ctx context.Context, tx txn, runID int64, stages []profile.Stage) error {
 	var rec []*profile.Stage
 	for i := range stages {
 		if stages[i].Parallel.Recorded() {

@@ -102,16 +102,26 @@ def parse_bandwidth(text: str) -> float:
     return float(call(_go().ParseBandwidth, text))
 
 
+def _home() -> str:
+    home = os.path.expanduser("~")
+    return "" if home == "~" else home
+
+
 def db_path() -> str:
-    """The database file: ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``.
+    """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``.
 
     The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
     each call and passed in: a Go runtime loaded into Python sees the environment of the
     moment it was loaded, and would miss later changes.
     """
-    home = os.path.expanduser("~")
-    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""),
-                    "" if home == "~" else home))
+    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""), _home()))
+
+
+def data_dir() -> str:
+    """The local folder of the files kept beside the database: the folder of a SQLite
+    file, ``~/.chainplan`` for a PostgreSQL store (``service.DataDir``)."""
+    return str(call(_go().DataDir, db_path(), _home()))
 
 
 def ingest(file_path: str) -> int:
