@@ -20,6 +20,9 @@ const (
 	Checkpointing Family = "checkpointing"
 	Offloading    Family = "offloading"
 	Pipeline      Family = "pipeline"
+	// Simulation entries are the pipeline schedules planner/pipesim runs (issue 25): their
+	// result is a chainplan.pipesim/v1 document, and they set Entry.Simulation.
+	Simulation Family = "simulation"
 )
 
 // Field names a request field an algorithm reads, spelt as in the JSON requests of the
@@ -63,6 +66,9 @@ type Entry struct {
 	// Parallel holds the functions of the parallel planners (family Parallel); nil for
 	// the other families.
 	Parallel *ParallelFuncs `json:"-"`
+	// Simulation holds the functions of the simulated schedules; nil for the other
+	// families.
+	Simulation *SimulationFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

@@ -50,6 +50,10 @@ func (r Request) check() (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: unknown algorithm %q (%swant one of %s)", chainplan.ErrUnsupported, r.Algo,
 			hint, strings.Join(all, ", "))
 	}
+	if e.Family == Simulation {
+		return Entry{}, fmt.Errorf("%w: %q is a pipeline schedule the simulator runs, not a sequence: use chainplan pipesim --schedule %s",
+			chainplan.ErrUnsupported, e.Name, e.Name)
+	}
 	if e.Schedule == nil {
 		return Entry{}, fmt.Errorf("%w: algorithm %q plans a %s, not a sequence: use its own entry point",
 			chainplan.ErrUnsupported, e.Name, e.Family)

@@ -19,6 +19,7 @@ type CopyStats struct {
 	Executions   int `json:"executions"`    // executions copied, of every plan
 	Bandwidths   int `json:"bandwidths"`    // bandwidths copied, of every run
 	PlansSkipped int `json:"plans_skipped"` // plans the destination held already
+	Simulations  int `json:"simulations"`   // pipeline simulations copied, of every run
 	// Advice counts the advise and search3d results copied (with their candidates and
 	// clusters), AdviceSkipped those the destination held already, AdviceMeasurements
 	// their measured runs copied.
@@ -37,6 +38,8 @@ var copyTables = []struct{ table, id, parent string }{
 	{"bandwidths", "bandwidth_id", "run_id"},
 	{"plans", "plan_id", "run_id"},
 	{"executions", "execution_id", "plan_id"},
+	{"simulations", "simulation_id", "run_id"},
+	{"simulation_stages", "", "simulation_id"},
 	{"stage_parallel", "", "run_id"},
 	{"clusters", "cluster_id", ""},
 	{"advice", "advice_id", "run_id"},
@@ -128,6 +131,10 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 			return err
 		}
 	}
+	sims, err := readSimulations(ctx, src, cols, id)
+	if err != nil {
+		return err
+	}
 	var delta CopyStats
 	err = dst.write(ctx, func(tx txn) error {
 		delta = CopyStats{}
@@ -170,7 +177,11 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 			return err
 		}
 		delta.Bandwidths = n
-		return copyPlans(ctx, tx, cols, newID, plans, executions, &delta)
+		planIDs, err := copyPlans(ctx, tx, cols, newID, plans, executions, &delta)
+		if err != nil {
+			return err
+		}
+		return copySimulations(ctx, tx, cols, newID, planIDs, sims, &delta)
 	})
 	if err != nil {
 		return err
@@ -183,18 +194,21 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 	stats.PlansSkipped += delta.PlansSkipped
 	stats.Executions += delta.Executions
 	stats.Bandwidths += delta.Bandwidths
+	stats.Simulations += delta.Simulations
 	return nil
 }
 
 // copyPlans inserts the plans (their source id first, then cols["plans"]) that run runID
-// of dst lacks, and the executions of every plan that dst lacks.
+// of dst lacks, and the executions of every plan that dst lacks. It returns the plan ids of
+// dst by those of src.
 func copyPlans(ctx context.Context, tx txn, cols map[string][]string, runID int64, plans [][]any,
-	executions map[int64][][]any, delta *CopyStats) error {
+	executions map[int64][][]any, delta *CopyStats) (map[int64]int64, error) {
 	planCols := cols["plans"]
 	have, err := selectRows(ctx, txReader{tx}, "plans", append([]string{"plan_id"}, planCols...), "run_id = ?", runID)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	ids := map[int64]int64{}
 	byKey := map[string]int64{}
 	for _, p := range have {
 		byKey[rowKey(planCols, p[1:], "run_id")] = p[0].(int64)
@@ -209,17 +223,18 @@ func copyPlans(ctx context.Context, tx txn, cols map[string][]string, runID int6
 			err := tx.queryRow(ctx, "INSERT INTO plans ("+strings.Join(planCols, ", ")+") VALUES (?"+
 				repeat(", ?", len(planCols)-1)+") RETURNING plan_id", values...).Scan(&newID)
 			if err != nil {
-				return fmt.Errorf("insert plan: %w", err)
+				return nil, fmt.Errorf("insert plan: %w", err)
 			}
 			delta.Plans++
 		}
+		ids[srcID] = newID
 		n, err := insertMissing(ctx, tx, "executions", cols["executions"], "plan_id", newID, executions[srcID])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		delta.Executions += n
 	}
-	return nil
+	return ids, nil
 }
 
 // insertCopies inserts rows (values of cols) into table with their parent column set to

@@ -25,6 +25,18 @@ func TestCopy(t *testing.T) {
 		if err := src.RecordBandwidth(ctx, &store.Bandwidth{RunID: 2, BytesPerS: 12e9, Device: "cuda:0", Method: "pinned"}); err != nil {
 			t.Fatal(err)
 		}
+		// Two pipeline simulations, one of them of a stored plan.
+		plans, err := src.Plans(ctx, 3)
+		if err != nil || len(plans) == 0 {
+			t.Fatalf("plans of run 3: %v, %v", plans, err)
+		}
+		ofPlan := sampleSimulation(3, "gpipe", 0.5)
+		ofPlan.PlanID = plans[0].ID
+		for _, s := range []*store.Simulation{ofPlan, sampleSimulation(2, "1f1b-flush", 0.4)} {
+			if _, err := src.RecordSimulation(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
 		dst := b.open(t)
 		// Another node stored run 5's profile already.
 		if _, err := dst.Ingest(ctx, sampleProfile(4, 0, 2)); err != nil {
@@ -34,13 +46,21 @@ func TestCopy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := store.CopyStats{Runs: 11, RunsSkipped: 1, Plans: 24, Executions: 18, Bandwidths: 1}
+		want := store.CopyStats{Runs: 11, RunsSkipped: 1, Plans: 24, Executions: 18, Bandwidths: 1, Simulations: 2}
 		want.Stages, want.Measurements = int(count(t, src, "SELECT count(*) FROM stages WHERE run_id <> 5")),
 			int(count(t, src, "SELECT count(*) FROM measurements WHERE run_id <> 5"))
 		if stats != want {
 			t.Fatalf("first copy: %+v, want %+v", stats, want)
 		}
 		sameHistory(t, src, dst)
+		if n := count(t, dst, "SELECT count(*) FROM simulation_stages"); n != 4 {
+			t.Errorf("%d simulation stages copied, want 4", n)
+		}
+		// The simulated plan is the copy's plan of the same run, created at the same time.
+		if n := count(t, dst, `SELECT count(*) FROM simulations s JOIN plans p ON p.plan_id = s.plan_id
+			WHERE p.run_id = s.run_id AND p.created_at = $1`, plans[0].CreatedAt.UTC().Format("2006-01-02T15:04:05.000Z")); n != 1 {
+			t.Errorf("%d copied simulations refer to the copy of their plan, want 1", n)
+		}
 		again, err := store.Copy(ctx, dst, src)
 		if err != nil {
 			t.Fatal(err)

@@ -124,6 +124,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newSQLCmd(e),
 		newImportCmd(e),
 		newPipelineCmd(e),
+		newPipesimCmd(e),
 		newPlotCmd(e),
 		newReportCmd(e),
 		newAdviseCmd(e),

@@ -16,10 +16,11 @@ func newMigrateStoreCmd(e *env) *cobra.Command {
 		Short: "Copy a local profile database into a team's PostgreSQL store",
 		Long: `Copy the history of one profile database into another, usually a local SQLite file
 into the PostgreSQL store a team shares (--to postgres://user@host/db): every run with its
-stages and measurements, its plans, their executions, and measured bandwidths.
+stages and measurements, its plans, their executions, measured bandwidths and pipeline
+simulations.
 
 Runs the destination holds already (the same profile file, by content hash) are skipped,
-and what they gained since (plans, executions, bandwidths) is added, so copying again
+and what they gained since (plans, executions, bandwidths, simulations) is added, so copying again
 after more local work adds only that work, and copying twice adds nothing. Each run is
 copied in one transaction: an interrupted copy leaves whole runs only, and running the
 command again resumes it. Runs get the destination's ids. The source must exist; the
@@ -54,8 +55,8 @@ are migrated to this chainplan's schema first.`,
 // copySummary says in one line what a copy did.
 func copySummary(s store.CopyStats, from, to string) string {
 	return fmt.Sprintf("copied %d runs (%d stages, %d measurements), %d plans, %d executions, %d bandwidths, "+
-		"%d advice (%d measured runs) from %s to %s; skipped %d runs, %d plans and %d advice already there",
-		s.Runs, s.Stages, s.Measurements, s.Plans, s.Executions, s.Bandwidths, s.Advice, s.AdviceMeasurements,
+		"%d simulations, %d advice (%d measured runs) from %s to %s; skipped %d runs, %d plans and %d advice already there",
+		s.Runs, s.Stages, s.Measurements, s.Plans, s.Executions, s.Bandwidths, s.Simulations, s.Advice, s.AdviceMeasurements,
 		redact(from), redact(to), s.RunsSkipped, s.PlansSkipped, s.AdviceSkipped)
 }
 

@@ -17,6 +17,7 @@ Usage::
     pp = chainplan.pipeline_plan(prof, gpus=4, memory="16GiB", bandwidth="12GB/s",
                                  microbatches=8)          # a pipeline over 4 ranks, stored
     runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
+    sim = chainplan.pipesim(prof, schedule="1f1b-flush", stages=4, microbatches=8)  # simulate
 
     adv = chainplan.advise(prof, "cluster.yaml", dataset_size=50_000, batch_per_device=64)
     s3 = chainplan.search3d(prof, "cluster.yaml", global_batch=512)  # past one device
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.schedule import Plan
+    from chainplan.simulating import pipesim
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
 
@@ -60,6 +62,7 @@ __all__ = [
     "Plan",
     "pipeline_plan",
     "PipelinePlan",
+    "pipesim",
     "ChainplanError",
     "InfeasibleBudget",
     "advise",
@@ -71,6 +74,7 @@ __all__ = [
 _WHERE = {
     "pipeline_plan": "chainplan.pipeline.planning",
     "PipelinePlan": "chainplan.pipeline.plan",
+    "pipesim": "chainplan.simulating",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
     "query": "chainplan.api",

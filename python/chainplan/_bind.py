@@ -187,6 +187,18 @@ def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
     return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
 
 
+def pipesim(chain_json: str, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a chain; returns ``{"simulation", ...}`` JSON."""
+    return str(call(_go().Pipesim, chain_json, json.dumps(request)))
+
+
+def pipesim_run(run_id: int, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a stored run (or with run 0 and a ``plan_id``, a
+    stored plan on its run) and record it; returns the JSON with ``simulation_id`` and
+    ``comparisons``."""
+    return str(call(_go().PipesimRun, db_path(), run_id, json.dumps(request)))
+
+
 def run_cli(args: list[str]) -> int:
     """Run the ``chainplan`` command line in this process (pybind.RunCLI) with ``args``
     (the program name left out); it writes to the process's standard output and error and

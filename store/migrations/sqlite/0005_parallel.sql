@@ -1,7 +1,7 @@
--- 0004_parallel: what the parallel planners (advise, search3d; issue 26) store. docs/sql.md
+-- 0005_parallel: what the parallel planners (advise, search3d; issue 26) store. docs/sql.md
 -- documents every table, column and view; change both together.
 --
--- postgres/0004_parallel.sql is the same schema for PostgreSQL (bigint, double precision);
+-- postgres/0005_parallel.sql is the same schema for PostgreSQL (bigint, double precision);
 -- ids are assigned by the writer (max + 1 in its transaction) on both.
 
 -- The parallel fields of a profile's stages (docs/formats.md, "Parallel fields"), one row

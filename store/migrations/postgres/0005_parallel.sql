@@ -1,4 +1,4 @@
--- 0004_parallel for PostgreSQL (sqlite/0004_parallel.sql): what the parallel planners
+-- 0005_parallel for PostgreSQL (sqlite/0005_parallel.sql): what the parallel planners
 -- (advise, search3d; issue 26) store. docs/sql.md documents every table, column and view;
 -- ids are assigned by the writer (max + 1 in its transaction).
 
