@@ -27,9 +27,9 @@ class Algorithm:
 
     Attributes:
         name: the lower-case name ``plan(algo=...)`` takes.
-        family: ``checkpointing``, ``offloading``, ``pipeline``, ``parallel`` (:func:`chainplan.advise`,
-            :func:`chainplan.search3d`) or ``simulation`` (the schedules of
-            :func:`chainplan.pipesim`).
+        family: ``checkpointing``, ``offloading``, ``pipeline``, ``parallel``
+            (:func:`chainplan.advise`, :func:`chainplan.search3d`) or ``simulation`` (the
+            schedules of :func:`chainplan.pipesim`).
         format: the plan document it returns (``chainplan.schedule/v1``,
             ``chainplan.schedule/v1+offload``, ``chainplan.pipeline/v1``; a simulation's
             ``chainplan.pipesim/v1``).
