@@ -63,6 +63,9 @@ type Entry struct {
 	Schedule *ScheduleFuncs `json:"-"`
 	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
 	Pipeline *PipelineFuncs `json:"-"`
+	// Parallel holds the functions of the parallel planners (family Parallel); nil for
+	// the other families.
+	Parallel *ParallelFuncs `json:"-"`
 	// Simulation holds the functions of the simulated schedules; nil for the other
 	// families.
 	Simulation *SimulationFuncs `json:"-"`
