@@ -20,8 +20,8 @@ const SimDivergence = 0.10
 // SimCheck is pipesim's event-by-event run of a candidate's pipeline: one iteration (gas
 // micro-batches and the flush) under the schedule the search assumes, each stage on a
 // device of its own with the candidate's stage times, transfers on one link per
-// boundary and direction at the slowest stage link's bandwidth and latency, and the
-// stages rotor checkpointed recomputing with rotor's sequence within the memory their
+// boundary and direction at that boundary's bandwidth and latency (the slowest pair of
+// the two stages' replicas, as Eq. 5's e), and the stages rotor checkpointed recomputing with rotor's sequence within the memory their
 // devices have left.
 type SimCheck struct {
 	// Schedule is pipesim's schedule (1f1b-flush or gpipe); Microbatches the gas simulated.
@@ -134,17 +134,14 @@ func (s *searcher) simulate(c *Candidate) (*SimCheck, error) {
 	if err != nil {
 		return nil, err
 	}
-	bw, alpha := math.Inf(1), 0.0
-	for _, l := range lay.stageLink {
-		bw = math.Min(bw, l.Bandwidth)
-		alpha = math.Max(alpha, l.LatencyS)
-	}
-	links := !math.IsInf(bw, 0)
-	if !links {
-		bw, alpha = 1, 0 // no link between the stages' devices costs anything: transfers are free
+	// Each boundary on its own link, the slowest pair of the two stages' replicas (Eq. 5's
+	// e); the problem's bandwidth then only sizes nothing.
+	bounds := make([]pipesim.BoundaryLink, len(lay.stageLink))
+	for k, l := range lay.stageLink {
+		bounds[k] = pipesim.BoundaryLink{Bandwidth: math.Min(l.Bandwidth, math.MaxFloat64), LatencyS: l.LatencyS}
 	}
 	checkpointed := c.Checkpointed > 0
-	pr, err := pipeline.NewProblem(ch, pipeline.Options{GPUs: c.PP, Bandwidth: bw, WeightCopies: s.weightCopies(),
+	pr, err := pipeline.NewProblem(ch, pipeline.Options{GPUs: c.PP, Bandwidth: 1, WeightCopies: s.weightCopies(),
 		ActivationModel: pipeline.ActivationsSaved, Checkpoint: checkpointed})
 	if err != nil {
 		return nil, err
@@ -179,7 +176,7 @@ func (s *searcher) simulate(c *Candidate) (*SimCheck, error) {
 			return nil, err
 		}
 	}
-	su, err := pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: links, AlphaS: alpha, Checkpointed: whole})
+	su, err := pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: true, Boundaries: bounds, Checkpointed: whole})
 	if err != nil {
 		return nil, err
 	}
