@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/amp"
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/workload"
@@ -78,15 +77,7 @@ func TestSimCheckUniformPipeline(t *testing.T) {
 // least its busiest stage's work, its divergence is the documented ratio, and exactly the
 // candidates past the threshold are warned about.
 func TestSimCheckEveryCandidate(t *testing.T) {
-	ch, err := chainplan.ReadChain("../../examples/gpt-7b-40.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := workload.FromChain(ch, "gpt-7b-40", 1, 4)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := amp.Search(m, readCluster(t, "a100-64.yaml"), amp.Options{GlobalBatch: 512})
+	res, err := amp.Search(exampleModel(t, "gpt-7b-40"), readCluster(t, "a100-64.yaml"), amp.Options{GlobalBatch: 512})
 	if err != nil {
 		t.Fatal(err)
 	}
