@@ -208,7 +208,8 @@ def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> Non
         assert sim.pipeline_time_s > 0 and len(sim.stages) == c.pp
         assert sim.divergence == pytest.approx(
             (sim.pipeline_time_s - c.pipeline_time_s) / c.pipeline_time_s)
-        assert all(0 < st.in_flight <= cs.in_flight for st, cs in zip(sim.stages, c.stages))
+        pairs = zip(sim.stages, c.stages, strict=True)
+        assert all(0 < st.in_flight <= cs.in_flight for st, cs in pairs)
         assert all(st.peak_bytes > 0 for st in sim.stages)
     assert all("pipesim" in w or "stage" in w for w in s3.warnings)
     # A document written before the check (no "simulated", no "warnings") still loads.
