@@ -88,6 +88,8 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSolve$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pofo
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline
+	$(GO) test -run='^$$' -fuzz='^FuzzParseMultiChain$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzSolve$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/multichain
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m

@@ -166,3 +166,31 @@ func TestParseMultichainPlan(t *testing.T) {
 		t.Fatalf("branch outside a multichain plan: %v", err)
 	}
 }
+
+// FuzzParseMultiChain checks that the bundle parser never panics and that whatever it
+// accepts is a valid bundle that survives a round trip.
+func FuzzParseMultiChain(f *testing.F) {
+	f.Add([]byte(bundle(tower+`, {"input_bytes": 2, "stages": []}`, `, "keep_input_grad": [false, true]`)))
+	f.Add([]byte(bundle("", "")))
+	f.Add([]byte(`{"format": "chainplan.multichain/v1", "branches": [{"input_bytes": 1, "stages": [], "loss": {"fwd_time": 1}}]}`))
+	f.Add([]byte(`{"format": "chainplan.multichain/v1", "branches": [3]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := chainplan.ParseMultiChain(data)
+		if err != nil {
+			if !errors.Is(err, chainplan.ErrInvalidChain) {
+				t.Fatalf("error %v is not ErrInvalidChain", err)
+			}
+			return
+		}
+		if err := m.Validate(); err != nil {
+			t.Fatalf("accepted an invalid bundle: %v", err)
+		}
+		b, err := m.MarshalIndent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := chainplan.ParseMultiChain(b); err != nil {
+			t.Fatalf("round trip of an accepted bundle fails: %v\n%s", err, b)
+		}
+	})
+}

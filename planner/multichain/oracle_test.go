@@ -40,10 +40,11 @@ func randomInstance(rng *rand.Rand, maxSum int) *instance {
 // Lemma 2 with the smallest slot count the search finds feasible (spec §8: 0 mismatches on
 // 52 000 cases). Every schedule of the DP replays in the unit model with the DP's value.
 func TestAgainstExhaustive(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(24, 7))
 	n, maxSum := 1500, 5
 	if testing.Short() {
-		n, maxSum = 200, 4
+		n, maxSum = 80, 4
 	}
 	cases := 0
 	for range n {
