@@ -103,12 +103,12 @@ func (l *bfLayout) next(s uint64, used, m int, visit func(uint64, float64)) {
 			}
 			apply(s, 0, [2]int{l.a(j, q), -1}) // D_q
 			if q < n {
-				apply(s, in.uF[j][q+1], [2]int{l.a(j, q), -1}, [2]int{l.a(j, q + 1), +1}) // F_{q+1}
+				apply(s, in.uF[j][q+1], [2]int{l.a(j, q), -1}, [2]int{l.a(j, q+1), +1}) // F_{q+1}
 			}
 		}
 		for q := 1; q <= n; q++ {
 			if has(l.d(j, q)) && has(l.a(j, q-1)) {
-				apply(s, in.uB[j][q], [2]int{l.d(j, q), -1}, [2]int{l.a(j, q - 1), -1}, [2]int{l.d(j, q - 1), +1}) // B_q
+				apply(s, in.uB[j][q], [2]int{l.d(j, q), -1}, [2]int{l.a(j, q-1), -1}, [2]int{l.d(j, q-1), +1}) // B_q
 			}
 		}
 		if !in.b0[j] && has(l.d(j, 0)) && lossDone {
