@@ -20,6 +20,10 @@ const (
 	Checkpointing Family = "checkpointing"
 	Offloading    Family = "offloading"
 	Pipeline      Family = "pipeline"
+	// Multichain plans K towers joined at the loss (chainplan.MultiChain, issue 24): a
+	// chainplan.Plan whose operations name their branch, with its multichain section
+	// (docs/multichain.md); its entries set Entry.Multichain.
+	Multichain Family = "multichain"
 )
 
 // Field names a request field an algorithm reads, spelt as in the JSON requests of the
@@ -60,6 +64,9 @@ type Entry struct {
 	Schedule *ScheduleFuncs `json:"-"`
 	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
 	Pipeline *PipelineFuncs `json:"-"`
+	// Multichain holds the functions of the multichain algorithms; nil for the other
+	// families.
+	Multichain *MultichainFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

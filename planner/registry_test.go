@@ -19,6 +19,7 @@ func TestRegistryEntries(t *testing.T) {
 		planner.Checkpointing: "chainplan.schedule/v1",
 		planner.Offloading:    "chainplan.schedule/v1+offload",
 		planner.Pipeline:      "chainplan.pipeline/v1",
+		planner.Multichain:    "chainplan.schedule/v1+multichain",
 	}
 	known := map[planner.Field]bool{planner.FieldSlots: true, planner.FieldSegments: true, planner.FieldBandwidth: true}
 	name := regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
@@ -52,8 +53,14 @@ func TestRegistryEntries(t *testing.T) {
 			}
 			continue
 		}
-		if e.Pipeline != nil {
-			t.Errorf("%s: a %s entry with pipeline functions", e.Name, e.Family)
+		if e.Family == planner.Multichain {
+			if f := e.Multichain; e.Schedule != nil || e.Pipeline != nil || f == nil || f.Solve == nil || f.MinBudget == nil || f.Simulate == nil {
+				t.Errorf("%s: a multichain entry has Multichain.Solve, MinBudget and Simulate, and nothing else", e.Name)
+			}
+			continue
+		}
+		if e.Pipeline != nil || e.Multichain != nil {
+			t.Errorf("%s: a %s entry with pipeline or multichain functions", e.Name, e.Family)
 		}
 		if s := e.Schedule; s == nil || s.Solve == nil || s.MinBudget == nil || s.Simulate == nil {
 			t.Errorf("%s: a %s entry needs Schedule.Solve, MinBudget and Simulate", e.Name, e.Family)
