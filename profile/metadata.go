@@ -195,6 +195,9 @@ func ParseMetadata(kv map[string]string) (Metadata, error) {
 	}
 	m.CreatedAt = t.UTC()
 	m.SetExtra(kv)
+	if _, err := m.Towers(); err != nil {
+		return Metadata{}, err
+	}
 	return m, nil
 }
 
