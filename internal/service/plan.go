@@ -32,12 +32,24 @@ func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
 	return planner.Solve(c, req.Request)
 }
 
+// SolveMultichain plans bundle mc as Solve plans a chain: at req.BudgetBytes, or with
+// req.Min at the smallest feasible budget. req.Algo must name a multichain algorithm.
+func SolveMultichain(mc *chainplan.MultiChain, req Request) (*chainplan.Plan, error) {
+	if req.Min {
+		return planner.SolveMultichainMin(mc, req.Request)
+	}
+	return planner.SolveMultichain(mc, req.Request)
+}
+
 // Planned is a plan of a stored run, as PlanRun recorded it.
 type Planned struct {
 	RunID  int64
 	PlanID int64
-	Chain  *chainplan.Chain // the run's chain, which the plan schedules
-	Plan   *chainplan.Plan
+	Chain  *chainplan.Chain // the run's chain, which the plan schedules; nil for a multichain plan
+	// MultiChain is the run's bundle when the run profiles towers joined at the loss and
+	// the plan is a multichain plan; nil otherwise.
+	MultiChain *chainplan.MultiChain
+	Plan       *chainplan.Plan
 }
 
 // PlanRun plans the chain of the run ref names and records the plan with ParamsFor(req,
@@ -48,6 +60,9 @@ type Planned struct {
 func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
+	}
+	if e, ok := planner.Lookup(req.Algo); ok && e.Family == planner.Multichain {
+		return s.planTowers(ctx, ref, req)
 	}
 	id, c, err := s.runChain(ctx, ref)
 	if err != nil {
@@ -62,6 +77,28 @@ func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planne
 		return nil, err
 	}
 	return &Planned{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
+}
+
+// planTowers is PlanRun for a multichain algorithm: the run's bundle, planned and recorded
+// as every plan is.
+func (s *Service) planTowers(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
+	id, err := s.ResolveRun(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := s.RunMultiChain(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	p, err := SolveMultichain(mc, req)
+	if err != nil {
+		return nil, err
+	}
+	planID, err := s.RecordPlan(ctx, id, req, p)
+	if err != nil {
+		return nil, err
+	}
+	return &Planned{RunID: id, PlanID: planID, MultiChain: mc, Plan: p}, nil
 }
 
 // RecordPlan stores plan p, computed for req from run runID's chain, with ParamsFor(req,
