@@ -79,10 +79,9 @@ var entries = []Entry{
 		heuristic.SolveAutoCapper, heuristic.MinBudgetAutoCapper, FieldSlots),
 	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
 		heuristic.SolveOpportunist, heuristic.MinBudgetOpportunist, FieldSlots),
-	multichainEntry("multichain", "K towers joined at the loss: the multi-chain DP, rotor on the towers "+
-		"concatenated, or no recomputation, the fastest that fits", multichain.Best),
-	multichainEntry("multichain-linear", "K towers joined at the loss: rotor on the towers concatenated in "+
-		"every order", multichain.Linear),
+	multichainEntry("multichain", "the fastest of the multi-chain DP, rotor on the towers concatenated, "+
+		"and no recomputation", multichain.Best),
+	multichainEntry("multichain-linear", "rotor on the towers concatenated, in every order", multichain.Linear),
 	pipelineEntry(madpipe.Algo, "memory-aware pipeline partitioning and periodic schedule (MadPipe: DP, then a MILP)",
 		madpipeFuncs),
 	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),

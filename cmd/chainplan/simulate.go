@@ -36,6 +36,10 @@ independent validator of the pipeline model instead: structure, operation durati
 dependencies of every mini-batch, exclusivity on each device and link, memory per device
 (time-resolved; --budget overrides the plan's memory_bytes) and the load bound.
 
+A multichain plan (towers joined at the loss) is replayed on the bundle --chain names
+(chainplan.multichain/v1) by the multi-branch simulator: every tower's operations, the
+joint loss, the input gradients dropped or kept, and nothing left in memory at the end.
+
 With --plan-id, the plan is a stored one (chainplan show-plan) and the chain is that of
 the run it was computed from.
 
@@ -49,6 +53,9 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 				return err
 			}
 			if done, err := simulateStoredPipelinePlan(cmd, e, f); done {
+				return err
+			}
+			if done, err := simulateTowers(cmd, e, f); done {
 				return err
 			}
 			c, p, err := simulateInput(cmd, &f)
@@ -149,6 +156,12 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
 			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
 	}
+	return reportSimulation(w, out, p, f, limit)
+}
+
+// reportSimulation prints the outcome of a replay (text or JSON) and fails with an error
+// wrapping ErrInvalidPlan when the plan has issues.
+func reportSimulation(w io.Writer, out simulation, p *chainplan.Plan, f simulateFlags, limit int64) error {
 	out.Valid = len(out.Issues) == 0
 	if out.Issues == nil {
 		out.Issues = []simulate.Issue{}
