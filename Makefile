@@ -46,7 +46,7 @@ deps-check:
 	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
 
 test-go: venv
-	$(GO) test -race -short -count=1 $(PKGS)
+	$(GO) test -race -short -count=1 -timeout 30m $(PKGS)
 
 ## test-browser: render the page of `chainplan report` in headless Chromium (Debian's
 ## package, installed when missing; apt-get needs root) and check that it loads: every
