@@ -37,6 +37,9 @@ func count(s uint64, i int) int { return int(s >> (2 * i) & 3) }
 // bruteForce returns the optimal makespan of MULTI-b(L, m, b⁰) in the model of Table 1.1,
 // or inf. It explores S, F, B, Loss (once), D and D̄ (when b_j = 0) from {a_0^(j)}, with at
 // most m values stored in every state, until the memory is exactly {δ_0^(j) : b_j = 1}.
+// With in.keepInputs the inputs stay: B_1 leaves a_0, the loss leaves the a_0 of a branch
+// without stages beside its δ_0, only copies of an a_0 may be dropped, and the memory ends
+// with every a_0^(j) as well.
 func bruteForce(in *instance, m int) float64 {
 	lay := newLayout(in)
 	if lay.n > 31 {
@@ -47,6 +50,9 @@ func bruteForce(in *instance, m int) float64 {
 		start |= 1 << (2 * lay.a(j, 0))
 		if in.b0[j] {
 			goal |= 1 << (2 * lay.d(j, 0))
+		}
+		if in.keepInputs {
+			goal |= 1 << (2 * lay.a(j, 0))
 		}
 	}
 	goal |= bfLoss
@@ -101,15 +107,22 @@ func (l *bfLayout) next(s uint64, used, m int, visit func(uint64, float64)) {
 			if used < m {
 				apply(s, 0, [2]int{l.a(j, q), +1}) // S_q
 			}
-			apply(s, 0, [2]int{l.a(j, q), -1}) // D_q
+			if q > 0 || !in.keepInputs || count(s, l.a(j, 0)) == 2 {
+				apply(s, 0, [2]int{l.a(j, q), -1}) // D_q
+			}
 			if q < n {
 				apply(s, in.uF[j][q+1], [2]int{l.a(j, q), -1}, [2]int{l.a(j, q+1), +1}) // F_{q+1}
 			}
 		}
 		for q := 1; q <= n; q++ {
-			if has(l.d(j, q)) && has(l.a(j, q-1)) {
-				apply(s, in.uB[j][q], [2]int{l.d(j, q), -1}, [2]int{l.a(j, q-1), -1}, [2]int{l.d(j, q-1), +1}) // B_q
+			if !has(l.d(j, q)) || !has(l.a(j, q-1)) {
+				continue
 			}
+			if q == 1 && in.keepInputs { // B_1 reads a_0 and leaves it
+				apply(s, in.uB[j][q], [2]int{l.d(j, q), -1}, [2]int{l.d(j, q-1), +1})
+				continue
+			}
+			apply(s, in.uB[j][q], [2]int{l.d(j, q), -1}, [2]int{l.a(j, q-1), -1}, [2]int{l.d(j, q-1), +1}) // B_q
 		}
 		if !in.b0[j] && has(l.d(j, 0)) && lossDone {
 			apply(s, 0, [2]int{l.d(j, 0), -1}) // D̄
@@ -117,11 +130,20 @@ func (l *bfLayout) next(s uint64, used, m int, visit func(uint64, float64)) {
 	}
 	if !lossDone {
 		changes := make([][2]int, 0, 2*len(in.L))
+		extra := 0
 		for j, n := range in.L {
 			if !has(l.a(j, n)) {
 				return
 			}
+			if n == 0 && in.keepInputs { // the input stays beside δ_0
+				changes = append(changes, [2]int{l.d(j, n), +1})
+				extra++
+				continue
+			}
 			changes = append(changes, [2]int{l.a(j, n), -1}, [2]int{l.d(j, n), +1})
+		}
+		if used+extra > m {
+			return
 		}
 		apply(s|bfLoss, in.uL, changes...)
 	}

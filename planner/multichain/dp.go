@@ -11,7 +11,7 @@ import (
 // m_min·s + R. It takes O(ΣL_j) time and builds no table.
 func dpMinBudget(mc *chainplan.MultiChain) int64 {
 	in := instanceOf(mc)
-	return slotModelOf(mc).budget(minSlots(in.L, in.b0))
+	return slotModelOf(mc).budget(minSlots(in.L, in.L, in.b0, in.keepInputs))
 }
 
 // solveDP is heuristic H0 at budgetBytes: the exact dynamic program on slots of the
@@ -21,10 +21,10 @@ func solveDP(mc *chainplan.MultiChain, budgetBytes int64) (*chainplan.Plan, erro
 	in := instanceOf(mc)
 	sm := slotModelOf(mc)
 	m64 := sm.slots(budgetBytes)
-	if m64 < int64(minSlots(in.L, in.b0)) {
+	if m64 < int64(minSlots(in.L, in.L, in.b0, in.keepInputs)) {
 		return nil, nil
 	}
-	m := int(min(m64, int64(in.k()+in.sumL()))) // more slots change nothing (spec §5.2, clamp)
+	m := int(min(m64, int64(in.k()+in.sumL()+in.bare()))) // more slots change nothing (spec §5.2, clamp)
 	tb, err := newTable(in, m)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func solveDP(mc *chainplan.MultiChain, budgetBytes int64) (*chainplan.Plan, erro
 func dpFrontier(mc *chainplan.MultiChain) ([]int64, []float64, error) {
 	in := instanceOf(mc)
 	sm := slotModelOf(mc)
-	top := in.k() + in.sumL()
+	top := in.k() + in.sumL() + in.bare()
 	tb, err := newTable(in, top)
 	if err != nil {
 		return nil, nil, err
@@ -52,7 +52,7 @@ func dpFrontier(mc *chainplan.MultiChain) ([]int64, []float64, error) {
 	var budgets []int64
 	var spans []float64
 	prev := math.Inf(1)
-	for m := minSlots(in.L, in.b0); m <= top; m++ {
+	for m := minSlots(in.L, in.L, in.b0, in.keepInputs); m <= top; m++ {
 		if v := tb.value(m); v < prev*(1-1e-12) {
 			budgets, spans = append(budgets, sm.budget(m)), append(spans, v)
 			prev = v

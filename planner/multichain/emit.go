@@ -58,10 +58,10 @@ func (e *emitter) emit(s, mu int) {
 		return
 	}
 	off := in.L[k] - e.r[k]
-	others := 0 // Σ_{j≠k} b_j, taken before b_k becomes 1 (spec §10.2)
+	others := 0 // what the other branches hold, taken before b_k becomes 1 (spec §10.2)
 	for j := range e.r {
-		if j != k && (in.b0[j] || e.r[j] < in.L[j]) {
-			others++
+		if j != k {
+			others += btoi(in.b0[j]||e.r[j] < in.L[j]) + in.stay(e.r[j], in.L[j])
 		}
 	}
 	keep := in.b0[k] || off > 0

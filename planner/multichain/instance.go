@@ -8,12 +8,20 @@ import (
 // per-stage times of the AD model, the loss time, and b⁰, in unit slots. Branches and
 // positions are 0-based here (branch j of the spec is index j−1); stage q of branch j is
 // uF[j][q] for q = 1..L_j, index 0 unused.
+//
+// keepInputs selects the model of the executors: a tower input belongs to the caller and
+// stays in memory for the whole step, so B_1 replaces δ_1 by δ_0 without consuming a_0,
+// and the loss adds δ_0 beside the input of a branch without stages. The thesis's model
+// (keepInputs false) frees a_0 with B_1 and turns a_0 into δ_0 at the loss; its slot then
+// serves the branches whose backward comes later, which a running model cannot give
+// (docs/multichain.md, "The inputs stay").
 type instance struct {
-	L  []int
-	uF [][]float64 // u_F(j, q): one forward
-	uB [][]float64 // u_B(j, q): one backward of the AD model, B_q consuming a_{q−1} and δ_q
-	uL float64     // the loss
-	b0 []bool      // keep δ_0 at the end
+	L          []int
+	uF         [][]float64 // u_F(j, q): one forward
+	uB         [][]float64 // u_B(j, q): one backward of the AD model, B_q consuming a_{q−1} and δ_q
+	uL         float64     // the loss
+	b0         []bool      // keep δ_0 at the end
+	keepInputs bool        // the inputs stay (above)
 }
 
 // uniformInstance is the homogeneous problem of Theorem 3: every F costs uF, every B uB,
@@ -51,6 +59,7 @@ func instanceOf(mc *chainplan.MultiChain) *instance {
 		in.uF, in.uB = append(in.uF, f), append(in.uB, b)
 		in.b0 = append(in.b0, mc.Keep(j+1))
 	}
+	in.keepInputs = true
 	return in
 }
 
@@ -64,6 +73,31 @@ func (in *instance) sumL() int {
 		s += n
 	}
 	return s
+}
+
+// stay returns 1 when the input of a branch with r remaining of its l stages stays in
+// memory once the branch is done (keepInputs, and the branch untouched by the decisions
+// above the state: r = l), else 0.
+func (in *instance) stay(r, l int) int {
+	if in.keepInputs && r == l {
+		return 1
+	}
+	return 0
+}
+
+// bare returns the number of branches without stages when the inputs stay (their loss
+// gradient δ_0 comes beside the input), else 0.
+func (in *instance) bare() int {
+	if !in.keepInputs {
+		return 0
+	}
+	z := 0
+	for _, n := range in.L {
+		if n == 0 {
+			z++
+		}
+	}
+	return z
 }
 
 // storeAll returns the makespan without recomputation, Σ(u_F+u_B) + u_L: the value of

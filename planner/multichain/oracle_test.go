@@ -8,6 +8,12 @@ import (
 // randomInstance draws K ≤ 3 branches with ΣL ≤ maxSum, b⁰, and either a cost triple of spec
 // §8 or integer per-stage times 0..5 (spec §6's heterogeneous check) with u_L 0..3.
 func randomInstance(rng *rand.Rand, maxSum int) *instance {
+	in := drawInstance(rng, maxSum)
+	in.keepInputs = rng.IntN(2) == 0
+	return in
+}
+
+func drawInstance(rng *rand.Rand, maxSum int) *instance {
 	k := 1 + rng.IntN(3)
 	l := make([]int, k)
 	left := maxSum
@@ -49,7 +55,7 @@ func TestAgainstExhaustive(t *testing.T) {
 	cases := 0
 	for range n {
 		in := randomInstance(rng, maxSum)
-		top := in.k() + in.sumL() + 1
+		top := in.k() + in.sumL() + in.bare() + 1
 		tb := mustTable(t, in, top)
 		firstFeasible := -1
 		for m := 0; m <= top; m++ {
@@ -63,7 +69,7 @@ func TestAgainstExhaustive(t *testing.T) {
 			checkSchedule(t, in, tb, m)
 			cases++
 		}
-		if got := minSlots(in.L, in.b0); got != firstFeasible {
+		if got := minSlots(in.L, in.L, in.b0, in.keepInputs); got != firstFeasible {
 			t.Fatalf("L=%v b=%v: Lemma 2 says %d slots, the exhaustive search %d", in.L, in.b0, got, firstFeasible)
 		}
 	}
@@ -99,7 +105,7 @@ func TestMonotone(t *testing.T) {
 	rng := rand.New(rand.NewPCG(24, 8))
 	for range 200 {
 		in := randomInstance(rng, 9)
-		top := in.k() + in.sumL() + 2
+		top := in.k() + in.sumL() + in.bare() + 2
 		tb := mustTable(t, in, top)
 		keep := *in
 		keep.b0 = make([]bool, in.k())
@@ -115,7 +121,7 @@ func TestMonotone(t *testing.T) {
 				t.Fatalf("L=%v b=%v m=%d: keeping every input gradient costs %v < %v", in.L, in.b0, m, tk.value(m), tb.value(m))
 			}
 		}
-		if got, want := tb.value(in.k()+in.sumL()), in.storeAll(); got != want {
+		if got, want := tb.value(in.k()+in.sumL()+in.bare()), in.storeAll(); got != want {
 			t.Fatalf("L=%v: at K+ΣL slots %v, want the store-all makespan %v", in.L, got, want)
 		}
 	}

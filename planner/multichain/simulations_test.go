@@ -39,7 +39,7 @@ func TestSimulations(t *testing.T) {
 			in := uniformInstance(f.lens(l), nil, 1, 1, 1)
 			m := f.thresh(l)
 			tb := mustTable(t, in, m+1)
-			if got := minSlots(in.L, in.b0); got != f.mMin {
+			if got := minSlots(in.L, in.L, in.b0, in.keepInputs); got != f.mMin {
 				t.Errorf("%s L=%d: m_min %d, want %d", f.name, l, got, f.mMin)
 			}
 			w := want[l][f.name]

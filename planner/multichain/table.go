@@ -44,7 +44,7 @@ type table struct {
 // O(L_j³·min(m, L_j)). Errors: ErrUnsupported when the table would exceed maxCells.
 func newTable(in *instance, m int) (*table, error) {
 	k := len(in.L)
-	tb := &table{in: in, k: k, stride: make([]int, k), states: 1, muMax: max(0, min(m, k+in.sumL()))}
+	tb := &table{in: in, k: k, stride: make([]int, k), states: 1, muMax: max(0, min(m, k+in.sumL()+in.bare()))}
 	for j := k - 1; j >= 0; j-- {
 		tb.stride[j] = tb.states
 		tb.states *= in.L[j] + 1
@@ -120,23 +120,23 @@ func (tb *table) fillRange(mu, lo, hi int) {
 // current one (spec §5.2, the tie rule of §7.1's decision chain).
 func (tb *table) solveState(mu, s int, r []int, b []bool) (float64, int8, int16) {
 	in, k := tb.in, tb.k
-	sumR, sb := 0, 0
+	sumR, held, z := 0, 0, in.bare()
 	for j := range k {
 		sumR += r[j]
 		b[j] = in.b0[j] || r[j] < in.L[j]
-		if b[j] {
-			sb++
-		}
+		// What branch j holds once its part of the sub-problem is done: its kept gradient,
+		// and its input when that stays.
+		held += btoi(b[j]) + in.stay(r[j], in.L[j])
 	}
 	switch {
 	case sumR == 0:
-		if mu >= k {
+		if mu >= k+z {
 			return in.uL, -1, 0
 		}
 		return inf, -1, 0
-	case mu < minSlots(r, b): // Lemma 2 (spec §4.3)
+	case mu < minSlots(r, in.L, b, in.keepInputs): // Lemma 2 (spec §4.3)
 		return inf, -1, 0
-	case mu >= k+sumR: // store everything (spec §5.2, tight)
+	case mu >= k+sumR+z: // store everything (spec §5.2; tight for the thesis's model)
 		v := in.uL
 		first := -1
 		for j := range k {
@@ -153,11 +153,8 @@ func (tb *table) solveState(mu, s int, r []int, b []bool) (float64, int8, int16)
 		if r[j] == 0 {
 			continue
 		}
-		kb := 0
-		if b[j] {
-			kb = 1
-		}
-		mu0 := mu - (sb - kb) // the adjoint chain's slots: all but the others' kept gradients
+		// The adjoint chain's slots: all but what the other branches hold (spec §10.2).
+		mu0 := mu - (held - btoi(b[j]) - in.stay(r[j], in.L[j]))
 		off := in.L[j] - r[j]
 		ac, p := tb.ac[j], tb.ac[j].prefix
 		for i := 1; i <= r[j]; i++ {

@@ -49,7 +49,11 @@ func replayUnits(in *instance, ops []unitOp, m int) (float64, int, error) {
 			if e := take(lay.d(j, p), fmt.Sprintf("B: δ_%d of branch %d", p, j)); e != nil {
 				err = e
 			}
-			if e := take(lay.a(j, p-1), fmt.Sprintf("B: a_%d of branch %d", p-1, j)); e != nil {
+			if p == 1 && in.keepInputs {
+				if mem[lay.a(j, 0)] == 0 {
+					err = fmt.Errorf("B: a_0 of branch %d is not in memory", j)
+				}
+			} else if e := take(lay.a(j, p-1), fmt.Sprintf("B: a_%d of branch %d", p-1, j)); e != nil {
 				err = e
 			}
 			mem[lay.d(j, p-1)]++
@@ -61,7 +65,11 @@ func replayUnits(in *instance, ops []unitOp, m int) (float64, int, error) {
 			}
 			loss = true
 			for jj, l := range in.L {
-				if e := take(lay.a(jj, l), fmt.Sprintf("Loss: a_%d of branch %d", l, jj)); e != nil {
+				if l == 0 && in.keepInputs {
+					if mem[lay.a(jj, 0)] == 0 {
+						err = fmt.Errorf("Loss: a_0 of branch %d is not in memory", jj)
+					}
+				} else if e := take(lay.a(jj, l), fmt.Sprintf("Loss: a_%d of branch %d", l, jj)); e != nil {
 					err = e
 				}
 				mem[lay.d(jj, l)]++
@@ -86,11 +94,14 @@ func replayUnits(in *instance, ops []unitOp, m int) (float64, int, error) {
 	}
 	for j, l := range in.L {
 		for q := 0; q <= l; q++ {
-			want := 0
+			want, wantA := 0, 0
 			if q == 0 && in.b0[j] {
 				want = 1
 			}
-			if mem[lay.a(j, q)] != 0 || mem[lay.d(j, q)] != want {
+			if q == 0 && in.keepInputs {
+				wantA = 1
+			}
+			if mem[lay.a(j, q)] != wantA || mem[lay.d(j, q)] != want {
 				return 0, 0, fmt.Errorf("final memory of branch %d position %d: a %d, δ %d", j, q, mem[lay.a(j, q)], mem[lay.d(j, q)])
 			}
 			if q > 0 && !bs[[2]int{j, q}] {

@@ -206,7 +206,7 @@ func TestSmallInstances(t *testing.T) {
 			for ci, want := range tt.want {
 				u := costs[ci]
 				in := uniformInstance(tt.l, bools(b), u[0], u[1], u[2])
-				if got := minSlots(in.L, in.b0); got != tt.mMin {
+				if got := minSlots(in.L, in.L, in.b0, in.keepInputs); got != tt.mMin {
 					t.Errorf("m_min(%v, %s) = %d, want %d", tt.l, b, got, tt.mMin)
 				}
 				tb := mustTable(t, in, tt.mMin+len(want))

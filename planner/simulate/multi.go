@@ -46,17 +46,20 @@ type multiReplay struct {
 // limitBytes (negative: no limit) and reports every issue it finds, going on after each as
 // Run does.
 //
-// Memory model: every tower input a_0^(j) is present from the start. The operations of
-// branch j follow Run's rules on that tower's chain (F_all stores ā_q and keeps its input,
-// F_ck stores a_q and keeps its input, F_none stores a_q and frees a_{q−1}, B_q frees ā_q
-// and a_{q−1} and replaces δ_q by δ_{q−1}); a backward needs the joint loss to have run.
-// The joint loss's F_all (branch 0, stage 0) needs every tower output a_{L_j} (a_0 for a
-// tower without stages) and its fwd_tmp_bytes; its B needs the K output gradients and
-// bwd_tmp_bytes on top of what is stored, then frees the outputs (their plain copies: an ā
-// that holds one stays for its stage's backward) and leaves δ_{L_j} for every tower.
+// Memory model: every tower input a_0^(j) is present from the start to the end: it belongs
+// to the caller, who holds it through the step (unlike rotor's single chain, where B_1,
+// the last operation, frees a_0; here the other towers' backwards come after a tower's
+// B_1). The operations of branch j follow Run's rules on that tower's chain otherwise
+// (F_all stores ā_q and keeps its input, F_ck stores a_q and keeps its input, F_none stores
+// a_q and frees a_{q−1}, which must not be the input, B_q frees ā_q and a_{q−1} and
+// replaces δ_q by δ_{q−1}); a backward needs the joint loss to have run. The joint loss's
+// F_all (branch 0, stage 0) needs every tower output a_{L_j} (a_0 for a tower without
+// stages) and its fwd_tmp_bytes; its B needs the K output gradients and bwd_tmp_bytes on
+// top of what is stored, then frees the outputs (their plain copies: an ā that holds one
+// stays for its stage's backward; an input stays) and leaves δ_{L_j} for every tower.
 // FreeGrad drops δ_0^(j) once branch j's backward is done. At the end every backward and
-// the loss must have run, and memory must hold exactly the input gradients KeepInputGrad
-// keeps: a leftover activation or gradient is an issue.
+// the loss must have run, and memory must hold the inputs and exactly the input gradients
+// KeepInputGrad keeps: a leftover activation or gradient is an issue.
 //
 // The time complexity of RunMulti is O(len(seq) + ΣL_j).
 func RunMulti(mc *chainplan.MultiChain, seq []chainplan.Op, limitBytes int64) *Report {
@@ -161,9 +164,10 @@ func (m *multiReplay) loss() bool {
 		m.reach(m.size + grads + loss.BwdTmpBytes)
 		if !m.lossB {
 			for _, b := range m.bs {
-				l := b.c.Len()
-				m.set(b.inA, l, false, b.a(l))
-				b.d = l
+				if l := b.c.Len(); l > 0 {
+					m.set(b.inA, l, false, b.a(l))
+				}
+				b.d = b.c.Len()
 			}
 			m.size += grads
 		}
@@ -221,9 +225,14 @@ func (m *multiReplay) step(b *branch) bool {
 		if !b.inA[q-1] {
 			m.issue("F_none needs the plain activation a_%d of branch %d in memory", q-1, j)
 		}
+		if q == 1 {
+			m.issue("F_none of stage 1 would free the input of branch %d, which the caller holds: use F_ck", j)
+		}
 		m.reach(m.size + s.OutBytes + s.FwdTmpBytes)
 		m.set(b.inA, q, true, s.OutBytes)
-		m.set(b.inA, q-1, false, b.a(q-1))
+		if q > 1 {
+			m.set(b.inA, q-1, false, b.a(q-1))
+		}
 		m.r.Makespan += s.FwdTime
 	case chainplan.B:
 		switch {
@@ -242,7 +251,9 @@ func (m *multiReplay) step(b *branch) bool {
 		}
 		m.reach(m.size + b.a(q-1) + s.BwdTmpBytes)
 		m.set(b.inAbar, q, false, s.SavedBytes)
-		m.set(b.inA, q-1, false, b.a(q-1))
+		if q > 1 { // the input stays
+			m.set(b.inA, q-1, false, b.a(q-1))
+		}
 		if m.lossB && q <= b.d {
 			m.size += b.a(q-1) - b.a(b.d)
 			b.d = q - 1
@@ -272,7 +283,7 @@ func (m *multiReplay) finish() {
 			continue // reported above; what it left in memory follows from that
 		}
 		for q := range b.inA {
-			if b.inA[q] {
+			if b.inA[q] && q > 0 {
 				m.issue("a_%d of branch %d is still in memory at the end", q, j+1)
 			}
 			if b.inAbar[q] {

@@ -56,7 +56,8 @@ const storeAllTwoTowers = "F_all 1.1, F_all 2.1, F_all 2.2, F_all 0.0, B 0.0, B 
 
 // TestRunMultiByHand checks a replay worked out by hand: memory 6 at the start, 12 11 12 15
 // 17 15 after and during the forwards and the loss, 21 during the loss's backward (15 +
-// gradients 3 + 2 + its temporary 1), then 22 during B 2.2 (20 + δ_1 1 + o_B 1).
+// gradients 3 + 2 + its temporary 1), then 22 during B 2.2 (20 + δ_1 1 + o_B 1); the
+// inputs (4 + 2) stay to the end.
 func TestRunMultiByHand(t *testing.T) {
 	rep := simulate.RunMulti(twoTowers(), mops(t, storeAllTwoTowers), -1)
 	if err := rep.Err(); err != nil {
@@ -70,7 +71,7 @@ func TestRunMultiByHand(t *testing.T) {
 	for _, s := range steps {
 		after = append(after, s.After)
 	}
-	if got, want := after, []int64{11, 12, 15, 15, 20, 16, 14, 12, 4, 0}; !equalInts(got, want) {
+	if got, want := after, []int64{11, 12, 15, 15, 20, 16, 16, 14, 10, 6}; !equalInts(got, want) {
 		t.Fatalf("memory after each op %v, want %v", got, want)
 	}
 }
@@ -115,6 +116,7 @@ func TestRunMultiIssues(t *testing.T) {
 		{"plain copy", twoTowers(), "F_ck 1.1, " + storeAllTwoTowers, -1, ""},
 		{"activation left", twoTowers(), "F_all 1.1, F_all 2.1, F_all 2.2, F_all 0.0, B 0.0, F_ck 2.2, B 2.2, B 2.1, " +
 			"free_grad 2.0, B 1.1, free_grad 1.0", -1, "a_2 of branch 2 is still in memory at the end"},
+		{"F_none on an input", twoTowers(), "F_none 1.1", -1, "would free the input of branch 1"},
 		{"unfinished", twoTowers(), "F_all 1.1, F_all 2.1, F_all 2.2, F_all 0.0, B 0.0", -1, "backwards 1..1 never ran"},
 		{"no loss", twoTowers(), "F_all 1.1", -1, "ends before the joint loss's backward"},
 	}

@@ -82,7 +82,7 @@ def plan(
     source: Profile | int | str | os.PathLike[str] | nn.Module,
     *,
     budget: Budget,
-    algo: str = "rotor",
+    algo: str | None = None,
     slots: int | None = None,
     segments: int = 0,
     bandwidth: float | str | None = None,
@@ -103,8 +103,10 @@ def plan(
             smallest feasible budget. Sizes follow the CLI's rule (docs/CLI.md, "Sizes and
             bandwidths"): ``k``, ``M``, ``G``, ``T`` with or without ``B`` are powers of
             1000, ``Ki``, ``Mi``, ``Gi``, ``Ti`` powers of 1024, case-insensitive.
-        algo: ``rotor`` (default), ``optimal``, ``revolve``, ``sequential`` or
-            ``store-all``, or an offloading algorithm; names are lower-case.
+        algo: ``rotor`` (the default for one chain), ``optimal``, ``revolve``,
+            ``sequential`` or ``store-all``, an offloading algorithm, or for a model of
+            towers joined at the loss ``multichain`` (its default) or ``multichain-linear``
+            (docs/multichain.md); names are lower-case.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
             length for ``pofo``, 50 to 243 slots).
@@ -139,7 +141,7 @@ def _plan(
     *,
     budget: Budget,
     origin: str,
-    algo: str = "rotor",
+    algo: str | None = None,
     slots: int | None = None,
     segments: int = 0,
     bandwidth: float | str | None = None,
@@ -149,18 +151,22 @@ def _plan(
 ) -> Plan:
     """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
-    req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None)
+    req = _budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
+    if algo is None and _profiles_towers(source):
+        req = _budget_request(budget, "multichain", slots, segments,
+                              bandwidth=bandwidth is not None)
     if bandwidth is not None:
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
+            towers = _profiles_towers(source)  # a bundle, not a chain: no chain_json
             return Plan.from_json(_bind.solve_file(str(source.path), req),
                                   input_shape=profile_input_shape(source.path),
-                                  chain_json=_bind.profile_chain(str(source.path)))
+                                  chain_json=None if towers else _bind.profile_chain(str(source.path)))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
@@ -171,6 +177,23 @@ def _plan(
         return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
+
+
+def _profiles_towers(source: object) -> bool:
+    """Whether ``source`` is a profile (or stored run) of towers joined at the loss, whose
+    default algorithm is ``multichain``."""
+    from chainplan.towers.profile import TowersProfile
+
+    if isinstance(source, TowersProfile):
+        return True
+    if isinstance(source, Profile):
+        return False
+    if isinstance(source, int) and not isinstance(source, bool):
+        try:
+            return bool(_bind.run(source).get("towers", False))
+        except NotFoundError:
+            return False  # planning reports the missing run
+    return False
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:
@@ -268,10 +291,15 @@ class Execution:
     execution_id: int | None
 
 
-def _loss(loss_fn: LossFn | None, out: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
+def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None) -> torch.Tensor:
+    """The step's loss: ``loss_fn(out[, target])``; the outputs of a model of towers (a
+    tuple) are passed as separate arguments. Without a loss function, the mean square of
+    the output (summed over a tuple's tensors)."""
+    parts = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     if loss_fn is None:
-        return out.float().square().mean()
-    return loss_fn(out, target) if target is not None else loss_fn(out)
+        squares = [p.float().square().mean() for p in parts]
+        return sum(squares[1:], squares[0])
+    return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
 
 
 def _inputs_bytes(inputs: Any) -> int:

@@ -86,12 +86,16 @@ class Checkpointed(nn.Module):
             from its graph at the first forward (``chainplan.stages`` shows the split) and
             called as written, ``net(idx, mask=mask)``: its first argument is the chain
             input, the others are side inputs and are part of what makes a plan valid.
-            The batch is dimension 0 of the first argument.
+            The batch is dimension 0 of the first argument. A model whose inputs go into
+            towers joined at the loss (``net(images, tokens)`` of a CLIP-style encoder, a
+            triplet network) is planned as such (docs/multichain.md); the loss function
+            then gets the model's outputs as separate arguments.
 
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
             ``"2GiB"``, or ``"min"`` for the algorithm's smallest.
-        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor``).
+        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor``
+            for a chain, ``multichain`` for towers joined at the loss).
         bandwidth: host-device copy bandwidth of the offloading algorithms (``pofo``,
             ...), as for :func:`chainplan.plan`: bytes per second, ``"12GB/s"``, or
             ``"auto"`` (measured once and recorded with the run). Default: None (required
@@ -123,7 +127,7 @@ class Checkpointed(nn.Module):
     loss_fn: LossFn | None
     target: Target | None
 
-    def __init__(self, model: nn.Module, *, budget: Budget, algo: str = "rotor",
+    def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None = None,
                  bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
                  target: Target | None = None, name: str | None = None,
                  slots: int | None = None, reuse: bool = True, rescale: bool = True,
@@ -131,11 +135,12 @@ class Checkpointed(nn.Module):
         super().__init__()
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
-        request = _budget_request(budget, algo, slots, 0, bandwidth=bandwidth is not None)
+        request = _budget_request(budget, algo or "rotor", slots, 0,
+                                  bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
             request["bandwidth"] = _bandwidth(bandwidth, None)
-        _check_loss(loss_fn, target)
+        _check_loss(loss_fn, target, model)
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
@@ -278,8 +283,13 @@ def _describe(key: tuple[Any, ...]) -> str:
     return text + (f" under autocast {str(cast).removeprefix('torch.')}" if cast else "")
 
 
-def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
-    """Refuse a loss that will fail at the first forward, after profiling every stage."""
+def _check_loss(loss_fn: LossFn | None, target: Target | None,
+                model: nn.Module | None = None) -> None:
+    """Refuse a loss that will fail at the first forward, after profiling every stage.
+
+    A model whose forward takes several inputs may be towers joined at the loss, whose loss
+    takes one output per tower (``loss_fn(a, p, n)``): its arity is checked when the loss is
+    profiled, not here."""
     if loss_fn is None:
         if target is not None:
             raise ProfileError("target= is the sample target of the loss: give loss_fn= too")
@@ -290,6 +300,8 @@ def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
         if not isinstance(target, torch.Tensor) and not callable(target):
             raise ProfileError("target must be an example target tensor or a function of the "
                                f"input (got {type(target).__name__})")
+        return
+    if model is not None and _positional_inputs(model) > 1:
         return
     fn = loss_fn.forward if isinstance(loss_fn, nn.Module) else loss_fn
     try:
@@ -304,3 +316,16 @@ def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
             "the first step: give a sample target, target=y (an example batch; its first "
             "dimension follows the input's) or target=lambda x: ... (made from the input)"
         ) from None
+
+
+def _positional_inputs(model: nn.Module) -> int:
+    """How many positional arguments ``model``'s forward takes (a large number for
+    ``*args``; 1 when its signature cannot be read)."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 1 << 20
+    return sum(1 for p in params if p.kind in kinds)

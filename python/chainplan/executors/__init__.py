@@ -34,9 +34,16 @@ def wrap(plan: Plan, model: nn.Module) -> nn.Module:
         ...), else a :class:`CheckpointedChain`; for any other model, a
         :class:`~chainplan.graph.executor.GraphChainExecutor` called like the model.
 
+        For a plan of towers joined at the loss (``plan.multichain``), a
+        :class:`~chainplan.towers.executor.TowersExecutor` called like the model.
+
     Raises:
         ScheduleError: the plan is malformed or is for another number of stages.
     """
+    if plan.multichain is not None:
+        from chainplan.towers.executor import TowersExecutor
+
+        return TowersExecutor(model, plan)
     if not isinstance(model, nn.Sequential):
         from chainplan.graph.executor import GraphChainExecutor
 

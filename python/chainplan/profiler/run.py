@@ -38,7 +38,7 @@ from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profil
 if TYPE_CHECKING:
     from chainplan.graph.describe import ChainSplit
 
-__all__ = ["Profile", "profile_model", "default_profile_dir"]
+__all__ = ["Profile", "profile_model", "default_profile_dir", "device_name", "naming_stage"]
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -225,6 +225,15 @@ def profile_model(
         raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
     device = sample.device
     name = name or type(model).__name__
+    if args:  # towers joined at the loss, one per input (chainplan.towers)?
+        from chainplan.towers.profile import profile_towers_if_any
+
+        towers = profile_towers_if_any(
+            model, (sample, *args), kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
+            warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
+            spread_warning=spread_warning)
+        if towers is not None:
+            return towers
     was_training = model.training
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
@@ -291,6 +300,11 @@ def profile_model(
     return prof
 
 
+def show_progress(progress: bool | None) -> bool:
+    """Whether to show a progress bar: as asked, else when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
 @contextlib.contextmanager
 def _naming_stage(k: int, name: str) -> Iterator[None]:
     """Re-raise an error of measuring stage ``k`` as a :class:`ProfileError` naming it.
@@ -305,6 +319,12 @@ def _naming_stage(k: int, name: str) -> Iterator[None]:
         raise ProfileError(f"stage {k} ({name}) failed while profiling: "
                            f"{type(err).__name__}: {err}", stage_index=k,
                            stage_name=name) from err
+
+
+# The profiler of towers joined at the loss (chainplan.towers.profile) names its stages and
+# devices as this one does.
+naming_stage = _naming_stage
+device_name = _device_name
 
 
 def _check_spread_warning(value: float | None) -> None:
