@@ -61,7 +61,7 @@ func (e *emitter) emit(s, mu int) {
 	others := 0 // what the other branches hold, taken before b_k becomes 1 (spec §10.2)
 	for j := range e.r {
 		if j != k {
-			others += btoi(in.b0[j]||e.r[j] < in.L[j]) + in.stay(e.r[j], in.L[j])
+			others += btoi(in.b0[j] || e.r[j] < in.L[j]) + in.stay(e.r[j], in.L[j])
 		}
 	}
 	keep := in.b0[k] || off > 0
