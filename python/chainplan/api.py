@@ -151,7 +151,8 @@ def _plan(
 ) -> Plan:
     """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
-    req = _budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None)
+    req = _budget_request(budget, algo or "rotor", slots, segments,
+                          bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
@@ -166,7 +167,8 @@ def _plan(
             towers = _profiles_towers(source)  # a bundle, not a chain: no chain_json
             return Plan.from_json(_bind.solve_file(str(source.path), req),
                                   input_shape=profile_input_shape(source.path),
-                                  chain_json=None if towers else _bind.profile_chain(str(source.path)))
+                                  chain_json=None if towers
+                                  else _bind.profile_chain(str(source.path)))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
@@ -298,7 +300,8 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None) -> torc
     parts = tuple(out) if isinstance(out, (tuple, list)) else (out,)
     if loss_fn is None:
         squares = [p.float().square().mean() for p in parts]
-        return sum(squares[1:], squares[0])
+        total: torch.Tensor = sum(squares[1:], squares[0])
+        return total
     return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
 
 

@@ -60,10 +60,12 @@ class Multichain:
         keep = []
         for i, v in enumerate(f.items("keep_input_grad")):
             if not isinstance(v, bool):
-                raise ScheduleError(f"{f.path('keep_input_grad')}[{i}]: want true or false (got {v!r})")
+                raise ScheduleError(f"{f.path('keep_input_grad')}[{i}]: want true or false "
+                                    f"(got {v!r})")
             keep.append(v)
         if len(keep) != k:
-            raise ScheduleError(f"{f.path('keep_input_grad')}: {len(keep)} values for {k} branches")
+            raise ScheduleError(f"{f.path('keep_input_grad')}: {len(keep)} values for {k} "
+                                "branches")
         order = []
         for i, v in enumerate(f.items("order")):
             if not isinstance(v, int) or isinstance(v, bool) or not 1 <= v <= k:

@@ -69,7 +69,7 @@ class _Step:
             raise ScheduleError("the backward of a chainplan step ran twice: a step cannot be "
                                 "backpropagated a second time (retain_graph is not supported)")
         self.runners = None
-        for j, (r, g) in enumerate(zip(runners, grads, strict=True)):
+        for r, g in zip(runners, grads, strict=True):
             if g is None:  # the result does not depend on this tower
                 meta = r.out_meta.get(len(r.stages))
                 g = torch.zeros(meta[0], dtype=meta[1], device=r.device) if meta else None

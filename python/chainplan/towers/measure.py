@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import nn
@@ -124,7 +125,7 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
         bwd_times: list[float] = []
         for _ in range(repeats):
             tensors, grads = seeds(forward())
-            _, elapsed = timed(lambda: torch.autograd.backward(tensors, grads), device)
+            _, elapsed = timed(partial(torch.autograd.backward, tensors, grads), device)
             bwd_times.append(elapsed)
             clear()
             del tensors, grads

@@ -144,13 +144,14 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
         warmup_reps=warmup, reps=repeats)
     lengths = [len(c.stages) for c in chains]
+    keep = [bool(inputs[b.input].requires_grad) for b in split.branches]
     towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
-                   "input_bytes": a0, "names": list(split.names),
-                   "keep_input_grad": [bool(inputs[b.input].requires_grad) for b in split.branches]}
+                   "input_bytes": a0, "names": list(split.names), "keep_input_grad": keep}
     if path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         path = default_profile_dir() / f"{name}-{stamp}.arrow"
-    out = write_profile(Path(path), rows_out, {**meta.as_dict(), "towers": json.dumps(towers_meta)})
+    out = write_profile(Path(path), rows_out,
+                        {**meta.as_dict(), "towers": json.dumps(towers_meta)})
     run_id = None
     if ingest:
         from chainplan import _bind
