@@ -127,19 +127,9 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 	if err := checkFormat(f.format, "text", "json"); err != nil {
 		return err
 	}
-	var err error
-	limit := p.BudgetBytes
-	switch f.budget {
-	case "":
-		if limit <= 0 {
-			limit = -1
-		}
-	case "none":
-		limit = -1
-	default:
-		if limit, err = parseBudget(f.budget); err != nil {
-			return err
-		}
+	limit, err := simulateLimit(p, f)
+	if err != nil {
+		return err
 	}
 	if p.Offload != nil {
 		// An offloading plan (pofo, offload, ...): replay it with the transfers.
@@ -157,6 +147,21 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
 	}
 	return reportSimulation(w, out, p, f, limit)
+}
+
+// simulateLimit returns the memory limit a replay checks: --budget, "none" (no limit,
+// -1), or the plan's budget_bytes by default.
+func simulateLimit(p *chainplan.Plan, f simulateFlags) (int64, error) {
+	switch f.budget {
+	case "":
+		if p.BudgetBytes <= 0 {
+			return -1, nil
+		}
+		return p.BudgetBytes, nil
+	case "none":
+		return -1, nil
+	}
+	return parseBudget(f.budget)
 }
 
 // reportSimulation prints the outcome of a replay (text or JSON) and fails with an error

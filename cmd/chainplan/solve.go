@@ -115,6 +115,19 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	return nil
 }
 
+// writeFiguresText prints a plan's peak, makespan (against sum, the time without
+// recomputation), solve time and candidates.
+func writeFiguresText(w io.Writer, p *chainplan.Plan, sum float64) {
+	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
+	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
+	if sum > 0 {
+		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
+	writeCandidatesText(w, p)
+}
+
 // solveTowers is solve for a multichain algorithm: the bundle of the flags, or a stored
 // run of towers (recorded as every plan of a run).
 func solveTowers(cmd *cobra.Command, e *env, f solveFlags, req service.Request) error {
@@ -164,14 +177,7 @@ func writePlanText(w io.Writer, c *chainplan.Chain, p *chainplan.Plan) {
 		fmt.Fprintf(w, ", %d slots", p.Slots)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
-	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
-	if sum > 0 {
-		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
-	writeCandidatesText(w, p)
+	writeFiguresText(w, p, sum)
 	fmt.Fprintf(w, "sequence    %d operations (%d stages + loss)\n", len(p.Sequence), c.Len())
 	writeSequence(w, p.Sequence)
 	writeOffloadText(w, p)

@@ -114,14 +114,7 @@ func writeMultichainPlanText(w io.Writer, mc *chainplan.MultiChain, p *chainplan
 		fmt.Fprintf(w, ", %d slots, towers concatenated in the order %v", p.Slots, m.Order)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
-	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
-	if sum > 0 {
-		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
-	writeCandidatesText(w, p)
+	writeFiguresText(w, p, sum)
 	if len(m.Decisions) > 0 {
 		fmt.Fprintf(w, "decisions   ")
 		for i, d := range m.Decisions {

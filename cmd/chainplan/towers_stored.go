@@ -95,19 +95,9 @@ func runSimulateTowers(w io.Writer, mc *chainplan.MultiChain, p *chainplan.Plan,
 	if p.Multichain == nil {
 		return usagef("%s is a bundle of towers joined at the loss, and %s no multichain plan", f.chain, f.plan)
 	}
-	limit := p.BudgetBytes
-	switch f.budget {
-	case "":
-		if limit <= 0 {
-			limit = -1
-		}
-	case "none":
-		limit = -1
-	default:
-		var err error
-		if limit, err = parseBudget(f.budget); err != nil {
-			return err
-		}
+	limit, err := simulateLimit(p, f)
+	if err != nil {
+		return err
 	}
 	rep := simulate.RunMulti(mc, p.Sequence, limit)
 	out := simulation{Valid: rep.Valid, Makespan: rep.Makespan, PeakBytes: rep.Peak, PeakIndex: rep.PeakIndex,

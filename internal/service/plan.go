@@ -52,53 +52,35 @@ type Planned struct {
 	Plan       *chainplan.Plan
 }
 
-// PlanRun plans the chain of the run ref names and records the plan with ParamsFor(req,
-// plan). Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a
-// missing run, a *chainplan.ChainError for a run whose sizes were not measured, the
-// planner's errors (*chainplan.InfeasibleError with the smallest budget), ErrBadInput for
-// an unknown source.
+// PlanRun plans the chain of the run ref names (the bundle of a run of towers joined at the
+// loss, for a multichain algorithm) and records the plan with ParamsFor(req, plan).
+// Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a missing run,
+// a *chainplan.ChainError for a run whose sizes were not measured, chainplan.ErrUnsupported
+// for a run of towers and a single-chain algorithm or the converse, the planner's errors
+// (*chainplan.InfeasibleError with the smallest budget), ErrBadInput for an unknown source.
 func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
-	if e, ok := planner.Lookup(req.Algo); ok && e.Family == planner.Multichain {
-		return s.planTowers(ctx, ref, req)
-	}
-	id, c, err := s.runChain(ctx, ref)
-	if err != nil {
-		return nil, err
-	}
-	p, err := Solve(c, req)
-	if err != nil {
-		return nil, err
-	}
-	planID, err := s.RecordPlan(ctx, id, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return &Planned{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
-}
-
-// planTowers is PlanRun for a multichain algorithm: the run's bundle, planned and recorded
-// as every plan is.
-func (s *Service) planTowers(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
 	id, err := s.ResolveRun(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	mc, err := s.RunMultiChain(ctx, id)
+	got := &Planned{RunID: id}
+	if e, ok := planner.Lookup(req.Algo); ok && e.Family == planner.Multichain {
+		if got.MultiChain, err = s.RunMultiChain(ctx, id); err == nil {
+			got.Plan, err = SolveMultichain(got.MultiChain, req)
+		}
+	} else if got.Chain, err = s.RunChain(ctx, id); err == nil {
+		got.Plan, err = Solve(got.Chain, req)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p, err := SolveMultichain(mc, req)
-	if err != nil {
+	if got.PlanID, err = s.RecordPlan(ctx, id, req, got.Plan); err != nil {
 		return nil, err
 	}
-	planID, err := s.RecordPlan(ctx, id, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return &Planned{RunID: id, PlanID: planID, MultiChain: mc, Plan: p}, nil
+	return got, nil
 }
 
 // RecordPlan stores plan p, computed for req from run runID's chain, with ParamsFor(req,

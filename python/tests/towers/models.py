@@ -52,8 +52,8 @@ class DualEncoder(nn.Module):
         self.image = nn.Sequential(nn.Linear(48, width),
                                    *[ResBlock(width) for _ in range(image_blocks)],
                                    nn.Linear(width, dim))
-        self.text = nn.Sequential(nn.Embedding(vocab, 32), *[TextBlock(32) for _ in range(text_blocks)],
-                                  Pool(32, dim))
+        self.text = nn.Sequential(nn.Embedding(vocab, 32),
+                                  *[TextBlock(32) for _ in range(text_blocks)], Pool(32, dim))
         self.log_scale = nn.Parameter(torch.tensor(2.0))
 
     def forward(self, images: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:

@@ -72,7 +72,8 @@ class Towers(nn.Module):
 
 
 def test_a_tower_may_take_model_inputs() -> None:
-    split = find_towers(Towers(), (torch.randn(3, 6), torch.randint(0, 50, (3, 5)), torch.ones(3, 5)))
+    args = (torch.randn(3, 6), torch.randint(0, 50, (3, 5)), torch.ones(3, 5))
+    split = find_towers(Towers(), args)
     assert split is not None
     text = split.branches[1]
     assert (text.tower, text.input, text.args) == (1, 1, (("input", 2),))

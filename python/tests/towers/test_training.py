@@ -163,5 +163,6 @@ def test_a_plan_for_other_towers_is_refused() -> None:
     plan = chainplan.plan(prof, budget="min")
     with pytest.raises(chainplan.ChainplanError, match="the plan is for 3 towers"):
         plan.wrap(DualEncoder())(*dual_batch())
-    with pytest.raises(chainplan.ChainplanError, match="gives branch 1 .* 7 stages, the tower has 8"):
+    with pytest.raises(chainplan.ChainplanError,
+                       match="gives branch 1 .* 7 stages, the tower has 8"):
         plan.wrap(Triplet(blocks=6))(*triplet_batch())
