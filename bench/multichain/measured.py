@@ -67,14 +67,16 @@ class ConvBlock(nn.Module):
 
 
 def image_tower(blocks: int, width: int, dim: int) -> nn.Sequential:
-    return nn.Sequential(nn.Conv2d(3, width, 3, padding=1), *[ConvBlock(width) for _ in range(blocks)],
-                         nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, dim)))
+    head = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(width, dim))
+    return nn.Sequential(nn.Conv2d(3, width, 3, padding=1),
+                         *[ConvBlock(width) for _ in range(blocks)], head)
 
 
 class Encoder(nn.Module):
     def __init__(self, width: int) -> None:
         super().__init__()
-        self.layer = nn.TransformerEncoderLayer(width, 4, 4 * width, dropout=0.0, batch_first=True)
+        self.layer = nn.TransformerEncoderLayer(width, 4, 4 * width, dropout=0.0,
+                                                batch_first=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.layer(x)
@@ -171,7 +173,8 @@ def identity(loss: torch.Tensor) -> torch.Tensor:
 def measure_all(variants: list[Variant], model: nn.Module, inputs: tuple[torch.Tensor, ...],
                 rounds: int) -> None:
     for v in variants:
-        v.peak = chainplan.measure(v.net, *inputs, loss_fn=identity, steps=1, store=False).peak_bytes
+        v.peak = chainplan.measure(v.net, *inputs, loss_fn=identity, steps=1,
+                                   store=False).peak_bytes
     for _ in range(rounds):
         for v in variants:
             t0 = time.perf_counter()
@@ -184,19 +187,21 @@ def bench(name: str, model: nn.Module, inputs: tuple[torch.Tensor, ...], rounds:
           out: list[str]) -> None:
     model.train()
     prof = chainplan.profile(model, *inputs, repeats=5, warmup=2, progress=False, name=name)
-    plain, per_block = Variant("plain (no recomputation)", model), Variant("per-block checkpointing",
-                                                                           PerBlock(model, inputs))
+    plain = Variant("plain (no recomputation)", model)
+    per_block = Variant("per-block checkpointing", PerBlock(model, inputs))
     measure_all([plain, per_block], model, inputs, 1)
     variants = [plain, per_block]
     for algo in ("multichain", "multichain-linear"):
-        for label, budget in ((f"at per-block's peak", per_block.peak), ("smallest budget", "min")):
+        for label, budget in (("at per-block's peak", per_block.peak),
+                              ("smallest budget", "min")):
             try:
                 p = chainplan.plan(prof, budget=budget, algo=algo)
             except chainplan.InfeasibleBudget as e:
                 out.append(f"<!-- {algo} {label}: infeasible, min {e.min_budget_bytes} -->")
                 continue
             chosen = f", chose {p.chosen}" if p.chosen else ""
-            variants.append(Variant(f"{algo} {label}{chosen}", p.wrap(model), budget=p.budget_bytes))
+            variants.append(Variant(f"{algo} {label}{chosen}", p.wrap(model),
+                                    budget=p.budget_bytes))
     for v in variants:
         v.times = []
     measure_all(variants, model, inputs, rounds)
