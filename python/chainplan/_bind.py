@@ -194,7 +194,7 @@ def run_cli(args: list[str]) -> int:
 def runs(**run_filter: str | int | bool) -> list[dict[str, Any]]:
     """The stored runs that the filter selects, newest first (keys: ``model_name``,
     ``model_signature``, ``dtype``, ``device``, ``torch_version``, ``loss_name``,
-    ``saved_measured``, ``limit``; see pybind.Runs)."""
+    ``call_signature``, ``saved_measured``, ``limit``; see pybind.Runs)."""
     out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), json.dumps(run_filter)))
     return out
 

@@ -230,8 +230,8 @@ class Plan:
         ``model`` must be the chain the plan was made for (same stages, in order). The
         returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters; a
         plan with an :attr:`offload` section gets an
-        :class:`~chainplan.executors.OffloadedChain`, a :attr:`multichain` plan a
-        :class:`~chainplan.towers.executor.TowersExecutor` called like the model. The same as
+        :class:`~chainplan.executors.OffloadedChain`, a :attr:`multichain` plan a view of the
+        model running a :class:`~chainplan.towers.executor.TowersPlan`. The same as
         :func:`chainplan.executors.wrap`, which this imports only when called (the
         executors need torch, this module does not).
         """

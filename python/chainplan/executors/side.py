@@ -44,6 +44,11 @@ class SideInputs:
         slot: the slot of the chain's stages.
         values: the side values by name, as the prelude or the caller made them.
 
+    Keyword Args:
+        detach: hand values needing a gradient to the stages as detached leaves joined
+            after ``B_1`` (default: True); False leaves them in the graph, for stages run
+            one after the other under plain autograd.
+
     Attributes:
         values: what the stages read: the given values, those needing a gradient replaced
             by detached leaves.
@@ -52,13 +57,14 @@ class SideInputs:
             ``B_1``).
     """
 
-    def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor]) -> None:
+    def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor], *,
+                 detach: bool = True) -> None:
         self.slot = slot
         staged: dict[str, torch.Tensor] = {}
         self.sources: list[torch.Tensor] = []
         self.leaves: list[torch.Tensor] = []
         for name, v in values.items():
-            if v.requires_grad and torch.is_grad_enabled():
+            if detach and v.requires_grad and torch.is_grad_enabled():
                 leaf = v.detach().requires_grad_(True)
                 self.sources.append(v)
                 self.leaves.append(leaf)

@@ -1,7 +1,8 @@
 """Running a multichain plan on a model of towers joined at the loss.
 
-:class:`TowersExecutor` is what ``plan.wrap(model)`` returns for a plan of the multichain
-algorithms. Called like the model (``net(images, tokens)``), it
+:class:`TowersPlan` is what the planned view ``plan.wrap(model)`` returns runs for a plan
+of the multichain algorithms (:mod:`chainplan.executors.view`: the view is the model, only
+its training forward differs). Called like the model (``net(images, tokens)``), it
 
 1. finds the towers and cuts each into its stages at the first call with each kind of input
    (as the profile did: :mod:`chainplan.towers.detect`, :mod:`chainplan.towers.parts`);
@@ -36,12 +37,12 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.runner import Runner
 from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import args_key
-from chainplan.graph.executor import adopt
+from chainplan.executors.view import Planned
 from chainplan.schedule import Op, Plan
 from chainplan.towers.detect import TowerSplit, find_towers
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
 
-__all__ = ["TowersExecutor"]
+__all__ = ["TowersPlan"]
 
 
 @dataclass(frozen=True)
@@ -114,14 +115,17 @@ class _TowersJoin(torch.autograd.Function):
         return (None, None, None, *inputs, *ctx.anchors)
 
 
-class TowersExecutor(nn.Module):
-    """An ``nn.Module`` that trains a model of towers joined at the loss with a multichain
-    plan (module docstring). Under ``torch.no_grad()`` it is the plain model; its parameters
-    and buffers are the model's own, under the model's names.
+class TowersPlan(Planned):
+    """A multichain plan run on a model of towers joined at the loss (module docstring):
+    what the planned view ``plan.wrap(model)`` returns runs. Under ``torch.no_grad()`` the
+    view is the plain model.
 
     Args:
         model: the model the plan was made for.
         plan: a plan of the ``multichain`` algorithms for that model's towers.
+
+    Attributes:
+        plan: the plan.
 
     Raises:
         ScheduleError: at construction, a malformed plan; at the first call with a kind of
@@ -131,15 +135,13 @@ class TowersExecutor(nn.Module):
     """
 
     def __init__(self, model: nn.Module, plan: Plan) -> None:
-        super().__init__()
+        super().__init__(model)
         if plan.multichain is None:
             raise ScheduleError(f"a {plan.algo} plan schedules one chain, not towers joined at "
                                 "the loss")
         plan.validate()
-        self.__dict__["_model"] = model
         self.plan = plan
-        adopt(self, model)
-        self.__dict__["_setups"] = {}
+        self._setups: dict[Hashable, _Setup] = {}
         seq = plan.sequence
         cut = next(i for i, op in enumerate(seq) if op.branch == 0)
         self.forward_ops = seq[:cut]
@@ -150,22 +152,13 @@ class TowersExecutor(nn.Module):
                                             and op.kind != "B") > 1)
                            for j, n in enumerate(self.lengths)]
 
-    @property
-    def model(self) -> nn.Module:
-        """The wrapped model."""
-        wrapped: nn.Module = self.__dict__["_model"]
-        return wrapped
+    def rewrap(self, model: nn.Module) -> TowersPlan:
+        return TowersPlan(model, self.plan)
 
-    def train(self, mode: bool = True) -> TowersExecutor:
-        super().train(mode)
-        self.model.train(mode)
-        return self
-
-    def setup(self, *inputs: Any, **kwargs: Any) -> _Setup:
+    def executor(self, *inputs: Any, **kwargs: Any) -> _Setup:
         """The towers and their chains for calls like this one (found now if new)."""
         key: Hashable = (args_key(inputs, kwargs), self.model.training)
-        setups: dict[Hashable, _Setup] = self.__dict__["_setups"]
-        got = setups.get(key)
+        got = self._setups.get(key)
         if got is not None:
             return got
         split = find_towers(self.model, inputs, kwargs, required=True)
@@ -190,13 +183,12 @@ class TowersExecutor(nn.Module):
                 raise ScheduleError(f"input {b.input + 1} needs a gradient, but the plan drops "
                                     f"branch {j + 1}'s input gradient: profile with inputs that "
                                     "need gradients as they do in training")
-        got = setups[key] = _Setup(split, tuple(chains))
+        got = self._setups[key] = _Setup(split, tuple(chains))
         return got
 
-    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
-        if not torch.is_grad_enabled():
-            return self.model(*inputs, **kwargs)
-        s = self.setup(*inputs, **kwargs)
+    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        inputs = args
+        s = self.executor(*inputs, **kwargs)
         split = s.split
         runners: list[Runner] = []
         sides: list[SideInputs | None] = []

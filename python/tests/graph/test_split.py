@@ -35,7 +35,7 @@ def test_gpt_boundaries() -> None:
     case = CASES["gpt"]()
     split = stages(case.model, *case.args, **case.kwargs)
     assert [s.modules for s in split.stages] == [
-        ("wte", "drop"), ("blocks.0",), ("blocks.1",), ("blocks.2",), ("blocks.3", "ln_f"),
+        ("wte", "wpe", "drop"), ("blocks.0",), ("blocks.1",), ("blocks.2",), ("blocks.3", "ln_f"),
         ("head",)]
     assert [s.reads for s in split.stages] == [(), *[("mask",)] * 4, ()]
     assert split.level == 0

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 import chainplan
+from chainplan.executors import planned
 from tests.towers.models import DualEncoder, Triplet, dual_batch, triplet_batch
 
 Step = Callable[[nn.Module], torch.Tensor]
@@ -137,7 +138,7 @@ def test_checkpointed() -> None:
     _, want = grads_of(model, lambda m: loss_fn(*m(a, p, n)))
     for name in want:
         torch.testing.assert_close(got[name], want[name], rtol=1e-5, atol=1e-7, msg=name)
-    (plan,) = net.plans
+    (plan,) = planned(net).plans
     assert plan.algo == "multichain" and plan.plan_id is not None
     with torch.no_grad():  # the plain model
         torch.testing.assert_close(net(a, p, n)[0], model(a, p, n)[0])
