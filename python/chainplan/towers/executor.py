@@ -36,8 +36,8 @@ from torch import nn
 from chainplan.errors import ScheduleError
 from chainplan.executors.runner import Runner
 from chainplan.executors.side import SideInputs
-from chainplan.graph.chain import args_key
 from chainplan.executors.view import Planned
+from chainplan.graph.chain import args_key
 from chainplan.schedule import Op, Plan
 from chainplan.towers.detect import TowerSplit, find_towers
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
