@@ -266,8 +266,11 @@ class CheckpointedPlans(Planned):
         if run is None:
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
-                                 warmup=self.warmup, name=self.name, reuse=False, **kwargs)
-            return self._plan(prof, shape), f"profiled anew (run {prof.run_id})"
+                                 warmup=self.warmup, name=self.name,
+                                 reuse=self.reuse and _towers_may_be_stored(self.model), **kwargs)
+            how = ("reused the stored profile of the same call" if prof.reused
+                   else "profiled anew")
+            return self._plan(prof, shape), f"{how} (run {prof.run_id})"
         if not scaled:
             return self._plan(run.run_id, shape), f"reused the stored profile (run {run.run_id})"
         path = write_scaled_chain(run, shape[0], default_profile_dir() / "scaled")
@@ -302,6 +305,13 @@ class CheckpointedPlans(Planned):
         # Repeat or drop rows: every row stays a valid target (class labels, token ids).
         rows = torch.arange(x.shape[0], device=t.device) % t.shape[0]
         return t.index_select(0, rows)
+
+
+def _towers_may_be_stored(model: nn.Module) -> bool:
+    """Whether the profile of a call not found among the stored runs of a chain may still be
+    a stored one: towers joined at the loss (several inputs) are found by their call
+    signature (:mod:`chainplan.towers.profile`), not by :func:`stored_runs`."""
+    return _positional_inputs(model) > 1
 
 
 def _chain_input(model: nn.Module, args: tuple[Any, ...],

@@ -248,7 +248,7 @@ def profile_model(
         towers = profile_towers_if_any(
             model, args, kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
             warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
-            spread_warning=spread_warning)
+            spread_warning=spread_warning, reuse=reuse)
         if towers is not None:
             return towers
     was_training = model.training

@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import json
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from chainplan.profiler.run import (
     naming_stage,
 )
 from chainplan.profiler.signature import model_signature
+from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.reuse import loss_name
@@ -48,6 +50,8 @@ from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
 from chainplan.towers.detect import TowerSplit
 from chainplan.towers.measure import measure_join
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
+
+_log = logging.getLogger("chainplan.profile")
 
 __all__ = ["TowersProfile", "profile_towers"]
 
@@ -92,15 +96,29 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                    kwargs: dict[str, Any], *, loss_fn: LossFn | None,
                    target: torch.Tensor | None, repeats: int, warmup: int, name: str,
                    path: Any, ingest: bool, progress: bool,
-                   spread_warning: float | None) -> TowersProfile:
+                   spread_warning: float | None, reuse: bool = False) -> TowersProfile:
     """Measure ``model``'s towers and join (module docstring); the arguments are
-    :func:`chainplan.profile`'s.
+    :func:`chainplan.profile`'s. With ``reuse`` (and ``ingest``, no ``path``), the stored
+    profile of the same call is returned instead, as for a chain
+    (:mod:`chainplan.profiler.stored`: the call signature covers every input's shape).
 
     Raises:
         ProfileError: a stage or the join fails while measured (naming it).
     """
     start = time.perf_counter()
     device = inputs[split.branches[0].input].device
+    meta = _metadata(model, split, inputs, kwargs, name=name, loss=loss_name(loss_fn),
+                     target=target, repeats=repeats, warmup=warmup)
+    if reuse and ingest and path is None:
+        stored = _stored(meta, split, inputs, loss_name(loss_fn))
+        if stored is not None:
+            run_id, stored_path, stored_rows, names, lengths = stored
+            _log.info("profile of %s: reused the stored profile of the same call (run %d)",
+                      name, run_id)
+            return TowersProfile(path=stored_path, run_id=run_id, model_name=name,
+                                 stage_names=names, rows=tuple(stored_rows),
+                                 seconds=time.perf_counter() - start, reused=True,
+                                 towers=split, tower_stages=lengths)
     chains: list[TowerChain] = []
     measured: list[list[tuple[StageMeasurement, int]]] = []
     outputs: list[torch.Tensor | None] = [None] * len(split.branches)
@@ -134,15 +152,6 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
         jm = measure_join(join_of(model, split, inputs, kwargs, loss_fn, target), outs,
                           model=model, repeats=repeats, warmup=warmup, device=device)
     rows_out = _rows(measured, chains, jm, outs, resident, loss_name(loss_fn))
-    first_input = inputs[split.branches[0].input]
-    meta = ProfileMetadata(
-        model_name=name, model_signature=model_signature(model, device),
-        torch_version=torch.__version__, device=str(device), device_name=device_name(device),
-        dtype=compute_dtype(model, first_input),
-        batch_size=int(first_input.shape[0]) if first_input.dim() > 0 else 1,
-        input_shape=list(first_input.shape), threads=torch.get_num_threads(),
-        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=warmup, reps=repeats)
     lengths = [len(c.stages) for c in chains]
     keep = [bool(inputs[b.input].requires_grad) for b in split.branches]
     towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
@@ -163,6 +172,39 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                          side_bytes=resident, towers=split, tower_stages=tuple(lengths))
     warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
     return prof
+
+
+def _metadata(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
+              kwargs: dict[str, Any], *, name: str, loss: str, target: torch.Tensor | None,
+              repeats: int, warmup: int) -> ProfileMetadata:
+    """The profile's metadata: the first tower input's shape, and the call signature of the
+    whole call (every input), which finds it again (:mod:`chainplan.profiler.stored`)."""
+    first_input = inputs[split.branches[0].input]
+    device = first_input.device
+    call = call_signature(tuple(inputs), kwargs, loss=loss, target=target,
+                          device_name=device_name(device))
+    return ProfileMetadata(
+        model_name=name, model_signature=model_signature(model, device),
+        torch_version=torch.__version__, device=str(device), device_name=device_name(device),
+        dtype=compute_dtype(model, first_input),
+        batch_size=int(first_input.shape[0]) if first_input.dim() > 0 else 1,
+        input_shape=list(first_input.shape), threads=torch.get_num_threads(),
+        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
+        warmup_reps=warmup, reps=repeats, extra={"call_signature": call})
+
+
+def _stored(meta: ProfileMetadata, split: TowerSplit, inputs: Sequence[Any], loss: str
+            ) -> tuple[int, Path, list[ProfileRow], tuple[str, ...], tuple[int, ...]] | None:
+    """The stored profile of this call (its run, file, rows, stage names and tower lengths)
+    when its towers are these towers cut as now; None when there is none."""
+    chains = [tower_chain(tower, split.names[t], split.branches[split.calls_of(t)[0]], inputs)
+              for t, tower in enumerate(split.towers)]
+    names = [n for c in chains for n in c.names]
+    found = find_stored(meta, loss, names)
+    if found is None:
+        return None
+    run_id, path, rows = found
+    return run_id, path, rows, tuple(names), tuple(len(c.stages) for c in chains)
 
 
 def _tower_output(tower: nn.Module, split: TowerSplit, j: int, inputs: Sequence[Any],

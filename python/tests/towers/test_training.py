@@ -14,6 +14,7 @@ in the last bits: ``rtol=1e-5, atol=1e-7`` (in float64 they agree to 1e-12, see
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 import pytest
@@ -23,6 +24,7 @@ from torch import nn
 import chainplan
 from chainplan.executors import planned
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.towers.profile import TowersProfile
 from tests.towers.models import DualEncoder, Triplet, dual_batch, triplet_batch
 
 Step = Callable[[nn.Module], torch.Tensor]
@@ -149,6 +151,26 @@ def test_checkpointed() -> None:
     assert ex.predicted_peak_bytes == plan.peak_bytes and ex.peak_bytes <= plan.budget_bytes
     with torch.no_grad():  # the plain model
         torch.testing.assert_close(net(a, p, n)[0], model(a, p, n)[0])
+
+
+def test_stored_profile_reused(caplog: pytest.LogCaptureFixture) -> None:
+    """The stored profile of the same call of towers is reused (as a new process would find
+    it), by profile() and by a new Checkpointed view; another text length is not the same
+    call."""
+    model = DualEncoder()
+    images, tokens = dual_batch()
+    first = chainplan.profile(model, images, tokens, repeats=1, warmup=0, progress=False)
+    again = chainplan.profile(model, images, tokens, repeats=1, warmup=0, progress=False)
+    assert not first.reused and again.reused and again.run_id == first.run_id
+    assert isinstance(again, TowersProfile) and again.tower_stages == first.tower_stages
+    assert chainplan.plan(again, budget="min").multichain is not None
+    longer = chainplan.profile(model, images, tokens.repeat(1, 2), repeats=1, warmup=0,
+                               progress=False)
+    assert not longer.reused and longer.run_id != first.run_id
+    with caplog.at_level(logging.INFO, logger="chainplan"):
+        net = chainplan.Checkpointed(model, budget="min", repeats=1, warmup=0)
+        net(images, tokens).backward()
+    assert f"reused the stored profile of the same call (run {first.run_id})" in caplog.text
 
 
 def test_single_chain_algorithms_refuse_towers() -> None:
