@@ -42,9 +42,9 @@ from chainplan.profiler.run import (
     naming_stage,
 )
 from chainplan.profiler.signature import model_signature
-from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
+from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.reuse import loss_name
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
 from chainplan.towers.detect import TowerSplit
