@@ -112,13 +112,13 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     if reuse and ingest and path is None:
         stored = _stored(meta, split, inputs, loss_name(loss_fn))
         if stored is not None:
-            run_id, stored_path, stored_rows, names, lengths = stored
+            stored_id, stored_path, stored_rows, stored_names, stored_lengths = stored
             _log.info("profile of %s: reused the stored profile of the same call (run %d)",
-                      name, run_id)
-            return TowersProfile(path=stored_path, run_id=run_id, model_name=name,
-                                 stage_names=names, rows=tuple(stored_rows),
+                      name, stored_id)
+            return TowersProfile(path=stored_path, run_id=stored_id, model_name=name,
+                                 stage_names=stored_names, rows=tuple(stored_rows),
                                  seconds=time.perf_counter() - start, reused=True,
-                                 towers=split, tower_stages=lengths)
+                                 towers=split, tower_stages=stored_lengths)
     chains: list[TowerChain] = []
     measured: list[list[tuple[StageMeasurement, int]]] = []
     outputs: list[torch.Tensor | None] = [None] * len(split.branches)
