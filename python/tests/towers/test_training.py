@@ -157,8 +157,8 @@ def test_stored_profile_reused(caplog: pytest.LogCaptureFixture) -> None:
     """The stored profile of the same call of towers is reused (as a new process would find
     it), by profile() and by a new Checkpointed view; another text length is not the same
     call."""
-    model = DualEncoder()
-    images, tokens = dual_batch()
+    model = DualEncoder(image_blocks=2, text_blocks=1)
+    images, tokens = dual_batch(8)
     first = chainplan.profile(model, images, tokens, repeats=1, warmup=0, progress=False)
     again = chainplan.profile(model, images, tokens, repeats=1, warmup=0, progress=False)
     assert not first.reused and again.reused and again.run_id == first.run_id
