@@ -10,6 +10,7 @@ import (
 	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/offplan"
 	"github.com/chainplan/chainplan/planner/pipedream"
+	"github.com/chainplan/chainplan/planner/pipesim"
 	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
@@ -86,6 +87,12 @@ var entries = []Entry{
 		madpipeFuncs),
 	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),
 	pipelineEntry(pipedream.Algo, "PipeDream's partitioning DP and memory estimate, scheduled by 1F1B*", pipedreamFuncs),
+	simulationEntry(pipesim.GPipe),
+	simulationEntry(pipesim.OneFOneBFlush),
+	simulationEntry(pipesim.PipeDreamAsync),
+	simulationEntry(pipesim.TwoBW),
+	simulationEntry(pipesim.TiMePReSt),
+	simulationEntry(pipesim.Periodic),
 }
 
 func rotorOptions(req Request, revolve bool) rotor.Options {

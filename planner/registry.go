@@ -24,6 +24,9 @@ const (
 	// chainplan.Plan whose operations name their branch, with its multichain section
 	// (docs/multichain.md); its entries set Entry.Multichain.
 	Multichain Family = "multichain"
+	// Simulation entries are the pipeline schedules planner/pipesim runs (issue 25): their
+	// result is a chainplan.pipesim/v1 document, and they set Entry.Simulation.
+	Simulation Family = "simulation"
 )
 
 // Field names a request field an algorithm reads, spelt as in the JSON requests of the
@@ -67,6 +70,9 @@ type Entry struct {
 	// Multichain holds the functions of the multichain algorithms; nil for the other
 	// families.
 	Multichain *MultichainFuncs `json:"-"`
+	// Simulation holds the functions of the simulated schedules; nil for the other
+	// families.
+	Simulation *SimulationFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

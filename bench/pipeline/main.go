@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/profile/pipedream"
+	"github.com/chainplan/chainplan/bench/internal/profiles"
 )
 
 // algos are the compared planners, in table order.
@@ -108,7 +108,7 @@ func run(names []string, gpus []int, levels int, limit time.Duration, out string
 	start := time.Now()
 	var all []*series
 	for _, name := range names {
-		c, err := importProfile(name)
+		c, err := profiles.PipeDream(name)
 		if err != nil {
 			return err
 		}
@@ -130,25 +130,6 @@ func run(names []string, gpus []int, levels int, limit time.Duration, out string
 		return err
 	}
 	return os.WriteFile(filepath.Join(out, "pipeline-eval.md"), []byte(report(all, limit, time.Since(start))), 0o644)
-}
-
-// importProfile linearizes testdata/pipedream/NAME.graph.txt as `chainplan import
-// pipedream` does.
-func importProfile(name string) (*chainplan.Chain, error) {
-	f, err := os.Open(filepath.Join("testdata", "pipedream", name+".graph.txt"))
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	g, err := pipedream.Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	imp, err := pipedream.Linearize(g)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return imp.Chain, nil
 }
 
 // sweep finds the memory range of a series and plans every level. The smallest level is

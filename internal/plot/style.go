@@ -61,6 +61,13 @@ var algoColors = map[string]color.RGBA{
 	"madpipe":    palette[0],
 	"contiguous": palette[2],
 	"pipedream":  palette[1],
+	// The simulated schedules (planner/pipesim) have pictures of their own too.
+	"gpipe":           palette[0],
+	"1f1b-flush":      palette[1],
+	"pipedream-async": palette[2],
+	"2bw":             palette[3],
+	"timeprest":       palette[4],
+	"periodic":        palette[6],
 }
 
 var colorOther = palette[5]

@@ -167,9 +167,7 @@ func (v *validator) stages() {
 }
 
 // crosses reports whether stage k's output goes to another device (k+1 exists).
-func (v *validator) crosses(k int) bool {
-	return k+1 < len(v.p.Stages) && v.p.Stages[k].GPU != v.p.Stages[k+1].GPU
-}
+func (v *validator) crosses(k int) bool { return Crosses(v.p.Stages, k) }
 
 func (v *validator) pattern() {
 	p, n := v.p, len(v.p.Stages)
@@ -219,7 +217,8 @@ func (v *validator) pattern() {
 	}
 }
 
-// durations checks each operation against the model, summing the layers afresh.
+// durations checks each operation against the model: a stage's forward and backward as
+// its cost says (Problem.Cost, the definition planner/pipesim runs on), a transfer a/β.
 func (v *validator) durations() {
 	pr := v.pr
 	for i, o := range v.p.Pattern {
@@ -227,12 +226,13 @@ func (v *validator) durations() {
 		var want float64
 		switch o.Op {
 		case F, B:
-			for l := s.First; l <= s.Last; l++ {
-				if o.Op == F {
-					want += pr.Layer(l).Fwd
-				} else {
-					want += pr.Layer(l).Bwd
-				}
+			c, err := pr.Cost(s)
+			if err != nil {
+				continue // reported by structure
+			}
+			want = c.Fwd
+			if o.Op == B {
+				want = c.Bwd
 			}
 		case CF, CB:
 			want = float64(pr.Layer(s.Last).Out) / pr.Options().Bandwidth

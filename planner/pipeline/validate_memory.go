@@ -17,7 +17,6 @@ import (
 // NCA_k = n_k(t_F), and a device's activations peak at the start of one of its forwards.
 func (v *validator) memory() {
 	pr, p := v.pr, v.p
-	o := pr.Options()
 	n := len(p.Stages)
 	rep := v.rep
 	rep.NCA = make([]int, n)
@@ -26,26 +25,14 @@ func (v *validator) memory() {
 	rep.MemoryPeak = make([]int64, p.GPUs)
 	stored := make([]int64, n)
 	for k, s := range p.Stages {
-		var w int64
-		for l := s.First; l <= s.Last; l++ {
-			w += pr.Layer(l).Param
-			if o.ActivationModel == ActivationsInput {
-				stored[k] += pr.Out(l - 1)
-			} else {
-				stored[k] += pr.Layer(l).Saved
-			}
+		c, err := pr.Cost(s)
+		if err != nil {
+			v.issue(fmt.Sprintf("stages[%d]", k), "%v", err)
+			return
 		}
-		if o.ActivationModel != ActivationsInput {
-			stored[k] += pr.Out(s.First - 1)
-		}
-		rep.Static[s.GPU] += int64(o.WeightCopies) * w
-		if v.crosses(k) {
-			// One buffer for the activation and one for its gradient, on both sides.
-			buf := 2 * pr.Layer(s.Last).Out
-			rep.Static[s.GPU] += buf
-			rep.Static[p.Stages[k+1].GPU] += buf
-		}
+		stored[k] = c.Stored
 	}
+	copy(rep.Static, pr.DeviceStatic(p.Stages))
 	T := p.Period
 	count := func(k int, t float64) int {
 		f, b := p.Pattern[v.op[F][k]], p.Pattern[v.op[B][k]]
@@ -70,7 +57,7 @@ func (v *validator) memory() {
 			peak = max(peak, act)
 		}
 		rep.MemoryPeak[g] = satAdd(rep.Static[g], peak)
-		if m := o.MemoryBytes; rep.MemoryPeak[g] > m {
+		if m := pr.Options().MemoryBytes; rep.MemoryPeak[g] > m {
 			v.issue(fmt.Sprintf("gpu %d", g), "needs %d bytes at its peak, more than the memory %d", rep.MemoryPeak[g], m)
 		}
 		if g < len(p.MemoryPerGPU) && p.MemoryPerGPU[g] != rep.MemoryPeak[g] {

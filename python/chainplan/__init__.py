@@ -17,6 +17,7 @@ Usage::
     pp = chainplan.pipeline_plan(prof, gpus=4, memory="16GiB", bandwidth="12GB/s",
                                  microbatches=8)          # a pipeline over 4 ranks, stored
     runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
+    sim = chainplan.pipesim(prof, schedule="1f1b-flush", stages=4, microbatches=8)  # simulate
 
 Public names are imported on first use, so that the torch-free modules
 (``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from chainplan.history import plot_history
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.schedule import Plan
+    from chainplan.simulating import pipesim
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
 
@@ -55,6 +57,7 @@ __all__ = [
     "Plan",
     "pipeline_plan",
     "PipelinePlan",
+    "pipesim",
     "ChainplanError",
     "InfeasibleBudget",
 ]
@@ -62,6 +65,7 @@ __all__ = [
 _WHERE = {
     "pipeline_plan": "chainplan.pipeline.planning",
     "PipelinePlan": "chainplan.pipeline.plan",
+    "pipesim": "chainplan.simulating",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
     "query": "chainplan.api",

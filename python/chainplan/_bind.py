@@ -108,16 +108,26 @@ def parse_bandwidth(text: str) -> float:
     return float(call(_go().ParseBandwidth, text))
 
 
+def _home() -> str:
+    home = os.path.expanduser("~")
+    return "" if home == "~" else home
+
+
 def db_path() -> str:
-    """The database file: ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``.
+    """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``.
 
     The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
     each call and passed in: a Go runtime loaded into Python sees the environment of the
     moment it was loaded, and would miss later changes.
     """
-    home = os.path.expanduser("~")
-    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""),
-                    "" if home == "~" else home))
+    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""), _home()))
+
+
+def data_dir() -> str:
+    """The local folder of the files kept beside the database: the folder of a SQLite
+    file, ``~/.chainplan`` for a PostgreSQL store (``service.DataDir``)."""
+    return str(call(_go().DataDir, db_path(), _home()))
 
 
 def ingest(file_path: str) -> int:
@@ -181,6 +191,18 @@ def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
     """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
     use_highs()
     return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
+
+
+def pipesim(chain_json: str, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a chain; returns ``{"simulation", ...}`` JSON."""
+    return str(call(_go().Pipesim, chain_json, json.dumps(request)))
+
+
+def pipesim_run(run_id: int, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a stored run (or with run 0 and a ``plan_id``, a
+    stored plan on its run) and record it; returns the JSON with ``simulation_id`` and
+    ``comparisons``."""
+    return str(call(_go().PipesimRun, db_path(), run_id, json.dumps(request)))
 
 
 def run_cli(args: list[str]) -> int:

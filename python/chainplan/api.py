@@ -248,8 +248,10 @@ def _bandwidth(value: float | str, source: object) -> float:
 def query(sql: str) -> Any:
     """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
 
-    The database is ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``; docs/sql.md lists
-    the tables, views and example queries. A statement that would write is refused.
+    The database is ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``; docs/sql.md lists the tables,
+    views and example queries, which run unchanged on both. A statement that would write
+    is refused (:class:`~chainplan.errors.QueryError`) and changes nothing.
     """
     import pyarrow as pa
 

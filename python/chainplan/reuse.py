@@ -60,12 +60,14 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
     text length) matter as much.
     """
     from chainplan import _bind
+    from chainplan.errors import NotFoundError
 
-    if not Path(_bind.db_path()).exists():
-        return []  # nothing stored yet (reading would not create the database)
-    rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
-                      torch_version=torch_version, loss_name=loss, saved_measured=True,
-                      call_signature=call_signature)
+    try:
+        rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
+                          torch_version=torch_version, loss_name=loss, saved_measured=True,
+                          call_signature=call_signature)
+    except NotFoundError:
+        return []  # nothing stored yet (reading does not create the database)
     out = []
     for row in rows:
         if row.get("towers"):

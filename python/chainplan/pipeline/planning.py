@@ -12,13 +12,12 @@ This module never imports torch.
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainplan import _bind
+from chainplan import _bind, arguments
 from chainplan.errors import (
     ArgumentTypeError,
     MissingSolverWarning,
@@ -69,16 +68,7 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str,
         raise PlanError(f"memory must be positive (got {memory} bytes)")
     else:
         req["memory_bytes"] = memory
-    if isinstance(bandwidth, str):
-        req["bandwidth"] = _bind.parse_bandwidth(bandwidth)
-    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
-        raise ArgumentTypeError(f"bandwidth must be bytes per second (an int or a float) or a "
-                                f"string such as '12GB/s' (got {_typed(bandwidth)})")
-    elif not (math.isfinite(bandwidth) and bandwidth > 0):
-        raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
-                        f"(got {bandwidth!r})")
-    else:
-        req["bandwidth"] = float(bandwidth)
+    req["bandwidth"] = arguments.bandwidth(bandwidth)
     if time_limit_s is not None:
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) \
                 or not time_limit_s > 0:

@@ -118,10 +118,11 @@ class Profile:
 
 def default_profile_dir() -> Path:
     """Where profiles are written: ``profiles/`` next to the database (the folder of
-    ``$CHAINPLAN_DB``, or ``~/.chainplan``; the path rule is the Go side's)."""
+    ``$CHAINPLAN_DB``, or ``~/.chainplan``, also when ``$CHAINPLAN_DB`` names a PostgreSQL
+    store; the rule is the Go side's)."""
     from chainplan import _bind
 
-    return Path(_bind.db_path()).parent / "profiles"
+    return Path(_bind.data_dir()) / "profiles"
 
 
 def _nbytes(t: torch.Tensor) -> int:
