@@ -138,15 +138,23 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 	rep := simulate.Replay(c, p.Sequence, limit)
 	out := simulation{Valid: rep.Valid, Makespan: rep.Makespan, PeakBytes: rep.Peak, PeakIndex: rep.PeakIndex,
 		BudgetBytes: limit, Operations: len(p.Sequence), Issues: rep.Issues}
-	if p.Makespan != 0 && math.Abs(p.Makespan-rep.Makespan) > 1e-9*math.Abs(rep.Makespan) {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, rep.Makespan)})
-	}
-	if p.PeakBytes != 0 && p.PeakBytes != rep.Peak {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
-	}
+	out.Issues = append(out.Issues, claimIssues(p, rep.Makespan, rep.Peak)...)
 	return reportSimulation(w, out, p, f, limit)
+}
+
+// claimIssues returns the issues of a plan whose claimed makespan or peak (when it states
+// them) differs from its replay's.
+func claimIssues(p *chainplan.Plan, makespan float64, peak int64) []simulate.Issue {
+	var issues []simulate.Issue
+	if p.Makespan != 0 && math.Abs(p.Makespan-makespan) > 1e-9*math.Abs(makespan) {
+		issues = append(issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, makespan)})
+	}
+	if p.PeakBytes != 0 && p.PeakBytes != peak {
+		issues = append(issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, peak)})
+	}
+	return issues
 }
 
 // simulateLimit returns the memory limit a replay checks: --budget, "none" (no limit,

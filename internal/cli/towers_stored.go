@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -106,14 +105,7 @@ func runSimulateTowers(w io.Writer, mc *chainplan.MultiChain, p *chainplan.Plan,
 		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
 			Msg: fmt.Sprintf("the plan is for %d towers, the bundle has %d", p.Multichain.Branches, mc.K())})
 	}
-	if p.Makespan != 0 && math.Abs(p.Makespan-rep.Makespan) > 1e-9*math.Abs(rep.Makespan) {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, rep.Makespan)})
-	}
-	if p.PeakBytes != 0 && p.PeakBytes != rep.Peak {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
-	}
+	out.Issues = append(out.Issues, claimIssues(p, rep.Makespan, rep.Peak)...)
 	return reportSimulation(w, out, p, f, limit)
 }
 
