@@ -87,6 +87,8 @@ var entries = []Entry{
 		madpipeFuncs),
 	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),
 	pipelineEntry(pipedream.Algo, "PipeDream's partitioning DP and memory estimate, scheduled by 1F1B*", pipedreamFuncs),
+	adviseEntry,
+	search3dEntry,
 	simulationEntry(pipesim.GPipe),
 	simulationEntry(pipesim.OneFOneBFlush),
 	simulationEntry(pipesim.PipeDreamAsync),

@@ -70,6 +70,9 @@ type Entry struct {
 	// Multichain holds the functions of the multichain algorithms; nil for the other
 	// families.
 	Multichain *MultichainFuncs `json:"-"`
+	// Parallel holds the functions of the parallel planners (family Parallel); nil for
+	// the other families.
+	Parallel *ParallelFuncs `json:"-"`
 	// Simulation holds the functions of the simulated schedules; nil for the other
 	// families.
 	Simulation *SimulationFuncs `json:"-"`

@@ -23,6 +23,7 @@ func TestRegistryEntries(t *testing.T) {
 		planner.Multichain:    "chainplan.schedule/v1+multichain",
 		planner.Simulation:    "chainplan.pipesim/v1",
 	}
+	parallelFormats := map[string]string{"advise": "chainplan.advice/v1", "search3d": "chainplan.search3d/v1"}
 	known := map[planner.Field]bool{planner.FieldSlots: true, planner.FieldSegments: true, planner.FieldBandwidth: true}
 	name := regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) // lower-case; schedules such as 1f1b-flush start with a digit
 	seen := map[string]bool{}
@@ -35,6 +36,14 @@ func TestRegistryEntries(t *testing.T) {
 			t.Errorf("name %q: not lower-case or repeated", e.Name)
 		}
 		seen[e.Name] = true
+		if e.Family == planner.Parallel {
+			// One function set each, the result format of its planner.
+			if e.Schedule != nil || e.Pipeline != nil || e.Parallel == nil ||
+				(e.Parallel.Advise == nil) == (e.Parallel.Search3D == nil) || e.Format != parallelFormats[e.Name] {
+				t.Errorf("%s: a parallel entry sets exactly one of Parallel.Advise and Parallel.Search3D (format %q)", e.Name, e.Format)
+			}
+			continue
+		}
 		if f, ok := formats[e.Family]; !ok || e.Format != f {
 			t.Errorf("%s: family %q with format %q", e.Name, e.Family, e.Format)
 		}
@@ -67,8 +76,8 @@ func TestRegistryEntries(t *testing.T) {
 			}
 			continue
 		}
-		if e.Pipeline != nil || e.Multichain != nil || e.Simulation != nil {
-			t.Errorf("%s: a %s entry with pipeline, multichain or simulation functions", e.Name, e.Family)
+		if e.Pipeline != nil || e.Multichain != nil || e.Simulation != nil || e.Parallel != nil {
+			t.Errorf("%s: a %s entry with pipeline, multichain, simulation or parallel functions", e.Name, e.Family)
 		}
 		if s := e.Schedule; s == nil || s.Solve == nil || s.MinBudget == nil || s.Simulate == nil {
 			t.Errorf("%s: a %s entry needs Schedule.Solve, MinBudget and Simulate", e.Name, e.Family)

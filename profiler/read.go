@@ -173,7 +173,7 @@ func (d *decoder) setSchema(s *arrow.Schema) error {
 			return columnError(c.name, fmt.Sprintf("has type %s, want %s", s.Field(i).Type, c.kind))
 		}
 	}
-	return nil
+	return d.checkParallelSchema(s)
 }
 
 // kindAccepts reports whether an Arrow type can hold a column of kind k.
@@ -237,6 +237,10 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		v, err := getInt(col, i)
 		return profile.NullInt64{Int64: v, Valid: err == nil}, err
 	}
+	parallel, err := d.parallelReader(rec, base, n)
+	if err != nil {
+		return err
+	}
 	fwd, bwd := floatGetter(cols[ColFwdTimeS]), floatGetter(cols[ColBwdTimeS])
 	name, kind := cols[ColStageName], cols[ColStageKind]
 	for i := 0; i < n; i++ {
@@ -280,6 +284,9 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		if err := checkRow(&r, base+i); err != nil {
 			return err
 		}
+		if err := parallel(i, &r); err != nil {
+			return err
+		}
 		d.rows = append(d.rows, r)
 	}
 	return nil
@@ -292,6 +299,9 @@ func (d *decoder) profile() (*Profile, error) {
 		return nil, err
 	}
 	if err := checkStructure(d.rows, towers); err != nil {
+		return nil, err
+	}
+	if err := checkParallelStructure(d.rows); err != nil {
 		return nil, err
 	}
 	return &Profile{Meta: d.meta, Rows: d.rows}, nil

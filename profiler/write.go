@@ -3,6 +3,7 @@ package profiler
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,10 +28,15 @@ type WriteOptions struct {
 	BatchRows   int    // rows per record batch; 0 writes all rows in one batch
 }
 
-// schema returns the Arrow schema of version 1 with the given metadata.
-func schema(meta *profile.Metadata) *arrow.Schema {
-	fields := make([]arrow.Field, len(columns))
-	for i, c := range columns {
+// schema returns the Arrow schema of version 1 with the given metadata, and the optional
+// columns of the parallel fields when withParallel is set.
+func schema(meta *profile.Metadata, withParallel bool) *arrow.Schema {
+	cols := columns
+	if withParallel {
+		cols = append(slices.Clip(cols), parallelColumns...)
+	}
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
 		var t arrow.DataType
 		switch c.kind {
 		case kindInt:
@@ -55,7 +61,7 @@ func schema(meta *profile.Metadata) *arrow.Schema {
 // Write writes p as a profile file with the canonical types (int64, float64, utf8) of
 // version 1. It does not validate p: Read does, so that tests can write bad files too.
 func Write(w io.Writer, p *Profile, opts WriteOptions) error {
-	s := schema(&p.Meta)
+	s := schema(&p.Meta, hasParallel(p.Rows))
 	wopts := []ipc.Option{ipc.WithSchema(s)}
 	switch opts.Compression {
 	case CompressionNone:
@@ -140,6 +146,9 @@ func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 				panic("profiler: buildBatch: unhandled column " + c.name)
 			}
 		}
+	}
+	for i := len(columns); i < len(s.Fields()); i++ {
+		appendParallel(b.Field(i), s.Field(i).Name, rows)
 	}
 	return b.NewRecordBatch()
 }

@@ -20,6 +20,12 @@ type CopyStats struct {
 	Bandwidths   int `json:"bandwidths"`    // bandwidths copied, of every run
 	PlansSkipped int `json:"plans_skipped"` // plans the destination held already
 	Simulations  int `json:"simulations"`   // pipeline simulations copied, of every run
+	// Advice counts the advise and search3d results copied (with their candidates and
+	// clusters), AdviceSkipped those the destination held already, AdviceMeasurements
+	// their measured runs copied.
+	Advice             int `json:"advice"`
+	AdviceSkipped      int `json:"advice_skipped"`
+	AdviceMeasurements int `json:"advice_measurements"`
 }
 
 // copyTables are the tables Copy copies and how each hangs off a run; a table the schema
@@ -34,6 +40,11 @@ var copyTables = []struct{ table, id, parent string }{
 	{"executions", "execution_id", "plan_id"},
 	{"simulations", "simulation_id", "run_id"},
 	{"simulation_stages", "", "simulation_id"},
+	{"stage_parallel", "", "run_id"},
+	{"clusters", "cluster_id", ""},
+	{"advice", "advice_id", "run_id"},
+	{"advice_candidates", "", "advice_id"},
+	{"advice_measurements", "measurement_id", "advice_id"},
 }
 
 // Copy copies src's history into dst, run by run, oldest first, each run in one
@@ -81,7 +92,7 @@ func Copy(ctx context.Context, dst, src *DB) (CopyStats, error) {
 			return stats, fmt.Errorf("copy run %d (%s) from %s to %s: %w", r.id, r.sha, src.where, dst.where, err)
 		}
 	}
-	return stats, nil
+	return stats, copyAdvice(ctx, dst, src, cols, &stats)
 }
 
 // copyRun copies run id of src, and what hangs off it, in one transaction of dst.
@@ -98,6 +109,10 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 		return err
 	}
 	measurements, err := read("measurements", "run_id = ?", id)
+	if err != nil {
+		return err
+	}
+	parallel, err := read("stage_parallel", "run_id = ?", id)
 	if err != nil {
 		return err
 	}
@@ -150,6 +165,9 @@ func copyRun(ctx context.Context, dst, src *DB, cols map[string][]string, id int
 				return err
 			}
 			if err := insertCopies(ctx, tx, "measurements", cols["measurements"], "run_id", newID, measurements); err != nil {
+				return err
+			}
+			if err := insertCopies(ctx, tx, "stage_parallel", cols["stage_parallel"], "run_id", newID, parallel); err != nil {
 				return err
 			}
 			delta.Stages, delta.Measurements = len(stages), len(measurements)

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -178,5 +180,74 @@ func TestCopyReleaseDatabase(t *testing.T) {
 			}
 		}
 		var _ chainplan.Plan = plans[0].Plan
+	})
+}
+
+// Copy brings the advise and search3d results with their candidates, clusters and measured
+// runs, a result's run found again by its profile; copying again adds nothing, and a run
+// measured since goes over alone.
+func TestCopyAdvice(t *testing.T) {
+	ctx := context.Background()
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		src := allBackends[0].open(t)
+		buildHistory(t, src, 3, 1)
+		cand := store.AdviceCandidate{Candidate: 0, Rank: 1, Strategy: "data", Devices: 4, Feasible: true,
+			IterationTimeS: 0.25, MemoryBytes: 1 << 30, CapacityBytes: 16 << 30, DetailJSON: []byte(`{}`),
+			DataDegree: sql.NullInt64{Int64: 4, Valid: true}}
+		advice := func(run int64, cluster string) int64 {
+			id, err := src.RecordAdvice(ctx, &store.Advice{Kind: "advise", RunID: sql.NullInt64{Int64: run, Valid: run > 0},
+				ModelName: "resnet50", ClusterName: cluster, ClusterJSON: []byte(`{"name":"` + cluster + `"}`),
+				NumNodes: 1, NumDevices: 4, Source: "cli", RequestJSON: []byte(`{}`),
+				ResultJSON: []byte(fmt.Sprintf(`{"run":%d}`, run)), Version: "v", Candidates: []store.AdviceCandidate{cand}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return id
+		}
+		a2, a0 := advice(2, "c1"), advice(0, "c1") // on run 2, and on a chain file
+		advice(3, "c2")
+		measure := func(id int64, s float64) {
+			if _, err := src.RecordAdviceMeasurement(ctx, &store.AdviceMeasurement{AdviceID: id, Candidate: 0,
+				Iterations: 10, IterationTimeS: s, Host: "h", OutOfMemory: s > 1}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		measure(a2, 0.3)
+		measure(a0, 2)
+		dst := b.open(t)
+		if _, err := dst.Ingest(ctx, sampleProfile(1, 0, 1)); err != nil { // dst's run 1 is src's run 2
+			t.Fatal(err)
+		}
+		stats, err := store.Copy(ctx, dst, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stats.Advice != 3 || stats.AdviceSkipped != 0 || stats.AdviceMeasurements != 2 {
+			t.Fatalf("first copy: %+v", stats)
+		}
+		_, sha, err := queryAll(ctx, src, "SELECT content_sha256 FROM runs WHERE run_id = 2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := `SELECT count(*) FROM advice a JOIN runs r USING (run_id) JOIN clusters c USING (cluster_id)
+			WHERE a.result_json = '{"run":2}' AND r.content_sha256 = $1 AND c.name = 'c1'`
+		if got := count(t, dst, q, sha[0][0]); got != 1 {
+			t.Fatalf("the advice of run 2 in dst: %d rows, want its run and cluster found again", got)
+		}
+		for _, q := range []string{"SELECT count(*) FROM clusters", "SELECT count(*) FROM advice WHERE run_id IS NULL",
+			"SELECT count(*) FROM advice_accuracy WHERE accuracy IS NULL", "SELECT count(*) FROM advice_candidates",
+			"SELECT count(*) FROM stage_parallel"} {
+			if got, want := count(t, dst, q), count(t, src, q); got != want {
+				t.Fatalf("%s: %d in dst, %d in src", q, got, want)
+			}
+		}
+		measure(a2, 0.35)
+		again, err := store.Copy(ctx, dst, src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.Advice != 0 || again.AdviceSkipped != 3 || again.AdviceMeasurements != 1 {
+			t.Fatalf("second copy: %+v, want the new measurement alone", again)
+		}
 	})
 }

@@ -116,6 +116,9 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 		if err := insertStages(ctx, tx, res.RunID, p.Stages); err != nil {
 			return err
 		}
+		if err := insertStageParallel(ctx, tx, res.RunID, p.Stages); err != nil {
+			return err
+		}
 		n, err := insertMeasurements(ctx, tx, res.RunID, p.Measurements)
 		res.Rows = n
 		return err
@@ -227,8 +230,8 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 		return nil, err
 	}
 	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
-		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes
-		FROM stages WHERE run_id = ? ORDER BY stage_index`, runID)
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+stageParallelColumns+`
+		FROM stages LEFT JOIN stage_parallel USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 	}
@@ -236,10 +239,12 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 	var out []profile.Stage
 	for rows.Next() {
 		var s profile.Stage
-		if err := rows.Scan(&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
-			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes); err != nil {
+		var par parallelRow
+		if err := rows.Scan(append([]any{&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
+			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes}, par.dest()...)...); err != nil {
 			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 		}
+		s.Parallel = par.parallel()
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {

@@ -110,6 +110,7 @@ func report(all []*series, limit, took time.Duration) string {
 		}
 		p("\n")
 	}
+	p("%s\n(the comparison of checkpointing inside stages goes here)\n%s\n", ckBegin, ckEnd)
 	return b.String()
 }
 

@@ -127,6 +127,10 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newPipesimCmd(e),
 		newPlotCmd(e),
 		newReportCmd(e),
+		newAdviseCmd(e),
+		newSearch3DCmd(e),
+		newAdviceCmd(e),
+		newClusterCmd(e),
 		newMigrateStoreCmd(e),
 	)
 	for _, c := range root.Commands() {

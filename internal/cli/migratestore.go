@@ -55,9 +55,9 @@ are migrated to this chainplan's schema first.`,
 // copySummary says in one line what a copy did.
 func copySummary(s store.CopyStats, from, to string) string {
 	return fmt.Sprintf("copied %d runs (%d stages, %d measurements), %d plans, %d executions, %d bandwidths, "+
-		"%d simulations from %s to %s; skipped %d runs and %d plans already there",
-		s.Runs, s.Stages, s.Measurements, s.Plans, s.Executions, s.Bandwidths, s.Simulations,
-		redact(from), redact(to), s.RunsSkipped, s.PlansSkipped)
+		"%d simulations, %d advice (%d measured runs) from %s to %s; skipped %d runs, %d plans and %d advice already there",
+		s.Runs, s.Stages, s.Measurements, s.Plans, s.Executions, s.Bandwidths, s.Simulations, s.Advice, s.AdviceMeasurements,
+		redact(from), redact(to), s.RunsSkipped, s.PlansSkipped, s.AdviceSkipped)
 }
 
 // redact leaves the password out of a DSN; a path is as given.

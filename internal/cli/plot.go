@@ -37,7 +37,8 @@ func newPlotCmd(e *env) *cobra.Command {
              multichain-linear, per-block checkpointing and store-all
   timeline   a plan's simulated memory over time with its operations, the budget, the peak
              and, for a stored plan that ran, the measured peak
-  pipeline   a chainplan.pipeline/v1 plan over a few periods: a lane per device and link
+  pipeline   a chainplan.pipeline/v1 plan over a few periods: a lane per device and link,
+             each device's memory (and, for a stored plan that ran, the peak each rank measured)
   history    predicted against measured peak and step time of the stored plans that ran`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -91,9 +92,11 @@ func newPlotCmd(e *env) *cobra.Command {
 	timeline.Flags().StringVar(&f.planID, "plan-id", "", "a stored plan, on its run's chain (instead of --chain and --plan)")
 
 	pipeline := sub("pipeline", "A pipeline plan's schedule: a lane per device and link",
-		`  chainplan plot pipeline --plan pipeline.json --periods 4 -o pipeline.svg`,
-		func(*cobra.Command) (*plot.Figure, error) { return plotPipeline(&f) })
+		`  chainplan plot pipeline --plan pipeline.json --periods 4 -o pipeline.svg
+  chainplan plot pipeline --plan-id 3 -o pipeline.png   # a stored plan, with its measured peaks`,
+		func(c *cobra.Command) (*plot.Figure, error) { return plotPipeline(c, &f) })
 	pipeline.Flags().StringVar(&f.plan, "plan", "", "pipeline plan file (chainplan.pipeline/v1 JSON)")
+	pipeline.Flags().StringVar(&f.planID, "plan-id", "", "a stored pipeline plan (chainplan pipeline --run), with its run's device and measured peaks")
 	pipeline.Flags().IntVar(&f.periods, "periods", plot.DefaultPeriods, "periods of the steady state to draw")
 
 	history := sub("history", "Predicted against measured peak and time of stored plans",
@@ -268,12 +271,27 @@ func plotTimeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	return plot.Timeline(d)
 }
 
-func plotPipeline(f *plotFlags) (*plot.Figure, error) {
-	if f.plan == "" {
-		return nil, usagef("--plan is required (a chainplan.pipeline/v1 plan file)")
-	}
+func plotPipeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	if f.periods < 1 {
 		return nil, usagef("--periods must be at least 1 (got %d)", f.periods)
+	}
+	switch {
+	case f.plan != "" && f.planID != "":
+		return nil, usagef("give --plan or --plan-id, not both")
+	case f.planID != "":
+		id, err := parsePlanID(f.planID)
+		if err != nil {
+			return nil, err
+		}
+		d, err := withStore(cmd, func(ctx context.Context, svc *service.Service) (*plot.PipelineData, error) {
+			return svc.PipelinePicture(ctx, id, f.periods)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return plot.Pipeline(d)
+	case f.plan == "":
+		return nil, usagef("--plan is required (a chainplan.pipeline/v1 plan file), or --plan-id for a stored plan")
 	}
 	data, err := os.ReadFile(f.plan)
 	if err != nil {

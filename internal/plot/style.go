@@ -36,6 +36,7 @@ var (
 	colorChosen  = color.RGBA{0x00, 0x00, 0x00, 0xff}  // the chosen plan on a frontier
 	colorMemory  = color.RGBA{0x1f, 0x77, 0xb4, 0xff}  // the memory curve
 	colorBars    = color.RGBA{0x5b, 0x5b, 0x5b, 0xff}  // memory per pipeline device
+	colorRanBar  = color.RGBA{0x00, 0x5f, 0x5f, 0xff}  // memory a pipeline device measured
 	colorFill    = color.NRGBA{0x1f, 0x77, 0xb4, 0x40} // under the memory curve
 	colorGrid    = color.RGBA{0xe4, 0xe4, 0xe4, 0xff}
 	bgColor      = color.White

@@ -119,9 +119,10 @@ func (s *Service) History(ctx context.Context, f store.OutcomeFilter, what strin
 		if o.Executions == 0 {
 			continue
 		}
+		e, _ := planner.Lookup(o.Algo)
 		d.Outcomes = append(d.Outcomes, plot.Outcome{PlanID: o.PlanID, Algo: o.Algo, BudgetBytes: o.BudgetBytes,
 			PredictedPeak: o.PredictedPeak, MeasuredPeak: o.MeasuredPeakBytes,
-			PredictedTime: o.PredictedTimeS, MeasuredTime: o.MeasuredTimeS})
+			PredictedTime: o.PredictedTimeS, MeasuredTime: o.MeasuredTimeS, Pipeline: e.Family == planner.Pipeline})
 	}
 	if len(d.Outcomes) == 0 {
 		return nil, &inputError{fmt.Sprintf("%s has %d plans and no execution of any: nothing to compare "+

@@ -126,6 +126,12 @@ func (v *validator) structure() {
 	if p.ActivationModel != o.ActivationModel {
 		v.issue("activation_model", "the plan counts %q, the problem %q", p.ActivationModel, o.ActivationModel)
 	}
+	if p.Temporaries == o.NoTemporaries {
+		v.issue("temporaries", "the plan says %v, the problem %v", p.Temporaries, !o.NoTemporaries)
+	}
+	if p.Headroom != o.Headroom {
+		v.issue("headroom", "the plan leaves %v free, the problem %v", p.Headroom, o.Headroom)
+	}
 	if t := p.Period; math.IsNaN(t) || math.IsInf(t, 0) || t <= 0 {
 		v.issue("period", "want a positive, finite time (got %v)", t)
 		return
@@ -158,6 +164,12 @@ func (v *validator) stages() {
 		}
 		if s.GPU < 0 || s.GPU >= p.GPUs {
 			v.issue(f+".gpu", "want a device in 0..%d (got %d)", p.GPUs-1, s.GPU)
+		}
+		if s.Recompute != nil && s.First <= s.Last && s.Last <= v.pr.L() {
+			if rep := v.pr.replay(s); !rep.Valid {
+				v.issue(f+".recompute", "its sequence does not replay within its budget of %d bytes above the stage input: %v",
+					s.Recompute.BudgetBytes, rep.Err())
+			}
 		}
 		next = max(s.Last, s.First) + 1
 	}
@@ -218,7 +230,7 @@ func (v *validator) pattern() {
 }
 
 // durations checks each operation against the model: a stage's forward and backward as
-// its cost says (Problem.Cost, the definition planner/pipesim runs on), a transfer a/β.
+// its cost says (the layers' sums, or the replay of its recomputation), a transfer a/β.
 func (v *validator) durations() {
 	pr := v.pr
 	for i, o := range v.p.Pattern {

@@ -62,18 +62,22 @@ func IssuesError[T fmt.Stringer](what string, issues []T) error {
 //
 // The time complexity of Run is O(len(seq) + N).
 func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
-	return run(c, seq, limit, nil)
+	return run(c, seq, limit, nil, false)
 }
 
 // run is Run, calling onStep (when not nil) after each operation in range with what it
-// did to the clock and the memory (Trace).
-func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)) *Report {
+// did to the clock and the memory (Trace). With gradHeld, δ_N (c.Grad(N)) is in memory
+// from the start: the state of RunFrom, whose last stage is a layer, not a loss.
+func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step), gradHeld bool) *Report {
 	n := c.N
 	inA := make([]bool, n+1)    // a_i present
 	inAbar := make([]bool, n+1) // ā_i present
 	inA[0] = true
-	d := n // current gradient index; δ_N has size 0
+	d := n // current gradient index; δ_N has size 0 unless gradHeld
 	size := c.A[0]
+	if gradHeld {
+		size += c.Grad(n)
+	}
 	r := &Report{Limit: limit, Peak: size, PeakIndex: -1}
 	add := func(i int, op chainplan.Op, msg string, args ...any) {
 		r.Issues = append(r.Issues, Issue{Index: i, Op: op, Msg: fmt.Sprintf(msg, args...)})

@@ -262,6 +262,11 @@ def plot_stored_timeline(plan_id: int) -> str:
     return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
 
 
+def plot_stored_pipeline(plan_id: int, periods: int) -> str:
+    """A stored pipeline plan's Gantt chart (its device kind, each rank's measured peak)."""
+    return str(call(_go().PlotStoredPipeline, db_path(), plan_id, periods))
+
+
 def plot_history(run_id: int, model: str) -> str:
     """Predicted against measured for the plans of run ``run_id`` (when positive) or of
     every run of ``model``, as an SVG document (``pybind.PlotHistory``)."""
@@ -271,3 +276,40 @@ def plot_history(run_id: int, model: str) -> str:
 def plot_pipeline(plan_json: str, periods: int) -> str:
     """The Gantt chart of a pipeline plan, as an SVG document (``pybind.PlotPipeline``)."""
     return str(call(_go().PlotPipeline, plan_json, periods))
+
+
+def check_cluster(text: str) -> str:
+    """A cluster description (YAML or JSON) in canonical form (``chainplan.cluster/v1``)."""
+    return str(call(_go().CheckCluster, text))
+
+
+def _parallel(fn: Callable[..., str], source: dict[str, Any], cluster_text: str,
+              request: dict[str, Any], dtype_bytes: int) -> str:
+    return str(call(fn, db_path() if source.get("run_id", 0) > 0 else "",
+                    int(source.get("run_id", 0)), str(source.get("profile_path", "")),
+                    str(source.get("chain_json", "")), str(source.get("name", "")),
+                    int(source.get("batch", 0)), dtype_bytes, cluster_text, json.dumps(request)))
+
+
+def advise(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
+           dtype_bytes: int = 4) -> str:
+    """Rank parallel strategies (pybind.Advise); ``source`` holds ``run_id`` (stored, the
+    advice recorded), or ``profile_path``, or ``chain_json``, ``name`` and ``batch``.
+    Returns ``{"advice_id", "advice"}`` JSON."""
+    return _parallel(_go().Advise, source, cluster_text, request, dtype_bytes)
+
+
+def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
+             dtype_bytes: int = 4) -> str:
+    """AMP's 3-D search (pybind.Search3D); returns ``{"advice_id", "result"}`` JSON."""
+    return _parallel(_go().Search3D, source, cluster_text, request, dtype_bytes)
+
+
+def record_advice_measurement(advice_id: int, measurement: dict[str, Any]) -> int:
+    """Store a measured run of an advised candidate; returns its id."""
+    return int(call(_go().RecordAdviceMeasurement, db_path(), advice_id, json.dumps(measurement)))
+
+
+def advice_accuracy(advice_id: int) -> str:
+    """Predictions against recorded runs of a stored advice, as JSON."""
+    return str(call(_go().AdviceAccuracy, db_path(), advice_id))
