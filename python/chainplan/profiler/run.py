@@ -269,7 +269,9 @@ def profile_model(
     sample = chain_sample(model, args, kwargs)
     device = sample.device
     name = name or type(model).__name__
-    if len(args) > 1:  # towers joined at the loss, one per input (chainplan.towers)?
+    # Towers joined at the loss, one per input (chainplan.towers)? The parallel fields
+    # (batch_sizes, optimizer: the advisors') describe one chain: with them, one chain.
+    if len(args) > 1 and not batches and optimizer is None:
         from chainplan.towers.profile import profile_towers_if_any
 
         towers = profile_towers_if_any(
