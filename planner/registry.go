@@ -20,6 +20,10 @@ const (
 	Checkpointing Family = "checkpointing"
 	Offloading    Family = "offloading"
 	Pipeline      Family = "pipeline"
+	// Multichain plans K towers joined at the loss (chainplan.MultiChain, issue 24): a
+	// chainplan.Plan whose operations name their branch, with its multichain section
+	// (docs/multichain.md); its entries set Entry.Multichain.
+	Multichain Family = "multichain"
 	// Simulation entries are the pipeline schedules planner/pipesim runs (issue 25): their
 	// result is a chainplan.pipesim/v1 document, and they set Entry.Simulation.
 	Simulation Family = "simulation"
@@ -63,6 +67,9 @@ type Entry struct {
 	Schedule *ScheduleFuncs `json:"-"`
 	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
 	Pipeline *PipelineFuncs `json:"-"`
+	// Multichain holds the functions of the multichain algorithms; nil for the other
+	// families.
+	Multichain *MultichainFuncs `json:"-"`
 	// Parallel holds the functions of the parallel planners (family Parallel); nil for
 	// the other families.
 	Parallel *ParallelFuncs `json:"-"`

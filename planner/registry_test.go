@@ -20,6 +20,7 @@ func TestRegistryEntries(t *testing.T) {
 		planner.Checkpointing: "chainplan.schedule/v1",
 		planner.Offloading:    "chainplan.schedule/v1+offload",
 		planner.Pipeline:      "chainplan.pipeline/v1",
+		planner.Multichain:    "chainplan.schedule/v1+multichain",
 		planner.Simulation:    "chainplan.pipesim/v1",
 	}
 	parallelFormats := map[string]string{"advise": "chainplan.advice/v1", "search3d": "chainplan.search3d/v1"}
@@ -63,14 +64,20 @@ func TestRegistryEntries(t *testing.T) {
 			}
 			continue
 		}
+		if e.Family == planner.Multichain {
+			if f := e.Multichain; e.Schedule != nil || e.Pipeline != nil || e.Simulation != nil || f == nil || f.Solve == nil || f.MinBudget == nil || f.Simulate == nil {
+				t.Errorf("%s: a multichain entry has Multichain.Solve, MinBudget and Simulate, and nothing else", e.Name)
+			}
+			continue
+		}
 		if e.Family == planner.Simulation {
-			if e.Schedule != nil || e.Pipeline != nil || e.Simulation == nil || e.Simulation.Simulate == nil {
+			if e.Schedule != nil || e.Pipeline != nil || e.Multichain != nil || e.Simulation == nil || e.Simulation.Simulate == nil {
 				t.Errorf("%s: a simulation entry has Simulation.Simulate and nothing else", e.Name)
 			}
 			continue
 		}
-		if e.Pipeline != nil || e.Simulation != nil || e.Parallel != nil {
-			t.Errorf("%s: a %s entry with pipeline, simulation or parallel functions", e.Name, e.Family)
+		if e.Pipeline != nil || e.Multichain != nil || e.Simulation != nil || e.Parallel != nil {
+			t.Errorf("%s: a %s entry with pipeline, multichain, simulation or parallel functions", e.Name, e.Family)
 		}
 		if s := e.Schedule; s == nil || s.Solve == nil || s.MinBudget == nil || s.Simulate == nil {
 			t.Errorf("%s: a %s entry needs Schedule.Solve, MinBudget and Simulate", e.Name, e.Family)

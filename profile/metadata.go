@@ -204,6 +204,9 @@ func ParseMetadata(kv map[string]string) (Metadata, error) {
 		return Metadata{}, err
 	}
 	m.SetExtra(kv)
+	if _, err := m.Towers(); err != nil {
+		return Metadata{}, err
+	}
 	return m, nil
 }
 

@@ -294,7 +294,11 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 
 // profile checks the rows as a whole and returns the profile.
 func (d *decoder) profile() (*Profile, error) {
-	if err := checkStructure(d.rows); err != nil {
+	towers, err := d.meta.Towers()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStructure(d.rows, towers); err != nil {
 		return nil, err
 	}
 	if err := checkParallelStructure(d.rows); err != nil {

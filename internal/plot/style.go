@@ -54,6 +54,10 @@ var algoColors = map[string]color.RGBA{
 	"autocapper":  palette[2],
 	"opportunist": palette[6],
 	"greedy":      palette[8],
+	// The multichain pictures never show the offloading planners: their colours repeat.
+	"multichain":        palette[3],
+	"multichain-linear": palette[0],
+	"per-block":         palette[7],
 	// The pipeline planners never share a picture with the others: their colours repeat.
 	"madpipe":    palette[0],
 	"contiguous": palette[2],

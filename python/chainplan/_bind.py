@@ -82,6 +82,12 @@ def solve(chain_json: str, request: dict[str, Any]) -> str:
     return str(call(_go().Solve, chain_json, json.dumps(request)))
 
 
+def solve_multichain(bundle_json: str, request: dict[str, Any]) -> str:
+    """Plan a ``chainplan.multichain/v1`` bundle of towers joined at the loss; the plan
+    document (JSON)."""
+    return str(call(_go().SolveMultichain, bundle_json, json.dumps(request)))
+
+
 def min_budget(chain_json: str, request: dict[str, Any]) -> int:
     """The smallest feasible budget (bytes) for the request's algorithm."""
     return int(call(_go().MinBudget, chain_json, json.dumps(request)))

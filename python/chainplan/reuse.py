@@ -82,7 +82,9 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
     A run qualifies when its signature, compute dtype, device and torch version are these,
     its loss stage has this name (so its loss cost is the one trained with), its call
     signature is ``call_signature`` when one is given, and every stage has its saved size
-    measured (``chainplan.record`` profiles may lack it).
+    measured (``chainplan.record`` profiles may lack it). A profile of towers joined at the
+    loss does not qualify: its input shape is the first tower's only, and the others' (a
+    text length) matter as much.
     """
     from chainplan import _bind
     from chainplan.errors import NotFoundError
@@ -95,6 +97,8 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
         return []  # nothing stored yet (reading does not create the database)
     out = []
     for row in rows:
+        if row.get("towers"):
+            continue
         shape = tuple(int(d) for d in row["input_shape"])
         if shape:  # a run without its input shape cannot be matched to an input
             out.append(StoredRun(int(row["run_id"]), shape))

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 _log = logging.getLogger("chainplan.profile")
 
-__all__ = ["Profile", "profile_model", "default_profile_dir"]
+__all__ = ["Profile", "profile_model", "default_profile_dir", "device_name", "naming_stage"]
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -269,6 +269,17 @@ def profile_model(
     sample = chain_sample(model, args, kwargs)
     device = sample.device
     name = name or type(model).__name__
+    # Towers joined at the loss, one per input (chainplan.towers)? The parallel fields
+    # (batch_sizes, optimizer: the advisors') describe one chain: with them, one chain.
+    if len(args) > 1 and not batches and optimizer is None:
+        from chainplan.towers.profile import profile_towers_if_any
+
+        towers = profile_towers_if_any(
+            model, args, kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
+            warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
+            spread_warning=spread_warning, reuse=reuse)
+        if towers is not None:
+            return towers
     was_training = model.training
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
@@ -353,6 +364,11 @@ def profile_model(
     return prof
 
 
+def show_progress(progress: bool | None) -> bool:
+    """Whether to show a progress bar: as asked, else when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
 def _split_modules(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
                    device: torch.device) -> list[SplitModule]:
     """The model's convolutions and linear layers, from one forward of the call a training
@@ -384,6 +400,12 @@ def _naming_stage(k: int, name: str) -> Iterator[None]:
         raise ProfileError(f"stage {k} ({name}) failed while profiling: "
                            f"{type(err).__name__}: {err}", stage_index=k,
                            stage_name=name) from err
+
+
+# The profiler of towers joined at the loss (chainplan.towers.profile) names its stages and
+# devices as this one does.
+naming_stage = _naming_stage
+device_name = _device_name
 
 
 def _check_spread_warning(value: float | None) -> None:
