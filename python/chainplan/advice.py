@@ -23,8 +23,8 @@ from chainplan.jsonfields import Fields
 if TYPE_CHECKING:
     from chainplan.layout3d import ProcessGroups, RankLayout
 
-__all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "Accuracy",
-           "MeasuredCandidate"]
+__all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "SimCheck3D",
+           "SimStage3D", "Accuracy", "MeasuredCandidate"]
 
 
 @dataclass(frozen=True)
@@ -219,9 +219,49 @@ class Stage3D:
 
 
 @dataclass(frozen=True)
+class SimStage3D:
+    """What pipesim measured of one stage of a :class:`SimCheck3D`: the most micro-batches
+    in flight, the peak bytes of one of its devices, its idle share, and how a checkpointed
+    stage recomputed (``rotor``, ``rotor-least``, ``whole``; empty when it did not)."""
+
+    in_flight: int
+    peak_bytes: int
+    bubble: float
+    recompute: str
+
+    @classmethod
+    def _read(cls, f: Fields) -> SimStage3D:
+        return cls(in_flight=f.integer("in_flight"), peak_bytes=f.integer("peak_bytes"),
+                   bubble=f.number("bubble"), recompute=f.string("recompute", ""))
+
+
+@dataclass(frozen=True)
+class SimCheck3D:
+    """pipesim's run of a candidate's pipeline (docs/parallel.md, "The pipesim check"):
+    one iteration of ``microbatches`` under ``schedule`` with the candidate's stage times.
+    ``divergence`` is (simulated − predicted) / predicted pipeline time; ``fits`` is False
+    when a stage's simulated peak exceeds its devices' memory."""
+
+    schedule: str
+    microbatches: int
+    pipeline_time_s: float
+    divergence: float
+    stages: tuple[SimStage3D, ...]
+    fits: bool
+
+    @classmethod
+    def _read(cls, f: Fields) -> SimCheck3D:
+        return cls(schedule=f.string("schedule"), microbatches=f.integer("microbatches", low=1),
+                   pipeline_time_s=f.number("pipeline_time_s"), divergence=f.number("divergence"),
+                   stages=tuple(SimStage3D._read(s) for s in f.objects("stages")),
+                   fits=f.boolean("fits"))
+
+
+@dataclass(frozen=True)
 class Candidate3D:
     """One strategy of :func:`chainplan.search3d`: AMP's (pp, dp, tmp, placement, mbs,
-    boundaries), priced (Eq. 4) and checked against memory (``fits``)."""
+    boundaries), priced (Eq. 4) and checked against memory (``fits``); ``simulated`` is
+    pipesim's check of its pipeline (None for pp = 1 and for documents without it)."""
 
     index: int
     rank: int
@@ -241,6 +281,7 @@ class Candidate3D:
     p2p_s: float
     fits: bool
     checkpointed: int
+    simulated: SimCheck3D | None = None
 
     @property
     def devices(self) -> int:
@@ -272,7 +313,8 @@ class Candidate3D:
                    iteration_time_s=f.number("iteration_time_s"),
                    pipeline_time_s=f.number("pipeline_time_s"), dp_sync_s=f.number("dp_sync_s"),
                    bottleneck_s=f.number("bottleneck_s"), p2p_s=f.number("p2p_s"),
-                   fits=f.boolean("fits"), checkpointed=f.integer("checkpointed", 0))
+                   fits=f.boolean("fits"), checkpointed=f.integer("checkpointed", 0),
+                   simulated=SimCheck3D._read(sim) if (sim := f.object("simulated")) else None)
 
 
 @dataclass(frozen=True)
@@ -284,6 +326,7 @@ class Search3D(_Stored):
         advice_id: where it is stored (0 when not).
         candidates: the best ``top_k``, best first. megatron: Megatron's heuristic's pick.
         enumerated, evaluated, over_capacity, checkpointed, dropped: the search's counts.
+        warnings: the candidates whose pipesim check disagrees with the prediction.
         raw: the whole ``chainplan.search3d/v1`` document (what a training script reads).
     """
 
@@ -303,6 +346,7 @@ class Search3D(_Stored):
     notes: tuple[str, ...]
     solve_ms: float
     raw: dict[str, Any] = field(repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Search3D:
@@ -319,7 +363,7 @@ class Search3D(_Stored):
                                     for i, c in enumerate(f.objects("candidates"))),
                    megatron=Candidate3D._read(mg, -1) if mg else None,
                    notes=tuple(str(n) for n in f.items("notes")), solve_ms=f.number("solve_ms"),
-                   raw=doc)
+                   raw=doc, warnings=tuple(str(w) for w in f.items("warnings")))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Search3D:
