@@ -30,7 +30,8 @@ from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
-from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
+from chainplan.profiler.labels import compute_dtype
+from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
 from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
 from chainplan.schedule import Plan
