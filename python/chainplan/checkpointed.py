@@ -9,9 +9,8 @@ into an unchanged training loop. What it decides per input shape, and why:
   (:mod:`chainplan.reuse`), an estimate that costs no measurement;
 * otherwise the model is profiled on the input itself.
 
-Each decision is logged (logger ``chainplan.checkpointed``), and a shape met after the
-first also raises a :class:`~chainplan.shapecheck.ShapeWarning`: the memory figures of
-the new plan are not those of the first.
+Each decision is logged (logger ``chainplan.checkpointed``); a shape met after the first
+also raises a :class:`~chainplan.shapecheck.ShapeWarning` (the new plan's memory differs).
 """
 
 from __future__ import annotations
