@@ -111,8 +111,8 @@ func pipelineAlgoHelp() string {
 }
 
 // checkPipelineFlags reads the flags into a request; every error names the flag.
-func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
-	req := service.PipelineRequest{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, Replan: f.replan, RequireSolver: f.requireSolver}
+func checkPipelineFlags(f pipelineFlags) (pipeline.Request, error) {
+	req := pipeline.Request{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, Replan: f.replan, RequireSolver: f.requireSolver}
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return req, err
 	}
@@ -191,7 +191,7 @@ func runPipeline(cmd *cobra.Command, e *env, f pipelineFlags) error {
 // pipelineInput plans what pipeline was given: the --chain file, or with --run a stored
 // run, whose plan it records with the service's parameters and reports on standard error
 // (standard output carries the plan alone). It returns the chain planned and the plan.
-func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.PipelineRequest) (*chainplan.Chain, *pipeline.Plan, error) {
+func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req pipeline.Request) (*chainplan.Chain, *pipeline.Plan, error) {
 	if f.run == "" {
 		c, err := chainplan.ReadChain(f.chain)
 		if err != nil {

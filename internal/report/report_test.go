@@ -135,7 +135,7 @@ func TestReportWithoutExecutions(t *testing.T) {
 func TestReportPipelinePlans(t *testing.T) {
 	svc := storedRun(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: "contiguous", Options: pipeline.Options{GPUs: 2, Bandwidth: 1e9},
+	req := pipeline.Request{Algo: "contiguous", Options: pipeline.Options{GPUs: 2, Bandwidth: 1e9},
 		MinMemory: true, Source: service.SourcePython}
 	first, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
@@ -14,34 +13,13 @@ import (
 	"github.com/chainplan/chainplan/store"
 )
 
-// PipelineRequest is what to plan on P devices (chainplan.pipeline/v1 plans). As in
-// planner.PipelineRequest, whose defaults it takes, a zero field means its default.
-type PipelineRequest struct {
-	// Algo is the pipeline algorithm: one of PipelineAlgos ("": planner.DefaultPipelineAlgo).
-	Algo string
-	// Options are the platform and the memory model; Options.MemoryBytes is ignored when
-	// MinMemory or FasterMemory is set.
-	Options pipeline.Options
-	// MinMemory plans at the algorithm's smallest memory per device ("--memory min").
-	MinMemory bool
-	// FasterMemory plans at the smallest memory per device of a plan faster than one
-	// device ("--memory faster"; planner.PipelineRequest.FasterMemory).
-	FasterMemory bool
-	// Replan plans again even when the same request was planned on the same stored run
-	// before (PlanPipelineRun reuses that plan otherwise).
-	Replan bool
-	// TimeLimit bounds madpipe's scheduling MILP (0: its default, 10 s).
-	TimeLimit time.Duration
-	// RequireSolver makes a missing MILP solver an error (wrapping milp.ErrNoSolver)
-	// instead of madpipe's contiguous fallback (planner.PipelineRequest.RequireSolver).
-	RequireSolver bool
-	// Source says who asks, recorded with the plan (SourceCLI, SourcePython).
-	Source string
-	// Microbatches, when positive, is written into the plan (its optional "microbatches"
-	// field): the micro-batches per optimizer step its executor runs (Python's
-	// pipeline_plan(microbatches=N)). The planners do not read it.
-	Microbatches int
-}
+// PipelineRequest is the pipeline family's request (pipeline.Request, defined once):
+// the CLI and the bindings fill it and the service passes it on to the planner whole; its
+// Source says who asks (SourceCLI, SourcePython), its Replan whether a stored plan of the
+// same request may be given back (PlanPipelineRun).
+//
+// Deprecated: use pipeline.Request, the same type.
+type PipelineRequest = pipeline.Request
 
 // PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
 // Pipeline family).
@@ -63,12 +41,11 @@ func CheckPipelineAlgo(name string) error {
 // *pipeline.InfeasibleError with the smallest memory that fits (or a lower bound), an
 // unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
 // the algorithm cannot find.
-func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
+func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []string, error) {
 	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, nil, err
 	}
-	p, notes, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
-		MinMemory: req.MinMemory, FasterMemory: req.FasterMemory, TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
+	p, notes, err := planner.SolvePipeline(c, req)
 	if err == nil && req.Microbatches > 0 {
 		p.Microbatches = req.Microbatches
 	}
@@ -95,17 +72,17 @@ type PipelineParams struct {
 }
 
 // PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
-func PipelineParamsFor(req PipelineRequest, p *pipeline.Plan) PipelineParams {
+func PipelineParamsFor(req pipeline.Request, p *pipeline.Plan) PipelineParams {
 	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
 		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), Temporaries: p.Temporaries,
 		Headroom: p.Headroom, Checkpoint: p.Checkpoint, Microbatches: p.Microbatches,
 		TimeLimitS: req.TimeLimit.Seconds(), Chosen: p.Chosen, Source: req.Source}
-	prm.Memory = req.memory()
+	prm.Memory = askedMemory(req)
 	return prm
 }
 
-// memory returns the memory the request asked for.
-func (req PipelineRequest) memory() Budget {
+// askedMemory returns the memory the request asked for.
+func askedMemory(req pipeline.Request) Budget {
 	switch {
 	case req.MinMemory:
 		return Budget{Min: true}
@@ -132,7 +109,7 @@ type PlannedPipeline struct {
 // the same launch gives the same plan and one plan gathers its executions. Nothing is
 // recorded when planning fails. Errors as SolvePipeline's, plus chainplan.ErrNotFound for
 // a missing run and ErrBadInput for an unknown source.
-func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineRequest) (*PlannedPipeline, error) {
+func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeline.Request) (*PlannedPipeline, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
@@ -161,7 +138,7 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 
 // RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
 // PipelineParamsFor(req, p) and the service's version, and returns the plan id.
-func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req PipelineRequest, p *pipeline.Plan) (int64, error) {
+func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipeline.Request, p *pipeline.Plan) (int64, error) {
 	if err := checkSource(req.Source); err != nil {
 		return 0, err
 	}

@@ -28,9 +28,9 @@ type requestKey struct {
 	TimeLimitS      float64
 }
 
-// key returns the request's key, defaults filled in as the planners fill them.
-func (req PipelineRequest) key() requestKey {
-	return requestKey{Algo: cmp.Or(req.Algo, planner.DefaultPipelineAlgo), GPUs: req.Options.GPUs, Memory: req.memory(),
+// keyOf returns the request's key, defaults filled in as the planners fill them.
+func keyOf(req pipeline.Request) requestKey {
+	return requestKey{Algo: cmp.Or(req.Algo, planner.DefaultPipelineAlgo), GPUs: req.Options.GPUs, Memory: askedMemory(req),
 		Bandwidth: req.Options.Bandwidth, WeightCopies: cmp.Or(req.Options.WeightCopies, pipeline.DefaultWeightCopies),
 		ActivationModel: string(cmp.Or(req.Options.ActivationModel, pipeline.ActivationsSaved)),
 		Temporaries:     !req.Options.NoTemporaries, Headroom: req.Options.Headroom, Checkpoint: req.Options.Checkpoint,
@@ -48,12 +48,12 @@ func (prm PipelineParams) key() requestKey {
 // storedPipeline returns the newest plan of run runID that this chainplan version computed
 // for the same request, or nil. A stored document that does not read is an error: it was
 // written by this version.
-func (s *Service) storedPipeline(ctx context.Context, runID int64, c *chainplan.Chain, req PipelineRequest) (*PlannedPipeline, error) {
+func (s *Service) storedPipeline(ctx context.Context, runID int64, c *chainplan.Chain, req pipeline.Request) (*PlannedPipeline, error) {
 	plans, err := s.db.Plans(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	want := req.key()
+	want := keyOf(req)
 	for i := len(plans) - 1; i >= 0; i-- {
 		sp := plans[i]
 		if sp.Version != s.version || sp.Plan.Algo != want.Algo {

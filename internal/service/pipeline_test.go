@@ -34,7 +34,7 @@ func TestSolvePipelineMinMemory(t *testing.T) {
 	c := resnetChain(t)
 	opts := pipeline.Options{GPUs: 2, Bandwidth: 1e9}
 	for _, algo := range []string{"contiguous", "pipedream"} {
-		p, _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: opts, MinMemory: true})
+		p, _, err := service.SolvePipeline(c, pipeline.Request{Algo: algo, Options: opts, MinMemory: true})
 		if err != nil {
 			t.Fatalf("%s: %v", algo, err)
 		}
@@ -48,13 +48,13 @@ func TestSolvePipelineMinMemory(t *testing.T) {
 		// One byte less is refused, naming the memory the plan used as the smallest.
 		o := opts
 		o.MemoryBytes = p.MemoryBytes - 1
-		_, _, err = service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: o})
+		_, _, err = service.SolvePipeline(c, pipeline.Request{Algo: algo, Options: o})
 		var ie *pipeline.InfeasibleError
 		if !errors.As(err, &ie) || ie.MinMemoryBytes != p.MemoryBytes {
 			t.Errorf("%s at %d bytes: %v, want an InfeasibleError naming %d", algo, o.MemoryBytes, err, p.MemoryBytes)
 		}
 	}
-	if _, _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: "rotor", Options: opts}); !errors.Is(err, service.ErrBadInput) {
+	if _, _, err := service.SolvePipeline(c, pipeline.Request{Algo: "rotor", Options: opts}); !errors.Is(err, service.ErrBadInput) {
 		t.Errorf("algo rotor: %v, want ErrBadInput", err)
 	}
 }
@@ -62,7 +62,7 @@ func TestSolvePipelineMinMemory(t *testing.T) {
 func TestPlanPipelineRun(t *testing.T) {
 	s := newService(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9,
+	req := pipeline.Request{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9,
 		ActivationModel: pipeline.ActivationsInput}, MinMemory: true, Source: service.SourceCLI}
 	got, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
 	if err != nil {
@@ -120,7 +120,7 @@ func TestPlanPipelineRun(t *testing.T) {
 func TestPlanPipelineRunReuses(t *testing.T) {
 	s := newService(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9},
+	req := pipeline.Request{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9},
 		FasterMemory: true, Source: service.SourceCLI}
 	first, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
 	if err != nil || first.Reused {

@@ -34,34 +34,34 @@ const DefaultWeightCopies = 2
 // field out gets the same plan from the CLI and from Python.
 type Options struct {
 	// GPUs is P, the number of identical devices (1..MaxGPUs).
-	GPUs int
+	GPUs int `json:"gpus,omitempty"`
 	// MemoryBytes is M, the memory of each device in bytes (≥ 0). The solvers' smallest
 	// memory searches ignore it.
-	MemoryBytes int64
+	MemoryBytes int64 `json:"memory_bytes,omitempty"`
 	// Bandwidth is β, the bandwidth of the link of each device pair, in bytes per time
 	// unit of the chain (bytes per second for profiles chainplan takes); positive and
 	// finite. One link carries both directions of a boundary, one at a time.
-	Bandwidth float64
+	Bandwidth float64 `json:"bandwidth,omitempty"`
 	// WeightCopies is C, the number of copies of each layer's weights a device keeps
 	// (0 means DefaultWeightCopies): weights and gradients (2), plus one per optimizer
 	// buffer, or 3 for PipeDream-2BW weight stashing. 1 gives the model of the thesis'
 	// chapter 5 proofs.
-	WeightCopies int
+	WeightCopies int `json:"weight_copies,omitempty"`
 	// ActivationModel is how stored activations are counted ("" means saved).
-	ActivationModel ActivationModel
+	ActivationModel ActivationModel `json:"activation_model,omitempty"`
 	// Headroom is the share of each device's memory a plan leaves free, in [0, 1): plans
 	// fit MemoryBytes·(1−Headroom) (Limit), for what no profile measures (allocator
 	// fragmentation, a CUDA context).
-	Headroom float64
+	Headroom float64 `json:"headroom,omitempty"`
 	// NoTemporaries leaves out what a rank holds only while an operation runs (the
 	// operations' temporaries, the gradients being computed, the loss): the model of the
 	// paper, which ignores transient memory (spec §1.5 item 4). By default they count
 	// (docs/pipeline.md, "What a device holds").
-	NoTemporaries bool
+	NoTemporaries bool `json:"no_temporaries,omitempty"`
 	// Checkpoint lets a stage keep only its input between its forward and its backward and
 	// recompute its activations when its gradient arrives, with rotor at the activation
 	// memory its device has left (docs/pipeline.md, "Checkpointing inside stages").
-	Checkpoint bool
+	Checkpoint bool `json:"checkpoint,omitempty"`
 }
 
 // OptionError reports a bad platform or model option; Field is the request field's name
