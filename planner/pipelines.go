@@ -16,9 +16,9 @@ const formatPipeline = "chainplan.pipeline/v1"
 // and in Python alike.
 const DefaultPipelineAlgo = madpipe.Algo
 
-// PipelineRequest is the pipeline family's request, defined once in planner/pipeline.
+// PipelineRequest is the pipeline family's request, defined once in pipeplan.
 //
-// Deprecated: use pipeline.Request, the same type.
+// Deprecated: use pipeplan.Request (pipeline.Request to the planners), the same type.
 type PipelineRequest = pipeline.Request
 
 // pipelineAlgo returns the algorithm req names, or the default one.

@@ -9,15 +9,15 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // parsePipelineRequest decodes Python's request straight into the family's one request
-// type (pipeline.Request's JSON form: every field left out means its default, which that
+// type (pipeplan.Request's JSON form: every field left out means its default, which that
 // type holds, so Python sends only what the user gave, sizes as the user wrote them).
-func parsePipelineRequest(s string) (pipeline.Request, error) {
-	var r pipeline.Request
-	var oe *pipeline.OptionError
+func parsePipelineRequest(s string) (pipeplan.Request, error) {
+	var r pipeplan.Request
+	var oe *pipeplan.OptionError
 	switch err := json.Unmarshal([]byte(s), &r); {
 	case errors.As(err, &oe): // a field's value: the message names the field
 		return r, fmt.Errorf("%w: %s %s", errBadRequest, oe.Field, oe.Msg)
@@ -42,7 +42,7 @@ func layerParamBytes(c *chainplan.Chain) []int64 {
 // pipeline planner's infeasibility as the Python InfeasibleBudget's min_budget_bytes (0
 // when only a lower bound or nothing is known) and the planner's own words.
 func pipelineError(err error) error {
-	var ie *pipeline.InfeasibleError
+	var ie *pipeplan.InfeasibleError
 	if errors.As(err, &ie) {
 		smallest := ie.MinMemoryBytes
 		if ie.LowerBound {
@@ -55,7 +55,7 @@ func pipelineError(err error) error {
 }
 
 // PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
-// requestJSON asks (pipeline.Request's JSON form: {"algo": "madpipe", "gpus": 4,
+// requestJSON asks (pipeplan.Request's JSON form: {"algo": "madpipe", "gpus": 4,
 // "memory_bytes": N or "16GiB", "min_memory": false, "faster_memory": false, "bandwidth": B
 // or "12GB/s", "weight_copies": 2, "activation_model": "saved", "headroom": 0,
 // "no_temporaries": false, "checkpoint": false, "time_limit_s": 0, "microbatches": 0,

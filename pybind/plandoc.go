@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // PlanDocument returns stored plan planID as {"run_id": N, "plan": <its document>}, so
@@ -21,7 +21,7 @@ func PlanDocument(dbPath string, planID int64) (result string, err error) {
 		// A pipeline plan comes with each layer's weights, which its runner checks the model
 		// against: the whole planned document in one crossing.
 		var params []int64
-		if pipeline.IsPipelinePlan(doc) {
+		if pipeplan.IsPipelinePlan(doc) {
 			c, err := s.RunChain(ctx, runID)
 			if err != nil {
 				return err

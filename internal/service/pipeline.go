@@ -8,18 +8,18 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
 )
 
-// PipelineRequest is the pipeline family's request (pipeline.Request, defined once):
+// PipelineRequest is the pipeline family's request (pipeplan.Request, defined once):
 // the CLI and the bindings fill it and the service passes it on to the planner whole; its
 // Source says who asks (SourceCLI, SourcePython), its Replan whether a stored plan of the
 // same request may be given back (PlanPipelineRun).
 //
-// Deprecated: use pipeline.Request, the same type.
-type PipelineRequest = pipeline.Request
+// Deprecated: use pipeplan.Request, the same type.
+type PipelineRequest = pipeplan.Request
 
 // PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
 // Pipeline family).
@@ -37,11 +37,11 @@ func CheckPipelineAlgo(name string) error {
 // SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
 // algorithm's smallest memory per device, found directly, then solved once. The notes are
 // sentences for the user (madpipe: no MILP solver found, and how to install one). Errors:
-// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
-// *pipeline.InfeasibleError with the smallest memory that fits (or a lower bound), an
+// the chain's *chainplan.ChainError, a *pipeplan.OptionError naming the option, a
+// *pipeplan.InfeasibleError with the smallest memory that fits (or a lower bound), an
 // unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
 // the algorithm cannot find.
-func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []string, error) {
+func SolvePipeline(c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
 	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +72,7 @@ type PipelineParams struct {
 }
 
 // PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
-func PipelineParamsFor(req pipeline.Request, p *pipeline.Plan) PipelineParams {
+func PipelineParamsFor(req pipeplan.Request, p *pipeplan.Plan) PipelineParams {
 	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
 		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), Temporaries: p.Temporaries,
 		Headroom: p.Headroom, Checkpoint: p.Checkpoint, Microbatches: p.Microbatches,
@@ -82,7 +82,7 @@ func PipelineParamsFor(req pipeline.Request, p *pipeline.Plan) PipelineParams {
 }
 
 // askedMemory returns the memory the request asked for.
-func askedMemory(req pipeline.Request) Budget {
+func askedMemory(req pipeplan.Request) Budget {
 	switch {
 	case req.MinMemory:
 		return Budget{Min: true}
@@ -97,7 +97,7 @@ type PlannedPipeline struct {
 	RunID  int64
 	PlanID int64
 	Chain  *chainplan.Chain // the run's chain, which the plan partitions
-	Plan   *pipeline.Plan
+	Plan   *pipeplan.Plan
 	Notes  []string // SolvePipeline's notes
 	// Reused is true when the plan was stored before for the same request and run.
 	Reused bool
@@ -109,7 +109,7 @@ type PlannedPipeline struct {
 // the same launch gives the same plan and one plan gathers its executions. Nothing is
 // recorded when planning fails. Errors as SolvePipeline's, plus chainplan.ErrNotFound for
 // a missing run and ErrBadInput for an unknown source.
-func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeline.Request) (*PlannedPipeline, error) {
+func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeplan.Request) (*PlannedPipeline, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
@@ -138,7 +138,7 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeline.
 
 // RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
 // PipelineParamsFor(req, p) and the service's version, and returns the plan id.
-func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipeline.Request, p *pipeline.Plan) (int64, error) {
+func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipeplan.Request, p *pipeplan.Plan) (int64, error) {
 	if err := checkSource(req.Source); err != nil {
 		return 0, err
 	}
@@ -157,13 +157,13 @@ func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipel
 // StoredPipelinePlan returns stored plan planID as a pipeline plan, with the chain of the
 // run it was computed from, and ok true; ok is false (and the rest nil) for a plan of
 // another family. Errors: chainplan.ErrNotFound for a missing plan or run, the parser's
-// *pipeline.PlanError for a stored document that does not read.
-func (s *Service) StoredPipelinePlan(ctx context.Context, planID int64) (p *pipeline.Plan, c *chainplan.Chain, ok bool, err error) {
+// *pipeplan.PlanError for a stored document that does not read.
+func (s *Service) StoredPipelinePlan(ctx context.Context, planID int64) (p *pipeplan.Plan, c *chainplan.Chain, ok bool, err error) {
 	doc, err := s.db.PlanDocument(ctx, planID)
-	if err != nil || !pipeline.IsPipelinePlan(doc) {
+	if err != nil || !pipeplan.IsPipelinePlan(doc) {
 		return nil, nil, false, err
 	}
-	if p, err = pipeline.Parse(doc); err != nil {
+	if p, err = pipeplan.Parse(doc); err != nil {
 		return nil, nil, false, fmt.Errorf("stored plan %d: %w", planID, err)
 	}
 	sp, err := s.db.Plan(ctx, planID)

@@ -22,15 +22,6 @@ import (
 // forward; one table over the whole chain (rotor.SubChains) gives it for every stage and
 // budget.
 
-// Recompute marks a stage that keeps only its input between its forward and its backward:
-// when the gradient of its output arrives, it runs Sequence, a rotor sequence of its
-// layers numbered from 1 (F_all, F_ck, F_none, B), which needs at most BudgetBytes above
-// the stage input (the gradient it received included).
-type Recompute struct {
-	BudgetBytes int64          `json:"budget_bytes"`
-	Sequence    []chainplan.Op `json:"sequence"`
-}
-
 // subTable is the problem's rotor table, built once on first use and shared by the copies
 // WithMemory makes.
 type subTable struct {

@@ -1,4 +1,4 @@
-package pipeline_test
+package pipeplan_test
 
 import (
 	"encoding/json"
@@ -8,19 +8,19 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 func TestRequestJSONReadsSizesAsWritten(t *testing.T) {
-	var r pipeline.Request
+	var r pipeplan.Request
 	in := `{"algo": "contiguous", "gpus": 4, "memory_bytes": "16GiB", "bandwidth": "12GB/s",
 		"weight_copies": 3, "activation_model": "input", "headroom": 0.1, "no_temporaries": true,
 		"checkpoint": true, "time_limit_s": 2.5, "require_solver": true, "replan": true, "microbatches": 8}`
 	if err := json.Unmarshal([]byte(in), &r); err != nil {
 		t.Fatal(err)
 	}
-	want := pipeline.Request{Algo: "contiguous", Options: pipeline.Options{GPUs: 4, MemoryBytes: 16 << 30,
-		Bandwidth: 12e9, WeightCopies: 3, ActivationModel: pipeline.ActivationsInput, Headroom: 0.1,
+	want := pipeplan.Request{Algo: "contiguous", Options: pipeplan.Options{GPUs: 4, MemoryBytes: 16 << 30,
+		Bandwidth: 12e9, WeightCopies: 3, ActivationModel: pipeplan.ActivationsInput, Headroom: 0.1,
 		NoTemporaries: true, Checkpoint: true}, TimeLimit: 2500 * time.Millisecond, RequireSolver: true,
 		Replan: true, Microbatches: 8}
 	if r != want {
@@ -31,7 +31,7 @@ func TestRequestJSONReadsSizesAsWritten(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back pipeline.Request
+	var back pipeplan.Request
 	if err := json.Unmarshal(b, &back); err != nil || back != want {
 		t.Fatalf("round trip %s: %+v, %v", b, back, err)
 	}
@@ -41,11 +41,11 @@ func TestRequestJSONReadsSizesAsWritten(t *testing.T) {
 }
 
 func TestRequestJSONLeftOutMeansDefault(t *testing.T) {
-	var r pipeline.Request
+	var r pipeplan.Request
 	if err := json.Unmarshal([]byte(`{"gpus": 2, "bandwidth": 1e9, "min_memory": true}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	want := pipeline.Request{Options: pipeline.Options{GPUs: 2, Bandwidth: 1e9}, MinMemory: true}
+	want := pipeplan.Request{Options: pipeplan.Options{GPUs: 2, Bandwidth: 1e9}, MinMemory: true}
 	if r != want {
 		t.Fatalf("got %+v, want %+v", r, want)
 	}
@@ -64,7 +64,7 @@ func TestRequestJSONErrorsNameTheField(t *testing.T) {
 		`{"gpus": 2, "activation_model": 3}`:        "activation_model",
 		`{"gpus": 2, "bandwidth": 1e9} {"gpus": 3}`: "",
 	} {
-		var r pipeline.Request
+		var r pipeplan.Request
 		err := json.Unmarshal([]byte(in), &r)
 		if err == nil {
 			t.Errorf("%s: no error", in)
