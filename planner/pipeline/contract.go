@@ -15,14 +15,10 @@ type (
 	Op = pipeplan.Op
 	// OpKind is pipeplan.OpKind.
 	OpKind = pipeplan.OpKind
-	// Recompute is pipeplan.Recompute.
-	Recompute = pipeplan.Recompute
 	// Request is pipeplan.Request, the family's one request.
 	Request = pipeplan.Request
 	// Options is pipeplan.Options, the platform and the memory model.
 	Options = pipeplan.Options
-	// ActivationModel is pipeplan.ActivationModel.
-	ActivationModel = pipeplan.ActivationModel
 	// OptionError is pipeplan.OptionError.
 	OptionError = pipeplan.OptionError
 	// InfeasibleError is pipeplan.InfeasibleError, the family's one infeasibility error.
@@ -33,26 +29,14 @@ type (
 
 // The constants of pipeplan, under the same names.
 const (
-	Format              = pipeplan.Format
-	FallbackNoSolver    = pipeplan.FallbackNoSolver
-	DefaultWeightCopies = pipeplan.DefaultWeightCopies
-	MaxGPUs             = pipeplan.MaxGPUs
-	F                   = pipeplan.F
-	B                   = pipeplan.B
-	CF                  = pipeplan.CF
-	CB                  = pipeplan.CB
-	ActivationsSaved    = pipeplan.ActivationsSaved
-	ActivationsInput    = pipeplan.ActivationsInput
+	FallbackNoSolver = pipeplan.FallbackNoSolver
+	F                = pipeplan.F
+	B                = pipeplan.B
+	CF               = pipeplan.CF
+	CB               = pipeplan.CB
+	ActivationsSaved = pipeplan.ActivationsSaved
+	ActivationsInput = pipeplan.ActivationsInput
 )
-
-// Parse is pipeplan.Parse: a plan document read strictly.
-func Parse(data []byte) (*Plan, error) { return pipeplan.Parse(data) }
-
-// ReadPlan is pipeplan.ReadPlan: a plan file read strictly.
-func ReadPlan(path string) (*Plan, error) { return pipeplan.ReadPlan(path) }
-
-// IsPipelinePlan is pipeplan.IsPipelinePlan.
-func IsPipelinePlan(data []byte) bool { return pipeplan.IsPipelinePlan(data) }
 
 // IsContiguous is pipeplan.IsContiguous.
 func IsContiguous(stages []Stage) bool { return pipeplan.IsContiguous(stages) }

@@ -1,12 +1,15 @@
 package pipeline
 
-import "github.com/chainplan/chainplan"
+import (
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
+)
 
 // Header returns a plan for p with its options filled in (devices, memory, bandwidth,
 // weight copies, activation model, temporaries, headroom, checkpoint) and no stages: how
 // every planner starts the document it returns.
 func (p *Problem) Header(algo string, period float64) *Plan {
-	return &Plan{Format: Format, Algo: algo, GPUs: p.opts.GPUs, MemoryBytes: p.opts.MemoryBytes,
+	return &Plan{Format: pipeplan.Format, Algo: algo, GPUs: p.opts.GPUs, MemoryBytes: p.opts.MemoryBytes,
 		Bandwidth: p.opts.Bandwidth, WeightCopies: p.opts.WeightCopies,
 		ActivationModel: p.opts.ActivationModel, Period: period, Temporaries: !p.opts.NoTemporaries,
 		Headroom: p.opts.Headroom, Checkpoint: p.opts.Checkpoint}

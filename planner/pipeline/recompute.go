@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"sort"
 	"sync"
@@ -168,7 +169,7 @@ func (p *Problem) RecomputeStage(i, j, gpu int, budget int64) (Stage, error) {
 	if err != nil {
 		return Stage{}, err
 	}
-	return Stage{First: i, Last: j, GPU: gpu, Recompute: &Recompute{BudgetBytes: budget, Sequence: seq}}, nil
+	return Stage{First: i, Last: j, GPU: gpu, Recompute: &pipeplan.Recompute{BudgetBytes: budget, Sequence: seq}}, nil
 }
 
 // replay replays a recomputing stage's sequence from a_{i−1} and δ_j within its budget.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"strings"
 
@@ -111,8 +112,8 @@ func (v *validator) issue(field, format string, args ...any) {
 // structure checks the document against the contract and pr's options.
 func (v *validator) structure() {
 	p, o := v.p, v.pr.Options()
-	if p.Format != Format {
-		v.issue("format", "want %q (got %q)", Format, p.Format)
+	if p.Format != pipeplan.Format {
+		v.issue("format", "want %q (got %q)", pipeplan.Format, p.Format)
 	}
 	if p.GPUs != o.GPUs {
 		v.issue("gpus", "the plan is for %d devices, the problem has %d", p.GPUs, o.GPUs)
