@@ -39,17 +39,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
+import torch.distributed as dist
 
 from chainplan import _bind
-from chainplan.errors import ChainplanWarning
+from chainplan.errors import ChainplanError, ChainplanWarning
 from chainplan.pipeline.order import steady_microbatches
 from chainplan.pipeline.plan import PipelinePlan
+from chainplan.profiler.memory import MemoryProbe
 
 if TYPE_CHECKING:
     from chainplan.pipeline.runner import PipelineRunner
 
 __all__ = ["LossFn", "MemoryWarning", "PipelineExecution", "RankMeasure", "measure_runner",
-           "record", "steady_time"]
+           "record", "steady_time", "sync"]
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -165,8 +167,6 @@ def record(plan: PipelinePlan, ex: PipelineExecution) -> tuple[int, ...]:
     Raises:
         ChainplanError: the plan is not stored (no ``plan_id``), or the Go side refused.
     """
-    from chainplan.errors import ChainplanError
-
     if plan.plan_id is None:
         raise ChainplanError("the plan is not stored (no plan_id): nothing to record against")
     per_mb, source = ex.microbatch_time_s, "steady"
@@ -215,8 +215,6 @@ def _warm_up(runner: PipelineRunner, step: Callable[[], Any],
         if optimizer is not None:
             optimizer.step()
         return
-    from chainplan.profiler.memory import MemoryProbe
-
     with MemoryProbe(device=runner.device):
         step()
         if optimizer is not None:
@@ -235,8 +233,6 @@ def _peak_step(runner: PipelineRunner, step: Callable[[], Any],
             optimizer.step()
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device))
-    from chainplan.profiler.memory import MemoryProbe
-
     params = list(runner.parameters())
     resident = sum(t.numel() * t.element_size() for block in runner.blocks.values()
                    for t in itertools.chain(block.parameters(), block.buffers()))
@@ -269,14 +265,16 @@ def _check(plan: PipelinePlan, ex: PipelineExecution, optimizer: torch.optim.Opt
                           f"{2 + extra}", MemoryWarning, stacklevel=3)
 
 
+def sync(device: torch.device) -> None:
+    """Wait for the device's work (CUDA); nothing on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def measure_runner(runner: PipelineRunner, step: Callable[[], Any], *, steps: int,
                    store: bool, optimizer: torch.optim.Optimizer | None) -> PipelineExecution:
     """Measure ``runner`` (see :meth:`PipelineRunner.measure
     <chainplan.pipeline.runner.PipelineRunner.measure>`): ``step`` runs one step of it."""
-    import torch.distributed as dist
-
-    from chainplan.pipeline.runner import sync
-
     plan = runner.plan
     _warm_up(runner, step, optimizer)
     peak = _peak_step(runner, step, optimizer)
