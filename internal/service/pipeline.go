@@ -21,17 +21,13 @@ import (
 // Deprecated: use pipeplan.Request, the same type.
 type PipelineRequest = pipeplan.Request
 
-// PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
-// Pipeline family).
-func PipelineAlgos() []string { return planner.PipelineAlgos() }
-
 // CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
 // algorithm ("" is the default one).
 func CheckPipelineAlgo(name string) error {
-	if name == "" || slices.Contains(PipelineAlgos(), name) {
+	if name == "" || slices.Contains(planner.PipelineAlgos(), name) {
 		return nil
 	}
-	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(PipelineAlgos(), ", "))}
+	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(planner.PipelineAlgos(), ", "))}
 }
 
 // SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
@@ -71,8 +67,8 @@ type PipelineParams struct {
 	Source          string  `json:"source"`                // who asked: cli or python
 }
 
-// PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
-func PipelineParamsFor(req pipeplan.Request, p *pipeplan.Plan) PipelineParams {
+// pipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
+func pipelineParamsFor(req pipeplan.Request, p *pipeplan.Plan) PipelineParams {
 	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
 		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), Temporaries: p.Temporaries,
 		Headroom: p.Headroom, Checkpoint: p.Checkpoint, Microbatches: p.Microbatches,
@@ -104,7 +100,7 @@ type PlannedPipeline struct {
 }
 
 // PlanPipelineRun plans the chain of the run ref names as a pipeline and records the plan
-// with PipelineParamsFor(req, plan); unless req.Replan, a plan stored before for the same
+// with pipelineParamsFor(req, plan); unless req.Replan, a plan stored before for the same
 // request on the same run by this chainplan version is returned instead (Reused), so that
 // the same launch gives the same plan and one plan gathers its executions. Nothing is
 // recorded when planning fails. Errors as SolvePipeline's, plus chainplan.ErrNotFound for
@@ -129,16 +125,16 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeplan.
 	if err != nil {
 		return nil, err
 	}
-	planID, err := s.RecordPipelinePlan(ctx, id, req, p)
+	planID, err := s.recordPipelinePlan(ctx, id, req, p)
 	if err != nil {
 		return nil, err
 	}
 	return &PlannedPipeline{RunID: id, PlanID: planID, Chain: c, Plan: p, Notes: notes}, nil
 }
 
-// RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
-// PipelineParamsFor(req, p) and the service's version, and returns the plan id.
-func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipeplan.Request, p *pipeplan.Plan) (int64, error) {
+// recordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
+// pipelineParamsFor(req, p) and the service's version, and returns the plan id.
+func (s *Service) recordPipelinePlan(ctx context.Context, runID int64, req pipeplan.Request, p *pipeplan.Plan) (int64, error) {
 	if err := checkSource(req.Source); err != nil {
 		return 0, err
 	}
@@ -151,7 +147,7 @@ func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req pipep
 		peak = max(peak, m)
 	}
 	return s.db.RecordPipelinePlan(ctx, runID, &store.PipelinePlan{Algo: p.Algo, MemoryBytes: p.MemoryBytes, Period: p.Period,
-		PeakBytes: peak, SolveMS: p.SolveMS, NumOps: len(p.Pattern), Document: doc}, PipelineParamsFor(req, p), s.version)
+		PeakBytes: peak, SolveMS: p.SolveMS, NumOps: len(p.Pattern), Document: doc}, pipelineParamsFor(req, p), s.version)
 }
 
 // StoredPipelinePlan returns stored plan planID as a pipeline plan, with the chain of the
