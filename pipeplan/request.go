@@ -85,7 +85,8 @@ func (f flexNumber) MarshalJSON() ([]byte, error) {
 }
 
 // read returns the number f holds: a JSON number, or a string parsed by parse; 0 when
-// absent or null. A number that is neither gives an *OptionError naming field.
+// absent or null. A value that is neither gives an *OptionError naming field, the option's
+// name as OptionError spells it (memory, bandwidth).
 func (f flexNumber) read(field string, parse func(string) (float64, error)) (float64, error) {
 	if len(f.raw) == 0 || string(f.raw) == "null" {
 		return 0, nil
@@ -105,7 +106,7 @@ func (f flexNumber) read(field string, parse func(string) (float64, error)) (flo
 	return v, nil
 }
 
-var example = map[string]string{"memory_bytes": "16GiB", "bandwidth": "12GB/s"}
+var example = map[string]string{"memory": "16GiB", "bandwidth": "12GB/s"}
 
 // UnmarshalJSON reads the JSON form strictly: an unknown field, a size that does not read
 // or a negative micro-batch count is an error naming it (wrapping chainplan.ErrUnsupported,
@@ -117,7 +118,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return decodeError{err}
 	}
-	mem, err := w.MemoryBytes.read("memory_bytes", func(s string) (float64, error) {
+	mem, err := w.MemoryBytes.read("memory", func(s string) (float64, error) {
 		n, err := chainplan.ParseBytes(s)
 		return float64(n), err
 	})
@@ -125,7 +126,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if mem != float64(int64(mem)) {
-		return &OptionError{"memory_bytes", fmt.Sprintf("must be a whole number of bytes (got %v)", mem)}
+		return &OptionError{"memory", fmt.Sprintf("must be a whole number of bytes (got %v)", mem)}
 	}
 	bw, err := w.Bandwidth.read("bandwidth", chainplan.ParseBandwidth)
 	if err != nil {

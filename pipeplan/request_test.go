@@ -54,9 +54,9 @@ func TestRequestJSONLeftOutMeansDefault(t *testing.T) {
 func TestRequestJSONErrorsNameTheField(t *testing.T) {
 	for in, field := range map[string]string{
 		`{"gpus": 2, "memory": 5}`:                  "unknown field \"memory\"",
-		`{"gpus": 2, "memory_bytes": "lots"}`:       "memory_bytes",
-		`{"gpus": 2, "memory_bytes": 1.5}`:          "memory_bytes",
-		`{"gpus": 2, "memory_bytes": true}`:         "memory_bytes",
+		`{"gpus": 2, "memory_bytes": "lots"}`:       "memory: must be",
+		`{"gpus": 2, "memory_bytes": 1.5}`:          "memory: must be",
+		`{"gpus": 2, "memory_bytes": true}`:         "memory: must be",
 		`{"gpus": 2, "bandwidth": "fast"}`:          "bandwidth",
 		`{"gpus": 2, "microbatches": -1}`:           "microbatches",
 		`{"gpus": 2, "time_limit_s": -3}`:           "time_limit_s",
