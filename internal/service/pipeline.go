@@ -13,14 +13,6 @@ import (
 	"github.com/chainplan/chainplan/store"
 )
 
-// PipelineRequest is the pipeline family's request (pipeplan.Request, defined once):
-// the CLI and the bindings fill it and the service passes it on to the planner whole; its
-// Source says who asks (SourceCLI, SourcePython), its Replan whether a stored plan of the
-// same request may be given back (PlanPipelineRun).
-//
-// Deprecated: use pipeplan.Request, the same type.
-type PipelineRequest = pipeplan.Request
-
 // CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
 // algorithm ("" is the default one).
 func CheckPipelineAlgo(name string) error {
