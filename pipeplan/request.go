@@ -84,29 +84,33 @@ func (f flexNumber) MarshalJSON() ([]byte, error) {
 	return f.raw, nil
 }
 
-// read returns the number f holds: a JSON number, or a string parsed by parse; 0 when
+// read decodes what f holds into out: a JSON number as out's type reads it (an int64 reads
+// whole numbers only, exactly), or a string through parse; out is left alone when f is
 // absent or null. A value that is neither gives an *OptionError naming field, the option's
 // name as OptionError spells it (memory, bandwidth).
-func (f flexNumber) read(field string, parse func(string) (float64, error)) (float64, error) {
+func read[T int64 | float64](f flexNumber, field string, out *T, parse func(string) (T, error)) error {
 	if len(f.raw) == 0 || string(f.raw) == "null" {
-		return 0, nil
+		return nil
 	}
 	var s string
-	if err := json.Unmarshal(f.raw, &s); err == nil {
+	if json.Unmarshal(f.raw, &s) == nil {
 		v, err := parse(s)
 		if err != nil {
-			return 0, &OptionError{field, fmt.Sprintf("must be a number or a string such as %q: %v", example[field], err)}
+			return &OptionError{field, fmt.Sprintf("must be a number or a string such as %q: %v", example[field], err)}
 		}
-		return v, nil
+		*out = v
+		return nil
 	}
-	var v float64
-	if err := json.Unmarshal(f.raw, &v); err != nil {
-		return 0, &OptionError{field, fmt.Sprintf("must be a number or a string such as %q (got %s)", example[field], f.raw)}
+	if err := json.Unmarshal(f.raw, out); err != nil {
+		return &OptionError{field, fmt.Sprintf("must be %s or a string such as %q (got %s)", kind[field], example[field], f.raw)}
 	}
-	return v, nil
+	return nil
 }
 
-var example = map[string]string{"memory": "16GiB", "bandwidth": "12GB/s"}
+var (
+	example = map[string]string{"memory": "16GiB", "bandwidth": "12GB/s"}
+	kind    = map[string]string{"memory": "a whole number of bytes", "bandwidth": "a number of bytes per second"}
+)
 
 // UnmarshalJSON reads the JSON form strictly: an unknown field, a size that does not read
 // or a negative micro-batch count is an error naming it (wrapping chainplan.ErrUnsupported,
@@ -118,18 +122,12 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if err := dec.Decode(&w); err != nil {
 		return decodeError{err}
 	}
-	mem, err := w.MemoryBytes.read("memory", func(s string) (float64, error) {
-		n, err := chainplan.ParseBytes(s)
-		return float64(n), err
-	})
-	if err != nil {
+	var mem int64
+	var bw float64
+	if err := read(w.MemoryBytes, "memory", &mem, chainplan.ParseBytes); err != nil {
 		return err
 	}
-	if mem != float64(int64(mem)) {
-		return &OptionError{"memory", fmt.Sprintf("must be a whole number of bytes (got %v)", mem)}
-	}
-	bw, err := w.Bandwidth.read("bandwidth", chainplan.ParseBandwidth)
-	if err != nil {
+	if err := read(w.Bandwidth, "bandwidth", &bw, chainplan.ParseBandwidth); err != nil {
 		return err
 	}
 	if w.Microbatches < 0 {
@@ -139,8 +137,7 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 		return &OptionError{"time_limit_s", fmt.Sprintf("must be a positive number of seconds (got %v)", w.TimeLimitS)}
 	}
 	*r = Request(w.requestFields)
-	r.MemoryBytes = int64(mem)
-	r.Bandwidth = bw
+	r.MemoryBytes, r.Bandwidth = mem, bw
 	r.TimeLimit = time.Duration(w.TimeLimitS * float64(time.Second))
 	r.Source = ""
 	return nil

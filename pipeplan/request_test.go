@@ -40,6 +40,14 @@ func TestRequestJSONReadsSizesAsWritten(t *testing.T) {
 	}
 }
 
+func TestRequestJSONReadsLargeByteCountsExactly(t *testing.T) {
+	var r pipeplan.Request
+	// 2^53 + 1 is not a float64: a count of bytes is read as an integer.
+	if err := json.Unmarshal([]byte(`{"memory_bytes": 9007199254740993}`), &r); err != nil || r.MemoryBytes != 9007199254740993 {
+		t.Fatalf("memory %d, %v", r.MemoryBytes, err)
+	}
+}
+
 func TestRequestJSONLeftOutMeansDefault(t *testing.T) {
 	var r pipeplan.Request
 	if err := json.Unmarshal([]byte(`{"gpus": 2, "bandwidth": 1e9, "min_memory": true}`), &r); err != nil {
@@ -58,6 +66,7 @@ func TestRequestJSONErrorsNameTheField(t *testing.T) {
 		`{"gpus": 2, "memory_bytes": 1.5}`:          "memory: must be",
 		`{"gpus": 2, "memory_bytes": true}`:         "memory: must be",
 		`{"gpus": 2, "bandwidth": "fast"}`:          "bandwidth",
+		`{"gpus": 2, "memory_bytes": 1e30}`:         "memory: must be a whole number",
 		`{"gpus": 2, "microbatches": -1}`:           "microbatches",
 		`{"gpus": 2, "time_limit_s": -3}`:           "time_limit_s",
 		`{"gpus": 2, "source": "cli"}`:              "unknown field \"source\"",
