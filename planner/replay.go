@@ -5,7 +5,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
 
@@ -33,7 +33,7 @@ func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Rep
 	if o == nil {
 		return Replay{}, fmt.Errorf("%w: a %s plan needs its offload section", chainplan.ErrInvalidPlan, p.Algo)
 	}
-	rep, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{
+	rep, err := offload.Simulate(c, offload.ScheduleOf(p), offload.SimOptions{
 		BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limitBytes, Model: o.MemoryModel})
 	if err != nil {
 		return Replay{}, err
@@ -41,7 +41,7 @@ func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Rep
 	if err := rep.Err(); err != nil {
 		return Replay{}, err
 	}
-	is, err := offsim.CheckPositions(c, p)
+	is, err := offload.CheckPositions(c, p)
 	if err != nil {
 		return Replay{}, err
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload"
 )
 
 // This file holds the offloading side of solve and simulate (docs/pofo.md): the
@@ -129,19 +129,19 @@ type offloadSimulation struct {
 	OffloadedBytes int64                 `json:"offloaded_bytes"`
 	IdleTime       float64               `json:"idle_time"`
 	Estimates      []chainplan.Estimate  `json:"estimates"`
-	Issues         []offsim.Issue        `json:"issues"`
+	Issues         []offload.Issue       `json:"issues"`
 }
 
 // runSimulateOffload replays an offloading plan with the pofo simulator in both memory
 // models. The plan's memory model decides validity and is compared with the plan's
 // claimed makespan and peak; a timing in the plan is checked as given.
 func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateFlags, limit int64) error {
-	s := offsim.ScheduleOf(p)
+	s := offload.ScheduleOf(p)
 	o := p.Offload
 	out := offloadSimulation{MemoryModel: o.MemoryModel, BudgetBytes: limit, Operations: len(p.Sequence), Transfers: len(o.Transfers)}
-	var main *offsim.Report
+	var main *offload.Report
 	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
-		r, err := offsim.Simulate(c, s, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: m})
+		r, err := offload.Simulate(c, s, offload.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: m})
 		if err != nil {
 			return err
 		}
@@ -152,9 +152,9 @@ func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f si
 	}
 	out.Valid, out.Makespan, out.PeakBytes = main.Valid, main.Makespan, main.PeakBytes
 	out.OffloadedBytes, out.IdleTime = main.OffloadedBytes, main.IdleTime
-	out.Issues = append([]offsim.Issue{}, main.Issues...)
+	out.Issues = append([]offload.Issue{}, main.Issues...)
 	if o.Timing != nil && main.Valid {
-		r, err := offsim.Check(c, s, *o.Timing, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: o.MemoryModel})
+		r, err := offload.Check(c, s, *o.Timing, offload.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: o.MemoryModel})
 		if err != nil {
 			return err
 		}
@@ -164,14 +164,14 @@ func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f si
 		}
 	}
 	if main.Valid {
-		is, err := offsim.CheckPositions(c, p)
+		is, err := offload.CheckPositions(c, p)
 		if err != nil {
 			return err
 		}
 		out.Issues = append(out.Issues, is...)
 	}
 	claim := func(format string, args ...any) {
-		out.Issues = append(out.Issues, offsim.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
+		out.Issues = append(out.Issues, offload.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
 	}
 	if main.Valid && p.Makespan != 0 && math.Abs(p.Makespan-main.Makespan) > 1e-9*math.Abs(main.Makespan) {
 		claim("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, main.Makespan)

@@ -5,7 +5,7 @@ docs/formats-schedule.md): a plan of an offloading algorithm keeps its compute s
 adds an :class:`Offload` section, the link's bandwidth and its :class:`Transfer` list in
 link order, with the no-wait :class:`Timing`, the simulated :class:`Estimate` of each
 memory model, and the :class:`Position` at which the executor issues, waits for and
-releases each transfer (computed by the Go planner, ``planner/offsim``).
+releases each transfer (computed by the Go planner, ``planner/offload``).
 :meth:`Offload.from_dict` reads and checks the section of a plan document; the executor
 (:mod:`chainplan.executors.linkplan`) consumes the result.
 
