@@ -100,3 +100,17 @@ func bytesAndUnit(n int64) string {
 	}
 	return fmt.Sprintf("%d B (%s)", n, FormatBytes(n))
 }
+
+// OptionError reports a bad option of a planner's request: Planner names the request
+// (advise, search3d), Field the request field as its JSON form and the CLI spell it.
+// errors.Is(err, ErrUnsupported) holds.
+type OptionError struct {
+	Planner string
+	Field   string
+	Msg     string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s: %s: %s", e.Planner, e.Field, e.Msg) }
+
+// Unwrap makes errors.Is(err, ErrUnsupported) true.
+func (e *OptionError) Unwrap() error { return ErrUnsupported }
