@@ -174,6 +174,37 @@ def test_hand_built_plan_checked() -> None:
         q.validate()
 
 
+def test_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A section is range-checked once: by the decoder, not again by Plan.validate (which
+    every executor calls); a copy made by dataclasses.replace is checked anew, and a
+    document the Go planner returned (trusted) is not range-checked in Python at all."""
+    calls: list[int] = []
+    real = Offload._check_ranges
+
+    def counting(self: Offload, ops: int, stages: int, where: str) -> None:
+        calls.append(ops)
+        real(self, ops, stages, where)
+
+    monkeypatch.setattr(Offload, "_check_ranges", counting)
+    p = Plan.from_json(json.dumps(EXAMPLE))
+    p.validate()
+    p.validate()
+    assert calls == [11]
+    assert p.offload is not None
+    dataclasses.replace(p, offload=dataclasses.replace(p.offload)).validate()
+    assert calls == [11, 11]
+
+    doc = copy.deepcopy(EXAMPLE["offload"])
+    doc["transfers"][1]["before"] = 40  # out of range: only a range check sees it
+    with pytest.raises(ScheduleError, match=r"before: 40 out of range"):
+        Offload.from_dict(doc, ops=11, stages=4)
+    off = Offload.from_dict(doc, ops=11, stages=4, trusted=True)
+    off.check(ops=11, stages=4)
+    assert off.transfers[1].anchor == 40 and calls == [11, 11, 11]
+    with pytest.raises(ScheduleError, match="want an integer"):  # types are still read
+        Offload.from_dict(dict(doc, offloaded_bytes="many"), ops=11, stages=4, trusted=True)
+
+
 def test_plan_modules_without_torch() -> None:
     """chainplan.schedule and chainplan.offloading import and read a pofo plan with torch
     blocked; Plan.wrap imports the executors (and so torch) only when called."""
