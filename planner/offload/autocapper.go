@@ -32,11 +32,11 @@ func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chai
 		return nil, err
 	}
 	exact := units.Exact(c)
-	s, ok := AutoCapper(c, exact, budgetBytes, opts)
+	s, ok := autoCapper(c, exact, budgetBytes, opts)
 	if !ok {
 		return Infeasible(c, "autocapper", budgetBytes, opts, start, func() (int64, error) { return MinBudgetAutoCapper(c, opts) }, SolveAutoCapper)
 	}
-	return Finish("autocapper", c, budgetBytes, RematSlots(opts, budgetBytes, exact.N), s, opts, start)
+	return finish("autocapper", c, budgetBytes, rematSlots(opts, budgetBytes, exact.N), s, opts, start)
 }
 
 // MinBudgetAutoCapper returns the smallest budget at which SolveAutoCapper finds a
@@ -48,16 +48,16 @@ func MinBudgetAutoCapper(c *chainplan.Chain, opts Options) (int64, error) {
 	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return SearchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		_, ok := AutoCapper(c, exact, b, opts)
+	return searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		_, ok := autoCapper(c, exact, b, opts)
 		return ok
 	}), nil
 }
 
-// AutoCapper returns the best CAPPER schedule over the tried limits at the budget, on c
+// autoCapper returns the best CAPPER schedule over the tried limits at the budget, on c
 // and its exact form, and whether one replays: SolveAutoCapper's schedule, which POFO's
 // Solve also compares.
-func AutoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Options) (Schedule, bool) {
+func autoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Options) (Schedule, bool) {
 	p := SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: budget, Model: opts.MemoryModel()}
 	hi := int64(exact.StoreAllPeak())
 	if hi <= budget {
@@ -72,7 +72,7 @@ func AutoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Optio
 			continue
 		}
 		seen[mp] = true
-		plan, err := rotor.Solve(c, mp, rotor.Options{Slots: RematSlots(opts, mp, exact.N)})
+		plan, err := rotor.Solve(c, mp, rotor.Options{Slots: rematSlots(opts, mp, exact.N)})
 		if err != nil {
 			continue
 		}
@@ -96,7 +96,7 @@ func capper(c *units.Chain, seq []chainplan.Op, p SimOptions) (Schedule, bool) {
 	var off []int
 	taken := make([]bool, len(lg.Insts))
 	for {
-		s := WithTransfers(lg, off, false)
+		s := withTransfers(lg, off, false)
 		// The synchronized timing is valid exactly when some unsynchronized one is, and
 		// is cheaper to find.
 		probe := s

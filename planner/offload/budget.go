@@ -30,7 +30,7 @@ func Infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 	if err != nil {
 		return nil, e
 	}
-	out, err := Finish(algo, c, budgetBytes, p.Slots, ScheduleOf(p), opts, start)
+	out, err := finish(algo, c, budgetBytes, p.Slots, ScheduleOf(p), opts, start)
 	if err == nil {
 		// The candidates' makespans were those at the smaller budget: only the name stays.
 		out.Chosen = p.Chosen
@@ -38,11 +38,11 @@ func Infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 	return out, err
 }
 
-// SearchBudget returns the smallest budget in [lo, hi] at which feasible holds, assuming
+// searchBudget returns the smallest budget in [lo, hi] at which feasible holds, assuming
 // it holds at hi and (almost) monotonically: first upwards from lo by doubling steps, then
 // by bisection until the bracket is narrower than prec bytes. The result is always a budget
 // feasible answered true for.
-func SearchBudget(lo, hi, prec int64, feasible func(int64) bool) int64 {
+func searchBudget(lo, hi, prec int64, feasible func(int64) bool) int64 {
 	if lo >= hi || feasible(lo) {
 		return min(lo, hi)
 	}

@@ -44,7 +44,7 @@ func solve(c *chainplan.Chain, budgetBytes int64, opts Options, do dynOptions) (
 			return solve(c, b, o, do)
 		})
 	}
-	return Finish("offload", c, budgetBytes, slots, s, opts, start)
+	return finish("offload", c, budgetBytes, slots, s, opts, start)
 }
 
 // MinBudgetDynProg returns the smallest budget at which SolveDynProg finds a schedule,
@@ -65,7 +65,7 @@ func minBudget(c *chainplan.Chain, opts Options, do dynOptions, precSlots int64)
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
 	lo := int64(offloadNeed(exact))
-	return SearchBudget(lo, hi, max(1, hi/(8*precSlots)), func(b int64) bool {
+	return searchBudget(lo, hi, max(1, hi/(8*precSlots)), func(b int64) bool {
 		_, ok := dynSchedule(exact, b, opts.SlotsFor(b, DynProgSlots), opts.BandwidthBytesPerS, opts.MemoryModel(), do)
 		return ok
 	}), nil

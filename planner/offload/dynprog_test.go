@@ -155,7 +155,7 @@ func TestGreedy(t *testing.T) {
 		}
 		var sum float64
 		for j, tr := range s.Transfers[:len(s.Transfers)/2] {
-			if tr.Tensor != TensorOf(j, true) {
+			if tr.Tensor != tensorOf(j, true) {
 				t.Fatalf("chain %d: offload %d is %v, not a prefix", i, j, tr.Tensor)
 			}
 			sum += ex.ABar[j]

@@ -27,7 +27,7 @@ func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainpla
 	if !ok {
 		return Infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) { return MinBudgetGreedy(c, opts) }, SolveGreedy)
 	}
-	return Finish("greedy", c, budgetBytes, 0, s, opts, start)
+	return finish("greedy", c, budgetBytes, 0, s, opts, start)
 }
 
 // MinBudgetGreedy returns the smallest budget at which SolveGreedy finds a schedule, by
@@ -39,7 +39,7 @@ func MinBudgetGreedy(c *chainplan.Chain, opts Options) (int64, error) {
 	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return SearchBudget(1, hi, 1, func(b int64) bool {
+	return searchBudget(1, hi, 1, func(b int64) bool {
 		_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.MemoryModel())
 		return ok
 	}), nil

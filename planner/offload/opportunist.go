@@ -30,12 +30,12 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 		return nil, err
 	}
 	exact := units.Exact(c)
-	slots := RematSlots(opts, budgetBytes, exact.N)
+	slots := rematSlots(opts, budgetBytes, exact.N)
 	s, ok := Opportunist(c, exact, budgetBytes, slots, opts)
 	if !ok {
 		return Infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) { return MinBudgetOpportunist(c, opts) }, SolveOpportunist)
 	}
-	return Finish("opportunist", c, budgetBytes, slots, s, opts, start)
+	return finish("opportunist", c, budgetBytes, slots, s, opts, start)
 }
 
 // MinBudgetOpportunist returns the smallest budget at which SolveOpportunist finds a
@@ -47,14 +47,14 @@ func MinBudgetOpportunist(c *chainplan.Chain, opts Options) (int64, error) {
 	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return SearchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		_, ok := Opportunist(c, exact, b, RematSlots(opts, b, exact.N), opts)
+	return searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		_, ok := Opportunist(c, exact, b, rematSlots(opts, b, exact.N), opts)
 		return ok
 	}), nil
 }
 
 // Opportunist builds the OPPORTUNIST schedule for a budget, on c and its exact form, with
-// the rematerialization at the given slots (RematSlots), and reports whether it replays:
+// the rematerialization at the given slots (rematSlots), and reports whether it replays:
 // SolveOpportunist's schedule, which POFO's Solve also compares.
 func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, opts Options) (Schedule, bool) {
 	n := exact.N
@@ -104,9 +104,9 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 		}
 		emit(chainplan.FAll, g)
 		now += exact.UF[g]
-		saved := TensorOf(g, true)
+		saved := tensorOf(g, true)
 		ready[saved] = now
-		offload(TensorOf(g-1, x == 1), in)
+		offload(tensorOf(g-1, x == 1), in)
 		offload(saved, exact.ABar[g])
 		h := g + 1
 		for now < link && h < n {
@@ -116,7 +116,7 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 			}
 			emit(kind, h)
 			now += exact.UF[h]
-			ready[TensorOf(h, false)] = now
+			ready[tensorOf(h, false)] = now
 			h++
 		}
 		groups = append(groups, group{g, h - 1, x})
@@ -164,7 +164,7 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 			sel = append(sel, id)
 		}
 	}
-	s := WithTransfers(lg, sel, false)
+	s := withTransfers(lg, sel, false)
 	probe := s
 	probe.SyncAtLoss = true
 	return s, Replay(exact, probe, SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: opts.MemoryModel()}).Valid

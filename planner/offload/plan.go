@@ -8,12 +8,12 @@ import (
 	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
-// Finish replays s with the exact sizes in both memory models and assembles the plan of
+// finish replays s with the exact sizes in both memory models and assembles the plan of
 // algo: the makespan, peak and timing of the options' model, both models' estimates, and
 // the positions of the executor (Positions). A schedule that does not replay in the
 // plan's model is an internal error for the dynamic programs; the heuristics check their
 // schedules before. start is when the solve began, for Plan.SolveMS.
-func Finish(algo string, c *chainplan.Chain, budgetBytes, slots int64, s Schedule, opts Options, start time.Time) (*chainplan.Plan, error) {
+func finish(algo string, c *chainplan.Chain, budgetBytes, slots int64, s Schedule, opts Options, start time.Time) (*chainplan.Plan, error) {
 	exact := units.Exact(c)
 	var main *Report
 	off := &chainplan.Offload{
@@ -42,10 +42,10 @@ func Finish(algo string, c *chainplan.Chain, budgetBytes, slots int64, s Schedul
 	off.Positions = pos
 	return &chainplan.Plan{
 		Algo: algo, Feasible: true, Makespan: main.Makespan, PeakBytes: main.PeakBytes,
-		BudgetBytes: budgetBytes, Slots: slots, SolveMS: MSSince(start),
+		BudgetBytes: budgetBytes, Slots: slots, SolveMS: msSince(start),
 		Sequence: s.Compute, Offload: off,
 	}, nil
 }
 
-// MSSince returns the milliseconds since t, for Plan.SolveMS and Candidate.SolveMS.
-func MSSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+// msSince returns the milliseconds since t, for Plan.SolveMS and Candidate.SolveMS.
+func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }

@@ -14,11 +14,11 @@ import (
 // Its time grows as L²N³ + L³N² (Theorem 12) and its tables as L·N³ (tableBytes), so its
 // default is the finest grid whose time stays within that of the
 // thesis's N = 50 on 50 stages (about 0.7 s on the 2-core reference machine) and whose
-// table stays under maxTableBytes, and never coarser than N = 50 (MinSlots). Short chains
+// table stays under maxTableBytes, and never coarser than N = 50 (minSlots). Short chains
 // thus get a finer grid: the rounding of the states is the only loss of the discretized DP,
 // and it shrinks as N grows (docs/pofo.md).
 const (
-	MinSlots      = 50
+	minSlots      = 50
 	maxTableBytes = 336 << 20
 )
 
@@ -26,9 +26,9 @@ const (
 // counted) when Options.Slots is 0.
 func POFOSlots(l int) int64 {
 	work := func(n, slots float64) float64 { return n*n*slots*slots*slots + n*n*n*slots*slots }
-	limit := work(51, MinSlots) // 50 stages and the loss
+	limit := work(51, minSlots) // 50 stages and the loss
 	n := float64(l + 1)
-	slots := int64(MinSlots)
+	slots := int64(minSlots)
 	for next := float64(slots + 1); work(n, next) <= limit && tableBytes(n, next) <= maxTableBytes; next++ {
 		slots++
 	}
@@ -65,7 +65,7 @@ func SolvePOFO(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.
 	exact := units.Exact(c)
 	if exact.StoreAllPeak() <= float64(budgetBytes) {
 		s := StoreAll(exact, make([]bool, exact.N), true)
-		p, err := Finish("pofo", c, budgetBytes, slots, s, opts, start)
+		p, err := finish("pofo", c, budgetBytes, slots, s, opts, start)
 		if err == nil {
 			p.Chosen = CandidatePOFO
 		}
@@ -82,7 +82,7 @@ func SolvePOFO(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.
 	if best < 0 {
 		return Infeasible(c, "pofo", budgetBytes, opts, start, func() (int64, error) { return MinBudgetPOFO(c, opts) }, SolvePOFO)
 	}
-	p, err := Finish("pofo", c, budgetBytes, slots, cands[best].s, opts, start)
+	p, err := finish("pofo", c, budgetBytes, slots, cands[best].s, opts, start)
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (tb *table) schedule(exact *units.Chain) Schedule {
 			emit(chainplan.B, s)
 			return
 		}
-		x := TensorOf(s-1, st.x == 1)
+		x := tensorOf(s-1, st.x == 1)
 		size := exact.A[s-1]
 		if x.Saved {
 			size = exact.ABar[s-1]

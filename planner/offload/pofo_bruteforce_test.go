@@ -82,7 +82,7 @@ func evalSegments(c *units.Chain, segs []segment, m, beta float64) float64 {
 	emit := func(k chainplan.OpKind, s int) { ops = append(ops, chainplan.Op{Kind: k, Stage: s}) }
 	x := 0
 	for _, sg := range segs {
-		in := TensorOf(sg.s-1, x == 1)
+		in := tensorOf(sg.s-1, x == 1)
 		size := c.A[sg.s-1]
 		if x == 1 {
 			size = c.ABar[sg.s-1]
@@ -111,7 +111,7 @@ func evalSegments(c *units.Chain, segs []segment, m, beta float64) float64 {
 			if x {
 				size = c.ABar[sg.s-1]
 			}
-			pres = append(pres, chainplan.Transfer{Dir: chainplan.TransferPrefetch, Tensor: TensorOf(sg.s-1, x), Bytes: int64(size), Anchor: len(ops)})
+			pres = append(pres, chainplan.Transfer{Dir: chainplan.TransferPrefetch, Tensor: tensorOf(sg.s-1, x), Bytes: int64(size), Anchor: len(ops)})
 		}
 		if sg.ck {
 			ops = append(ops, sg.back...)

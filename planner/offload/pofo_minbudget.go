@@ -20,7 +20,7 @@ func MinBudgetPOFO(c *chainplan.Chain, opts Options) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if rm, err := rotor.MinBudget(c, RotorOptions(opts, c.Len()+1)); err == nil && rm < dp {
+	if rm, err := rotor.MinBudget(c, rotorOptions(opts, c.Len()+1)); err == nil && rm < dp {
 		return rm, nil
 	}
 	return dp, nil
@@ -46,7 +46,7 @@ func minBudgetDP(c *chainplan.Chain, opts Options) (int64, error) {
 		tb.fill()
 		return !math.IsInf(tb.solveValue(), 1)
 	}
-	return SearchBudget(lo, hi, prec, feasible), nil
+	return searchBudget(lo, hi, prec, feasible), nil
 }
 
 // pofoNeed returns the smallest memory at which the POFO recurrences are feasible with an

@@ -82,7 +82,7 @@ func dpCandidate(name string, c *chainplan.Chain, exact *units.Chain, budget, sl
 	if !math.IsInf(tb.solveValue(), 1) {
 		cd.s, cd.rep = bestTiming(exact, tb.schedule(exact), p)
 	}
-	cd.ms = MSSince(start)
+	cd.ms = msSince(start)
 	return cd
 }
 
@@ -113,15 +113,15 @@ func heuristicCandidates(c *chainplan.Chain, exact *units.Chain, budget int64, o
 	}
 	solvers := []func() (Schedule, bool){
 		func() (Schedule, bool) {
-			plan, err := rotor.Solve(c, budget, RotorOptions(opts, exact.N))
+			plan, err := rotor.Solve(c, budget, rotorOptions(opts, exact.N))
 			if err != nil {
 				return Schedule{}, false
 			}
 			return Schedule{Compute: plan.Sequence, SyncAtLoss: true}, true
 		},
-		func() (Schedule, bool) { return AutoCapper(c, exact, budget, opts) },
+		func() (Schedule, bool) { return autoCapper(c, exact, budget, opts) },
 		func() (Schedule, bool) {
-			return Opportunist(c, exact, budget, RematSlots(opts, budget, exact.N), opts)
+			return Opportunist(c, exact, budget, rematSlots(opts, budget, exact.N), opts)
 		},
 	}
 	for i, solve := range solvers {
@@ -129,7 +129,7 @@ func heuristicCandidates(c *chainplan.Chain, exact *units.Chain, budget int64, o
 		if s, ok := solve(); ok {
 			out[i].s, out[i].rep = s, Replay(exact, s, p)
 		}
-		out[i].ms = MSSince(start)
+		out[i].ms = msSince(start)
 	}
 	return out
 }

@@ -81,7 +81,7 @@ func Analyze(c *units.Chain, s Schedule) *Analysis {
 	for i := range curA {
 		curA[i], curAbar[i] = -1, -1
 	}
-	lg.Insts = append(lg.Insts, Instance{Tensor: TensorOf(0, false), Size: c.A[0], Producer: -1, Freer: -1, Off: -1, Pre: -1})
+	lg.Insts = append(lg.Insts, Instance{Tensor: tensorOf(0, false), Size: c.A[0], Producer: -1, Freer: -1, Off: -1, Pre: -1})
 	curA[0] = 0
 	stored := c.A[0]
 	d := n // current gradient δ_d; δ_n has size 0
@@ -92,11 +92,11 @@ func Analyze(c *units.Chain, s Schedule) *Analysis {
 			cur, size = curAbar, c.ABar[l]
 		}
 		if cur[l] >= 0 {
-			lg.addIssue(k, -1, "%s is computed while it is still stored", TensorOf(l, saved))
+			lg.addIssue(k, -1, "%s is computed while it is still stored", tensorOf(l, saved))
 			return
 		}
 		cur[l] = len(lg.Insts)
-		lg.Insts = append(lg.Insts, Instance{Tensor: TensorOf(l, saved), Size: size, Producer: k, Freer: -1, Off: -1, Pre: -1})
+		lg.Insts = append(lg.Insts, Instance{Tensor: tensorOf(l, saved), Size: size, Producer: k, Freer: -1, Off: -1, Pre: -1})
 		stored += size
 	}
 	free := func(k int, cur []int, l int) {

@@ -50,9 +50,9 @@ func (i Issue) String() string {
 	return i.Msg
 }
 
-// TensorOf returns the name of the stored activation of stage l: ā_l when saved, a_l
+// tensorOf returns the name of the stored activation of stage l: ā_l when saved, a_l
 // otherwise (a_0 is always plain).
-func TensorOf(l int, saved bool) chainplan.Tensor {
+func tensorOf(l int, saved bool) chainplan.Tensor {
 	return chainplan.Tensor{Stage: l, Saved: saved && l > 0}
 }
 
@@ -67,24 +67,24 @@ func StoreAll(c *units.Chain, off []bool, sync bool) Schedule {
 		if off[k] {
 			// F_k is op k−1; a_0 has no producer.
 			s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferOffload,
-				Tensor: TensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: k - 1})
+				Tensor: tensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: k - 1})
 		}
 	}
 	for k := l; k >= 0; k-- {
 		if off[k] {
 			// B_ℓ is op (L+1) + (L+1−ℓ); ā_k is first read by B_{k+1}.
 			s.Transfers = append(s.Transfers, chainplan.Transfer{Dir: chainplan.TransferPrefetch,
-				Tensor: TensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: 2*(l+1) - (k + 1)})
+				Tensor: tensorOf(k, true), Bytes: int64(c.ABar[k]), Anchor: 2*(l+1) - (k + 1)})
 		}
 	}
 	return s
 }
 
-// WithTransfers returns the analysed compute sequence with the given stored activations
+// withTransfers returns the analysed compute sequence with the given stored activations
 // offloaded: each right after the operation that produced it (a0 from time 0) and
 // prefetched before its first reader after the loss. sel lists instance ids of the
 // analysis; the result is in link order.
-func WithTransfers(lg *Analysis, sel []int, sync bool) Schedule {
+func withTransfers(lg *Analysis, sel []int, sync bool) Schedule {
 	s := Schedule{Compute: lg.Ops, SyncAtLoss: sync}
 	type pre struct{ inst, before int }
 	var pres []pre
