@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 import chainplan
+from chainplan import _bind
 from chainplan.errors import ScheduleError
 from chainplan.executors import OffloadedChain, planned, wrap
 from chainplan.offloading import Estimate, Offload, Position, Timing, Transfer
@@ -219,9 +220,10 @@ def test_plan_modules_without_torch() -> None:
     assert out.stdout.splitlines() == ["prefetch a0 before 9 (0.0, 15.0)", "wrap needs torch"]
 
 
-def test_pofo_plan_from_the_planner() -> None:
+def test_pofo_plan_from_the_planner(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pofo plan of the Go planner reads into typed classes that lose nothing, and the
-    executor runs it from them alone (an empty ``raw``), with the plain model's gradients."""
+    executor runs it from them alone (an empty ``raw``), with the plain model's gradients,
+    without crossing into Go again."""
     model, x = MODELS["vgg"]()
     y = torch.randint(0, 10, (x.shape[0],))
     ce = nn.CrossEntropyLoss()
@@ -248,8 +250,11 @@ def test_pofo_plan_from_the_planner() -> None:
 
     ref = copy.deepcopy(model)
     ce(ref(x), y).backward()
+    crossings: list[object] = []
+    monkeypatch.setattr(_bind, "call", lambda fn, *args: crossings.append(fn))
     net = wrap(dataclasses.replace(p, raw={}), model)
     assert isinstance(planned(net).executor(x), OffloadedChain)  # type: ignore[union-attr]
     ce(net(x), y).backward()
+    assert crossings == []
     for a, b in zip(ref.parameters(), model.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)
