@@ -117,11 +117,10 @@ func rotorFuncs(revolve bool) *ScheduleFuncs {
 	}
 }
 
-// offloading is the entry of an offloading algorithm (packages pofo, offload, heuristic): it
+// offloading is the entry of an offloading algorithm (package offload): it
 // needs the bandwidth, takes the listed fields, and has no search that Solve could reuse.
 func offloading(name, summary string,
-	solve func(*chainplan.Chain, int64, offload.Options) (*chainplan.Plan, error),
-	minBudget func(*chainplan.Chain, offload.Options) (int64, error), takes ...Field) Entry {
+	solve offload.Solver, minBudget func(*chainplan.Chain, offload.Options) (int64, error), takes ...Field) Entry {
 	opts := func(req Request) offload.Options {
 		return offload.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
 	}
