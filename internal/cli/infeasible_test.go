@@ -3,7 +3,6 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,11 +20,7 @@ import (
 // family's, internal/service/multichain_test.go.)
 func TestInfeasibleOnePerFamily(t *testing.T) {
 	path := writePofoChain(t)
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := chainplan.ParseChain(data)
+	c, err := chainplan.ParseChain([]byte(pofoExample))
 	if err != nil {
 		t.Fatal(err)
 	}
