@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// ChainFormat is the format tag of version 1 of the chain file.
+// ChainFormat is the format tag of version 1 of the chain file (ChainFormatV2 adds the
+// exact memory model).
 const ChainFormat = "chainplan.chain/v1"
 
 // Chain is a model profiled into L stages plus a loss, in the form every planner reads.
@@ -32,6 +33,16 @@ type Stage struct {
 	FwdTmpBytes int64   `json:"fwd_tmp_bytes"` // o_F: temporary peak of the forward
 	BwdTmpBytes int64   `json:"bwd_tmp_bytes"` // o_B: temporary peak of the backward
 	ParamBytes  int64   `json:"param_bytes"`   // weights; unused by checkpointing planners
+
+	// The exact memory model (ChainFormatV2; nil in version 1, read as the conservative
+	// answer by InputSaved, OutputSaved and Recompute).
+	SavesInput    *bool         `json:"saves_input,omitempty"`    // B needs a_{ℓ-1}
+	SavesOutput   *bool         `json:"saves_output,omitempty"`   // B needs a_ℓ
+	RecomputeTime *float64      `json:"recompute_time,omitempty"` // u_R: recomputation right before B
+	// o_R: the recomputation's peak above what it leaves for B (its ā without an unsaved
+	// output); unknown means a_ℓ (when not saved) + o_F, the whole forward's peak.
+	RecomputeTmpBytes *int64 `json:"recompute_tmp_bytes,omitempty"`
+	Options       []StageOption `json:"options,omitempty"`        // operation-level options 1..
 }
 
 // Loss holds the costs of the loss stage L+1. Its output and saved sizes are 0 by the chain
@@ -59,8 +70,8 @@ func (c *Chain) SumTime() float64 {
 // Validate checks every field of the chain and returns a *ChainError naming the first bad
 // stage and field.
 func (c *Chain) Validate() error {
-	if c.Format != ChainFormat {
-		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", c.Format, ChainFormat)}
+	if c.Format != ChainFormat && c.Format != ChainFormatV2 {
+		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", c.Format, ChainFormat, ChainFormatV2)}
 	}
 	if c.InputBytes < 0 {
 		return &ChainError{Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
@@ -93,6 +104,9 @@ func (c *Chain) Validate() error {
 		if s.SavedBytes < s.OutBytes && i < len(c.Stages)-1 {
 			return bad("saved_bytes", fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
 				s.SavedBytes, s.OutBytes))
+		}
+		if err := validateExact(i+1, &c.Stages[i]); err != nil {
+			return err
 		}
 	}
 	bad := func(field, msg string) error { return &ChainError{Stage: LossStage, Field: field, Msg: msg} }
@@ -127,9 +141,14 @@ func checkTime(v float64) string {
 // are optional.
 var requiredStageFields = []string{"fwd_time", "bwd_time", "out_bytes", "saved_bytes", "fwd_tmp_bytes", "bwd_tmp_bytes"}
 
-// ParseChain decodes and validates a chainplan.chain/v1 document. Unknown fields, missing
-// required fields, fractional byte counts and non-finite numbers are errors that name the
-// stage and the field.
+// v2StageFields are the optional stage fields of version 2, checked apart from the numbers.
+var v2StageFields = map[string]bool{"saves_input": true, "saves_output": true, "recompute_time": true,
+	"recompute_tmp_bytes": true, "options": true}
+
+// ParseChain decodes and validates a chainplan.chain/v1 or v2 document. Unknown fields
+// (the version 2 fields in a version 1 document among them), missing required fields,
+// fractional byte counts and non-finite numbers are errors that name the stage and the
+// field.
 func ParseChain(data []byte) (*Chain, error) {
 	// A first pass over raw messages finds the stage and field of any problem that
 	// encoding/json would otherwise report only as a byte offset.
@@ -145,9 +164,10 @@ func ParseChain(data []byte) (*Chain, error) {
 	if raw.Format == nil {
 		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("missing; want %q", ChainFormat)}
 	}
-	if *raw.Format != ChainFormat {
-		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", *raw.Format, ChainFormat)}
+	if *raw.Format != ChainFormat && *raw.Format != ChainFormatV2 {
+		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", *raw.Format, ChainFormat, ChainFormatV2)}
 	}
+	v2 := *raw.Format == ChainFormatV2
 	if raw.InputBytes == nil {
 		return nil, &ChainError{Field: "input_bytes", Msg: "missing"}
 	}
@@ -172,6 +192,16 @@ func ParseChain(data []byte) (*Chain, error) {
 			}
 		}
 		for f, v := range st {
+			if v2StageFields[f] {
+				if !v2 {
+					return nil, &ChainError{Stage: i + 1, Name: name, Field: f,
+						Msg: fmt.Sprintf("unknown field in a %s chain (it is a field of %s)", ChainFormat, ChainFormatV2)}
+				}
+				if msg := checkV2Field(f, v); msg != "" {
+					return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: msg}
+				}
+				continue
+			}
 			integer, known := stageKinds[f]
 			if !known {
 				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: "unknown field"}
@@ -277,12 +307,11 @@ func ReadChain(path string) (*Chain, error) {
 	return c, nil
 }
 
-// MarshalIndent returns the chain as an indented chainplan.chain/v1 document.
+// MarshalIndent returns the chain as an indented chainplan.chain/v1 document, or v2 when a
+// stage carries the exact memory model (FormatTag).
 func (c *Chain) MarshalIndent() ([]byte, error) {
 	out := *c
-	if out.Format == "" {
-		out.Format = ChainFormat
-	}
+	out.Format = c.FormatTag()
 	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return nil, err

@@ -25,13 +25,31 @@ const (
 // Valid reports whether k is one of the four operations.
 func (k OpKind) Valid() bool { return k == FAll || k == FCk || k == FNone || k == B }
 
-// Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1.
+// Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1. Option, on
+// an F_all, is the stage's operation-level option (chainplan.chain/v2, StageOption): 1..
+// keeps only what that option keeps and recomputes the rest right before the stage's
+// backward; 0, the default, keeps everything.
 type Op struct {
-	Kind  OpKind `json:"op"`
-	Stage int    `json:"stage"`
+	Kind   OpKind `json:"op"`
+	Stage  int    `json:"stage"`
+	Option int    `json:"option,omitempty"`
 }
 
-func (o Op) String() string { return fmt.Sprintf("%s %d", o.Kind, o.Stage) }
+func (o Op) String() string {
+	if o.Option > 0 {
+		return fmt.Sprintf("%s %d/%d", o.Kind, o.Stage, o.Option)
+	}
+	return fmt.Sprintf("%s %d", o.Kind, o.Stage)
+}
+
+// StageChoice is an operation-level option a plan runs: the stage, its option (Op.Option)
+// and the positions of the nodes of the stage's captured graph that the option keeps
+// (StageOption.Keep), so that an executor needs nothing but the plan.
+type StageChoice struct {
+	Stage  int   `json:"stage"`
+	Option int   `json:"option"`
+	Keep   []int `json:"keep"`
+}
 
 // Plan is what a planner returns and what `chainplan solve` prints (DESIGN.md, "Sequence").
 type Plan struct {
@@ -54,6 +72,9 @@ type Plan struct {
 	// are absent from other plans (docs/formats-schedule.md).
 	Chosen     string      `json:"chosen,omitempty"`
 	Candidates []Candidate `json:"candidates,omitempty"`
+	// Choices lists the operation-level options the sequence runs (Op.Option > 0), one per
+	// stage; absent when it runs none.
+	Choices []StageChoice `json:"options,omitempty"`
 }
 
 // Candidate is the outcome of one schedule a planner compared before choosing
@@ -94,6 +115,12 @@ func ParsePlan(data []byte) (*Plan, error) {
 		if o.Stage < 1 {
 			return nil, fmt.Errorf("%w: sequence[%d]: stage %d (stages are numbered from 1)", ErrInvalidPlan, i, o.Stage)
 		}
+		if o.Option < 0 || (o.Option > 0 && o.Kind != FAll) {
+			return nil, fmt.Errorf("%w: sequence[%d]: option %d (an option is a number ≥ 1 on an F_all)", ErrInvalidPlan, i, o.Option)
+		}
+	}
+	if err := checkChoices(p.Sequence, p.Choices); err != nil {
+		return nil, fmt.Errorf("%w: options: %v", ErrInvalidPlan, err)
 	}
 	if p.Offload != nil {
 		if err := p.Offload.check(len(p.Sequence)); err != nil {
@@ -128,4 +155,36 @@ func StoreAllSequence(l int) []Op {
 		seq = append(seq, Op{Kind: B, Stage: k})
 	}
 	return seq
+}
+
+// checkChoices checks that choices lists exactly the options seq runs, one per stage.
+func checkChoices(seq []Op, choices []StageChoice) error {
+	want := map[int]int{}
+	for _, o := range seq {
+		if o.Option > 0 {
+			if prev, ok := want[o.Stage]; ok && prev != o.Option {
+				return fmt.Errorf("stage %d runs options %d and %d", o.Stage, prev, o.Option)
+			}
+			want[o.Stage] = o.Option
+		}
+	}
+	seen := map[int]bool{}
+	for i, c := range choices {
+		opt, ok := want[c.Stage]
+		switch {
+		case seen[c.Stage]:
+			return fmt.Errorf("[%d]: stage %d listed twice", i, c.Stage)
+		case !ok:
+			return fmt.Errorf("[%d]: the sequence runs no option of stage %d", i, c.Stage)
+		case opt != c.Option:
+			return fmt.Errorf("[%d]: stage %d runs option %d, not %d", i, c.Stage, opt, c.Option)
+		}
+		seen[c.Stage] = true
+	}
+	for st, opt := range want {
+		if !seen[st] {
+			return fmt.Errorf("option %d of stage %d is not listed", opt, st)
+		}
+	}
+	return nil
 }

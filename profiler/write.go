@@ -27,16 +27,20 @@ type WriteOptions struct {
 	BatchRows   int    // rows per record batch; 0 writes all rows in one batch
 }
 
-// schema returns the Arrow schema of version 1 with the given metadata.
+// schema returns the Arrow schema of version 1, with the optional columns of the exact
+// memory model, and the given metadata.
 func schema(meta *profile.Metadata) *arrow.Schema {
-	fields := make([]arrow.Field, len(columns))
-	for i, c := range columns {
+	all := append(append([]column(nil), columns...), optionalColumns...)
+	fields := make([]arrow.Field, len(all))
+	for i, c := range all {
 		var t arrow.DataType
 		switch c.kind {
 		case kindInt:
 			t = arrow.PrimitiveTypes.Int64
 		case kindFloat:
 			t = arrow.PrimitiveTypes.Float64
+		case kindBool:
+			t = arrow.FixedWidthTypes.Boolean
 		default:
 			t = arrow.BinaryTypes.String
 		}
@@ -139,6 +143,12 @@ func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 			default:
 				panic("profiler: buildBatch: unhandled column " + c.name)
 			}
+		}
+	}
+	for i, c := range optionalColumns {
+		fb := b.Field(len(columns) + i)
+		for j := range rows {
+			appendExact(fb, c.name, &rows[j])
 		}
 	}
 	return b.NewRecordBatch()

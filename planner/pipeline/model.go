@@ -106,6 +106,9 @@ type Layer struct {
 	Out   int64   // a_ℓ, the output (and its gradient δ_ℓ)
 	Saved int64   // the measured saved_bytes (output included)
 	Param int64   // W_ℓ, one copy of the weights
+	// Freed is a_ℓ when neither this layer nor the next saved it (chainplan.chain/v2): a
+	// stage that goes on past ℓ does not keep it for its backward. 0 otherwise.
+	Freed int64
 }
 
 // Problem is the model of spec §1: a chain of L layers and a platform of P devices of
@@ -144,6 +147,9 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 	prevOut := c.InputBytes
 	for i, s := range c.Stages {
 		ly := Layer{Fwd: s.FwdTime, Bwd: s.BwdTime, Out: s.OutBytes, Saved: s.SavedBytes, Param: s.ParamBytes}
+		if i+1 < l && !s.OutputSaved() && !c.Stages[i+1].InputSaved() && s.SavedBytes >= s.OutBytes {
+			ly.Freed = s.OutBytes
+		}
 		if i == l-1 {
 			ly.Fwd += c.Loss.FwdTime
 			ly.Bwd += c.Loss.BwdTime
@@ -153,7 +159,7 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 		p.sumB[i+1] = p.sumB[i] + ly.Bwd
 		p.sumW[i+1] = p.sumW[i] + ly.Param
 		p.sumIn[i+1] = p.sumIn[i] + prevOut
-		p.sumSav[i+1] = p.sumSav[i] + ly.Saved
+		p.sumSav[i+1] = p.sumSav[i] + ly.Saved - ly.Freed
 		for _, t := range []struct {
 			field string
 			v     int64
@@ -210,12 +216,13 @@ func (p *Problem) Weights(i, j int) int64 { return p.sumW[j] - p.sumW[i-1] }
 
 // Stored returns ā of stage (i..j), the bytes one mini-batch in flight keeps on the
 // stage's device: Σ_{ℓ=i..j} a_{ℓ−1} under ActivationsInput, a_{i−1} + Σ saved_bytes
-// under ActivationsSaved.
+// under ActivationsSaved, less the outputs of layers i..j−1 that neither they nor the next
+// layer saved (Layer.Freed; the stage's own output stays).
 func (p *Problem) Stored(i, j int) int64 {
 	if p.opts.ActivationModel == ActivationsInput {
 		return p.sumIn[j] - p.sumIn[i-1]
 	}
-	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1]
+	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1] + p.layers[j-1].Freed
 }
 
 // Transfer returns the duration a_ℓ/β of one direction of boundary ℓ (the CF or CB of

@@ -33,6 +33,9 @@ func (v *validator) memory() {
 				stored[k] += pr.Out(l - 1)
 			} else {
 				stored[k] += pr.Layer(l).Saved
+				if l < s.Last {
+					stored[k] -= pr.Layer(l).Freed
+				}
 			}
 		}
 		if o.ActivationModel != ActivationsInput {

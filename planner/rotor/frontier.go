@@ -49,13 +49,13 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 	dc := discretize.ForBudget(c, peak, slots)
 	top := dc.Units(peak) - dc.A[0]
 	f := &Frontier{Algo: opts.algo(), Slots: slots, UnitBytes: dc.Unit, SumTime: c.SumTime(), StoreAllPeakByte: peak}
-	tb, err := newTable(dc, top, opts.Revolve)
+	tb, err := newTable(dc, top, opts.variant())
 	if err != nil {
 		return nil, err
 	}
 	prev := math.Inf(1)
-	for m := max(0, tb.need.at(1, dc.N)); m <= top; m++ {
-		v := tb.value(1, dc.N, m)
+	for m := max(0, tb.need.at(1, dc.N, 0)); m <= top; m++ {
+		v := tb.value(1, dc.N, 0, m)
 		if drops(v, prev) {
 			f.Points = append(f.Points, f.point(dc.Bytes(m+dc.A[0]), v))
 			prev = v

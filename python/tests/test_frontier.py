@@ -154,7 +154,7 @@ def test_min_budget_with_offloading() -> None:
 def test_errors(tmp_path: Path) -> None:
     prof = tiny()
     for algo in ("pofo", "sequential", "optimal", "ROTOR"):
-        with pytest.raises(PlanError, match="only rotor and revolve have one"):
+        with pytest.raises(PlanError, match="only rotor, rotor-ops and revolve have one"):
             chainplan.frontier(prof, algo=algo)
     # The Go side refuses on its own too, naming the supported algorithms.
     with pytest.raises(PlanError, match='no frontier for algorithm "store-all": only rotor'):
