@@ -36,12 +36,18 @@ class Op:
             input kept), ``F_none`` (forward without graph, input freed) or ``B``
             (backward).
         stage: 1-based stage index; the loss is stage L+1.
+        option: on an ``F_all``, the stage's operation-level option (1, 2, ...: its first
+            forward keeps what the option keeps and the rest is recomputed right before
+            its backward; :attr:`Plan.choices` says what); 0, the default, keeps everything.
     """
 
     kind: OpKind
     stage: int
+    option: int = 0
 
     def __str__(self) -> str:
+        if self.option:
+            return f"{self.kind} {self.stage}/{self.option}"
         return f"{self.kind} {self.stage}"
 
 
@@ -89,9 +95,12 @@ class Plan:
             candidate this plan is; else empty.
         candidates: the outcome of every candidate compared, in tie-breaking order.
         raw: the document as read, for compatibility; the typed attributes are the API.
-        chain_json: the ``chainplan.chain/v1`` document of the chain the plan was made
-            for, when :func:`chainplan.plan` knew it (chain and profile files); stored
+        chain_json: the ``chainplan.chain/v1`` (or v2) document of the chain the plan was
+            made for, when :func:`chainplan.plan` knew it (chain and profile files); stored
             plans find theirs in the database. :meth:`plot` draws on it.
+        choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
+            the positions of the nodes of the stage's captured graph that its first
+            forward keeps (docs/formats-schedule.md); empty for other plans.
     """
 
     algo: str
@@ -110,6 +119,7 @@ class Plan:
     candidates: tuple[Candidate, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     chain_json: str | None = field(default=None, compare=False, repr=False)
+    choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
 
     @property
     def num_stages(self) -> int:
@@ -136,7 +146,8 @@ class Plan:
         f = Fields(doc)
         if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
-        ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1))
+        ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1),
+                       o.integer("option", 0, low=0))
                     for o in f.objects("sequence"))
         if not ops:
             raise ScheduleError("plan has an empty sequence")
@@ -165,6 +176,8 @@ class Plan:
                 for c in f.objects("candidates")),
             raw=doc,
             chain_json=chain_json,
+            choices={c.integer("stage", low=1): tuple(c.integers("keep"))
+                     for c in f.objects("options")},
         )
 
     def validate(self) -> None:
@@ -190,6 +203,10 @@ class Plan:
         loss = [i for i, op in enumerate(self.sequence) if op.stage == n]
         if len(loss) != 2 or self.sequence[loss[0]].kind != "F_all" or loss[1] != loss[0] + 1:
             raise ScheduleError(f"the loss (stage {n}) must appear as F_all {n} then B {n}")
+        for i, op in enumerate(self.sequence):
+            if op.option and (op.kind != "F_all" or op.stage not in self.choices):
+                raise ScheduleError(f"op {i} ({op}): an option needs an F_all and the plan's "
+                                    f"'options' entry for stage {op.stage}")
         if self.offload is not None:
             self.offload.check(ops=len(self.sequence), stages=self.num_stages)
 

@@ -44,6 +44,12 @@ class SideInputs:
         slot: the slot of the chain's stages.
         values: the side values by name, as the prelude or the caller made them.
 
+    Keyword Args:
+        join: hand the values needing a gradient to the stages as detached leaves joined by
+            :attr:`anchor` (the stage-by-stage executor, whose stages' graphs are apart);
+            without, the stages read the values themselves and their gradients flow as in a
+            plain step (the checkpointing executor, one graph per step). Default: True.
+
     Attributes:
         values: what the stages read: the given values, those needing a gradient replaced
             by detached leaves.
@@ -52,13 +58,14 @@ class SideInputs:
             ``B_1``).
     """
 
-    def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor]) -> None:
+    def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor], *,
+                 join: bool = True) -> None:
         self.slot = slot
         staged: dict[str, torch.Tensor] = {}
         self.sources: list[torch.Tensor] = []
         self.leaves: list[torch.Tensor] = []
         for name, v in values.items():
-            if v.requires_grad and torch.is_grad_enabled():
+            if join and v.requires_grad and torch.is_grad_enabled():
                 leaf = v.detach().requires_grad_(True)
                 self.sources.append(v)
                 self.leaves.append(leaf)

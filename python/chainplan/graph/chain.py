@@ -136,10 +136,10 @@ class ExtractedChain:
         """Whether a call with these arguments fits the captured graph."""
         return input_key(self.model, args, kwargs) == self.key
 
-    def bind(self, args: tuple[Any, ...],
-             kwargs: dict[str, Any]) -> tuple[torch.Tensor, SideInputs]:
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], *,
+             join: bool = True) -> tuple[torch.Tensor, SideInputs]:
         """The chain input a_0 and the side values of a call; the prelude runs here, under
-        the caller's grad mode.
+        the caller's grad mode. ``join`` is :class:`SideInputs`'s (default True).
 
         Raises:
             ScheduleError: the arguments are not of the kind the graph was captured for.
@@ -156,7 +156,7 @@ class ExtractedChain:
                 outs = (outs,)
             values.update(zip(self.prelude_names, outs, strict=True))
         x = leaves[self.main_index]
-        return x, SideInputs(self.slot, values)
+        return x, SideInputs(self.slot, values, join=join)
 
 
 def _fetch(r: Reader, leaves: list[Any]) -> Any:

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors import compiled
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
 from chainplan.graph.chain import ExtractedChain, extract, input_key
@@ -74,10 +75,14 @@ class GraphChainExecutor(nn.Module):
         self.model.train(mode)
         return self
 
-    def executor(self, *args: Any, **kwargs: Any) -> tuple[ExtractedChain, CheckpointedChain]:
-        """The split and executor for calls like this one (captured now if new)."""
+    @compiled.eager
+    def executor(self, *args: Any,
+                 **kwargs: Any) -> tuple[ExtractedChain, CheckpointedChain | OffloadedChain]:
+        """The split and executor for calls like this one (captured now if new, always
+        outside ``torch.compile``: the capture is torch.export's)."""
         key = input_key(self.model, args, kwargs)
-        chains: dict[Hashable, tuple[ExtractedChain, CheckpointedChain]] = self.__dict__["_chains"]
+        chains: dict[Hashable, tuple[ExtractedChain, CheckpointedChain | OffloadedChain]] = (
+            self.__dict__["_chains"])
         entry = chains.get(key)
         if entry is None:
             chain = extract(self.model, args, kwargs)
@@ -87,13 +92,20 @@ class GraphChainExecutor(nn.Module):
                     f"from {type(self.model).__name__} for this input has {len(chain.stages)} "
                     "(chainplan.stages(model, ...) shows it): plan from a profile of this "
                     "model taken with the same kind of input")
-            runner_cls = OffloadedChain if self.plan.offload is not None else CheckpointedChain
-            entry = chains[key] = (chain, runner_cls(chain.stages, self.plan))
+            net: CheckpointedChain | OffloadedChain
+            if self.plan.offload is not None:
+                net = OffloadedChain(chain.stages, self.plan)
+            else:
+                net = CheckpointedChain(chain.stages, self.plan)
+            entry = chains[key] = (chain, net)
         return entry
 
+    @compiled.entry
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         if not torch.is_grad_enabled():
             return self.model(*args, **kwargs)
         chain, net = self.executor(*args, **kwargs)
-        x, side = chain.bind(args, kwargs)
+        # The checkpointing executor records one graph per step: its stages read the side
+        # values themselves. The stage-by-stage one joins their gradients (SideInputs).
+        x, side = chain.bind(args, kwargs, join=isinstance(net, OffloadedChain))
         return net(x, side)

@@ -32,6 +32,7 @@ import torch
 from torch import fx, nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors import compiled
 from chainplan.executors.side import SideSlot
 from chainplan.graph.capture import Capture, alias_root, writes
 
@@ -145,7 +146,11 @@ class GraphStage(nn.Module):
                 "run the extracted chain through its executor or chainplan.profile, not "
                 "stage by stage") from None
 
+    @compiled.entry
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Run the stage's graph module on ``x`` and its other inputs. Under
+        ``torch.compile`` the frame compiled is the graph module's own, distinct per stage
+        (:mod:`chainplan.executors.compiled`)."""
         args: list[Any] = [x]
         for r in self.reads:
             if r.kind == "state":

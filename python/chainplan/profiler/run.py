@@ -144,10 +144,16 @@ def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
         if k == len(measured):
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
-        for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-            rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                                   fwd_tmp + end.held_bytes + resident,
-                                   m.bwd_tmp_bytes + end.held_bytes + resident, m.param_bytes))
+        rec = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
+        for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
+            rows.append(ProfileRow(
+                k, sname, r, f, b, in_bytes, m.out_bytes, saved,
+                fwd_tmp + end.held_bytes + resident,
+                m.bwd_tmp_bytes + end.held_bytes + resident, m.param_bytes,
+                saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
+                else None, recompute_time_s=u,
+                recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
+                else m.recompute_tmp_bytes + end.held_bytes + resident))
     return rows
 
 
