@@ -36,13 +36,13 @@ type Stage struct {
 
 	// The exact memory model (ChainFormatV2; nil in version 1, read as the conservative
 	// answer by InputSaved, OutputSaved and Recompute).
-	SavesInput    *bool         `json:"saves_input,omitempty"`    // B needs a_{ℓ-1}
-	SavesOutput   *bool         `json:"saves_output,omitempty"`   // B needs a_ℓ
-	RecomputeTime *float64      `json:"recompute_time,omitempty"` // u_R: recomputation right before B
+	SavesInput    *bool    `json:"saves_input,omitempty"`    // B needs a_{ℓ-1}
+	SavesOutput   *bool    `json:"saves_output,omitempty"`   // B needs a_ℓ
+	RecomputeTime *float64 `json:"recompute_time,omitempty"` // u_R: recomputation right before B
 	// o_R: the recomputation's peak above what it leaves for B (its ā without an unsaved
 	// output); unknown means a_ℓ (when not saved) + o_F, the whole forward's peak.
-	RecomputeTmpBytes *int64 `json:"recompute_tmp_bytes,omitempty"`
-	Options       []StageOption `json:"options,omitempty"`        // operation-level options 1..
+	RecomputeTmpBytes *int64        `json:"recompute_tmp_bytes,omitempty"`
+	Options           []StageOption `json:"options,omitempty"` // operation-level options 1..
 }
 
 // Loss holds the costs of the loss stage L+1. Its output and saved sizes are 0 by the chain

@@ -129,9 +129,9 @@ func TestOptions(t *testing.T) {
 // GELU; keeping g recomputes the first product only.
 func TestRecomputeExample(t *testing.T) {
 	g := &Graph{Nodes: []Node{
-		{Source: true},                                           // 0 x (the stage input)
-		{Source: true},                                           // 1 w1
-		{Source: true},                                           // 2 w2
+		{Source: true}, // 0 x (the stage input)
+		{Source: true}, // 1 w1
+		{Source: true}, // 2 w2
 		{Time: 10, Bytes: 40, Inputs: []int{0, 1}, Saved: true},  // 3 h = x @ w1
 		{Time: 1, Bytes: 40, Inputs: []int{3}, Saved: true},      // 4 g = gelu(h)
 		{Time: 10, Bytes: 10, Inputs: []int{4, 2}, Output: true}, // 5 y = g @ w2
