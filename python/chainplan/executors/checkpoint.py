@@ -61,8 +61,11 @@ class _Step:
     dropped saved tensors, and how far the plan's sequence has run."""
 
     def __init__(self, stages: Sequence[nn.Module], program: Program, sequence: tuple[Op, ...],
-                 x: torch.Tensor, side: SideInputs | None, callback: Any = None) -> None:
+                 x: torch.Tensor, side: SideInputs | None, callback: Any = None,
+                 choices: dict[int, tuple[int, ...]] | None = None) -> None:
         self.stages = stages
+        self.choices = choices or {}  # the plan's operation-level options, by stage
+        self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
         self.callback = callback  # torch.compile's frame evaluation (chainplan.executors.compiled)
         self.program = program
         self.sequence = sequence
@@ -102,7 +105,13 @@ class _Step:
     def _record(self, k: int, op: Op, x: torch.Tensor) -> torch.Tensor:
         stage = self.stages[k - 1]
         state = RNGState(self.device) if k in self.program.recomputed else None
-        if op.kind == "F_all":
+        if op.kind == "F_all" and op.option:
+            program = self._option(k, x)
+            saves = StageSaves(k, self.before_backward)
+            with dropping(saves, buffer_storages(stage), program.mask):
+                out = compiled.stage_call(self.callback, stage, x)
+            self.saves[k] = saves
+        elif op.kind == "F_all":
             out = compiled.stage_call(self.callback, stage, x)
         else:
             saves = StageSaves(k, self.before_backward)
@@ -117,6 +126,18 @@ class _Step:
                                 f"{type(out).__name__}; a chain stage must return one tensor")
         return out
 
+    def _option(self, k: int, x: torch.Tensor) -> Any:
+        """The program of stage k's operation-level option (:mod:`chainplan.graph.partial`)."""
+        keep = self.choices.get(k)
+        stage = self.stages[k - 1]
+        make = getattr(stage, "option_program", None)
+        if keep is None or make is None:
+            raise ScheduleError(f"stage {k} runs an operation-level option, which only a stage "
+                                "cut from a captured graph has (and the plan's 'options' entry)")
+        program = make(keep, x)
+        self.options[k] = program
+        return program
+
     def _prehook(self, k: int) -> Any:
         def hook(_grads: Any) -> None:
             self.before_backward(k)
@@ -128,13 +149,34 @@ class _Step:
         """Run what the plan puts before ``B_k``: the operations since ``B_{k+1}``."""
         if self.busy:
             raise ScheduleError(f"the recomputation before B {k} needs a saved tensor of a "
-                                "stage not yet recomputed (the plan is not one of this executor's)")
+                                "stage not yet recomputed (the plan is not one of this "
+                                "executor's)")
         self.busy = True
         try:
             with self.side.scope() if self.side is not None else contextlib.nullcontext():
                 self._advance(self.program.backward_at[k])
+                if k in self.options and k in self.saves:
+                    self._rest(k)
         finally:
             self.busy = False
+
+    def _rest(self, k: int) -> None:
+        """Run stage k's option program: bring back what its first forward dropped."""
+        saves = self.saves.pop(k)
+        program = self.options.pop(k)
+        stage = self.stages[k - 1]
+        x = self.acts.get(k - 1)
+        if x is None:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
+                                f"input a_{k - 1}, which is not in memory")
+        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
+        del x
+        with self._replaying(k, stage):
+            program.run(stage.inputs(inp), saves)  # type: ignore[operator]
+        if saves.empty:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option left "
+                                f"{saves.empty} saved tensors missing")
+        saves.close()
 
     def _advance(self, to: int) -> None:
         while self.pos < to:
@@ -154,6 +196,7 @@ class _Step:
         saves = self.saves.get(k)
         fill = op.kind == "F_all" and saves is not None and saves.empty > 0
         early = i in self.program.early
+        only = self._option(k, x).mask if fill and op.option else None
         with self._replaying(k, stage):
             if not fill:
                 if early:
@@ -168,13 +211,14 @@ class _Step:
                 inp.requires_grad_(True)
             del x
             try:
-                with torch.enable_grad(), filling(saves, stop=early):
+                with torch.enable_grad(), filling(saves, stop=early, only=only):
                     out = compiled.stage_call(self.callback, stage, inp)
             except StopRecomputation:
                 out = None
             if saves.empty == 0:
                 saves.close()
                 del self.saves[k]
+                self.options.pop(k, None)
             elif early:
                 raise ScheduleError(f"op {i} ({op}): the recomputation of stage {k} saved "
                                     f"{saves.empty} tensors fewer than its first forward")
@@ -253,6 +297,7 @@ class CheckpointedChain(nn.Module):
                     x = compiled.stage_call(callback, stage, x)
             return x
         warn_if_shape_differs(self.plan, x)
-        step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback)
+        step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
+                     self.plan.choices)
         with _scope(side):
             return step.forward()

@@ -35,11 +35,13 @@ __all__ = ["current", "eager", "entry", "stage_call"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
+_get_callback: Callable[[], Any] | None
+_set_callback: Callable[[Any], Any] | None
 try:
-    from torch._C._dynamo.eval_frame import get_eval_frame_callback, set_eval_frame
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback as _get_callback
+    from torch._C._dynamo.eval_frame import set_eval_frame as _set_callback
 except ImportError:  # pragma: no cover - a torch build without Dynamo
-    get_eval_frame_callback = None
-    set_eval_frame = None
+    _get_callback = _set_callback = None
 
 
 def entry(fn: _F) -> _F:
@@ -53,9 +55,9 @@ def entry(fn: _F) -> _F:
 
 def current() -> Any:
     """The frame-evaluation callback in force (Dynamo's, under ``torch.compile``), or None."""
-    if get_eval_frame_callback is None:
+    if _get_callback is None:
         return None
-    cb = get_eval_frame_callback()
+    cb = _get_callback()
     return cb if cb else None
 
 
@@ -70,10 +72,10 @@ def eager(fn: _F) -> _F:
 
 def stage_call(callback: Any, stage: torch.nn.Module, x: torch.Tensor) -> Any:
     """``stage(x)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
-    if callback is None or set_eval_frame is None:
+    if callback is None or _set_callback is None:
         return stage(x)
-    prior = set_eval_frame(callback)
+    prior = _set_callback(callback)
     try:
         return stage(x)
     finally:
-        set_eval_frame(prior)
+        _set_callback(prior)

@@ -22,7 +22,7 @@ tensors after running its backward, and the holder's tensor goes with them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -69,10 +69,15 @@ class StageSaves:
         self.need: Callable[[int], None] | None = need
         self.holders: list[Holder | None] = []  # None where the graph kept the tensor itself
         self.empty = 0  # holders still to fill
+        # What an operation-level option kept, by pack index, for its recomputation to
+        # rebuild the kept values from (chainplan.graph.partial).
+        self.kept: dict[int, torch.Tensor] = {}
 
     def close(self) -> None:
-        """Forget the holders (the graph keeps them): called once all are filled."""
+        """Forget the holders and kept tensors (the graph keeps them): called once all
+        holders are filled."""
         self.holders = []
+        self.kept = {}
         self.need = None
 
 
@@ -91,12 +96,25 @@ def buffer_storages(stage: nn.Module) -> frozenset[int]:
     return frozenset(b.untyped_storage().data_ptr() for b in stage.buffers())
 
 
-def dropping(saves: StageSaves, keep: frozenset[int] = frozenset()) -> (
-        torch.autograd.graph.saved_tensors_hooks):
+def dropping(saves: StageSaves, keep: frozenset[int] = frozenset(),
+             mask: Sequence[bool] | None = None) -> torch.autograd.graph.saved_tensors_hooks:
     """Hooks under which the stage's graph keeps nothing but parameters and the storages in
-    ``keep`` (its buffers: :func:`buffer_storages`) (module docstring)."""
+    ``keep`` (its buffers: :func:`buffer_storages`) (module docstring), and, with ``mask``
+    (an operation-level option's, by the order of the saved tensors), what it marks; those
+    are also recorded in ``saves.kept``."""
 
     def pack(t: torch.Tensor) -> Any:
+        i = len(saves.holders)
+        if mask is not None:
+            if i >= len(mask):
+                raise ScheduleError(
+                    f"stage {saves.stage} saved more tensors than when its options were "
+                    f"computed ({len(mask)}): profile and plan again for this input")
+            if mask[i]:
+                saves.holders.append(None)
+                kept = t.detach()
+                saves.kept[i] = kept
+                return kept
         if _is_parameter(t) or (keep and t.untyped_storage().data_ptr() in keep):
             saves.holders.append(None)
             return t
@@ -126,10 +144,12 @@ def _unpack(packed: Any) -> Any:
 _DROPPED = object()
 
 
-def filling(saves: StageSaves, *, stop: bool) -> torch.autograd.graph.saved_tensors_hooks:
+def filling(saves: StageSaves, *, stop: bool,
+            only: Sequence[bool] | None = None) -> torch.autograd.graph.saved_tensors_hooks:
     """Hooks under which a recomputation of the stage fills its empty holders, in order; with
-    ``stop`` it raises :class:`StopRecomputation` once the last one is filled. The
-    recomputation's own graph keeps nothing."""
+    ``stop`` it raises :class:`StopRecomputation` once the last one is filled. With ``only``
+    (an operation-level option's mask) it fills the marked holders alone and records them
+    in ``saves.kept``. The recomputation's own graph keeps nothing."""
     counter = [0]
     holders = saves.holders
 
@@ -142,6 +162,8 @@ def filling(saves: StageSaves, *, stop: bool) -> torch.autograd.graph.saved_tens
                 f"forward ({len(holders)}): the stage does not compute the same operations "
                 "twice (data-dependent control flow?)")
         h = holders[i]
+        if only is not None and not (i < len(only) and only[i]):
+            return _DROPPED
         if h is not None and h.tensor is None:
             if t.shape != h.shape or t.dtype != h.dtype:
                 raise ScheduleError(
@@ -151,6 +173,8 @@ def filling(saves: StageSaves, *, stop: bool) -> torch.autograd.graph.saved_tens
             h.tensor = t.detach()
             h.saves = None
             saves.empty -= 1
+            if only is not None:
+                saves.kept[i] = h.tensor
             if stop and saves.empty == 0:
                 raise StopRecomputation
         return _DROPPED

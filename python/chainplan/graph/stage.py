@@ -35,6 +35,8 @@ from chainplan.errors import ScheduleError
 from chainplan.executors import compiled
 from chainplan.executors.side import SideSlot
 from chainplan.graph.capture import Capture, alias_root, writes
+from chainplan.graph.packs import PackMap, record_packs, supported
+from chainplan.graph.partial import OptionProgram
 
 __all__ = ["GraphStage", "Reader", "mutated_buffers", "readers", "run_graph", "state_of"]
 
@@ -117,6 +119,8 @@ class GraphStage(nn.Module):
         self.slot = slot
         self.stage_name = name
         self._recomputing = False
+        self._packs: PackMap | None = None  # the saved tensors' nodes (option_program)
+        self._programs: dict[tuple[int, ...], OptionProgram] = {}
         for r in reads:
             if r.kind == "state":
                 t = state_of(r)
@@ -151,6 +155,13 @@ class GraphStage(nn.Module):
         """Run the stage's graph module on ``x`` and its other inputs. Under
         ``torch.compile`` the frame compiled is the graph module's own, distinct per stage
         (:mod:`chainplan.executors.compiled`)."""
+        out: torch.Tensor = self.gm(*self.inputs(x))
+        return out
+
+    def inputs(self, x: torch.Tensor) -> list[Any]:
+        """The values of the graph module's placeholders for the stage input ``x``, in
+        order: ``x``, then what :attr:`reads` fetches (copies of updated buffers while
+        :meth:`frozen_buffers` is on)."""
         args: list[Any] = [x]
         for r in self.reads:
             if r.kind == "state":
@@ -159,8 +170,36 @@ class GraphStage(nn.Module):
                 args.append(self._side(r))
             else:
                 args.append(r.value)
-        out: torch.Tensor = self.gm(*args)
-        return out
+        return args
+
+    def pack_map(self, x: torch.Tensor) -> PackMap:
+        """Which node of the stage's graph each tensor autograd saves belongs to
+        (:mod:`chainplan.graph.packs`), found once by running the stage on ``x`` (the
+        random-number streams and buffers left as they were)."""
+        if self._packs is None:
+            devices = [x.device] if x.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices), self.frozen_buffers():
+                inp = x.detach().requires_grad_(x.requires_grad)
+                self._packs = record_packs(self.gm, self.inputs(inp))
+        return self._packs
+
+    def option_program(self, keep: tuple[int, ...], x: torch.Tensor) -> OptionProgram:
+        """The program of the operation-level option keeping the nodes at ``keep``
+        (:mod:`chainplan.graph.partial`), for inputs like ``x`` (:meth:`pack_map`).
+
+        Raises:
+            ScheduleError: the stage's graph has no options (an in-place update, a
+                sub-module call).
+        """
+        got = self._programs.get(keep)
+        if got is not None:
+            return got
+        if not supported(self.gm):
+            raise ScheduleError(f"stage {self.stage_name} has no operation-level options "
+                                "(it updates a value in place or calls a sub-module)")
+        program = OptionProgram.build(self.pack_map(x), frozenset(keep))
+        self._programs[keep] = program
+        return program
 
     @contextlib.contextmanager
     def frozen_buffers(self) -> Iterator[None]:

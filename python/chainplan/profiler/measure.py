@@ -49,6 +49,7 @@ from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
 from chainplan.errors import ProfileError
+from chainplan.executors.recompute import RNGState
 from chainplan.gradrelease import backward_step
 from chainplan.profiler.measuring import (
     check_counts,
@@ -108,6 +109,8 @@ class StageMeasurement:
             their median. Empty when not measured.
         recompute_tmp_bytes: o_R, that recomputation's peak above what it leaves for the
             backward (bytes); None when not measured.
+        draws_random: whether the stage's forward draws random numbers (dropout): the
+            executor then keeps an RNG state to replay it when it recomputes the stage.
     """
 
     fwd_time_s: float
@@ -128,6 +131,7 @@ class StageMeasurement:
     input_kept: bool | None = None
     recompute_times_s: tuple[float, ...] = ()
     recompute_tmp_bytes: int | None = None
+    draws_random: bool = False
 
 
 def measure_stage(
@@ -191,6 +195,7 @@ def measure_stage(
 
     with preserved(module, dev) as restore:
         preallocate_grads(module)
+        rng = RNGState(dev)
         for _ in range(warmup):
             out = forward()
             if out.requires_grad:
@@ -257,6 +262,7 @@ def measure_stage(
                 x_in.grad = None
                 del out, delta
         rec = measure_recompute(module, x_in, repeats=repeats, dev=dev)
+        draws_random = rng.consumed()
         # What the recomputation leaves is ā without an output nothing saved.
         left = saved_bytes - (0 if output_kept else out_bytes)
         recompute_tmp_bytes = max(0, rec.peak_bytes - left)
@@ -280,4 +286,5 @@ def measure_stage(
         input_kept=input_kept,
         recompute_times_s=rec.times_s,
         recompute_tmp_bytes=recompute_tmp_bytes,
+        draws_random=draws_random,
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from functools import partial
 
 import torch
 from torch import nn
@@ -88,7 +89,7 @@ def measure_recompute(module: nn.Module, x_in: torch.Tensor, *, repeats: int,
     times = []
     for _ in range(repeats):
         saves = _dropped_graph(module, x_in)
-        _, elapsed = timed(lambda s=saves: _recompute(module, x_in, s), dev)
+        _, elapsed = timed(partial(_recompute, module, x_in, saves), dev)
         times.append(elapsed)
         del saves
     return Recomputation(times_s=tuple(times), peak_bytes=peak, retained_bytes=retained)

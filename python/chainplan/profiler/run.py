@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import json
 import os
 import sys
 import time
@@ -134,27 +135,77 @@ def _stage_name(model: nn.Module, stage: nn.Module, k: int) -> str:
 
 
 def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
-                lm: LossMeasurement | None, resident: int = 0) -> list[ProfileRow]:
+                lm: LossMeasurement | None, resident: int = 0,
+                options: list[str | None] | None = None,
+                extra: list[int] | None = None) -> list[ProfileRow]:
     """One row per stage and repetition; the last stage's memory as the executor runs it;
-    ``resident`` bytes held through the whole step (side values) in every overhead."""
+    ``resident`` bytes held through the whole step (side values) in every overhead;
+    ``options`` the stages' operation-level options (``options_json``); ``extra`` more bytes
+    in each stage's overheads (:func:`_held_during`)."""
     rows: list[ProfileRow] = []
+    options = options or [None] * len(measured)
+    extra = extra or [0] * len(measured)
     end = chain_end(measured[-1][0], lm)
     for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
+        held = end.held_bytes + resident + extra[k - 1]
         saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
         if k == len(measured):
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
-        rec = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
+        rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
         for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
             rows.append(ProfileRow(
                 k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                fwd_tmp + end.held_bytes + resident,
-                m.bwd_tmp_bytes + end.held_bytes + resident, m.param_bytes,
+                fwd_tmp + held, m.bwd_tmp_bytes + held, m.param_bytes,
                 saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
                 else None, recompute_time_s=u,
                 recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
-                else m.recompute_tmp_bytes + end.held_bytes + resident))
+                else m.recompute_tmp_bytes + held,
+                options_json=_held(options[k - 1], held)))
     return rows
+
+
+def _held(options: str | None, extra: int) -> str | None:
+    """Options JSON with ``extra`` bytes held through the step added to each overhead."""
+    if options is None or not extra:
+        return options
+    opts = json.loads(options)
+    for o in opts:
+        o["fwd_tmp_bytes"] += extra
+    return json.dumps(opts)
+
+
+def _held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, int]],
+                 device: torch.device) -> list[int]:
+    """Per stage, bytes the executor holds during its operations that no stage measures:
+
+    * a parameter read by several stages (a language model's embedding tied to its
+      head): autograd holds the gradient the later stage's backward gives it until the
+      earlier stage's backward adds its own, as in a plain backward; it counts in the
+      overheads of the stages from the first reader up to, not including, the last;
+    * the random-number state (5 KiB on the CPU) the executor keeps for each stage that
+      draws random numbers (dropout) and is recomputed, to replay it: counted, for every
+      such stage, in every stage's overheads (which stages are recomputed is the plan's),
+      with two more for the states taken while a forward runs (the state before it, to
+      keep, and ``torch.random.fork_rng``'s around a recomputation).
+    """
+    n = len(stages)
+    extra = [0] * n
+    readers: dict[int, tuple[nn.Parameter, list[int]]] = {}
+    for k, stage in enumerate(stages):
+        for p in stage.parameters():
+            readers.setdefault(id(p), (p, []))[1].append(k)
+    for p, ks in readers.values():
+        if len(set(ks)) > 1:
+            for k in range(min(ks), max(ks)):
+                extra[k] += p.numel() * p.element_size()
+    random = sum(1 for m, _ in measured if m.draws_random)
+    if random:
+        state = int(torch.get_rng_state().numel())
+        if device.type == "cuda":
+            state += int(torch.cuda.get_rng_state(device).numel())
+        extra = [e + (random + 2) * state for e in extra]
+    return extra
 
 
 def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
@@ -180,6 +231,7 @@ def profile_model(
     ingest: bool = True,
     progress: bool | None = None,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    stage_options: bool = True,
     **kwargs: Any,
 ) -> Profile:
     """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
@@ -212,6 +264,9 @@ def profile_model(
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
             repeated times spread more than this, as ``(max − min) / median`` (default:
             0.25; None never warns). :attr:`Profile.spread` has every stage's spread.
+        stage_options: for a model split from its graph, compute and measure each stage's
+            operation-level options (:mod:`chainplan.graph.options`; default: True), which
+            the ``rotor-ops`` planner chooses from.
 
     Returns:
         The :class:`Profile`, with its run id when ingested.
@@ -235,6 +290,7 @@ def profile_model(
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
+    options: list[str | None] = []  # each stage's operation-level options
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
         chain = bound.enter_context(profiled_chain(model, sample, args, kwargs))
@@ -248,6 +304,8 @@ def profile_model(
                 bar.set_postfix_str(sname, refresh=False)
                 with _naming_stage(k, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                    options.append(_options(stage, x, repeats, device) if stage_options
+                                   and chain.split is not None else None)
                 measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
@@ -259,7 +317,8 @@ def profile_model(
                 with _naming_stage(len(stages) + 1, f"loss {loss_name}"):
                     lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
                                       repeats=repeats, warmup=warmup, device=device)
-            rows = _stage_rows(measured, names, lm, chain.side_bytes)
+            rows = _stage_rows(measured, names, lm, chain.side_bytes, options,
+                               _held_during(list(stages), measured, device))
             end = chain_end(measured[-1][0], lm)
             rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
                                    end.loss_fwd_tmp_bytes, chain.side_bytes))
@@ -295,6 +354,17 @@ def profile_model(
                    side_bytes=chain.side_bytes, split=chain.split)
     warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
     return prof
+
+
+def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
+             device: torch.device) -> str | None:
+    """A captured stage's measured options (:mod:`chainplan.graph.options`), with its
+    buffers and the random streams left as they were."""
+    from chainplan.graph.options import stage_options
+    from chainplan.profiler.measuring import preserved
+
+    with preserved(stage, device):
+        return stage_options(stage, x, repeats=repeats, dev=device)
 
 
 @contextlib.contextmanager
