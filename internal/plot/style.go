@@ -53,6 +53,15 @@ var algoColors = map[string]color.RGBA{
 	"autocapper":  palette[2],
 	"opportunist": palette[6],
 	"greedy":      palette[8],
+	"rotor-ops":   {0x08, 0x30, 0x6b, 0xff},
+	// The systems of bench/promise (PyTorch's checkpointing, torch.compile, chainplan).
+	"plain":                 {0x00, 0x00, 0x00, 0xff},
+	"checkpoint_sequential": palette[7],
+	"per-block":             palette[1],
+	"per-block SAC":         palette[4],
+	"chainplan":             palette[0],
+	"torch.compile":         palette[3],
+	"chainplan + compile":   palette[2],
 	// The pipeline planners never share a picture with the others: their colours repeat.
 	"madpipe":    palette[0],
 	"contiguous": palette[2],

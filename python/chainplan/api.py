@@ -82,7 +82,7 @@ def plan(
     source: Profile | int | str | os.PathLike[str] | nn.Module,
     *,
     budget: Budget,
-    algo: str = "rotor",
+    algo: str | None = None,
     slots: int | None = None,
     segments: int = 0,
     bandwidth: float | str | None = None,
@@ -103,8 +103,10 @@ def plan(
             smallest feasible budget. Sizes follow the CLI's rule (docs/CLI.md, "Sizes and
             bandwidths"): ``k``, ``M``, ``G``, ``T`` with or without ``B`` are powers of
             1000, ``Ki``, ``Mi``, ``Gi``, ``Ti`` powers of 1024, case-insensitive.
-        algo: ``rotor`` (default), ``optimal``, ``revolve``, ``sequential`` or
-            ``store-all``, or an offloading algorithm; names are lower-case.
+        algo: ``rotor``, ``rotor-ops``, ``optimal``, ``revolve``, ``sequential`` or
+            ``store-all``, or an offloading algorithm; names are lower-case. Default:
+            ``rotor-ops`` for a profile of a model captured from its graph (its stages have
+            operation-level options: docs/rotor.md, "Which algorithm"), else ``rotor``.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
             length for ``pofo``, 50 to 243 slots).
@@ -134,12 +136,20 @@ def plan(
                  origin="python")
 
 
+def default_algo(source: object) -> str:
+    """The default algorithm for ``source``: ``rotor-ops`` for the profile of a model
+    captured from its graph (the stages have operation-level options), else ``rotor``."""
+    if isinstance(source, Profile) and any(r.options_json for r in source.rows):
+        return "rotor-ops"
+    return "rotor"
+
+
 def _plan(
     source: Profile | int | str | os.PathLike[str] | nn.Module,
     *,
     budget: Budget,
     origin: str,
-    algo: str = "rotor",
+    algo: str | None = None,
     slots: int | None = None,
     segments: int = 0,
     bandwidth: float | str | None = None,
@@ -149,11 +159,14 @@ def _plan(
 ) -> Plan:
     """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
-    req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None)
+    req = _budget_request(budget, algo or "rotor", slots, segments,
+                          bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
+    if algo is None:
+        req["algo"] = default_algo(source)
     if bandwidth is not None:
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):

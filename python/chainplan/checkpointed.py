@@ -91,7 +91,8 @@ class Checkpointed(nn.Module):
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
             ``"2GiB"``, or ``"min"`` for the algorithm's smallest.
-        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor``).
+        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor-ops``
+            for a model captured from its graph, else ``rotor``).
         bandwidth: host-device copy bandwidth of the offloading algorithms (``pofo``,
             ...), as for :func:`chainplan.plan`: bytes per second, ``"12GB/s"``, or
             ``"auto"`` (measured once and recorded with the run). Default: None (required
@@ -123,7 +124,7 @@ class Checkpointed(nn.Module):
     loss_fn: LossFn | None
     target: Target | None
 
-    def __init__(self, model: nn.Module, *, budget: Budget, algo: str = "rotor",
+    def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None = None,
                  bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
                  target: Target | None = None, name: str | None = None,
                  slots: int | None = None, reuse: bool = True, rescale: bool = True,
@@ -131,7 +132,8 @@ class Checkpointed(nn.Module):
         super().__init__()
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
-        request = _budget_request(budget, algo, slots, 0, bandwidth=bandwidth is not None)
+        request = _budget_request(budget, algo or "rotor", slots, 0,
+                                  bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
             request["bandwidth"] = _bandwidth(bandwidth, None)

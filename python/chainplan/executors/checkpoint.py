@@ -104,7 +104,10 @@ class _Step:
 
     def _record(self, k: int, op: Op, x: torch.Tensor) -> torch.Tensor:
         stage = self.stages[k - 1]
-        state = RNGState(self.device) if k in self.program.recomputed else None
+        # A stage run with an option recomputes part of its forward before its backward:
+        # it replays its RNG state too (chainplan.graph.partial).
+        replays = k in self.program.recomputed or (op.kind == "F_all" and op.option > 0)
+        state = RNGState(self.device) if replays else None
         if op.kind == "F_all" and op.option:
             program = self._option(k, x)
             saves = StageSaves(k, self.before_backward)

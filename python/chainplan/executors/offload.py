@@ -44,9 +44,9 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.stepwise import StepwiseChain
 from chainplan.executors.linkplan import LinkPlan
 from chainplan.executors.runner import Runner
+from chainplan.executors.stepwise import StepwiseChain
 from chainplan.executors.storage import Block, Group, Holder, Link, Record, movable, storage_key
 from chainplan.offloading import Transfer
 from chainplan.schedule import Op, Plan

@@ -70,7 +70,8 @@ class Program:
         n = plan.num_stages
         cut = seq.index(Op("F_all", n + 1))
         fwd = [(i, op) for i, op in enumerate(seq[:cut])]
-        if [op.stage for _, op in fwd] != list(range(1, n + 1)) or any(op.kind == "B" for _, op in fwd):
+        in_order = [op.stage for _, op in fwd] == list(range(1, n + 1))
+        if not in_order or any(op.kind == "B" for _, op in fwd):
             got = ", ".join(str(op) for _, op in fwd[:8])
             raise ScheduleError(
                 f"the checkpointing executor runs plans whose forward phase runs stages 1..{n} "

@@ -132,9 +132,17 @@ def stage_info(index: int, part: Part, g: ChainGraph, reads: tuple[str, ...]) ->
         label = path if mine[key] == count[key] else f"{path} (part)"
         if label not in modules:
             modules.append(label)
+    inner: list[str] = []  # one level down, for a stage holding part of one module
+    if len(outer) == 1 and len(modules) == 1 and modules[0].endswith("(part)"):
+        for n in part.path:
+            stack = g.stacks[n]
+            if len(stack) > 1 and stack[1][1] not in inner:
+                inner.append(stack[1][1])
     if len(outer) == 1 and len(modules) == 1 and not modules[0].endswith("(part)"):
         path, kind = next(iter(outer.values()))
         name = f"{path}:{kind}"
+    elif inner:
+        name = "+".join(inner) if len(inner) <= 3 else f"{inner[0]}+...+{inner[-1]}"
     elif modules:
         name = "+".join(modules) if len(modules) <= 3 else f"{modules[0]}+...+{modules[-1]}"
     else:  # operations of the model's own forward: name them

@@ -80,17 +80,15 @@ class OptionProgram:
                 needed.add(p.owner)
                 capture.add(p.owner)
         pos = {n: i for i, n in enumerate(pm.nodes)}
-        run: set[int] = set()
-        todo = sorted(needed)
-        while todo:
-            i = todo.pop()
-            if i in run or i in available:
-                continue
-            run.add(i)
-            for u in pm.nodes[i].all_input_nodes:
-                j = pos[u]
-                if j not in run and j not in available:
-                    todo.append(j)
+        run = _closure(pm, pos, needed, available)
+        # Random numbers: the recomputation replays the RNG state the stage's first forward
+        # started with, so the random operations it runs must draw in the same order as
+        # there: every random operation before the last one it reruns runs too (a dropout
+        # whose value was kept only advances the stream).
+        drawn = [i for i in run if _random(pm.nodes[i])]
+        if drawn:
+            earlier = {i for i, n in enumerate(pm.nodes) if i < max(drawn) and _random(n)}
+            run |= _closure(pm, pos, earlier - run, available, forced=earlier)
         return cls(pm, frozenset(keep), mask, tuple(sorted(run)), frozenset(capture),
                    {k: tuple(v) for k, v in fills.items()})
 
@@ -140,7 +138,8 @@ class OptionProgram:
                 return t
             want = next(flags, False)
             t = t.detach()
-            return t.requires_grad_(True) if want and (t.is_floating_point() or t.is_complex()) else t
+            grad = want and (t.is_floating_point() or t.is_complex())
+            return t.requires_grad_(True) if grad else t
 
         a, kw = pytree.tree_map(prepare, (a, kw))
         owned = iter(pm.owned.get(i, ()))
@@ -179,3 +178,31 @@ class OptionProgram:
         h.tensor = t.detach()
         h.saves = None
         saves.empty -= 1
+
+
+def _random(n: fx.Node) -> bool:
+    """Whether node ``n`` draws random numbers (a dropout, ``rand``, ``bernoulli``, ...)."""
+    if n.op != "call_function":
+        return False
+    tags = getattr(n.target, "tags", None)
+    if tags is not None:
+        return torch.Tag.nondeterministic_seeded in tags
+    return n.is_impure(impure_random=True) and not n.is_impure(impure_random=False)
+
+
+def _closure(pm: PackMap, pos: dict[fx.Node, int], needed: set[int], available: set[int],
+             forced: set[int] = frozenset()) -> set[int]:  # type: ignore[assignment]
+    """The nodes to run to compute ``needed`` (and ``forced``, even when available) from
+    the ``available`` ones."""
+    run: set[int] = set()
+    todo = sorted(needed)
+    while todo:
+        i = todo.pop()
+        if i in run or (i in available and i not in forced):
+            continue
+        run.add(i)
+        for u in pm.nodes[i].all_input_nodes:
+            j = pos[u]
+            if j not in run and j not in available:
+                todo.append(j)
+    return run

@@ -119,8 +119,10 @@ class GraphStage(nn.Module):
         self.slot = slot
         self.stage_name = name
         self._recomputing = False
-        self._packs: PackMap | None = None  # the saved tensors' nodes (option_program)
-        self._programs: dict[tuple[int, ...], OptionProgram] = {}
+        # The saved tensors' nodes (option_program), by whether the input requires a
+        # gradient: a stage whose input does not (the chain's first) saves fewer tensors.
+        self._packs: dict[bool, PackMap] = {}
+        self._programs: dict[tuple[tuple[int, ...], bool], OptionProgram] = {}
         for r in reads:
             if r.kind == "state":
                 t = state_of(r)
@@ -176,12 +178,13 @@ class GraphStage(nn.Module):
         """Which node of the stage's graph each tensor autograd saves belongs to
         (:mod:`chainplan.graph.packs`), found once by running the stage on ``x`` (the
         random-number streams and buffers left as they were)."""
-        if self._packs is None:
+        got = self._packs.get(x.requires_grad)
+        if got is None:
             devices = [x.device] if x.device.type == "cuda" else []
             with torch.random.fork_rng(devices=devices), self.frozen_buffers():
                 inp = x.detach().requires_grad_(x.requires_grad)
-                self._packs = record_packs(self.gm, self.inputs(inp))
-        return self._packs
+                got = self._packs[x.requires_grad] = record_packs(self.gm, self.inputs(inp))
+        return got
 
     def option_program(self, keep: tuple[int, ...], x: torch.Tensor) -> OptionProgram:
         """The program of the operation-level option keeping the nodes at ``keep``
@@ -191,14 +194,14 @@ class GraphStage(nn.Module):
             ScheduleError: the stage's graph has no options (an in-place update, a
                 sub-module call).
         """
-        got = self._programs.get(keep)
+        got = self._programs.get((keep, x.requires_grad))
         if got is not None:
             return got
         if not supported(self.gm):
             raise ScheduleError(f"stage {self.stage_name} has no operation-level options "
                                 "(it updates a value in place or calls a sub-module)")
         program = OptionProgram.build(self.pack_map(x), frozenset(keep))
-        self._programs[keep] = program
+        self._programs[(keep, x.requires_grad)] = program
         return program
 
     @contextlib.contextmanager

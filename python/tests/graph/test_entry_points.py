@@ -33,7 +33,7 @@ def test_profile_plan_wrap() -> None:
     assert list(prof.stage_names) == case.names
     assert prof.side_bytes == 16 * 16  # the bool mask, once
     text = prof.summary()
-    assert "blocks.0:GPTBlock" in text and "   5  blocks.3, ln_f" in text
+    assert "blocks.0.ln1+blocks.0.attn" in text and "   9  blocks.3 (part), ln_f" in text
     assert "mask (argument): bool [16, 16], 256 B" in text
     rows = [r for r in prof.rows if r.stage_kind == "stage"]
     assert all(r.fwd_tmp_bytes is not None and r.fwd_tmp_bytes >= 256 for r in rows)
