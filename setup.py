@@ -1,18 +1,23 @@
 """Build hooks for chainplan: compile the Go planner into the package.
 
-`pip install .` (and `pip install -e .`) run ``build_ext``, which here builds
+`pip install .`, `pip wheel .` and `pip install -e .` run ``build_ext``, which builds
+``chainplan/_gocore``: the gopy extension over the Go package ``pybind`` (the planner, the
+profile store and the command line, in-process). The ``chainplan`` console script runs the
+command line through it (``pybind.RunCLI``), so the package carries one Go runtime.
 
-* ``chainplan/_gocore``: the gopy extension over the Go package ``pybind`` (the planner and
-  the profile store, in-process), and
-* ``chainplan/bin/chainplan``: the command-line tool, started by the ``chainplan`` script.
-
-Both need the Go toolchain (see go.mod for the version); gopy and goimports are built from
+The extension is built as CPython's own extensions are on Linux: it does not link
+libpython (the interpreter that imports it provides the symbols, whether it is linked
+statically or not), carries no run path of the build machine and no symbol table; the
+tracebacks of a Go panic keep their function names (Go's own tables). It needs the Go
+toolchain (see go.mod for the version) and a C compiler; gopy and goimports are built from
 the versions pinned in go.mod's tool block, and pybindgen comes from the build requirements.
+docs/RELEASE.md says how the wheels are built and checked.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -48,9 +53,9 @@ def _need_pybindgen() -> None:
             "`pip install pybindgen` (or build with build isolation, which installs it)") from e
 
 
-def _run(cmd: list[str], **kw: object) -> None:
+def _run(cmd: list[str], cwd: Path = ROOT, **kw: object) -> None:
     print("+ " + " ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True, cwd=ROOT, **kw)  # type: ignore[call-overload]
+    subprocess.run(cmd, check=True, cwd=cwd, **kw)  # type: ignore[call-overload]
 
 
 class GoExtension(Extension):
@@ -65,7 +70,6 @@ class BuildGo(build_ext):
         go = _need_go()
         _need_pybindgen()
         target = Path(self.get_ext_fullpath(ext.name))  # .../chainplan/_gocore/_gocore.<tag>.so
-        pkg_dir = target.parent.parent  # .../chainplan
         env = dict(os.environ)
         with tempfile.TemporaryDirectory() as tools:
             for tool in ("github.com/go-python/gopy", "golang.org/x/tools/cmd/goimports"):
@@ -75,12 +79,11 @@ class BuildGo(build_ext):
             # (ignored by git and by `go build ./...`, whose patterns skip "_" folders).
             work = ROOT / "python" / "chainplan" / "_gocore"
             work.mkdir(parents=True, exist_ok=True)
-            _run([os.path.join(tools, "gopy"), "build", f"-vm={sys.executable}",
+            _run([os.path.join(tools, "gopy"), "gen", f"-vm={sys.executable}",
                   f"-output={work}", "-name=gocore", "-no-make", "./pybind"], env=env)
             ext_suffix = sysconfig.get_config_var("EXT_SUFFIX")
             built = work / f"_gocore{ext_suffix}"
-            if not built.exists():
-                raise GoBuildError(f"gopy did not produce {built}")
+            self._build_gopy(go, os.path.join(tools, "goimports"), work, built.name, env)
             target.parent.mkdir(parents=True, exist_ok=True)
             if built.resolve() != target.resolve():
                 shutil.copy2(built, target)
@@ -90,17 +93,38 @@ class BuildGo(build_ext):
             for junk in ("gocore.c", "gocore.go", "gocore_go.h", f"_gocore{ext_suffix[:-3]}.h",
                          "build.py", "Makefile"):
                 (work / junk).unlink(missing_ok=True)
-        # The CLI is built into the source tree too, which an editable install runs from,
-        # and copied next to the extension when the build directory is elsewhere.
-        src_bin = ROOT / "python" / "chainplan" / "bin"
-        src_bin.mkdir(exist_ok=True)
-        version = self.distribution.get_version()
-        _run([go, "build", "-ldflags", f"-X main.Version={version}", "-o",
-              str(src_bin / "chainplan"), "./cmd/chainplan"], env=env)
-        bin_dir = pkg_dir / "bin"
-        if bin_dir.resolve() != src_bin.resolve():
-            bin_dir.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src_bin / "chainplan", bin_dir / "chainplan")
+
+    @staticmethod
+    def _build_gopy(go: str, goimports: str, work: Path, out: str,
+                    env: dict[str, str]) -> None:
+        """`gopy build`'s steps, linked as CPython extensions are: gopy links libpython
+        and bakes the interpreter's library folder into the run path, which ties a wheel to
+        the machine that built it (and loads a second Python into a static interpreter)."""
+        # gopy's generated code names Python's include folder itself (#cgo CFLAGS), so the
+        # flags of every other cgo package (sqlite3) stay the same for every Python and
+        # their compiled objects come from the Go build cache.
+        cgo = dict(env, CGO_ENABLED="1", CGO_CFLAGS="-O2 -g -fPIC")
+        # gopy writes the interpreter's link flags into the generated code (-lpython3.X and
+        # its library folder as run path): -shared alone leaves the Python symbols
+        # undefined until the interpreter loads the extension, in cgo's own test link too.
+        source = work / "gocore.go"
+        text, n = re.subn(r"(?m)^#cgo LDFLAGS:.*$", "#cgo LDFLAGS: -shared",
+                          source.read_text())
+        if n != 1:
+            raise GoBuildError(f"gopy's {source} has {n} '#cgo LDFLAGS' lines, expected 1")
+        source.write_text(text)
+        _run([goimports, "-w", "gocore.go"], cwd=work, env=env)
+        # A first link writes the header of the exported Go functions that pybindgen's C
+        # code includes; build.py then writes that C code (gocore.c), linked in second.
+        # -trimpath: no path of the build machine in the extension, and a build from an
+        # unpacked sdist reuses the Go build cache whatever folder it was unpacked in.
+        _run([go, "build", "-mod=mod", "-trimpath", "-buildmode=c-shared", "-o", "gocore_go.so",
+              "."], cwd=work, env=cgo)
+        _run([sys.executable, "build.py"], cwd=work, env=env)
+        (work / "gocore_go.so").unlink()
+        # -s -w: no symbol table or DWARF (a fifth of the size); panics still name functions.
+        _run([go, "build", "-mod=mod", "-trimpath", "-buildmode=c-shared", "-ldflags=-s -w",
+              "-o", out, "."], cwd=work, env=cgo)
 
 
 setup(ext_modules=[GoExtension("chainplan._gocore._gocore")], cmdclass={"build_ext": BuildGo})

@@ -25,6 +25,10 @@ type PipelineRequest struct {
 	MinMemory bool
 	// TimeLimit bounds a solver's time (madpipe's scheduling MILP); 0: the algorithm's default.
 	TimeLimit time.Duration
+	// RequireSolver refuses the fallback of an algorithm whose solver is missing (madpipe
+	// without a MILP solver returns the best contiguous plan, marked Fallback): an error
+	// wrapping milp.ErrNoSolver instead. Algorithms that run no solver ignore it.
+	RequireSolver bool
 }
 
 // PipelineFuncs are the functions of an algorithm whose plans are chainplan.pipeline/v1
@@ -46,13 +50,13 @@ var (
 	madpipeFuncs = &PipelineFuncs{
 		Solve: func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error) {
 			tr := &madpipe.Trace{}
-			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr})
+			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
 			return p, tr.Notes, err
 		},
 		// The smallest memory found below the contiguous minimum: success is not monotone
 		// in memory there, so it is the best found, not a proven minimum.
 		MinMemory: func(pr *pipeline.Problem, req PipelineRequest) (int64, error) {
-			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit})
+			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 		},
 	}
 	contiguousFuncs = &PipelineFuncs{

@@ -39,6 +39,12 @@ const (
 	KeyHost           = "host"            // Metadata.Host
 )
 
+// KeyCallSignature is an optional key (kept in Extra): the digest chainplan.profile
+// writes of the call it measured (every argument's shape, dtype and non-tensor value, the
+// loss and its target, the thread count and the device's name), by which a later
+// profile() of the same call reuses the stored run instead of measuring again.
+const KeyCallSignature = "call_signature"
+
 // provenanceKeys are the keys of version 1 after KeyFormat, in the order ParseMetadata
 // reports missing ones.
 var provenanceKeys = [...]string{KeyModelName, KeyModelSignature, KeyTorchVersion, KeyDevice, KeyDeviceName,

@@ -16,5 +16,6 @@
 //	chainplan[bad-request]: …                     unknown algorithm, bad option
 //	chainplan[bad-query]: …                       SQL SQLite rejects, or a statement that would write
 //	chainplan[not-found]: …                       a stored run or plan does not exist
+//	chainplan[no-solver]: …                       no MILP solver, and the request refuses to fall back
 //	chainplan[internal]: …                        anything else, a bug
 package pybind

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner/milp"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -36,6 +37,8 @@ func codedError(err error) error {
 		return fmt.Errorf("chainplan[bad-request]: %s", msg)
 	case errors.Is(err, chainplan.ErrNotFound):
 		return fmt.Errorf("chainplan[not-found]: %s", msg)
+	case errors.Is(err, milp.ErrNoSolver):
+		return fmt.Errorf("chainplan[no-solver]: %s", msg)
 	}
 	return fmt.Errorf("chainplan[internal]: %s", msg)
 }

@@ -24,6 +24,7 @@ type pipelineRequest struct {
 	WeightCopies    int     `json:"weight_copies"`
 	ActivationModel string  `json:"activation_model"`
 	TimeLimitS      float64 `json:"time_limit_s"`
+	RequireSolver   bool    `json:"require_solver"`
 	// Microbatches is written into the plan (its optional "microbatches" field), stored
 	// with it, for the executor; the planners do not read it.
 	Microbatches int `json:"microbatches"`
@@ -41,10 +42,11 @@ func parsePipelineRequest(s string) (service.PipelineRequest, error) {
 		Algo: r.Algo,
 		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
 			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel)},
-		MinMemory:    r.MinMemory,
-		TimeLimit:    time.Duration(r.TimeLimitS * float64(time.Second)),
-		Source:       service.SourcePython,
-		Microbatches: r.Microbatches,
+		MinMemory:     r.MinMemory,
+		TimeLimit:     time.Duration(r.TimeLimitS * float64(time.Second)),
+		RequireSolver: r.RequireSolver,
+		Source:        service.SourcePython,
+		Microbatches:  r.Microbatches,
 	}, nil
 }
 
@@ -67,7 +69,7 @@ func pipelineError(err error) error {
 // PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
 // requestJSON asks ({"algo": "madpipe", "gpus": 4, "memory_bytes": N, "min_memory": false,
 // "bandwidth": B, "weight_copies": 2, "activation_model": "saved", "time_limit_s": 0,
-// "microbatches": 0}) and returns {"plan": {...}, "notes": [...]}: the chainplan.pipeline/v1
+// "microbatches": 0, "require_solver": false}) and returns {"plan": {...}, "notes": [...]}: the chainplan.pipeline/v1
 // plan and the planner's notes for the user. Nothing is stored.
 func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	defer recoverError(&err)

@@ -47,12 +47,13 @@ type runFilter struct {
 	Device         string `json:"device"`
 	TorchVersion   string `json:"torch_version"`
 	LossName       string `json:"loss_name"`
+	CallSignature  string `json:"call_signature"`
 	SavedMeasured  bool   `json:"saved_measured"`
 	Limit          int    `json:"limit"`
 }
 
 // Runs lists the stored runs that filterJSON selects ({"model_name", "model_signature",
-// "dtype", "device", "torch_version", "loss_name": strings, empty for any;
+// "dtype", "device", "torch_version", "loss_name", "call_signature": strings, empty for any;
 // "saved_measured": only runs whose saved sizes were measured; "limit": at most this
 // many, 0 for all}), newest first, as a JSON array of runs (see Run).
 func Runs(dbPath, filterJSON string) (list string, err error) {
@@ -64,7 +65,7 @@ func Runs(dbPath, filterJSON string) (list string, err error) {
 	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
 		runs, err := s.Runs(ctx, store.RunFilter{ModelName: f.ModelName, ModelSignature: f.ModelSignature,
 			DType: f.DType, Device: f.Device, TorchVersion: f.TorchVersion, LossName: f.LossName,
-			SavedMeasured: f.SavedMeasured, Limit: f.Limit})
+			CallSignature: f.CallSignature, SavedMeasured: f.SavedMeasured, Limit: f.Limit})
 		if err != nil {
 			return err
 		}

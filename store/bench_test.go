@@ -15,7 +15,7 @@ import (
 // rows and 1,001 stage rows each, the benchmark shape) into one database, one
 // transaction per profile, and reports measurement rows per second. The profile is built
 // before the clock starts; reading the Arrow file is timed by
-// cmd/chainplan's BenchmarkIngestFile.
+// internal/cli's BenchmarkIngestFile.
 //
 //	go test -run='^$' -bench=Ingest -benchtime=20x ./store
 func BenchmarkIngest(b *testing.B) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,5 +218,38 @@ func TestRuns(t *testing.T) {
 	}
 	if _, err := tempDB(t).LatestRunID(ctx); !errors.Is(err, chainplan.ErrNotFound) {
 		t.Fatalf("LatestRunID() on an empty database: error %v, want ErrNotFound", err)
+	}
+}
+
+// TestRunsByCallSignature: profile() finds the stored run of the same call by the
+// call_signature key of its metadata (issue 20, item 10).
+func TestRunsByCallSignature(t *testing.T) {
+	ctx := context.Background()
+	db := tempDB(t)
+	for i, call := range []string{"sha256:a", "sha256:b", "", "sha256:a"} {
+		p := sampleProfile(i, 0, 1)
+		if call != "" {
+			p.Run.Metadata.Extra = map[string]string{profile.KeyCallSignature: call}
+		}
+		if _, err := db.Ingest(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for call, want := range map[string][]string{
+		"sha256:a": {"/data/profiles/resnet50-00003.arrow", "/data/profiles/resnet50-00000.arrow"},
+		"sha256:b": {"/data/profiles/gpt2-small-00001.arrow"},
+		"sha256:c": nil,
+	} {
+		runs, err := db.Runs(ctx, store.RunFilter{CallSignature: call})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range runs {
+			got = append(got, r.SourcePath)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Runs(CallSignature %q) = %v, want %v", call, got, want)
+		}
 	}
 }

@@ -76,6 +76,9 @@ type RunFilter struct {
 	Device         string // only runs on this device ("cuda:0"), when not empty
 	TorchVersion   string // only runs of this torch version, when not empty
 	LossName       string // only runs whose loss stage has this name, when not empty
+	// CallSignature keeps only the runs whose metadata has this call_signature (the digest
+	// chainplan.profile writes of the call it measured), when not empty.
+	CallSignature string
 	// SavedMeasured keeps only the runs whose every stage has its saved size measured,
 	// which a chain needs (chainplan.record profiles may lack it).
 	SavedMeasured bool
@@ -94,6 +97,7 @@ func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 		{"torch_version = ?", f.TorchVersion},
 		{"EXISTS (SELECT 1 FROM stages s WHERE s.run_id = runs.run_id AND s.stage_kind = 'loss' AND s.stage_name = ?)",
 			f.LossName},
+		{"json_extract(metadata_json, '$." + profile.KeyCallSignature + "') = ?", f.CallSignature},
 	} {
 		if c.value != "" {
 			where = append(where, c.cond)

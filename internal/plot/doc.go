@@ -7,5 +7,5 @@
 // The pictures take plain data (the *Data types), so that a test can draw known values and
 // check the picture's structure; the *Of functions compute that data from a chain and a
 // plan with the planners and the simulators. Nothing here touches the store: the CLI
-// (cmd/chainplan) and the bindings (pybind) read it and pass what they found.
+// (internal/cli) and the bindings (pybind) read it and pass what they found.
 package plot

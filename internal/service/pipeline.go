@@ -25,6 +25,9 @@ type PipelineRequest struct {
 	MinMemory bool
 	// TimeLimit bounds madpipe's scheduling MILP (0: its default, 10 s).
 	TimeLimit time.Duration
+	// RequireSolver makes a missing MILP solver an error (wrapping milp.ErrNoSolver)
+	// instead of madpipe's contiguous fallback (planner.PipelineRequest.RequireSolver).
+	RequireSolver bool
 	// Source says who asks, recorded with the plan (SourceCLI, SourcePython).
 	Source string
 	// Microbatches, when positive, is written into the plan (its optional "microbatches"
@@ -58,7 +61,7 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 		return nil, nil, err
 	}
 	p, notes, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
-		MinMemory: req.MinMemory, TimeLimit: req.TimeLimit})
+		MinMemory: req.MinMemory, TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 	if err == nil && req.Microbatches > 0 {
 		p.Microbatches = req.Microbatches
 	}

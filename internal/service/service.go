@@ -1,5 +1,5 @@
 // Package service is the one sequence of store and planner calls that the CLI
-// (cmd/chainplan) and the Python bindings (pybind) share: where the database lives
+// (internal/cli) and the Python bindings (pybind) share: where the database lives
 // (DBPath), storing a profile (Ingest), naming a stored run (RunRef, ResolveRun), planning
 // it and recording the plan with one parameter set (PlanRun, Params), and recording what a
 // plan measured when it ran (RecordExecution).

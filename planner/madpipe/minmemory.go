@@ -23,8 +23,12 @@ const minMemoryTolerance = 1e-3
 // PipeDream profiles it takes up to about 20 s (densenet121, P = 8).
 //
 // Errors: a *pipeline.InfeasibleError (no memory fits: the contiguous planner's own
-// verdict, which only happens for a chain no device count can hold).
+// verdict, which only happens for a chain no device count can hold); with
+// opts.RequireSolver, an error wrapping milp.ErrNoSolver when no solver is found.
 func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
+	if err := requireSolver(opts); err != nil {
+		return 0, err
+	}
 	hi, err := contiguous.MinMemory(pr)
 	if err != nil {
 		return 0, err
@@ -56,5 +60,6 @@ func schedulable(pr *pipeline.Problem, opts Options) bool {
 	} else if !errors.Is(err, chainplan.ErrInfeasible) {
 		return false
 	}
-	return phase2(pr, phase1(pr, false), nil, opts, &Trace{}) != nil
+	p, _ := phase2(pr, phase1(pr, false), nil, opts, &Trace{})
+	return p != nil
 }

@@ -33,6 +33,10 @@ type Options struct {
 	Solver milp.Solver
 	// Trace, when set, receives an account of the run.
 	Trace *Trace
+	// RequireSolver makes Solve and MinMemory return an error wrapping milp.ErrNoSolver
+	// when Solver is nil and milp.FindHighs finds no solver, whatever the chain, instead of
+	// falling back to the best contiguous plan (marked pipeline.FallbackNoSolver).
+	RequireSolver bool
 }
 
 // Trace is what Solve did, for benchmarks and the CLI's notes.
@@ -65,9 +69,13 @@ func (t *Trace) note(format string, args ...any) {
 
 // Solve returns MadPipe's plan for pr (see the package comment), validated, with Chosen
 // saying whether phase 2's schedule or the best contiguous plan won and PredictedPeriod
-// phase 1's estimate. Errors: a *pipeline.InfeasibleError when neither finds a plan
-// (MinMemoryBytes is then a lower bound valid for every plan, LowerBound set); the
-// validator's internal error should a plan fail it.
+// phase 1's estimate. Without a MILP solver (none given, none found by milp.FindHighs),
+// phase 2 cannot run: when phase 1 found a non-contiguous allocation the plan is the best
+// contiguous one with Fallback set to pipeline.FallbackNoSolver and a note in the trace,
+// or, with opts.RequireSolver, an error. Errors: a *pipeline.InfeasibleError when neither
+// finds a plan (MinMemoryBytes is then a lower bound valid for every plan, LowerBound
+// set); an error wrapping milp.ErrNoSolver (opts.RequireSolver); the validator's internal
+// error should a plan fail it.
 func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	start := time.Now()
 	tr := opts.Trace
@@ -76,6 +84,9 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	}
 	if opts.TimeLimit <= 0 {
 		opts.TimeLimit = defaultTimeLimit()
+	}
+	if err := requireSolver(opts); err != nil {
+		return nil, err
 	}
 	contig, err := contiguous.Solve(pr)
 	if err != nil && !errors.Is(err, chainplan.ErrInfeasible) {
@@ -94,7 +105,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	}
 
 	t2 := time.Now()
-	own := phase2(pr, its, contig, opts, tr)
+	own, noSolver := phase2(pr, its, contig, opts, tr)
 	tr.Phase2 = time.Since(t2)
 
 	best := contig
@@ -110,6 +121,9 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	if best == own {
 		out.Chosen = ChosenMadPipe
 	}
+	if noSolver {
+		out.Fallback = pipeline.FallbackNoSolver
+	}
 	out.Algo = Algo
 	out.PredictedPeriod = tr.Predicted
 	out.SolveMS = float64(time.Since(start).Microseconds()) / 1000
@@ -118,9 +132,22 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 
 func defaultTimeLimit() time.Duration { return milp.DefaultTimeLimit }
 
+// requireSolver returns, when opts.RequireSolver is set and no solver is given or found,
+// the error that refuses the contiguous fallback.
+func requireSolver(opts Options) error {
+	if !opts.RequireSolver || opts.Solver != nil {
+		return nil
+	}
+	if _, err := milp.FindHighs(); err != nil {
+		return fmt.Errorf("madpipe schedules its allocations with a MILP solver and the request refuses the contiguous fallback: %w", err)
+	}
+	return nil
+}
+
 // phase2 schedules phase 1's allocations (best estimate first) with the ILP while the
-// time limit allows, and returns the best validated plan that beats bound (nil if none).
-func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Options, tr *Trace) *pipeline.Plan {
+// time limit allows, and returns the best validated plan that beats bound (nil if none);
+// noSolver reports that there were allocations to schedule but no solver to do it.
+func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Options, tr *Trace) (best *pipeline.Plan, noSolver bool) {
 	hi := math.Inf(1)
 	if contig != nil {
 		hi = contig.Period
@@ -132,19 +159,18 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 		}
 	}
 	if len(todo) == 0 {
-		return nil
+		return nil, false
 	}
 	solver := opts.Solver
 	if solver == nil {
 		h, err := milp.FindHighs()
 		if err != nil {
-			tr.note("madpipe: phase 1 found a non-contiguous allocation, but no MILP solver is there to schedule it (%s); the plan is the best contiguous one", milp.InstallHint)
-			return nil
+			tr.note("madpipe: phase 1 found a non-contiguous allocation, but no MILP solver is there to schedule it (%v); the plan is the best contiguous one", err)
+			return nil, true
 		}
 		solver = h
 	}
 	deadline := time.Now().Add(opts.TimeLimit)
-	var best *pipeline.Plan
 	for _, stages := range todo {
 		left := time.Until(deadline)
 		if left < 100*time.Millisecond {
@@ -154,7 +180,7 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 			best, hi = p, p.Period
 		}
 	}
-	return best
+	return best, false
 }
 
 // allocate puts phase 1's stages on devices: the special stages on one device, each

@@ -127,6 +127,47 @@ func TestNoSolver(t *testing.T) {
 	if len(tr.Notes) != 1 || !containsAll(tr.Notes[0], "pip install highsbox", "contiguous") {
 		t.Fatalf("notes %q, want the install hint", tr.Notes)
 	}
+	if p.Fallback != pipeline.FallbackNoSolver {
+		t.Fatalf("fallback %q, want %q", p.Fallback, pipeline.FallbackNoSolver)
+	}
+	// With a solver the same problem gets MadPipe's plan, and no fallback is marked.
+	t.Setenv(milp.EnvHighs, "")
+	if withSolver := mustSolve(t, pr, &Trace{}); withSolver.Fallback != "" {
+		t.Fatalf("fallback %q with a solver, want none", withSolver.Fallback)
+	}
+}
+
+// TestRequireSolver: RequireSolver turns a missing solver into an error wrapping
+// milp.ErrNoSolver, for Solve and MinMemory, even where phase 1 finds nothing to schedule;
+// with a solver it changes nothing.
+func TestRequireSolver(t *testing.T) {
+	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1})
+	one := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 1, MemoryBytes: ample, Bandwidth: 1})
+	strict := Options{TimeLimit: testLimit, RequireSolver: true}
+	want, err := Solve(pr, strict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(milp.EnvHighs, "/nonexistent/highs")
+	for name, pr := range map[string]*pipeline.Problem{"P=2": pr, "P=1": one} {
+		if p, err := Solve(pr, strict); !errors.Is(err, milp.ErrNoSolver) || !strings.Contains(err.Error(), "refuses") {
+			t.Errorf("%s: Solve = %v, %v; want an error wrapping milp.ErrNoSolver", name, p, err)
+		}
+		if m, err := MinMemory(pr, strict); !errors.Is(err, milp.ErrNoSolver) {
+			t.Errorf("%s: MinMemory = %d, %v; want an error wrapping milp.ErrNoSolver", name, m, err)
+		}
+	}
+	// A solver given by the caller is enough.
+	t.Setenv(milp.EnvHighs, "")
+	h, err := milp.FindHighs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(milp.EnvHighs, "/nonexistent/highs")
+	strict.Solver = h
+	if got, err := Solve(pr, strict); err != nil || !near(got.Period, want.Period) || got.Fallback != "" {
+		t.Fatalf("with the solver given: %v, %v; want period %g", got, err, want.Period)
+	}
 }
 
 func containsAll(s string, subs ...string) bool {

@@ -6,14 +6,16 @@
 // Highs runs the `highs` program (HiGHS, https://highs.dev, MIT licence) on that file
 // with a time limit and reads its solution file back.
 //
-// Finding the program (FindHighs): the environment variable CHAINPLAN_HIGHS names it;
-// otherwise `highs` on PATH; otherwise the PyPI package highsbox installed for Python
-// (in the project's .venv, found from the working directory upwards, the active
-// VIRTUAL_ENV, the environment of the running Python interpreter, the user's site or the
-// system's). highsbox's
-// program does not find its own shared library, so the runner puts the library folder
-// beside the program's bin/ on LD_LIBRARY_PATH. Without a solver, FindHighs returns an
-// error wrapping ErrNoSolver whose text says how to install one.
+// Finding the program (FindHighs), first answer wins: the program the caller chose with
+// SetHighs (the Python bindings pass the highsbox package the interpreter imports, so the
+// CLI and Python plan with the solver that came with the installed package, whatever the
+// working directory); the environment variable CHAINPLAN_HIGHS; the highsbox package of the
+// Python environment the running program is installed in; `highs` on PATH; then, for
+// checkouts and hand installs, highsbox under $VIRTUAL_ENV, in a .venv of the working
+// directory or above it, in the user's or the system's site folders. highsbox's program
+// does not find its own shared library, so the runner puts the library folder beside the
+// program's bin/ on LD_LIBRARY_PATH. Without a solver, FindHighs returns an error wrapping
+// ErrNoSolver whose text says how to install one.
 //
 // Statuses (Solution.Status): Optimal; Feasible (a limit, usually the time limit, stopped
 // the search with a solution in hand); Infeasible (proved); NoSolution (a limit stopped

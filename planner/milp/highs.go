@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -23,9 +24,9 @@ const EnvHighs = "CHAINPLAN_HIGHS"
 var ErrNoSolver = errors.New("milp: no MILP solver found")
 
 // InstallHint says how to get the solver; error messages and the planners' notes quote it.
-const InstallHint = "install HiGHS with `.venv/bin/python -m pip install highsbox` " +
-	"(`make venv` does it), or put the `highs` program on PATH, or set " + EnvHighs +
-	" to its path"
+const InstallHint = "install the highsbox package, which ships the HiGHS program, into the Python " +
+	"environment chainplan runs in (`python -m pip install highsbox`; `pip install chainplan` " +
+	"brings it), or put the `highs` program on PATH, or set " + EnvHighs + " to its path"
 
 // Options tunes a solve. The zero value means the defaults.
 type Options struct {
@@ -53,40 +54,100 @@ type Highs struct {
 	Path string
 	// LibDir, when set, is put first on LD_LIBRARY_PATH for the program.
 	LibDir string
+	// Origin says where FindHighs found it (OriginSet, OriginEnv, ...); empty for a Highs
+	// built by hand.
+	Origin string
+}
+
+// The places FindHighs looks, in order; Highs.Origin holds the one that answered.
+const (
+	OriginSet        = "set by the caller"                   // SetHighs: the Python package's highsbox
+	OriginEnv        = EnvHighs                              // the environment variable
+	OriginInstall    = "installation"                        // highsbox beside the running program
+	OriginPath       = "PATH"                                // a `highs` program on PATH
+	OriginWorkingDir = "a .venv above the working directory" // development checkouts
+	OriginSite       = "a Python site folder"                // $VIRTUAL_ENV, the user's, the system's
+)
+
+// preferred is the program SetHighs chose, searched before anything else.
+var preferred struct {
+	sync.Mutex
+	path, origin string
+}
+
+// SetHighs makes FindHighs answer with the program at path before any other search, origin
+// saying where the caller found it (for messages). The Python bindings call it with the
+// program of the highsbox package that the interpreter imports (or with $CHAINPLAN_HIGHS as
+// Python sees it): a Go runtime loaded into Python cannot tell which environment it was
+// installed in (its executable is the interpreter, symlinks resolved), and searching from
+// the working directory made MadPipe's plan depend on it. An empty path restores the
+// search. Safe for concurrent use.
+func SetHighs(path, origin string) {
+	preferred.Lock()
+	defer preferred.Unlock()
+	preferred.path, preferred.origin = path, origin
 }
 
 var _ Solver = (*Highs)(nil)
 
-// FindHighs looks for the highs program: $CHAINPLAN_HIGHS, then PATH, then the highsbox
-// package of a Python installation (see the package comment). The error wraps
-// ErrNoSolver and says how to install it.
+// FindHighs looks for the highs program, in order: the one SetHighs chose; $CHAINPLAN_HIGHS;
+// the highsbox package of the Python environment the running program is installed in
+// (prefix/bin/chainplan → prefix/lib/python3*/site-packages/highsbox); `highs` on PATH;
+// then, for development checkouts and hand installs, highsbox under $VIRTUAL_ENV, in a
+// .venv of the working directory or one above it, in the user's and the system's site
+// folders. A program named by SetHighs or $CHAINPLAN_HIGHS must be there: if it is not an
+// executable file the search stops with an error, rather than quietly taking another
+// program. Errors wrap ErrNoSolver and say how to install the solver.
 func FindHighs() (*Highs, error) {
+	preferred.Lock()
+	path, origin := preferred.path, preferred.origin
+	preferred.Unlock()
+	if path != "" {
+		if !isExecutable(path) {
+			return nil, fmt.Errorf("%w: %q (%s) is not an executable file; %s", ErrNoSolver, path, origin, InstallHint)
+		}
+		return newHighs(path, OriginSet+": "+origin), nil
+	}
 	if p := os.Getenv(EnvHighs); p != "" {
 		if !isExecutable(p) {
 			return nil, fmt.Errorf("%w: %s=%q is not an executable file; %s", ErrNoSolver, EnvHighs, p, InstallHint)
 		}
-		return newHighs(p), nil
+		return newHighs(p, OriginEnv), nil
+	}
+	if exe, err := os.Executable(); err == nil {
+		if p := highsboxIn(filepath.Dir(filepath.Dir(exe))); p != "" {
+			return newHighs(p, OriginInstall), nil
+		}
 	}
 	if p, err := exec.LookPath("highs"); err == nil {
-		return newHighs(p), nil
+		return newHighs(p, OriginPath), nil
 	}
-	for _, prefix := range prefixes() {
-		for _, site := range []string{"site-packages", "dist-packages"} {
-			matches, _ := filepath.Glob(filepath.Join(prefix, "lib", "python3*", site, "highsbox", "highs_dist", "bin", "highs"))
-			for _, p := range matches {
-				if isExecutable(p) {
-					return newHighs(p), nil
-				}
-			}
+	for _, pf := range fallbackPrefixes() {
+		if p := highsboxIn(pf.dir); p != "" {
+			return newHighs(p, pf.origin), nil
 		}
 	}
 	return nil, fmt.Errorf("%w: %s", ErrNoSolver, InstallHint)
 }
 
+// highsboxIn returns the program of the highsbox package installed under the Python prefix
+// dir, or "".
+func highsboxIn(dir string) string {
+	for _, site := range []string{"site-packages", "dist-packages"} {
+		matches, _ := filepath.Glob(filepath.Join(dir, "lib", "python3*", site, "highsbox", "highs_dist", "bin", "highs"))
+		for _, p := range matches {
+			if isExecutable(p) {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
 // newHighs sets LibDir when the program sits in a bin/ folder beside a lib/ folder holding
 // libhighs: highsbox's program needs it, and it does no harm to an installed one.
-func newHighs(path string) *Highs {
-	h := &Highs{Path: path}
+func newHighs(path, origin string) *Highs {
+	h := &Highs{Path: path, Origin: origin}
 	lib := filepath.Join(filepath.Dir(filepath.Dir(path)), "lib")
 	if m, _ := filepath.Glob(filepath.Join(lib, "libhighs*")); len(m) > 0 {
 		h.LibDir = lib
@@ -99,21 +160,19 @@ func isExecutable(p string) bool {
 	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
-// prefixes lists the Python installation prefixes to search: $VIRTUAL_ENV, the prefix of
-// the running program (a Python interpreter when the planner runs through the bindings),
-// every .venv from the working directory up to the root, then the user's and the
-// system's site folders (pip install --user, Debian's /usr/local).
-func prefixes() []string {
-	var out []string
+type prefix struct{ dir, origin string }
+
+// fallbackPrefixes lists the Python prefixes searched after PATH: $VIRTUAL_ENV, every
+// .venv from the working directory up to the root (a checkout's, which `go test` needs),
+// then the user's and the system's site folders (pip install --user, Debian's /usr/local).
+func fallbackPrefixes() []prefix {
+	var out []prefix
 	if v := os.Getenv("VIRTUAL_ENV"); v != "" {
-		out = append(out, v)
-	}
-	if exe, err := os.Executable(); err == nil {
-		out = append(out, filepath.Dir(filepath.Dir(exe)))
+		out = append(out, prefix{v, OriginSite})
 	}
 	if dir, err := os.Getwd(); err == nil {
 		for {
-			out = append(out, filepath.Join(dir, ".venv"))
+			out = append(out, prefix{filepath.Join(dir, ".venv"), OriginWorkingDir})
 			parent := filepath.Dir(dir)
 			if parent == dir {
 				break
@@ -122,9 +181,9 @@ func prefixes() []string {
 		}
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		out = append(out, filepath.Join(home, ".local"))
+		out = append(out, prefix{filepath.Join(home, ".local"), OriginSite})
 	}
-	return append(out, "/usr/local", "/usr")
+	return append(out, prefix{"/usr/local", OriginSite}, prefix{"/usr", OriginSite})
 }
 
 // Solve writes the model to a temporary LP file, runs highs on it and reads the solution

@@ -2,6 +2,7 @@ package milp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -208,5 +209,31 @@ func TestNoSolver(t *testing.T) {
 	_, err := FindHighs()
 	if err == nil || !strings.Contains(err.Error(), "pip install highsbox") {
 		t.Fatalf("FindHighs with a bad %s: %v, want ErrNoSolver with the install hint", EnvHighs, err)
+	}
+}
+
+// TestSetHighs: the program SetHighs chose answers before $CHAINPLAN_HIGHS and every
+// search; a chosen path that is no program is an error naming it, not a quiet search
+// elsewhere; SetHighs("") restores the search.
+func TestSetHighs(t *testing.T) {
+	found := mustSolver(t)
+	t.Cleanup(func() { SetHighs("", "") })
+	t.Setenv(EnvHighs, "/nonexistent/highs")
+	SetHighs(found.Path, "highsbox")
+	h, err := FindHighs()
+	if err != nil || h.Path != found.Path || !strings.Contains(h.Origin, "highsbox") {
+		t.Fatalf("FindHighs after SetHighs = %+v, %v; want %s from the caller", h, err, found.Path)
+	}
+	if s := solve(t, func() *Model { m, _ := knapsack(); return m }(), Options{}); s.Status != Optimal {
+		t.Fatalf("the chosen program solved the knapsack with status %v", s.Status)
+	}
+	SetHighs(t.TempDir(), "highsbox")
+	if _, err := FindHighs(); !errors.Is(err, ErrNoSolver) || !strings.Contains(err.Error(), "highsbox") {
+		t.Fatalf("FindHighs with a folder chosen: %v, want ErrNoSolver naming where it came from", err)
+	}
+	SetHighs("", "")
+	t.Setenv(EnvHighs, found.Path)
+	if h, err := FindHighs(); err != nil || h.Origin != OriginEnv {
+		t.Fatalf("FindHighs after SetHighs(\"\") = %+v, %v; want the program of %s", h, err, EnvHighs)
 	}
 }

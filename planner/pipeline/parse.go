@@ -32,7 +32,7 @@ func (e *PlanError) Unwrap() error { return chainplan.ErrInvalidPlan }
 // Fields of the document: required, then optional.
 var (
 	planRequired  = []string{"format", "algo", "gpus", "memory_bytes", "bandwidth", "weight_copies", "activation_model", "period", "stages", "pattern", "memory_per_gpu", "contiguous"}
-	planOptional  = []string{"chosen", "predicted_period", "solve_ms", "microbatches"}
+	planOptional  = []string{"chosen", "predicted_period", "solve_ms", "microbatches", "fallback"}
 	stageRequired = []string{"first", "last", "gpu"}
 	opRequired    = []string{"op", "stage", "start", "duration", "shift"}
 )
@@ -312,6 +312,11 @@ func (r reader) optional(top map[string]json.RawMessage, p *Plan) error {
 	}
 	if _, ok := top["microbatches"]; ok {
 		if p.Microbatches, err = r.integer(top, "microbatches", 1, math.MaxInt32); err != nil {
+			return err
+		}
+	}
+	if _, ok := top["fallback"]; ok {
+		if p.Fallback, err = r.str(top, "fallback"); err != nil {
 			return err
 		}
 	}

@@ -65,7 +65,15 @@ type Plan struct {
 	// Microbatches is the number of micro-batches per optimizer step the plan was made
 	// for, when the caller gave one (the executor's, DESIGN.md "Python").
 	Microbatches int `json:"microbatches,omitempty"`
+	// Fallback, when set, says that the planner could not compute the plan it was asked
+	// for and returned a weaker one, and why (FallbackNoSolver).
+	Fallback string `json:"fallback,omitempty"`
 }
+
+// FallbackNoSolver is Plan.Fallback when MadPipe's phase 1 found an allocation that only
+// its scheduling MILP can schedule and no MILP solver was found: the plan is the best
+// contiguous one, possibly slower than MadPipe's.
+const FallbackNoSolver = "no-milp-solver"
 
 // Stage is layers First..Last (1-based, inclusive) on device GPU (0-based).
 type Stage struct {

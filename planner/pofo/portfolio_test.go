@@ -105,7 +105,12 @@ func TestSolveNeverSlowerOnExamples(t *testing.T) {
 		{"resnet50", 0.3, 12e9}, {"resnet50", 0.4, 24e9}, {"resnet101", 0.5, 12e9},
 		{"vgg16", 0.2, 1e9}, {"gpt2-small", 0.1, 1e9}, {"tiny", 0.1, 1e9},
 	}
-	if testing.Short() {
+	switch {
+	case testing.Short() && raceEnabled:
+		// The portfolio on resnet50 at the default grid takes minutes raced (13 min on a
+		// loaded 2-core host); the race detector needs the parallel fills, not the size.
+		cases = cases[5:]
+	case testing.Short():
 		cases = cases[:1]
 	}
 	for _, tt := range cases {

@@ -48,8 +48,15 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 	slots := opts.slots(peak)
 	dc := discretize.ForBudget(c, peak, slots)
 	top := dc.Units(peak) - dc.A[0]
+	need := minMemory(dc, opts.variant())
+	if opts.Revolve {
+		// Sizes rounded up to the peak's unit may need a few units more than the rounded-down
+		// peak; revolve has no exact-bytes store-all schedule to fall back on, so its
+		// frontier starts at its first feasible budget on this grid even above the peak.
+		top = max(top, need.at(1, dc.N, 0))
+	}
 	f := &Frontier{Algo: opts.algo(), Slots: slots, UnitBytes: dc.Unit, SumTime: c.SumTime(), StoreAllPeakByte: peak}
-	tb, err := newTable(dc, top, opts.variant())
+	tb, err := buildTable(dc, need, top, opts.variant())
 	if err != nil {
 		return nil, err
 	}
@@ -61,20 +68,27 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 			prev = v
 		}
 	}
-	if n := len(f.Points); !opts.Revolve && n > 0 {
-		// Without recomputation the makespan is exactly SumTime: a last point that close to
-		// it takes the exact value, instead of being followed by a second point one ulp
-		// faster (at the same budget when it is the peak).
-		last := &f.Points[n-1]
-		switch {
-		case last.BudgetBytes == peak || !drops(f.SumTime, prev):
-			*last = f.point(last.BudgetBytes, f.SumTime)
-		default:
-			f.Points = append(f.Points, f.point(peak, f.SumTime))
-		}
+	if !opts.Revolve {
+		f.Points = endAtStoreAll(f.Points, f, peak)
 	}
 	f.SolveMS = msSince(start)
 	return f, nil
+}
+
+// endAtStoreAll makes rotor's frontier end at (peak, Σ): without recomputation the makespan
+// is exactly SumTime and Solve accepts the store-all peak in exact bytes, even where the
+// sizes rounded up to the peak's unit do not fit in it (then the grid has no point at all,
+// or only slower ones). A last point within rounding of Σ takes the exact value instead of
+// being followed by a second point one ulp faster.
+func endAtStoreAll(points []FrontierPoint, f *Frontier, peak int64) []FrontierPoint {
+	for n := len(points); n > 0 && points[n-1].BudgetBytes >= peak; n = len(points) {
+		points = points[:n-1]
+	}
+	if n := len(points); n > 0 && !drops(f.SumTime, points[n-1].Makespan) {
+		points[n-1] = f.point(points[n-1].BudgetBytes, f.SumTime)
+		return points
+	}
+	return append(points, f.point(peak, f.SumTime))
 }
 
 // drops reports whether makespan v improves on prev by more than float rounding: with

@@ -14,9 +14,11 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
 
+from chainplan import _highs
 from chainplan.errors import (
     ChainplanError,
     InfeasibleBudget,
+    MissingSolverError,
     NotFoundError,
     PlanError,
     QueryError,
@@ -29,6 +31,7 @@ __all__: list[str] = []
 _T = TypeVar("_T")
 _CODE = re.compile(r"^chainplan\[([a-z-]+)(?:;min_budget_bytes=(\d+))?\]: (.*)$", re.S)
 _module: ModuleType | None = None
+_highs_passed: tuple[str, str] | None = None  # what UseHighs was last given
 
 
 def _go() -> ModuleType:
@@ -39,8 +42,9 @@ def _go() -> ModuleType:
             from chainplan._gocore import pybind
         except ImportError as e:
             raise ChainplanError(
-                "chainplan's Go core is not built: install the package with `pip install .` "
-                "(or `pip install -e .` in a checkout), which needs the Go toolchain") from e
+                "chainplan's Go core is missing from this installation: reinstall it "
+                "(`pip install --force-reinstall chainplan`; a source checkout builds it with "
+                "`pip install -e .`, which needs the Go toolchain)") from e
         _module = pybind
     return _module
 
@@ -60,6 +64,7 @@ def translate(err: BaseException) -> Exception:
         "bad-request": PlanError,
         "bad-query": QueryError,
         "not-found": NotFoundError,
+        "no-solver": MissingSolverError,
     }.get(code, ChainplanError)
     return cls(msg)
 
@@ -150,20 +155,40 @@ def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))
 
 
+def use_highs() -> None:
+    """Pass the HiGHS program of this installation to the Go planners (chainplan._highs),
+    when it changed since the last call: before every call that may plan a pipeline."""
+    global _highs_passed
+    chosen = _highs.resolve()
+    if chosen != _highs_passed:
+        call(_go().UseHighs, *chosen)
+        _highs_passed = chosen
+
+
 def pipeline_solve(chain_json: str, request: dict[str, Any]) -> str:
     """Plan a pipeline of a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
+    use_highs()
     return str(call(_go().PipelineSolve, chain_json, json.dumps(request)))
 
 
 def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
     """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
+    use_highs()
     return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
+
+
+def run_cli(args: list[str]) -> int:
+    """Run the ``chainplan`` command line in this process (pybind.RunCLI) with ``args``
+    (the program name left out); it writes to the process's standard output and error and
+    returns the exit status."""
+    use_highs()
+    return int(call(_go().RunCLI, json.dumps(args)))
 
 
 def runs(**run_filter: str | int | bool) -> list[dict[str, Any]]:
     """The stored runs that the filter selects, newest first (keys: ``model_name``,
     ``model_signature``, ``dtype``, ``device``, ``torch_version``, ``loss_name``,
-    ``saved_measured``, ``limit``; see pybind.Runs)."""
+    ``call_signature``, ``saved_measured``, ``limit``; see pybind.Runs)."""
     out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), json.dumps(run_filter)))
     return out
 

@@ -281,10 +281,29 @@ class Execution:
     execution_id: int | None
 
 
-def _loss(loss_fn: LossFn | None, out: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
-    if loss_fn is None:
-        return out.float().square().mean()
-    return loss_fn(out, target) if target is not None else loss_fn(out)
+def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None) -> torch.Tensor:
+    """The loss of one measured step: ``loss_fn`` on what the model returned; without it,
+    the loss the model computed itself (a ``loss`` field), else the mean square of the
+    returned tensor (of its first floating tensor, for a structure)."""
+    if loss_fn is not None:
+        return loss_fn(out, target) if target is not None else loss_fn(out)
+    own = _own_loss(out)
+    if own is not None:
+        return own
+    from torch.utils import _pytree as pytree
+
+    first = next((t for t in pytree.tree_leaves(out)
+                  if isinstance(t, torch.Tensor) and t.is_floating_point()), None)
+    if first is None:
+        raise PlanError(f"measure() needs loss_fn= for a model returning {type(out).__name__}")
+    return first.float().square().mean()
+
+
+def _own_loss(out: Any) -> torch.Tensor | None:
+    """The ``loss`` a model returned next to its output (a HuggingFace ``ModelOutput`` or a
+    dict given ``labels=``), or None."""
+    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
+    return loss if isinstance(loss, torch.Tensor) else None
 
 
 def _inputs_bytes(inputs: Any) -> int:
@@ -301,7 +320,6 @@ def _inputs_bytes(inputs: Any) -> int:
 
 def measure(
     net: nn.Module,
-    sample: torch.Tensor,
     *args: Any,
     plan: Plan | None = None,
     loss_fn: LossFn | None = None,
@@ -319,23 +337,32 @@ def measure(
     afterwards as usual.
 
     Args:
-        net: the module to run, called as ``net(sample, *args, **kwargs)``.
-        sample: the chain input.
-        args, kwargs: the rest of the call (side arguments of a model split from its
-            graph); keyword arguments named like the options below must be positional.
+        net: the module to run, called as ``net(*args, **kwargs)`` (a wrapped model, or the
+            plain model for a baseline).
+        args, kwargs: the call; keyword arguments named like the options below must be
+            positional.
 
     Keyword Args:
-        plan: the plan ``net`` executes (default: ``net.plan`` for a wrapped model).
-        loss_fn, target: the loss (default: the mean square of the output).
+        plan: the plan ``net`` executes (default: the plan of a wrapped model for this
+            call, :func:`chainplan.executors.planned`).
+        loss_fn, target: the loss, called on what ``net`` returns (default: the loss the
+            model computes itself when it returns one, as a HuggingFace model given
+            ``labels=`` does, held with the model's output through the backward as a
+            training loop does; else the mean square of the output).
         steps: timed steps, ≥ 1 (default: 3).
         store: record the execution in the database next to the plan (default: True).
     """
+    from torch.utils import _pytree as pytree
+
+    from chainplan.executors.view import planned
     from chainplan.profiler.memory import MemoryProbe
 
     if steps < 1:
         raise PlanError(f"steps must be at least 1 (got {steps})")
-    plan = plan or getattr(net, "plan", None)
-    device = sample.device
+    tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+    if not tensors:
+        raise PlanError("measure() needs a call of the model with a tensor argument")
+    device = tensors[0].device
     for p in net.parameters():
         if p.grad is None:
             p.grad = torch.zeros_like(p)
@@ -344,15 +371,23 @@ def measure(
             torch.cuda.synchronize(device)
 
     def step() -> None:
-        loss = _loss(loss_fn, net(sample, *args, **kwargs), target)
+        out = net(*args, **kwargs)
+        if loss_fn is None and _own_loss(out) is not None:
+            loss = _loss(None, out, None)  # the output is held, as a training loop does
+        else:
+            loss = _loss(loss_fn, out, target)
+            del out
         loss.backward()  # type: ignore[no-untyped-call]
 
-    step()  # warm-up: caches, lazy allocations
+    step()  # warm-up: caches, lazy allocations (and a Checkpointed model's plan)
     sync()
+    state = planned(net)
+    if plan is None and state is not None:
+        plan = state.plan_for(*args, **kwargs)
     with MemoryProbe(device=device) as probe:
         step()
         sync()
-    peak = probe.peak_bytes + _inputs_bytes((sample, args, kwargs))
+    peak = probe.peak_bytes + _inputs_bytes((args, kwargs))
     times = []
     for _ in range(steps):
         sync()

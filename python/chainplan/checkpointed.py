@@ -29,26 +29,32 @@ from torch import nn
 from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
-from chainplan.graph.executor import adopt
+from chainplan.executors.view import Planned, plain_model, planned, planned_view
 from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
-from chainplan.reuse import choose, loss_name, stored_runs, write_scaled_chain
+from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
 from chainplan.schedule import Plan
 from chainplan.shapecheck import ShapeWarning
 from chainplan.stages import flatten_stages
 
-__all__ = ["Checkpointed"]
+__all__ = ["Checkpointed", "CheckpointedPlans"]
 
 _log = logging.getLogger(__name__)
 
 #: A sample target: an example batch, or a function making the target from the input.
 Target = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
 
-class Checkpointed(nn.Module):
-    """A chain model that profiles, plans and checkpoints itself within a memory budget.
+class _CheckpointedType(type):
+    """``isinstance(net, Checkpointed)`` holds for the views ``Checkpointed(...)`` returns."""
 
-    Wrap the model once and train as usual: ``net(x)`` returns the chain output, and the
-    training script computes the loss on it::
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, nn.Module) and isinstance(planned(obj), CheckpointedPlans)
+
+
+class Checkpointed(metaclass=_CheckpointedType):
+    """A model that profiles, plans and checkpoints itself within a memory budget.
+
+    Wrap the model once and train as usual::
 
         net = chainplan.Checkpointed(model, budget="2GiB", loss_fn=F.cross_entropy,
                                      target=y0)   # an example target batch
@@ -59,34 +65,43 @@ class Checkpointed(nn.Module):
             opt.step()
             opt.zero_grad()
 
-    The first forward with an input shape (and dtype, device, autocast state) finds or
-    makes a profile for it, plans, and caches the executor; later forwards with that shape
-    cost a dictionary lookup. A profile is found in the database when a stored run has the
-    same model signature (module tree, parameter and buffer names, shapes and dtypes,
-    device, torch version), compute dtype, loss and input shape: it is reused, so a new
-    process does not profile again. A run that differs in the batch dimension only is
-    scaled linearly to the new batch (``rescale``). Otherwise the model is profiled on the
-    input and the profile stored under ``name``. Each decision is logged; a new shape after
-    the first also raises a :class:`~chainplan.shapecheck.ShapeWarning` saying which.
+    ``Checkpointed(model, ...)`` returns the model itself as a planned view
+    (:mod:`chainplan.executors.view`): an instance of the model's class sharing its state,
+    with its attributes, children, methods, ``forward`` signature and state-dict keys, and
+    ``isinstance(net, Checkpointed)``. Its training forward takes the model's own
+    arguments, positional or keyword (``net(input_ids=ids, labels=ids)``), and returns what
+    the model returns: a tensor, a tuple, a HuggingFace ``ModelOutput`` with its ``loss``.
+    Under ``torch.no_grad()`` it is the plain model (evaluation, ``generate``). The
+    options below and the plans made so far are read with
+    ``chainplan.executors.planned(net)`` (``.plans``, ``.budget``, ...).
 
-    The loss stage of the plan is profiled with ``loss_fn`` and a sample target made for
-    each input shape from ``target``: a tensor is an example whose first (batch)
-    dimension is resized to the input's (rows repeated or dropped, so class labels stay
-    valid); a function gets the input and returns its target. The loss is not computed by
-    the module: pass the one the training script uses, or none (the loss then costs
-    nothing in the plan).
+    The first training forward with a kind of input (the shapes, dtypes and device of its
+    tensors, its other arguments, the autocast state) finds or makes a profile for it,
+    plans, and caches the executor; later forwards with that kind cost a dictionary lookup.
+    A profile is found in the database when a stored run has the same model signature
+    (module tree, parameter and buffer names, shapes and dtypes, device, torch version),
+    compute dtype, loss and input shape: it is reused, so a new process does not profile
+    again. A run that differs in the batch dimension only is scaled linearly to the new
+    batch (``rescale``). Otherwise the model is profiled on the input and the profile
+    stored under ``name``. Each decision is logged; a new kind of input after the first
+    also raises a :class:`~chainplan.shapecheck.ShapeWarning` saying which.
 
-    Under ``torch.no_grad()`` the module is the plain model. Its parameters and buffers are
-    the model's own tensors (no copies) under the model's own names: ``state_dict()`` has
-    exactly the keys of ``model.state_dict()``, and state dicts load both ways.
+    The loss stage of the plan is the loss ``forward`` computes itself (a HuggingFace
+    model given ``labels=``), or ``loss_fn`` profiled with a sample target made for each
+    input shape from ``target``: a tensor is an example whose first (batch) dimension is
+    resized to the input's (rows repeated or dropped, so class labels stay valid); a
+    function gets the input and returns its target. ``loss_fn`` receives what the model
+    returns (``loss_fn(out, y)`` may read ``out.logits``); it is profiled, never called in
+    training: pass the one the training script uses, or none (the loss then costs nothing
+    in the plan).
 
     Args:
         model: the model as written: an ``nn.Sequential`` called with one tensor is the
             chain of its stages (nested Sequentials flattened); any other model is split
-            from its graph at the first forward (``chainplan.stages`` shows the split) and
-            called as written, ``net(idx, mask=mask)``: its first argument is the chain
-            input, the others are side inputs and are part of what makes a plan valid.
-            The batch is dimension 0 of the first argument.
+            from its graph at the first forward (``chainplan.stages`` shows the split).
+            The chain input is its first tensor argument (in the order of ``forward``'s
+            signature), whose dimension 0 is the batch; the other arguments are side
+            inputs and are part of what makes a plan valid.
 
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
@@ -110,6 +125,9 @@ class Checkpointed(nn.Module):
         repeats: timed repetitions per stage when profiling, ≥ 1 (default: 3).
         warmup: untimed repetitions first, ≥ 0 (default: 1).
 
+    Returns:
+        The planned view of ``model`` (an ``nn.Module`` of the model's class).
+
     Raises:
         ProfileError: at construction, an empty nn.Sequential, ``loss_fn`` takes a
             target and none is given, or a profiling option is out of range.
@@ -120,16 +138,32 @@ class Checkpointed(nn.Module):
             give it).
     """
 
-    # Set through __dict__ (see __init__); declared for the type checker.
-    loss_fn: LossFn | None
-    target: Target | None
+    def __new__(cls, model: nn.Module, *, budget: Budget,  # type: ignore[misc]
+                algo: str | None = None,
+                bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
+                target: Target | None = None, name: str | None = None,
+                slots: int | None = None, reuse: bool = True, rescale: bool = True,
+                repeats: int = 3, warmup: int = 1) -> nn.Module:
+        model = plain_model(model)
+        state = CheckpointedPlans(model, budget=budget, algo=algo, bandwidth=bandwidth,
+                                  loss_fn=loss_fn, target=target, name=name, slots=slots,
+                                  reuse=reuse, rescale=rescale, repeats=repeats, warmup=warmup)
+        return planned_view(model, state)
 
-    def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None = None,
-                 bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
-                 target: Target | None = None, name: str | None = None,
-                 slots: int | None = None, reuse: bool = True, rescale: bool = True,
-                 repeats: int = 3, warmup: int = 1) -> None:
-        super().__init__()
+
+class CheckpointedPlans(Planned):
+    """What a :class:`Checkpointed` view holds: its options, and a plan and executor per
+    kind of input (the options are :class:`Checkpointed`'s keyword arguments).
+
+    Attributes:
+        plans: the plans made so far, one per kind of input, in the order they came.
+    """
+
+    def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None,
+                 bandwidth: float | str | None, loss_fn: LossFn | None,
+                 target: Target | None, name: str | None, slots: int | None, reuse: bool,
+                 rescale: bool, repeats: int, warmup: int) -> None:
+        super().__init__(model)
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
         request = _budget_request(budget, algo or "rotor", slots, 0,
@@ -141,84 +175,95 @@ class Checkpointed(nn.Module):
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
-        # Plain attributes, not submodules: the loss and the model stay out of
-        # state_dict(), whose keys are the model's own (its children are registered below).
-        self.__dict__["_model"] = model
-        self.__dict__["loss_fn"] = loss_fn
-        self.__dict__["target"] = target
+        self.loss_fn, self.target = loss_fn, target
         self.name = name or type(model).__name__
         self.budget, self.algo, self.slots = budget, algo, slots
         self.bandwidth = "auto" if auto else request.get("bandwidth")
+        self._bandwidth_given = bandwidth
         self.reuse, self.rescale = reuse, rescale
         self.repeats, self.warmup = repeats, warmup
-        self._cache: dict[tuple[Any, ...], nn.Module] = {}  # the executors, by _key
+        self._cache: dict[tuple[Any, ...], Planned] = {}  # the wraps, by _key
         self._plans: dict[tuple[Any, ...], Plan] = {}
-        adopt(self, model)  # state_dict() keys are the model's own
-
-    @property
-    def model(self) -> nn.Module:
-        """The wrapped model (its parameters are this module's)."""
-        wrapped: nn.Module = self.__dict__["_model"]
-        return wrapped
 
     @property
     def plans(self) -> list[Plan]:
         """The plans made so far, one per kind of input, in the order they came."""
         return list(self._plans.values())
 
-    def train(self, mode: bool = True) -> Checkpointed:
-        super().train(mode)
-        self.model.train(mode)  # the wrapped container's own flag, for the no-grad path
-        return self
+    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        wrapped = self._cache.get(_key(self.model, args, kwargs))
+        if wrapped is None:
+            wrapped = self.wrapped(*args, **kwargs)
+        return wrapped.run(args, kwargs)
 
-    def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
-        if not torch.is_grad_enabled():
-            plain: torch.Tensor = self.model(x, *args, **kwargs)
-            return plain
-        net = self._cache.get(_key(x, args, kwargs))
-        if net is None:
-            net = self.executor(x, *args, **kwargs)
-        out: torch.Tensor = net(x, *args, **kwargs)
-        return out
+    def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
+        return self._plans.get(_key(self.model, args, kwargs))
 
-    def executor(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> nn.Module:
-        """The executor for calls like ``(x, *args, **kwargs)``: cached, else planned now
-        (see the class)."""
-        key = _key(x, args, kwargs)
-        net = self._cache.get(key)
-        if net is not None:
-            return net
+    def rewrap(self, model: nn.Module) -> CheckpointedPlans:
+        return CheckpointedPlans(model, budget=self.budget, algo=self.algo,
+                                 bandwidth=self._bandwidth_given, loss_fn=self.loss_fn,
+                                 target=self.target, name=self.name, slots=self.slots,
+                                 reuse=self.reuse, rescale=self.rescale, repeats=self.repeats,
+                                 warmup=self.warmup)
+
+    def executor(self, *args: Any, **kwargs: Any) -> Any:
+        """The executor of calls like this one (planned now if new): the
+        ``CheckpointedChain`` of a Sequential, the ``(split, executor)`` pair of a model
+        split from its graph."""
+        return self.wrapped(*args, **kwargs).executor(*args, **kwargs)  # type: ignore[attr-defined]
+
+    def wrapped(self, *args: Any, **kwargs: Any) -> Planned:
+        """The plan's wrap for calls like this one: cached, else planned now (see
+        :class:`Checkpointed`)."""
+        key = _key(self.model, args, kwargs)
+        found = self._cache.get(key)
+        if found is not None:
+            return found
+        x = _chain_input(self.model, args, kwargs)
         if x.dim() == 0:
             raise ProfileError("Checkpointed needs a batched input (dimension 0 is the batch; "
                                "got a 0-dimensional tensor)")
         shape = tuple(int(d) for d in x.shape)
         p, how = self._plan_for(x, shape, args, kwargs)
-        executor: nn.Module = wrap(p, self.model)
+        state = planned(wrap(p, self.model))
+        assert state is not None
         msg = (f"Checkpointed({self.name}): input {_describe(key)}: {how}; {p.algo} plan, "
                f"predicted peak {p.peak_bytes / 2**20:.1f} MiB for a budget of "
                f"{p.budget_bytes / 2**20:.1f} MiB")
         _log.info(msg)
         if self._cache:
             before = "; ".join(_describe(k) for k in self._cache)
-            # Callers: executor, forward, Module._call_impl, Module._wrapped_call_impl.
+            # Callers: wrapped, run, the view's forward, Module._call_impl,
+            # Module._wrapped_call_impl.
             warnings.warn(f"{msg} (a new kind of input: planned before for {before})",
-                          ShapeWarning, stacklevel=5)
-        self._cache[key], self._plans[key] = executor, p
-        return executor
+                          ShapeWarning, stacklevel=6)
+        self._cache[key], self._plans[key] = state, p
+        return state
+
+    def _loss_label(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+        """The name the profile's loss stage has: ``loss_fn``'s, the model's own loss, or
+        ``none``."""
+        if self.loss_fn is not None or isinstance(self.model, nn.Sequential):
+            return loss_name(self.loss_fn)
+        from chainplan.graph.chain import extract
+
+        chain = extract(self.model, args, kwargs)
+        return model_loss_name(self.model) if chain.outputs.loss_index is not None else "none"
 
     def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
-        """A plan for calls like ``(x, *args, **kwargs)``, and how its profile was found."""
+        """A plan for calls like ``(*args, **kwargs)``, and how its profile was found."""
         run, scaled = None, False
         if self.reuse:
             runs = stored_runs(signature=model_signature(self.model, x.device),
                                dtype=compute_dtype(self.model, x), device=str(x.device),
-                               torch_version=torch.__version__, loss=loss_name(self.loss_fn))
+                               torch_version=torch.__version__,
+                               loss=self._loss_label(args, kwargs))
             run, scaled = choose(runs, shape, rescale=self.rescale)
         if run is None:
-            prof = profile_model(self.model, x, *args, loss_fn=self.loss_fn,
+            prof = profile_model(self.model, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
-                                 warmup=self.warmup, name=self.name, **kwargs)
+                                 warmup=self.warmup, name=self.name, reuse=False, **kwargs)
             return self._plan(prof, shape), f"profiled anew (run {prof.run_id})"
         if not scaled:
             return self._plan(run.run_id, shape), f"reused the stored profile (run {run.run_id})"
@@ -256,20 +301,34 @@ class Checkpointed(nn.Module):
         return t.index_select(0, rows)
 
 
-def _key(x: torch.Tensor, args: tuple[Any, ...] = (),
-         kwargs: dict[str, Any] | None = None) -> tuple[Any, ...]:
+def _chain_input(model: nn.Module, args: tuple[Any, ...],
+                 kwargs: dict[str, Any]) -> torch.Tensor:
+    """The chain input of a call (ProfileError without a tensor argument)."""
+    if isinstance(model, nn.Sequential):
+        x = args[0] if args else None
+    else:
+        from chainplan.graph.call import chain_input
+
+        x = chain_input(model, args, kwargs)
+    if not isinstance(x, torch.Tensor):
+        got = type(x).__name__ if args else "no argument"
+        raise ProfileError(f"Checkpointed takes one tensor first, the chain input (got {got})")
+    return x
+
+
+def _key(model: nn.Module, args: tuple[Any, ...],
+         kwargs: dict[str, Any]) -> tuple[Any, ...]:
     """What makes a plan valid for a call: the chain input's shape, dtype and device, the
     autocast state, and the other arguments' shapes and dtypes (values, for non-tensors)."""
-    if not isinstance(x, torch.Tensor):
-        raise ProfileError(f"Checkpointed takes one tensor first, the chain input (got "
-                           f"{type(x).__name__})")
+    x = _chain_input(model, args, kwargs)
     kind = x.device.type
     cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
     key: tuple[Any, ...] = (x.shape, x.dtype, x.device, cast)
-    if args or kwargs:
+    if len(args) > 1 or kwargs:
+        from chainplan.graph.call import training_call
         from chainplan.graph.chain import args_key
 
-        key += (args_key(args, kwargs or {}),)
+        key += (args_key(*training_call(model, args, kwargs)),)
     return key
 
 

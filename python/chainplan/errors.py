@@ -15,6 +15,8 @@ __all__ = [
     "ChainplanWarning",
     "InfeasibleBudget",
     "InfeasiblePlanError",
+    "MissingSolverError",
+    "MissingSolverWarning",
     "NotFoundError",
     "PipelineError",
     "PlanError",
@@ -103,9 +105,24 @@ class NotFoundError(ChainplanError, LookupError):
     """A stored run or plan does not exist."""
 
 
+class MissingSolverError(ChainplanError):
+    """A planner needs a solver program that is not installed, and the request refused the
+    fallback (``pipeline_plan(..., require_solver=True)``, ``chainplan pipeline
+    --require-solver``). MadPipe schedules with the HiGHS MILP solver of the ``highsbox``
+    package, a dependency of chainplan; ``CHAINPLAN_HIGHS`` names another program. The
+    message says where the solver was looked for and how to install it."""
+
+
 class ChainplanWarning(UserWarning):
     """Something chainplan measured or was asked looks wrong but does not stop it, such as a
     profile whose repeated measurements spread too much to be trusted.
 
     Filter them as a group: ``warnings.simplefilter("error", chainplan.errors.ChainplanWarning)``.
     """
+
+
+class MissingSolverWarning(ChainplanWarning):
+    """A planner could not find its solver program and returned a weaker plan: MadPipe
+    without the HiGHS MILP solver returns the best contiguous plan (``plan.fallback ==
+    "no-milp-solver"``). Install ``highsbox`` (a dependency of chainplan), or refuse the
+    fallback with ``require_solver=True``, which raises :class:`MissingSolverError`."""

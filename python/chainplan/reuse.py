@@ -42,20 +42,28 @@ def loss_name(loss_fn: Callable[..., object] | None) -> str:
     return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
 
 
+def model_loss_name(model: object) -> str:
+    """The name of the loss stage when ``forward`` computes the loss itself (a HuggingFace
+    model called with ``labels=``): ``LlamaForCausalLM.loss``."""
+    return f"{type(model).__name__}.loss"
+
+
 def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
-                loss: str) -> list[StoredRun]:
+                loss: str, call_signature: str = "") -> list[StoredRun]:
     """The plannable stored runs of a model, newest first.
 
     A run qualifies when its signature, compute dtype, device and torch version are these,
-    its loss stage has this name (so its loss cost is the one trained with), and every
-    stage has its saved size measured (``chainplan.record`` profiles may lack it).
+    its loss stage has this name (so its loss cost is the one trained with), its call
+    signature is ``call_signature`` when one is given, and every stage has its saved size
+    measured (``chainplan.record`` profiles may lack it).
     """
     from chainplan import _bind
 
     if not Path(_bind.db_path()).exists():
         return []  # nothing stored yet (reading would not create the database)
     rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
-                      torch_version=torch_version, loss_name=loss, saved_measured=True)
+                      torch_version=torch_version, loss_name=loss, saved_measured=True,
+                      call_signature=call_signature)
     out = []
     for row in rows:
         shape = tuple(int(d) for d in row["input_shape"])

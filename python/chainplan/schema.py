@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import platform
+import re
 import socket
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,7 +23,8 @@ import pyarrow.ipc as ipc
 
 from chainplan.errors import SchemaError
 
-__all__ = ["FORMAT", "SCHEMA", "ProfileRow", "ProfileMetadata", "write_profile", "signature"]
+__all__ = ["FORMAT", "SCHEMA", "ProfileRow", "ProfileMetadata", "read_rows", "write_profile",
+           "signature", "file_stem"]
 
 FORMAT = "chainplan.profile/v1"
 
@@ -97,6 +99,8 @@ class ProfileMetadata:
     created_at: _dt.datetime = dataclasses.field(
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     host: str = dataclasses.field(default_factory=socket.gethostname)
+    #: Optional keys written after the required ones (``call_signature``, docs/formats.md).
+    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, str]:
         created = self.created_at
@@ -118,12 +122,46 @@ class ProfileMetadata:
             "reps": str(self.reps),
             "created_at": created.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
             "host": self.host,
+            **{k: v for k, v in self.extra.items() if k != "format"},
         }
 
 
 def signature(structure: str) -> str:
     """A digest of a model's structure (e.g. ``repr(model)``), as stored in profiles."""
     return "sha256:" + hashlib.sha256(structure.encode()).hexdigest()
+
+
+def file_stem(name: str) -> str:
+    """A file name made from a model's name, safe in any folder: letters, digits, ``.``,
+    ``_`` and ``-`` kept, every other character (``/``, ``<``, a space) replaced by ``_``,
+    no leading dot, at most 64 characters; a name that had to change gets a digest of
+    itself appended, so that two names never share a stem (``../../x`` →
+    ``x-1a2b3c4d``). Names are data from any host: nothing in them may choose the folder.
+    """
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip("._-")[:64] or "model"
+    if safe != name:
+        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
+    return safe
+
+
+def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str, str]]:
+    """Read the rows and the schema metadata of a version-1 profile file.
+
+    Raises:
+        SchemaError: the file is not a readable chainplan profile.
+    """
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = ipc.open_file(source).read_all()
+    except (OSError, pa.ArrowInvalid) as err:
+        raise SchemaError(f"cannot read the profile {str(path)!r}: {err}") from err
+    meta = {k.decode(): v.decode() for k, v in (table.schema.metadata or {}).items()}
+    if meta.get("format") != FORMAT:
+        raise SchemaError(f"{str(path)!r} is not a {FORMAT} profile")
+    cols = table.to_pydict()
+    names = [f.name for f in dataclasses.fields(ProfileRow)]
+    rows = [ProfileRow(**{n: cols[n][i] for n in names}) for i in range(table.num_rows)]
+    return rows, meta
 
 
 def cpu_name() -> str:

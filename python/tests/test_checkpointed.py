@@ -21,6 +21,7 @@ from torch import nn
 import chainplan
 from chainplan.checkpointed import Checkpointed
 from chainplan.errors import InfeasibleBudget, PlanError, ProfileError
+from chainplan.executors import planned
 from chainplan.executors.offload import OffloadedChain
 from chainplan.profiler.run import default_profile_dir
 from chainplan.profiler.signature import model_signature
@@ -73,7 +74,7 @@ def test_training_loop_two_batch_sizes_second_instance_does_not_profile(
     with pytest.warns(ShapeWarning, match="scaled to batch 8"):
         for b in (4, 8, 4):
             step(net, b)
-    assert [p.input_shape for p in net.plans] == [(4, 3, 12, 12), (8, 3, 12, 12)]
+    assert [p.input_shape for p in planned(net).plans] == [(4, 3, 12, 12), (8, 3, 12, 12)]
     assert count("runs") == 1
     assert chainplan.query("SELECT model_name FROM runs").to_pylist() == [
         {"model_name": "resnet-loop"}]
@@ -100,7 +101,7 @@ def test_training_loop_two_batch_sizes_second_instance_does_not_profile(
     assert count("runs") == 1
     assert "reused the stored profile (run 1)" in caplog.text
     # The reused profile plans the same schedule as the first instance did.
-    assert again.plans[0].sequence == net.plans[0].sequence
+    assert planned(again).plans[0].sequence == planned(net).plans[0].sequence
 
 
 def test_scaled_profile_matches_a_measured_one() -> None:
@@ -241,9 +242,9 @@ def test_pofo_with_a_bandwidth_trains() -> None:
     for m in (net, ref):
         F.cross_entropy(m(x), y).backward()
     assert_same_state(model, ref)
-    assert isinstance(net.executor(x), OffloadedChain)
-    assert net.plans[0].algo == "pofo"
-    assert net.bandwidth == 12e9
+    assert isinstance(planned(net).executor(x), OffloadedChain)
+    assert planned(net).plans[0].algo == "pofo"
+    assert planned(net).bandwidth == 12e9  # type: ignore[union-attr]
 
 
 def test_state_dict_is_the_plain_models() -> None:

@@ -1,9 +1,12 @@
 """Executors: nn.Modules that run a planned schedule inside the training loop.
 
-:func:`wrap` picks the executor a plan needs: :class:`CheckpointedChain` runs a
+:func:`wrap` returns the model itself as a planned view (:mod:`~chainplan.executors.view`:
+the model's class, attributes, children and state-dict keys; only the training forward
+differs), whose forward runs the executor the plan needs: :class:`CheckpointedChain` runs a
 rematerialization sequence (:mod:`~chainplan.executors.checkpoint`), :class:`OffloadedChain`
 one with transfers to host memory (:mod:`~chainplan.executors.offload`). Both run their
 operations through the shared :class:`~chainplan.executors.runner.Runner`.
+:func:`~chainplan.executors.view.planned` gives a view's plan and executors.
 """
 
 from __future__ import annotations
@@ -12,10 +15,10 @@ from torch import nn
 
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
+from chainplan.executors.view import plain_model, planned, planned_view
 from chainplan.schedule import Plan
-from chainplan.stages import flatten_stages
 
-__all__ = ["CheckpointedChain", "OffloadedChain", "wrap"]
+__all__ = ["CheckpointedChain", "OffloadedChain", "planned", "wrap"]
 
 
 def wrap(plan: Plan, model: nn.Module) -> nn.Module:
@@ -23,25 +26,27 @@ def wrap(plan: Plan, model: nn.Module) -> nn.Module:
 
     Args:
         plan: a plan for ``model``'s chain (same stages, in order).
-        model: the model; the returned module shares its parameters. An ``nn.Sequential``
-            is the chain of its stages (see :func:`chainplan.stages.flatten_stages`); any
-            other model is split from its graph at its first call, as ``chainplan.profile``
+        model: the model (a planned view is unwrapped first). An ``nn.Sequential`` is the
+            chain of its stages (see :func:`chainplan.stages.flatten_stages`); any other
+            model is split from its graph at its first call, as ``chainplan.profile``
             split it (:mod:`chainplan.graph`).
 
     Returns:
-        For an ``nn.Sequential``, an :class:`OffloadedChain` when the plan has an
-        ``offload`` section (the offloading algorithms: ``pofo``, ``offload``, ``greedy``,
-        ...), else a :class:`CheckpointedChain`; for any other model, a
-        :class:`~chainplan.graph.executor.GraphChainExecutor` called like the model.
+        A planned view of ``model`` (:mod:`~chainplan.executors.view`): an instance of
+        the model's class sharing its state, whose training forward runs the plan (an
+        :class:`OffloadedChain` when the plan has an ``offload`` section, else a
+        :class:`CheckpointedChain`) and returns what the model returns.
+        ``planned(view).plan`` is the plan, ``planned(view).executor(*args)`` the
+        executor of calls like these.
 
     Raises:
         ScheduleError: the plan is malformed or is for another number of stages.
     """
-    if not isinstance(model, nn.Sequential):
-        from chainplan.graph.executor import GraphChainExecutor
+    model = plain_model(model)
+    if isinstance(model, nn.Sequential):
+        from chainplan.executors.declared import DeclaredPlan
 
-        return GraphChainExecutor(model, plan)
-    stages = flatten_stages(model)
-    if plan.offload is not None:
-        return OffloadedChain(stages, plan)
-    return CheckpointedChain(stages, plan)
+        return planned_view(model, DeclaredPlan(model, plan))
+    from chainplan.graph.executor import GraphPlan
+
+    return planned_view(model, GraphPlan(model, plan))

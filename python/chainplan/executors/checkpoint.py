@@ -41,7 +41,7 @@ from torch import nn
 from chainplan.errors import ScheduleError
 from chainplan.executors import compiled
 from chainplan.executors.program import Program
-from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers
+from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 from chainplan.executors.saved import (
     StageSaves,
     StopRecomputation,
@@ -173,6 +173,8 @@ class _Step:
             raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
                                 f"input a_{k - 1}, which is not in memory")
         inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
+        if self.autocast.enabled:
+            inp = not_a_leaf(inp)
         del x
         with self._replaying(k, stage):
             program.run(stage.inputs(inp), saves)  # type: ignore[operator]
@@ -213,6 +215,8 @@ class _Step:
             if self.input_grad.get(k, False):
                 inp.requires_grad_(True)
             del x
+            if self.autocast.enabled:
+                inp = not_a_leaf(inp)
             try:
                 with torch.enable_grad(), filling(saves, stop=early, only=only):
                     out = compiled.stage_call(self.callback, stage, inp)

@@ -28,11 +28,11 @@ from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import release_if_unused, saving_aliases
-from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers
+from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.schedule import Op
 
-__all__ = ["Runner"]
+__all__ = ["Runner", "not_a_leaf"]
 
 
 class Runner:
@@ -134,7 +134,7 @@ class Runner:
                 x.requires_grad_(True)
             with torch.enable_grad(), (saving_aliases() if self.release_after
                                        else contextlib.nullcontext()):
-                out = self._forward(k, x)
+                out = self._forward(k, not_a_leaf(x) if self.autocast.enabled else x)
             self.saved[k] = (x, out)
         else:
             with torch.no_grad():

@@ -45,10 +45,9 @@ class SideInputs:
         values: the side values by name, as the prelude or the caller made them.
 
     Keyword Args:
-        join: hand the values needing a gradient to the stages as detached leaves joined by
-            :attr:`anchor` (the stage-by-stage executor, whose stages' graphs are apart);
-            without, the stages read the values themselves and their gradients flow as in a
-            plain step (the checkpointing executor, one graph per step). Default: True.
+        detach: hand values needing a gradient to the stages as detached leaves joined
+            after ``B_1`` (default: True); False leaves them in the graph, for stages run
+            one after the other under plain autograd.
 
     Attributes:
         values: what the stages read: the given values, those needing a gradient replaced
@@ -59,13 +58,13 @@ class SideInputs:
     """
 
     def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor], *,
-                 join: bool = True) -> None:
+                 detach: bool = True) -> None:
         self.slot = slot
         staged: dict[str, torch.Tensor] = {}
         self.sources: list[torch.Tensor] = []
         self.leaves: list[torch.Tensor] = []
         for name, v in values.items():
-            if join and v.requires_grad and torch.is_grad_enabled():
+            if detach and v.requires_grad and torch.is_grad_enabled():
                 leaf = v.detach().requires_grad_(True)
                 self.sources.append(v)
                 self.leaves.append(leaf)

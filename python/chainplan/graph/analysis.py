@@ -6,8 +6,16 @@ Vocabulary used across :mod:`chainplan.graph`:
 * **main nodes** depend on the chain input a_0; the others are **side nodes**, computed from
   side inputs, parameters, buffers and constants only (a causal mask, position ids, rotary
   tables, a timestep embedding);
-* the **path** is the main nodes on the way from a_0 to the output, plus main nodes with a
-  side effect (an in-place update) that the output does not read; pure dead ends are
+* the **end** of the chain, a_L, is the tensor every returned value that depends on a_0 is
+  computed from: the returned tensor itself for a model returning one, the logits for a
+  HuggingFace model returning its logits and the loss it computed from ``labels=`` (the
+  nearest cut point common to all of them). What follows it, the loss computed inside
+  ``forward`` and the assembly of the output object, is the **epilogue**: it runs once per
+  step after the chain, like the loss, and may read no parameter (a value returned from the
+  middle of the model, such as every layer's hidden states, is refused: it would need the
+  whole chain kept);
+* the **path** is the main nodes on the way from a_0 to the end, plus main nodes with a
+  side effect (an in-place update) that the end does not read; pure dead ends are
   dropped;
 * a **cut** is a path node that every path from a_0 to the output crosses
   (:func:`chainplan.graph.cuts.cut_points`), whose value is one tensor that no later
@@ -77,6 +85,8 @@ class ChainGraph:
         capture: the capture.
         pos: every node's position in the graph.
         main: the main nodes (a_0 included).
+        end: the chain's end a_L (module docstring).
+        epilogue: the main nodes after the end that compute what ``forward`` returns.
         path: the path nodes in graph order; ``path[0]`` is a_0's placeholder.
         edges: the edges between path nodes, as indices into ``path``.
         cuts: the indices of the cut candidates in ``path``, increasing; the output's index
@@ -89,6 +99,8 @@ class ChainGraph:
     capture: Capture
     pos: dict[fx.Node, int]
     main: frozenset[fx.Node]
+    end: fx.Node
+    epilogue: frozenset[fx.Node]
     path: tuple[fx.Node, ...]
     edges: tuple[tuple[int, int], ...]
     cuts: tuple[int, ...]
@@ -105,25 +117,25 @@ def analyze(cap: Capture) -> ChainGraph:
     nodes = list(cap.graph.nodes)
     pos = {n: i for i, n in enumerate(nodes)}
     main = _downstream(cap.main)
-    if cap.output not in main or cap.output is cap.main:
-        what = "returns its input unchanged" if cap.output is cap.main else (
-            "returns a value that does not depend on its first tensor argument")
-        raise CaptureError(f"forward {what}: there is no chain from the input to the "
-                           f"output to cut; {FALLBACK}")
-    reach = _upstream([cap.output], main)
-    # Main dead ends that update something in place stay with the stage that feeds them.
-    effects = [n for n in main if n not in reach and n.op == "call_function"
-               and (writes(n) or n.is_impure(impure_random=False))]
-    reach |= _upstream(effects, main)
-    path = sorted(reach | {cap.main}, key=pos.__getitem__)
-    index = {n: i for i, n in enumerate(path)}
-    edges = tuple((index[u], index[v]) for v in path for u in v.all_input_nodes if u in index)
     last_write: dict[fx.Node, int] = {}
     for n in nodes:
         for w in writes(n):
             root = alias_root(w)
             last_write[root] = max(last_write.get(root, -1), pos[n])
-    out = index[cap.output]
+    end = _chain_end(cap, main, pos, last_write)
+    tail = _downstream(end) - {end}
+    effects = [n for n in main if n.op == "call_function"
+               and (writes(n) or n.is_impure(impure_random=False))]
+    returned = [r for r in cap.returns if isinstance(r, fx.Node) and r in tail]
+    epilogue = _upstream(returned + [n for n in effects if n in tail], tail)
+    _check_epilogue(cap, epilogue, main)
+    reach = _upstream([end], main)
+    # Main dead ends that update something in place stay with the stage that feeds them.
+    reach |= _upstream([n for n in effects if n not in reach and n not in tail], main - tail)
+    path = sorted(reach | {cap.main}, key=pos.__getitem__)
+    index = {n: i for i, n in enumerate(path)}
+    edges = tuple((index[u], index[v]) for v in path for u in v.all_input_nodes if u in index)
+    out = index[end]
     cuts = [i for i in cut_points(len(path), edges) if i < out and _cuttable(path[i], pos,
                                                                              last_write)]
     cuts.append(out)
@@ -134,8 +146,55 @@ def analyze(cap: Capture) -> ChainGraph:
             last_in[key] = i
     level = {i: sum(1 for key, _, _ in stacks[path[i]] if last_in[key] > i) for i in cuts}
     params = _params_read(path, cap)
-    return ChainGraph(cap, pos, frozenset(main), tuple(path), edges, tuple(cuts), level,
-                      params, stacks)
+    return ChainGraph(cap, pos, frozenset(main), end, frozenset(epilogue), tuple(path), edges,
+                      tuple(cuts), level, params, stacks)
+
+
+def _chain_end(cap: Capture, main: set[fx.Node], pos: dict[fx.Node, int],
+               last_write: dict[fx.Node, int]) -> fx.Node:
+    """The nearest cut point that every returned value depending on a_0 is computed from."""
+    outs = list(dict.fromkeys(r for r in cap.returns if isinstance(r, fx.Node) and r in main))
+    if not outs:
+        what = ("returns its input unchanged" if cap.main in cap.returns
+                else "returns a value that does not depend on its first tensor argument")
+        raise CaptureError(f"forward {what}: there is no chain from the input to the output "
+                           f"to cut; {FALLBACK}")
+    if len(outs) == 1:
+        if outs[0] is cap.main:
+            raise CaptureError(f"forward returns its input unchanged: there is no chain from "
+                               f"the input to the output to cut; {FALLBACK}")
+        return outs[0]
+    reach = sorted(_upstream(outs, main) | {cap.main}, key=pos.__getitem__)
+    index = {n: i for i, n in enumerate(reach)}
+    sink = len(reach)
+    edges = [(index[u], index[v]) for v in reach for u in v.all_input_nodes if u in index]
+    edges += [(index[o], sink) for o in outs]
+    found = [reach[i] for i in cut_points(sink + 1, edges) if i < sink
+             and _cuttable(reach[i], pos, last_write)]
+    if not found:
+        raise CaptureError(_spread_returns(cap, outs))
+    return found[-1]
+
+
+def _check_epilogue(cap: Capture, epilogue: set[fx.Node], main: set[fx.Node]) -> None:
+    """Refuse an epilogue that runs layers: returned values taken along the way."""
+    for n in epilogue:
+        for u in n.all_input_nodes:
+            spec = cap.inputs.get(u)
+            if spec is not None and spec.kind == "parameter":
+                outs = [r for r in cap.returns if isinstance(r, fx.Node) and r in main]
+                raise CaptureError(_spread_returns(cap, outs))
+
+
+def _spread_returns(cap: Capture, outs: list[fx.Node]) -> str:
+    names = cap.return_names()
+    taken = [names[i] for i, r in enumerate(cap.returns) if isinstance(r, fx.Node) and r in outs]
+    return (f"forward returns {len(taken)} values computed from its input at different "
+            f"depths ({', '.join(taken[:6])}{', ...' if len(taken) > 6 else ''}): a chain ends "
+            "with the one tensor the loss reads, and values taken from the middle of the "
+            "model (hidden states, attention weights) would keep the whole chain in memory; "
+            "call the model so that it returns only its output and its loss (for "
+            "HuggingFace models: output_hidden_states=False, output_attentions=False)")
 
 
 def _cuttable(node: fx.Node, pos: dict[fx.Node, int], last_write: dict[fx.Node, int]) -> bool:

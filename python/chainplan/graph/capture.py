@@ -8,6 +8,20 @@ updates stay in place (BatchNorm statistics) and every node knows the modules it
 from (``nn_module_stack``). Parameters, buffers and constants become placeholders naming
 their owner, so the extracted stages can run with the model's own tensors.
 
+**Eager paths.** While it traces, export sets ``torch.compiler.is_compiling()`` and
+``is_exporting()``, and libraries branch on them: transformers then builds an explicit
+causal mask and repeats the key/value heads where its eager forward passes
+``is_causal=True`` and ``enable_gqa=True`` to SDPA, a different kernel whose gradients
+differ in the last bits (BERT under bf16 autocast: 1e-4 after one step). The chain must
+compute what the module computes, so the model's own ``forward`` is traced with both
+flags off, taking the branches eager PyTorch takes. Where an eager branch reads a tensor's
+values (which a graph cannot), the capture is repeated with the flags as export sets them,
+and :attr:`Capture.eager_paths` says so.
+
+**Outputs.** ``forward`` may return any pytree of tensors and constants (a tuple, a dict, a
+HuggingFace ``ModelOutput``): :attr:`Capture.returns` holds its leaves and
+:attr:`Capture.out_spec` its structure, so the executors give back the same object.
+
 torch.fx's symbolic tracing is not used as a fallback: what a non-strict export rejects
 (control flow on tensor values, ``.item()`` in a branch) fails symbolic tracing too, and
 export records shapes and module calls that symbolic tracing does not. What cannot be
@@ -18,6 +32,7 @@ that remains: declaring the stages by hand as an ``nn.Sequential``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import re
 from collections.abc import Iterator
@@ -75,18 +90,33 @@ class Capture:
         graph: the graph, nodes in execution order.
         inputs: every placeholder and what it stands for.
         main: the placeholder of the chain input a_0 (the first tensor argument).
-        output: the node whose value ``forward`` returns (one tensor).
+        returns: the leaves of what ``forward`` returns: graph nodes, or constants.
+        out_spec: the pytree structure of what ``forward`` returns.
         spec: the pytree structure of ``(args, kwargs)`` at capture.
         containers: the module paths of the model's ``nn.Sequential`` containers.
+        eager_paths: whether the model's Python code took its eager branches (module
+            docstring); False when one of them reads tensor values.
     """
 
     program: ExportedProgram
     graph: fx.Graph
     inputs: dict[fx.Node, Input]
     main: fx.Node
-    output: fx.Node
+    returns: tuple[Any, ...]
+    out_spec: pytree.TreeSpec
     spec: pytree.TreeSpec
     containers: frozenset[str]
+    eager_paths: bool = True
+
+    def return_names(self) -> list[str]:
+        """The returned leaves as a user reads them: ``logits``, ``loss``, ``[0]``."""
+        shaped = pytree.tree_unflatten(list(range(len(self.returns))), self.out_spec)
+        try:
+            paths = [path for path, _ in pytree.tree_flatten_with_path(shaped)[0]]
+        except (ValueError, TypeError, NotImplementedError):  # a node type without key paths
+            return [f"[{i}]" for i in range(len(self.returns))]
+        return [pytree.keystr(p).lstrip(".").replace("['", "").replace("']", "") or "output"
+                for p in paths]
 
 
 def _leaf_name(path: tuple[Any, ...], positional: list[str]) -> str:
@@ -118,7 +148,7 @@ def _positional(model: nn.Module) -> list[str]:
 
 
 def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-            traces: bool = False) -> Capture:
+            traces: bool = False, eager: bool = True) -> Capture:
     """Export ``model``'s forward on ``(args, kwargs)`` and describe its placeholders.
 
     The chain input a_0 is the first tensor among the positional arguments (or, without
@@ -128,21 +158,36 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         traces: record each node's source line (default: False). Recording them makes a
             capture almost twice as slow, so a capture without them is repeated with them
             only to name the line of a construct that is refused.
+        eager: trace the model's own code on its eager branches (default: True; module
+            docstring); a capture that fails so is repeated with export's settings.
 
     Raises:
         CaptureError: there is no tensor argument, torch.export cannot capture the forward
-            (the message names the construct and the source line), the forward updates an
-            input in place, or it does not return exactly one tensor.
+            (the message names the construct and the source line), or the forward updates
+            an input in place.
     """
     leaves, spec = pytree.tree_flatten_with_path((tuple(args), dict(kwargs)))
     tensors = [i for i, (_, v) in enumerate(leaves) if isinstance(v, torch.Tensor)]
     if not tensors:
         raise CaptureError(f"{type(model).__name__} was called without a tensor argument: "
                            "the chain input is the first tensor argument of forward")
+    # The same tensor passed twice (labels=input_ids) would become one placeholder; each
+    # argument gets its own, as the executors pass them.
+    seen: set[int] = set()
+    distinct = []
+    for _, v in leaves:
+        if isinstance(v, torch.Tensor) and id(v) in seen:
+            v = v.clone()
+        seen.add(id(v))
+        distinct.append(v)
+    call_args, call_kwargs = pytree.tree_unflatten(distinct, spec)
     try:
-        with _source_lines(traces):
-            program = torch.export.export(model, tuple(args), dict(kwargs), strict=False)
+        with _source_lines(traces), _eager_branches(model, eager):
+            program = torch.export.export(model, tuple(call_args), dict(call_kwargs),
+                                          strict=False)
     except Exception as err:  # export raises many unrelated types; each is explained
+        if eager:  # an eager branch may read values: export's own branches may not
+            return capture(model, args, kwargs, traces=traces, eager=False)
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -170,11 +215,11 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                                f"{s.kind.name} ({s.arg}), which chainplan cannot bind; "
                                f"{FALLBACK}")
     main = next(n for n, i in inputs.items() if i.kind == "user" and i.flat_index == tensors[0])
-    output = _single_output(model, program, graph)
+    returns = _returns(model, program, graph)
     update = _input_update(graph, inputs)
     if update is not None:
         if not traces:  # capture again to name the line
-            return capture(model, args, kwargs, traces=True)
+            return capture(model, args, kwargs, traces=True, eager=eager)
         node, name = update
         raise CaptureError(
             f"{type(model).__name__}.forward updates its input {name!r} in place "
@@ -183,24 +228,56 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             f"{FALLBACK}")
     containers = frozenset(name for name, m in model.named_modules()
                            if name and isinstance(m, nn.Sequential))
-    return Capture(program, graph, inputs, main, output, spec, containers)
+    return Capture(program, graph, inputs, main, returns, program.call_spec.out_spec, spec,
+                   containers, eager)
 
 
-def _single_output(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> fx.Node:
-    """The node of the one tensor ``forward`` returns (CaptureError otherwise)."""
+def _returns(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> tuple[Any, ...]:
+    """The leaves ``forward`` returns, in the order of its output structure."""
     specs = program.graph_signature.output_specs
-    users = [s for s in specs if s.kind == OutputKind.USER_OUTPUT]
-    if len(users) != 1 or len(specs) != 1:
-        raise CaptureError(
-            f"{type(model).__name__}.forward returns {len(users)} values; a chain ends with "
-            "one tensor, the input of the loss: return only that tensor (e.g. wrap the model "
-            "in a module whose forward returns model(x)[0])")
+    if any(s.kind != OutputKind.USER_OUTPUT for s in specs):
+        kinds = sorted({s.kind.name for s in specs if s.kind != OutputKind.USER_OUTPUT})
+        raise CaptureError(f"{type(model).__name__}.forward updates buffers or inputs in a way "
+                           f"torch.export reports as outputs ({', '.join(kinds)}), which "
+                           f"chainplan cannot bind; {FALLBACK}")
     out = graph.output_node().args[0]
-    node = out[0] if isinstance(out, (tuple, list)) else out
-    if not isinstance(node, fx.Node) or not isinstance(node.meta.get("val"), torch.Tensor):
-        raise CaptureError(f"{type(model).__name__}.forward returns {node!r}, not a tensor "
-                           "computed from its inputs")
-    return node
+    leaves = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    for leaf in leaves:
+        if isinstance(leaf, fx.Node) and not isinstance(leaf.meta.get("val"), torch.Tensor):
+            raise CaptureError(f"{type(model).__name__}.forward returns {leaf.meta.get('val')!r}"
+                               ", a value computed in the graph that is not a tensor")
+    return leaves
+
+
+@contextlib.contextmanager
+def _eager_branches(model: nn.Module, on: bool) -> Iterator[None]:
+    """While export traces ``model``, its own forward sees ``torch.compiler.is_compiling()``
+    and ``is_exporting()`` as eager code does (False); torch's code around it does not."""
+    if not on:
+        yield
+        return
+    inner = model.forward
+
+    @functools.wraps(inner)
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        compiling, exporting = torch.compiler._is_compiling_flag, torch.compiler._is_exporting_flag
+        torch.compiler._is_compiling_flag = torch.compiler._is_exporting_flag = False
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            torch.compiler._is_compiling_flag = compiling
+            torch.compiler._is_exporting_flag = exporting
+
+    had = "forward" in model.__dict__
+    before = model.__dict__.get("forward")
+    model.__dict__["forward"] = forward
+    try:
+        yield
+    finally:
+        if had:
+            model.__dict__["forward"] = before
+        else:
+            del model.__dict__["forward"]
 
 
 def writes(node: fx.Node) -> list[fx.Node]:
@@ -286,9 +363,20 @@ def _explain(model: nn.Module, err: Exception) -> str:
         path, line, func, code = located.groups()
         where = f" at {path.rsplit('/', 1)[-1]}:{line} in {func}: {code.strip()}"
     name = type(err).__name__
+    unknown = re.search(r"Found <class '([\w.]+)'> in (output|input)", text)
     if name == "GuardOnDataDependentSymNode" or "data-dependent" in text:
         what = ("data-dependent control flow (a Python branch, loop or size computed from a "
                 "tensor's values, which a graph cannot hold)")
+    elif unknown:
+        kind, where = unknown.group(1), unknown.group(2)
+        short = kind.rsplit(".", 1)[-1]
+        fix = ("call it with use_cache=False (a generation cache is of no use in training)"
+               if "cache" in kind.lower() else
+               f"return only tensors, tuples, lists, dicts or dataclasses registered with "
+               f"torch.utils._pytree (register {short} with register_pytree_node)")
+        what = (f"forward {'returns' if where == 'output' else 'takes'} a {short} "
+                f"({kind}), which a graph cannot hold: {fix}")
+        return f"torch.export cannot capture {type(model).__name__}.forward: {what}"
     else:
         what = f"{name}: {text.strip().splitlines()[0] if text.strip() else 'no message'}"
     return (f"torch.export cannot capture {type(model).__name__}.forward as a graph: {what}"

@@ -5,7 +5,11 @@
 places every node (:mod:`~chainplan.graph.partition`) and builds one
 :class:`~chainplan.graph.stage.GraphStage` per stage plus the prelude that computes the
 shared side values once per step. :meth:`ExtractedChain.bind` turns a call's arguments into
-the chain input a_0 and the step's :class:`~chainplan.executors.side.SideInputs`.
+the chain input a_0 and the step's :class:`~chainplan.executors.side.SideInputs`, and
+:meth:`ExtractedChain.finish` turns the chain's end into what ``forward`` returns
+(:mod:`~chainplan.graph.outputs`). Every call is first put in the form a training step
+makes (:func:`~chainplan.graph.call.training_call`: keywords in signature order, no
+generation cache).
 
 A graph is specialized to the shapes, dtypes, non-tensor arguments and training mode it was
 captured with (:meth:`ExtractedChain.matches`); the executors capture again for a new kind
@@ -26,10 +30,12 @@ from torch.utils import _pytree as pytree
 from chainplan.errors import ChainplanWarning, ScheduleError
 from chainplan.executors.side import SideInputs, SideSlot
 from chainplan.graph.analysis import ChainGraph, analyze, nbytes
+from chainplan.graph.call import training_call
 from chainplan.graph.capture import Capture, capture
 from chainplan.graph.choose import MIN_STAGES, choose_boundaries
 from chainplan.graph.cuts import jumps_over
 from chainplan.graph.describe import ChainSplit, SideInfo, StageInfo, stage_info
+from chainplan.graph.outputs import Outputs
 from chainplan.graph.partition import Partition, partition
 from chainplan.graph.stage import (
     GraphStage,
@@ -86,6 +92,9 @@ class ExtractedChain:
         stages: the stages, in order.
         split: the description :func:`chainplan.stages` prints.
         slot: where the stages read the side values of the step being run.
+        outputs: what ``forward`` returns around the chain's end, and the epilogue.
+        eager_paths: whether the capture followed the model's eager branches
+            (:mod:`chainplan.graph.capture`).
     """
 
     def __init__(self, model: nn.Module, key: Hashable, cap: Capture, g: ChainGraph,
@@ -118,6 +127,8 @@ class ExtractedChain:
                  for n in part.side_values]
         self.split = ChainSplit(type(model).__name__, tuple(infos), tuple(sides), level,
                                 _branches(g, part, infos, type(model).__name__), "graph")
+        self.outputs = Outputs(g, part, model, self.slot)
+        self.eager_paths = cap.eager_paths
 
     @property
     def model(self) -> nn.Module:
@@ -134,16 +145,26 @@ class ExtractedChain:
 
     def matches(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
         """Whether a call with these arguments fits the captured graph."""
+        args, kwargs = training_call(self.model, args, kwargs)
         return input_key(self.model, args, kwargs) == self.key
 
+    def finish(self, end: torch.Tensor) -> Any:
+        """What ``forward`` returns for the chain's end ``end`` (run it with the step's side
+        values in scope: the epilogue may read them)."""
+        return self.outputs.finish(end)
+
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-             join: bool = True) -> tuple[torch.Tensor, SideInputs]:
+             detach: bool = True) -> tuple[torch.Tensor, SideInputs]:
         """The chain input a_0 and the side values of a call; the prelude runs here, under
-        the caller's grad mode. ``join`` is :class:`SideInputs`'s (default True).
+        the caller's grad mode. ``detach=False`` hands side values needing a gradient to
+        the stages as they are, for running the stages one after the other under plain
+        autograd (``chainplan.record``); the executors need them detached
+        (:class:`~chainplan.executors.side.SideInputs`).
 
         Raises:
             ScheduleError: the arguments are not of the kind the graph was captured for.
         """
+        args, kwargs = training_call(self.model, args, kwargs)
         leaves, spec = pytree.tree_flatten((tuple(args), dict(kwargs)))
         if spec != self.spec:
             raise ScheduleError(f"the chain of {self.name} was captured for "
@@ -156,7 +177,7 @@ class ExtractedChain:
                 outs = (outs,)
             values.update(zip(self.prelude_names, outs, strict=True))
         x = leaves[self.main_index]
-        return x, SideInputs(self.slot, values, join=join)
+        return x, SideInputs(self.slot, values, detach=detach)
 
 
 def _fetch(r: Reader, leaves: list[Any]) -> Any:
@@ -174,9 +195,10 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     plans share one capture).
 
     Args:
-        model: any module whose forward returns one tensor; its first tensor argument is
-            the chain input.
-        args, kwargs: a sample call.
+        model: any module; its first tensor argument (in the order of its signature) is
+            the chain input, and it may return any structure holding the chain's end.
+        args, kwargs: a sample call (put in the form of a training call,
+            :func:`~chainplan.graph.call.training_call`).
 
     Keyword Args:
         min_stages: the fewest stages the module-level rule aims for (default: 4;
@@ -190,6 +212,7 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         BranchWarning: a stage holds more than half of the model's operations because
             branches (long skip connections) span it; the message shows them.
     """
+    args, kwargs = training_call(model, args, kwargs)
     key = input_key(model, args, kwargs)
     cached = _CACHE.setdefault(model, {})
     full = (key, _structure(model), min_stages)

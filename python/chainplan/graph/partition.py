@@ -16,6 +16,10 @@ not depend on a_0, :mod:`chainplan.graph.analysis`) are placed by who reads them
   between steps;
 * a side node that updates a buffer and is read by nobody (BatchNorm's
   ``num_batches_tracked += 1``) runs in the stage of the next path node, its module's.
+
+The **epilogue** (what ``forward`` computes after the chain's end: a loss from ``labels=``,
+the output object) counts as one more reader: a side value it shares with a stage goes to
+the prelude, one only it reads is computed in it.
 """
 
 from __future__ import annotations
@@ -60,13 +64,17 @@ class Partition:
         parts: the stages, in order.
         prelude: the side nodes computed once per step, in graph order.
         prelude_reads: the placeholders the prelude reads.
-        side_values: the prelude nodes and side-argument placeholders the stages read.
+        side_values: the prelude nodes and side-argument placeholders the stages (and the
+            epilogue) read.
+        epilogue: what runs after the chain's end (its input is the end), or None when
+            ``forward`` returns the end alone.
     """
 
     parts: tuple[Part, ...]
     prelude: tuple[fx.Node, ...]
     prelude_reads: tuple[fx.Node, ...]
     side_values: tuple[fx.Node, ...]
+    epilogue: Part | None = None
 
 
 def partition(g: ChainGraph, bounds: list[int]) -> Partition:
@@ -77,6 +85,9 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
     for s, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
         for n in g.path[lo + 1:hi + 1]:
             stage_of[n] = s
+    after = len(bounds)  # the epilogue's index among the readers
+    for n in g.epilogue:
+        stage_of[n] = after
     order = list(g.pos)
     side = [n for n in order if n.op in ("call_function", "get_attr") and n not in g.main]
     need: dict[fx.Node, set[int]] = {}
@@ -95,27 +106,32 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
     # The parts of a multi-output prelude node (torch.chunk) are the side values, not the
     # tuple: they are taken in the prelude too.
     prelude |= {n for n in side if n.target is operator.getitem and n.args[0] in prelude}
-    parts = []
-    for s, (lo, hi) in enumerate(zip(starts, ends, strict=True)):
-        own = [n for n in g.path[lo + 1:hi + 1]]
-        roots = own + [n for n in side if not n.users and need[n] == {s} and n not in prelude]
+    def part(k: int, own: list[fx.Node], first: fx.Node, last: fx.Node) -> Part:
+        roots = own + [n for n in side if not n.users and need[n] == {k} and n not in prelude]
         inline = _closure(roots, lambda u: u in need and u not in prelude) - set(own)
         nodes = sorted(set(own) | inline, key=g.pos.__getitem__)
-        inside = set(nodes) | {g.path[lo]}
+        inside = set(nodes) | {first}
         reads = sorted({u for n in nodes for u in n.all_input_nodes if u not in inside},
                        key=g.pos.__getitem__)
         for u in reads:
             if (u.op != "placeholder" and u not in prelude) or u is g.capture.main:
-                raise AssertionError(f"stage {s + 1} reads {u.name} from another stage")
-        parts.append(Part(g.path[lo], g.path[bounds[s]], tuple(nodes), tuple(reads),
-                          tuple(own)))
+                what = f"stage {k + 1}" if k < after else "the epilogue"
+                raise AssertionError(f"{what} reads {u.name} from another stage")
+        return Part(first, last, tuple(nodes), tuple(reads), tuple(own))
+
+    parts = [part(s, list(g.path[lo + 1:hi + 1]), g.path[lo], g.path[bounds[s]])
+             for s, (lo, hi) in enumerate(zip(starts, ends, strict=True))]
+    epilogue = None
+    if g.epilogue:
+        epilogue = part(after, sorted(g.epilogue, key=g.pos.__getitem__), g.end, g.end)
     pre = sorted(prelude, key=g.pos.__getitem__)
     pre_reads = sorted({u for n in pre for u in n.all_input_nodes if u.op == "placeholder"},
                        key=g.pos.__getitem__)
-    side_values = sorted({u for p in parts for u in p.reads
+    readers = [*parts, *([epilogue] if epilogue is not None else [])]
+    side_values = sorted({u for p in readers for u in p.reads
                           if u in prelude or g.capture.inputs[u].kind == "user"},
                          key=g.pos.__getitem__)
-    return Partition(tuple(parts), tuple(pre), tuple(pre_reads), tuple(side_values))
+    return Partition(tuple(parts), tuple(pre), tuple(pre_reads), tuple(side_values), epilogue)
 
 
 def _next_stage(g: ChainGraph, n: fx.Node, stage_of: dict[fx.Node, int], count: int) -> int:

@@ -17,7 +17,7 @@ every operation's overheads (docs/formats.md, "Side inputs").
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,12 +26,13 @@ from torch import nn
 
 from chainplan.errors import ProfileError
 from chainplan.executors.side import SideInputs
-from chainplan.graph.chain import extract
+from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.describe import ChainSplit, StageInfo
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.stages import flatten_stages
 
-__all__ = ["ProfiledChain", "declared", "profiled_chain", "split_of", "stage_names"]
+__all__ = ["ProfiledChain", "bound_side", "declared", "profiled_chain", "split_of",
+           "stage_names"]
 
 
 def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> bool:
@@ -49,7 +50,7 @@ def declared(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any]) -> b
         extra += [f"keyword {k!r}" for k in kwargs]
         raise ProfileError(f"an nn.Sequential takes one tensor, got {', '.join(extra)} "
                            "(a misspelt option? profile() takes loss_fn, target, repeats, "
-                           "warmup, name, path, ingest, progress, spread_warning)")
+                           "warmup, name, path, ingest, progress, spread_warning, reuse)")
     return True
 
 
@@ -85,9 +86,18 @@ def _sequential_split(model: nn.Module, x: torch.Tensor) -> ChainSplit:
     return ChainSplit(type(model).__name__, tuple(infos), (), 0, (), "sequential")
 
 
+def _same(end: torch.Tensor) -> Any:
+    return end
+
+
+def _no_loss(output: Any) -> torch.Tensor | None:
+    return None
+
+
 @dataclass(frozen=True)
 class ProfiledChain:
-    """What the profiler measures: the stages, their names, the chain input a_0.
+    """What the profiler measures: the stages, their names, the chain input a_0, and what
+    follows the chain.
 
     Attributes:
         stages: the stages, in order.
@@ -95,6 +105,14 @@ class ProfiledChain:
         input: the chain input a_0 (the first tensor argument).
         side_bytes: memory the side values hold through the step (module docstring).
         split: the split, for a model extracted from its graph (None when declared).
+        finish: what ``forward`` returns, from the chain's end (the epilogue of
+            :mod:`chainplan.graph.outputs`; the end itself for a Sequential).
+        model_loss: the loss ``forward`` computed, from what ``finish`` returned (None
+            when it computes none).
+        computes_loss: whether ``forward`` computes its loss (``labels=``).
+        holds_end: whether what ``forward`` returns holds the chain's end next to the
+            loss (a ``ModelOutput`` with its ``logits``): a training loop keeping the
+            output object through ``loss.backward()`` keeps a_L.
     """
 
     stages: list[nn.Module]
@@ -102,34 +120,49 @@ class ProfiledChain:
     input: torch.Tensor
     side_bytes: int = 0
     split: ChainSplit | None = None
+    finish: Callable[[torch.Tensor], Any] = _same
+    model_loss: Callable[[Any], torch.Tensor | None] = _no_loss
+    computes_loss: bool = False
+    holds_end: bool = False
 
 
 @contextlib.contextmanager
-def profiled_chain(model: nn.Module, sample: torch.Tensor, args: Sequence[Any],
+def profiled_chain(model: nn.Module, args: Sequence[Any],
                    kwargs: dict[str, Any]) -> Iterator[ProfiledChain]:
-    """The chain ``model`` is for a call ``model(sample, *args, **kwargs)``, its side values
-    bound (and their gradients allocated, as weight gradients are) while the block runs.
+    """The chain ``model`` is for a call ``model(*args, **kwargs)``, its side values bound
+    (and their gradients allocated, as weight gradients are) while the block runs.
 
     Raises:
         CaptureError: the model cannot be captured (see :func:`stages`).
     """
-    if declared(model, args, kwargs):
+    if args and declared(model, args[1:], kwargs):
         parts = flatten_stages(model)
-        yield ProfiledChain(parts, stage_names(model, parts), sample)
+        yield ProfiledChain(parts, stage_names(model, parts), args[0])
         return
-    chain = extract(model, (sample, *args), dict(kwargs))
-    with torch.enable_grad(), SavedTensorProbe(module=model) as probe:
-        x, side = chain.bind((sample, *args), dict(kwargs))
-    kept = probe.saved_bytes if side.sources else 0
+    chain = extract(model, tuple(args), dict(kwargs))
+    x, side, held = bound_side(chain, model, args, kwargs)
     for leaf in side.leaves:
         leaf.grad = torch.zeros_like(leaf)  # outside every stage's measurement
+    outs = chain.outputs
     try:
         with side.scope():
-            yield ProfiledChain(list(chain.stages), chain.names, x,
-                                side_bytes(side, model) + kept, chain.split)
+            yield ProfiledChain(list(chain.stages), chain.names, x, held, chain.split,
+                                chain.finish,
+                                outs.loss_of, outs.loss_index is not None,
+                                outs.loss_index is not None and not outs.plain)
     finally:
         for leaf in side.leaves:
             leaf.grad = None
+
+
+def bound_side(chain: ExtractedChain, model: nn.Module, args: Sequence[Any],
+               kwargs: dict[str, Any]) -> tuple[torch.Tensor, SideInputs, int]:
+    """Bind a call (with gradients, as a training step does): the chain input, the side
+    values, and the bytes they hold through the step (module docstring)."""
+    with torch.enable_grad(), SavedTensorProbe(module=model) as probe:
+        x, side = chain.bind(tuple(args), dict(kwargs))
+    kept = probe.saved_bytes if side.sources else 0
+    return x, side, side_bytes(side, model) + kept
 
 
 def side_bytes(side: SideInputs, model: nn.Module) -> int:

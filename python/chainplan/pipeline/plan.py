@@ -68,6 +68,9 @@ class PipelinePlan:
         predicted_period: the period the partitioning step predicted before scheduling
             (MadPipe's phase 1 estimate), when the planner reports one; else 0.
         solve_ms: the planner's time (milliseconds).
+        fallback: empty, or why the planner returned a weaker plan than the one asked for:
+            ``"no-milp-solver"`` when MadPipe found no MILP solver to schedule its
+            allocation and returned the best contiguous plan.
         notes: what the planner said about this plan (which candidate won, a solver it
             could not find); not part of the document.
         raw: the document as read; the typed attributes are the API.
@@ -91,6 +94,7 @@ class PipelinePlan:
     chosen: str = ""
     predicted_period: float = 0.0
     solve_ms: float = 0.0
+    fallback: str = ""
     notes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
@@ -200,6 +204,7 @@ class PipelinePlan:
             chosen=f.string("chosen", ""),
             predicted_period=f.number("predicted_period", 0.0),
             solve_ms=f.number("solve_ms", 0.0),
+            fallback=f.string("fallback", ""),
             notes=tuple(str(n) for n in notes),
             raw=cast(dict[str, Any], doc),
         )

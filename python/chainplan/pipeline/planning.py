@@ -14,11 +14,18 @@ from __future__ import annotations
 import json
 import math
 import os
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
-from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ScheduleError
+from chainplan.errors import (
+    ArgumentTypeError,
+    MissingSolverWarning,
+    NotFoundError,
+    PlanError,
+    ScheduleError,
+)
 from chainplan.pipeline.plan import PipelinePlan
 
 if TYPE_CHECKING:
@@ -89,7 +96,8 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
                   memory: int | str, bandwidth: float | str, algo: str = "madpipe",
                   weight_copies: int = 2, microbatches: int | None = None,
                   activation_model: str = "saved",
-                  time_limit_s: float | None = None) -> PipelinePlan:
+                  time_limit_s: float | None = None,
+                  require_solver: bool = False) -> PipelinePlan:
     """Plan a pipeline with the Go planner, in-process.
 
     Profile the model at the micro-batch size (the batch one optimizer step splits into
@@ -116,6 +124,11 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
         activation_model: ``saved`` (default: stage input plus what the layers saved, as
             measured) or ``input`` (the layers' inputs, the paper's model).
         time_limit_s: madpipe's scheduling time limit (seconds; default: the planner's).
+        require_solver: raise :class:`~chainplan.errors.MissingSolverError` when madpipe's
+            MILP solver is missing, instead of returning the best contiguous plan with a
+            :class:`~chainplan.errors.MissingSolverWarning` (default: False). The solver is
+            the HiGHS program of the ``highsbox`` package (a dependency of chainplan), or
+            the program ``$CHAINPLAN_HIGHS`` names; the other algorithms run none.
 
     Returns:
         The :class:`~chainplan.pipeline.plan.PipelinePlan`; plans of stored runs are
@@ -127,6 +140,11 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
             may be, when the planner knows).
         PlanError: a bad algorithm, size or option; ArgumentTypeError a wrong type.
         NotFoundError: no such stored run, or ``source`` names no file.
+        MissingSolverError: ``require_solver`` and no MILP solver was found.
+
+    Warns:
+        MissingSolverWarning: madpipe found no MILP solver and fell back to the best
+            contiguous plan (``plan.fallback == "no-milp-solver"``).
     """
     req = _request(gpus=gpus, memory=memory, bandwidth=bandwidth, algo=algo,
                    weight_copies=weight_copies, activation_model=activation_model,
@@ -136,6 +154,11 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
         raise PlanError(f"microbatches must be a positive integer (got {microbatches!r})")
     if microbatches is not None:
         req["microbatches"] = microbatches
+    if not isinstance(require_solver, bool):
+        raise ArgumentTypeError(f"require_solver must be True or False "
+                                f"(got {_typed(require_solver)})")
+    if require_solver:
+        req["require_solver"] = True
     if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
         if source.run_id is None:
             chain = _bind.profile_chain(str(source.path))
@@ -160,8 +183,16 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
 
 
 def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:
-    """The plan of a ``pybind.PipelineSolve*`` answer, with the planner's notes."""
-    return PipelinePlan.from_dict(doc["plan"], notes=tuple(doc.get("notes") or ()), **kwargs)
+    """The plan of a ``pybind.PipelineSolve*`` answer, with the planner's notes; warns when
+    the planner fell back."""
+    plan = PipelinePlan.from_dict(doc["plan"], notes=tuple(doc.get("notes") or ()), **kwargs)
+    if plan.fallback:
+        why = " ".join(plan.notes) or f"fallback {plan.fallback!r}"
+        warnings.warn(f"pipeline_plan(algo={plan.algo!r}) returned a fallback plan, the best "
+                      f"contiguous one (period {plan.period:.6g}), not its own: {why}; pass "
+                      f"require_solver=True to make this an error",
+                      MissingSolverWarning, stacklevel=3)
+    return plan
 
 
 def load_plan(plan_id: int) -> PipelinePlan:

@@ -42,6 +42,7 @@ from torch.utils.hooks import RemovableHandle
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.recorded import Clock, Step, recorded_rows
+from chainplan.profiler.recordroute import ChainRoute
 from chainplan.profiler.run import (
     Profile,
     _device_name,
@@ -91,6 +92,29 @@ class Recording:
         self._fwd_start: dict[int, Any] = {}
         self._loss_start: Any = None
         self._attempts = 0  # steps measured for memory so far
+        # A model split from its graph (recordroute): what its side values hold, whether
+        # its forward computes the loss, and whether its output keeps a_L meanwhile.
+        self.resident = 0
+        self.model_loss = False
+        self.holds_end = False
+        self._handles: list[RemovableHandle] = []
+
+    def attach(self, stages: list[nn.Module], names: list[str], resident: int,
+               model_loss: bool, *, holds_end: bool) -> None:
+        """Take the stages of a model split from its graph (at its first recorded call)
+        and hook them."""
+        from chainplan.reuse import model_loss_name
+
+        self.stages, self.names, self.resident = stages, names, resident
+        self.model_loss, self.holds_end = model_loss, holds_end
+        if model_loss:
+            self._loss_name = model_loss_name(self.model)
+        self._handles.extend(self._stage_hooks())
+
+    @property
+    def expects_loss(self) -> bool:
+        """Whether steps compute a measured loss (``loss_fn`` given, or the model's own)."""
+        return self.loss_fn is not None or self.model_loss
 
     @property
     def num_steps(self) -> int:
@@ -173,7 +197,7 @@ class Recording:
         if mem is not None and not mem.finished:
             mem.bwd_end(1, 0)
             mem.finish()
-            if mem.complete(with_loss=self.loss_fn is not None):
+            if mem.complete(with_loss=self.expects_loss):
                 self.memory = mem
 
     # Loss hooks -------------------------------------------------------------------------
@@ -217,20 +241,31 @@ class Recording:
         if step.memory is not None:
             step.memory.loss_bwd_begin()
 
-    def install(self) -> list[RemovableHandle]:
-        """Register the hooks; returns their handles."""
+    def _stage_hooks(self) -> list[RemovableHandle]:
         handles: list[RemovableHandle] = []
         for k, st in enumerate(self.stages, start=1):
             handles.append(st.register_forward_pre_hook(
                 lambda _m, inputs, k=k: self._pre(k, inputs)))
             handles.append(st.register_forward_hook(
                 lambda _m, inputs, out, k=k: self._post(k, inputs, out)))
+        return handles
+
+    def install(self) -> list[RemovableHandle]:
+        """Register the hooks; returns their handles (those of stages attached later are
+        removed with :meth:`remove`)."""
+        handles = self._stage_hooks()
         if self._loss_module is not None:
             handles.append(self._loss_module.register_forward_pre_hook(
                 lambda _m, inputs: self._loss_pre(inputs)))
             handles.append(self._loss_module.register_forward_hook(
                 lambda _m, inputs, out: self._loss_post(inputs, out)))
         return handles
+
+    def remove(self) -> None:
+        """Remove the hooks of stages attached during the recording."""
+        for h in self._handles:
+            h.remove()
+        self._handles = []
 
     def close(self) -> None:
         """Close the probes of the last step measured for memory, outside any backward.
@@ -254,7 +289,8 @@ class Recording:
         if self.memory is None:
             raise ProfileError(_too_few(self))
         rows = recorded_rows(self.steps, self.memory, self.stages, self.names, self.clock,
-                             warmup=self.warmup, loss_name=self._loss_name)
+                             warmup=self.warmup, loss_name=self._loss_name,
+                             resident=self.resident, holds_end=self.holds_end)
         if rows is None:
             raise ProfileError(_too_few(self))
         return rows
@@ -268,8 +304,9 @@ def _too_few(rec: Recording) -> str:
     return (f"chainplan.record saw {len(rec.steps)} training step(s); it needs {rec.warmup} "
             f"warm-up step(s), one step measured for memory (tried on {rec._attempts}) and at "
             f"least one timed step, each a forward of every stage with grad enabled and a "
-            f"backward" + ("" if rec.loss_fn is None else
-                           ", with the loss computed by rec.loss_fn (or the loss module given)"))
+            f"backward" + ("" if not rec.expects_loss else
+                           ", with the loss computed by rec.loss_fn (or the loss module given, "
+                           "or the model's forward given labels=)"))
 
 
 @contextlib.contextmanager
@@ -293,12 +330,16 @@ def record_model(
         plan = chainplan.plan(rec.profile, budget="min")
 
     Args:
-        model: an ``nn.Sequential`` chain (nested Sequentials are flattened).
+        model: the model: an ``nn.Sequential`` chain (nested Sequentials are flattened), or
+            any other model, whose training calls then run through the chain ``profile()``
+            splits it into, stage after stage (:mod:`chainplan.profiler.recordroute`;
+            the stages of the first call's kind of input are recorded).
 
     Keyword Args:
         loss_fn: the training loss. A module (``nn.CrossEntropyLoss()``) is hooked, so
             calling it as usual measures it; a function is measured when called through
-            ``rec.loss_fn``. None gives the loss stage no cost, as in ``profile()``.
+            ``rec.loss_fn``. None: the loss the model's forward computes itself (given
+            ``labels=``), else a loss stage of no cost, as in ``profile()``.
         warmup: first steps neither measured nor timed, ≥ 0 (default: 1). The step after
             them is measured for memory; every later step is timed. At least
             ``warmup + 2`` training steps are needed.
@@ -309,23 +350,29 @@ def record_model(
             this, as ``(max − min) / median`` (default: 0.25; None never warns).
 
     Raises:
-        ProfileError: the model is not a chain, a stage does not return one tensor, or too
-            few complete steps were recorded.
+        ProfileError: a stage does not return one tensor, or too few complete steps were
+            recorded.
+        CaptureError: a model that is not a Sequential cannot be captured (at its first
+            training call).
     """
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ProfileError(f"warmup must be an integer ≥ 0 (got {warmup!r})")
-    stages = flatten_stages(model)
+    declared = isinstance(model, nn.Sequential)
+    stages = flatten_stages(model) if declared else []
     try:
         device = next(model.parameters()).device
     except StopIteration:
         device = torch.device("cpu")
     rec = Recording(model, stages, device, loss_fn, warmup)
     handles = rec.install()
+    route = contextlib.nullcontext() if declared else ChainRoute(model, rec)
     try:
-        yield rec
+        with route:
+            yield rec
     finally:
         for h in handles:
             h.remove()
+        rec.remove()
         rec.close()
     rows = rec.rows()
     measured = rec.measured_step()

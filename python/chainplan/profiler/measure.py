@@ -49,7 +49,7 @@ from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
 from chainplan.errors import ProfileError
-from chainplan.executors.recompute import RNGState
+from chainplan.executors.recompute import RNGState, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.profiler.measuring import (
     check_counts,
@@ -182,7 +182,9 @@ def measure_stage(
     def forward() -> torch.Tensor:
         with torch.enable_grad():
             try:
-                result = module(x_in)
+                # Under autocast, as the executor runs it (runner.not_a_leaf).
+                result = module(not_a_leaf(x_in) if torch.is_autocast_enabled(dev.type)
+                                else x_in)
             except RuntimeError as err:
                 if "leaf Variable" in str(err) and "in-place" in str(err):
                     raise ProfileError(

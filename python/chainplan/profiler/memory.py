@@ -24,11 +24,12 @@ Choice made after comparing three approaches on known cases (4 MiB allocated and
   1 MiB of scratch for a 1 MiB activation; ``torch.cuda.max_memory_allocated`` would see
   such temporaries too;
 * a ``TorchDispatchMode`` tracking live storages (weak references with finalizers on
-  ``untyped_storage()``; storage Python objects are preserved, so the finalizer runs when the
-  C++ storage dies) matched the profiler byte for byte on op outputs, but sees only op
-  outputs: on the convolution block it reported a backward peak 1 MiB too low, and it misses
-  storages made outside the dispatcher (``torch.tensor([...])``); ``torch.distributed``'s
-  ``MemTracker`` is the same technique with module bookkeeping, with the same blind spots.
+  ``untyped_storage()``) matched the profiler byte for byte on op outputs but sees only those:
+  on the convolution block its backward peak was 1 MiB low, and it misses storages made
+  outside the dispatcher; ``torch.distributed``'s ``MemTracker`` has the same blind spots.
+
+While any probe is open, Python's cyclic garbage collector is paused (:mod:`gcpause`): a
+collection inside the region would free older garbage and lower its peak and delta by chance.
 
 The CPU probe's limits, all documented behaviour of the profiler:
 
@@ -57,9 +58,8 @@ Usage::
     with MemoryProbe(device="cpu") as whole:
         with MemoryProbe(device="cpu") as fwd:
             out = module(x)
-        with MemoryProbe(device="cpu") as bwd:
-            out.backward(torch.randn_like(out))
-    print(fwd.peak_bytes, fwd.delta_bytes, bwd.peak_bytes)
+        out.backward(torch.randn_like(out))
+    print(fwd.peak_bytes, fwd.delta_bytes, whole.peak_bytes)
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ from torch._C._profiler import (
 )
 
 from chainplan.errors import ProfileError
+from chainplan.profiler import gcpause
 
 __all__ = ["MemoryProbe"]
 
@@ -91,8 +92,7 @@ _Item = int | str
 
 _tokens = itertools.count(1)
 
-# Whether to use the legacy profiler when this PyTorch has it (tests switch it off to exercise
-# the Kineto fallback).
+# Use the legacy profiler where this PyTorch has it (tests turn it off to try Kineto's).
 _prefer_legacy = True
 
 
@@ -109,15 +109,11 @@ class _Recorder:
         self._legacy = _prefer_legacy and hasattr(_autograd, "_enable_profiler_legacy")
 
     def start(self) -> None:
+        state = ProfilerState.CPU if self._legacy else ProfilerState.KINETO
+        config = ProfilerConfig(state, False, True, False, False, False, _ExperimentalConfig())
         if self._legacy:
-            config = ProfilerConfig(
-                ProfilerState.CPU, False, True, False, False, False, _ExperimentalConfig()
-            )
             _autograd._enable_profiler_legacy(config)
         else:
-            config = ProfilerConfig(
-                ProfilerState.KINETO, False, True, False, False, False, _ExperimentalConfig()
-            )
             activities = {ProfilerActivity.CPU}
             _autograd._prepare_profiler(config, activities)
             _autograd._enable_profiler(config, activities)
@@ -332,6 +328,7 @@ class MemoryProbe:
     def __enter__(self) -> MemoryProbe:
         if self._entered:
             raise ProfileError("a MemoryProbe is single-use; create a new one per region")
+        gcpause.pause()  # resumed in __exit__, and below if entering fails
         if self._device.type == "cuda":
             index = self._index()
             with _cuda_lock:
@@ -345,6 +342,7 @@ class MemoryProbe:
             session = _cpu_state.session
             if session is None:
                 if _autograd._profiler_enabled():
+                    gcpause.resume()
                     raise ProfileError(
                         "a CPU memory probe needs the PyTorch profiler, which is already "
                         "running on this thread (close it around the probe)"
@@ -353,6 +351,7 @@ class MemoryProbe:
                 try:
                     session.recorder.start()
                 except RuntimeError as err:
+                    gcpause.resume()
                     raise ProfileError(f"cannot start the CPU memory profiler: {err}") from err
                 _cpu_state.session = session
             session.probes[self._token] = self
@@ -368,6 +367,7 @@ class MemoryProbe:
         tb: TracebackType | None,
     ) -> None:
         self._exited = True
+        gcpause.resume()
         if self._device.type == "cuda":
             index = self._index()
             with _cuda_lock:

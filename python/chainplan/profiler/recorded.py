@@ -7,6 +7,7 @@ that a recorded and a profiled run of one model have the same columns.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -73,8 +74,8 @@ def timed_steps(steps: list[Step], n: int, warmup: int,
 
 
 def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module],
-                  names: list[str], clock: Clock, *, warmup: int,
-                  loss_name: str) -> list[ProfileRow] | None:
+                  names: list[str], clock: Clock, *, warmup: int, loss_name: str,
+                  resident: int = 0, holds_end: bool = False) -> list[ProfileRow] | None:
     """The profile's rows, or None when no step can be timed.
 
     Args:
@@ -86,6 +87,10 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
     Keyword Args:
         warmup: the number of first steps to leave out.
         loss_name: the loss's name ("none" without a loss).
+        resident: bytes the side values of a model split from its graph hold through the
+            step, in every overhead as ``profile()`` counts them.
+        holds_end: the model's output keeps a_L to the end of the step (its own loss next
+            to its logits), counted as ``profile()`` counts it.
     """
     if clock.cuda:
         torch.cuda.synchronize()
@@ -110,10 +115,12 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
             kept_bytes=mem.kept_bytes, output_kept=mem.output_kept, output=torch.empty(0))
         measured.append((m, measured_step.in_bytes.get(k, 0)))
     lm = _loss_measurement(timed, memory, clock)
-    rows = _stage_rows(measured, names, lm)
+    if lm is not None and holds_end:
+        lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + measured[-1][0].out_bytes)
+    rows = _stage_rows(measured, names, lm, resident)
     end = chain_end(measured[-1][0], lm)
     rows.extend(_loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name,
-                           end.loss_fwd_tmp_bytes))
+                           end.loss_fwd_tmp_bytes, resident))
     return rows
 
 

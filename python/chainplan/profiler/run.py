@@ -11,8 +11,10 @@ once, in every operation's overheads (:mod:`chainplan.graph.split`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as _dt
 import json
+import logging
 import os
 import sys
 import time
@@ -25,19 +27,22 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
-from chainplan.profiler.signature import model_signature
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     StageSpread,
     stage_spreads,
     warn_if_spread,
 )
-from chainplan.schema import ProfileMetadata, ProfileRow, cpu_name, write_profile
+from chainplan.profiler.stored import find_stored
+from chainplan.schema import ProfileRow, cpu_name, file_stem, write_profile
 
 if TYPE_CHECKING:
     from chainplan.graph.describe import ChainSplit
+
+_log = logging.getLogger("chainplan.profile")
 
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
 
@@ -58,6 +63,8 @@ class Profile:
         side_bytes: memory the side values of a model split from its graph hold through
             a step (bytes; counted in every operation's overheads); 0 for a Sequential.
         split: how a model split from its graph was cut (None for a Sequential).
+        reused: whether ``profile()`` returned a stored profile of the same call instead
+            of measuring (:mod:`chainplan.profiler.stored`).
     """
 
     path: Path
@@ -68,6 +75,7 @@ class Profile:
     seconds: float
     side_bytes: int = 0
     split: ChainSplit | None = field(default=None, compare=False)
+    reused: bool = False
 
     @property
     def num_stages(self) -> int:
@@ -220,7 +228,6 @@ def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
 
 def profile_model(
     model: nn.Module,
-    sample: torch.Tensor,
     *args: Any,
     loss_fn: LossFn | None = None,
     target: torch.Tensor | None = None,
@@ -232,33 +239,39 @@ def profile_model(
     progress: bool | None = None,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
     stage_options: bool = True,
+    reuse: bool = True,
     **kwargs: Any,
 ) -> Profile:
-    """Measure each stage of ``model`` on ``sample`` and write (and store) the profile.
+    """Measure each stage of ``model`` on a sample call and write (and store) the profile.
 
     Usage::
 
         prof = chainplan.profile(gpt, idx, mask=mask, loss_fn=F.cross_entropy, target=y)
+        prof = chainplan.profile(llama, input_ids=ids, labels=ids)   # its own loss
 
     Args:
-        model: the model as written. An ``nn.Sequential`` called with ``sample`` alone is
-            the chain of its stages (nested Sequentials flattened); any other model, or one
+        model: the model as written. An ``nn.Sequential`` called with one tensor is the
+            chain of its stages (nested Sequentials flattened); any other model, or one
             called with more arguments, is captured with ``torch.export`` and split into a
-            chain (``chainplan.stages(model, sample, ...)`` shows the split).
-        sample: a real input batch, the chain input (the first argument of ``forward``);
-            its device is the device profiled.
-        args, kwargs: the rest of a call of ``forward`` (a mask, a timestep); keyword
-            arguments named like the options below must be passed positionally.
+            chain (``chainplan.stages(model, ...)`` shows the split).
+        args, kwargs: a real call of ``forward``, positional or keyword
+            (``input_ids=ids, attention_mask=m, labels=ids``). The chain input is its first
+            tensor argument (positional first, then keywords in the order of ``forward``'s
+            signature); its device is the device profiled. Keyword arguments named like the
+            options below must be passed positionally.
 
     Keyword Args:
         loss_fn: the training loss, called as ``loss_fn(output, target)`` (or
-            ``loss_fn(output)`` without a target); None gives the loss stage no cost.
+            ``loss_fn(output)`` without a target), ``output`` being what ``forward``
+            returns (a ``ModelOutput``: ``loss_fn`` may read ``.logits``). None: the loss
+            ``forward`` computes itself (given ``labels=``), else a loss stage of no cost.
         target: the target passed to ``loss_fn``.
         repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians.
         warmup: untimed repetitions first, ≥ 0 (default: 2).
         name: the model's name in the database (default: its class name).
         path: the Arrow file to write (default: a new file in
-            :func:`default_profile_dir`).
+            :func:`default_profile_dir`, named after the model by
+            :func:`chainplan.schema.file_stem`).
         ingest: store the profile in the database (default: True).
         progress: show a progress bar over the stages (default: when stderr is a terminal).
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
@@ -267,6 +280,10 @@ def profile_model(
         stage_options: for a model split from its graph, compute and measure each stage's
             operation-level options (:mod:`chainplan.graph.options`; default: True), which
             the ``rotor-ops`` planner chooses from.
+        reuse: return the stored profile of the same call when there is one, instead of
+            measuring again (default: True; only with ``ingest`` and no ``path``): the same
+            model signature, arguments, loss, compute dtype, device, torch version, thread
+            count and stages (:mod:`chainplan.profiler.stored`). False always measures.
 
     Returns:
         The :class:`Profile`, with its run id when ingested.
@@ -274,7 +291,8 @@ def profile_model(
     Raises:
         ProfileError: a stage does not return one tensor, a stage or the loss raises while
             measured (the error names it, ``stage_index`` and ``stage_name`` say which, and
-            the original error is its ``__cause__``), or an option is out of range.
+            the original error is its ``__cause__``), the call has no tensor argument, or
+            an option is out of range.
         CaptureError: a model that is not a Sequential cannot be captured (a
             :class:`ProfileError` naming the construct, e.g. data-dependent control flow).
     """
@@ -282,8 +300,7 @@ def profile_model(
 
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
-    if not isinstance(sample, torch.Tensor):
-        raise ProfileError(f"the sample must be a tensor (got {type(sample).__name__})")
+    sample = chain_sample(model, args, kwargs)
     device = sample.device
     name = name or type(model).__name__
     was_training = model.training
@@ -293,8 +310,22 @@ def profile_model(
     options: list[str | None] = []  # each stage's operation-level options
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
-        chain = bound.enter_context(profiled_chain(model, sample, args, kwargs))
+        chain = bound.enter_context(profiled_chain(model, args, kwargs))
         stages, names, x = chain.stages, chain.names, chain.input
+        loss = loss_stage(model, chain, loss_fn, target)
+        loss_name = loss[1] if loss is not None else "none"
+        meta = profile_metadata(model, sample, name, repeats, warmup, args, kwargs, loss_name,
+                                target)
+        if reuse and ingest and path is None:
+            found = find_stored(meta, loss_name, list(names))
+            if found is not None:
+                stored_id, stored_path, stored_rows = found
+                _log.info("profile of %s: reused the stored profile of the same call (run %d)",
+                          name, stored_id)
+                return Profile(path=stored_path, run_id=stored_id, model_name=name,
+                               stage_names=tuple(names), rows=tuple(stored_rows),
+                               seconds=time.perf_counter() - start,
+                               side_bytes=chain.side_bytes, split=chain.split, reused=True)
         from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -310,13 +341,12 @@ def profile_model(
                 x = m.output
                 bar.update()
             lm = None
-            loss_name = "none"
-            if loss_fn is not None:
-                fn = loss_fn if target is not None else (lambda out, _t: loss_fn(out))
-                loss_name = getattr(loss_fn, "__name__", type(loss_fn).__name__)
+            if loss is not None:
                 with _naming_stage(len(stages) + 1, f"loss {loss_name}"):
-                    lm = measure_loss(fn, x, target if target is not None else torch.empty(0),
+                    lm = measure_loss(loss[0], x, target if target is not None else torch.empty(0),
                                       repeats=repeats, warmup=warmup, device=device)
+                if chain.holds_end:  # the output object keeps a_L to the end of the step
+                    lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
             rows = _stage_rows(measured, names, lm, chain.side_bytes, options,
                                _held_during(list(stages), measured, device))
             end = chain_end(measured[-1][0], lm)
@@ -326,23 +356,9 @@ def profile_model(
     finally:
         bound.close()
         model.train(was_training)
-    meta = ProfileMetadata(
-        model_name=name,
-        model_signature=model_signature(model, device),
-        torch_version=torch.__version__,
-        device=str(device),
-        device_name=_device_name(device),
-        dtype=compute_dtype(model, sample),
-        batch_size=int(sample.shape[0]) if sample.dim() > 0 else 1,
-        input_shape=list(sample.shape),
-        threads=torch.get_num_threads(),
-        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=warmup,
-        reps=repeats,
-    )
     if path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{name}-{stamp}.arrow"
+        path = default_profile_dir() / f"{file_stem(name)}-{stamp}-{os.getpid()}.arrow"
     out = write_profile(path, rows, meta)
     run_id = None
     if ingest:

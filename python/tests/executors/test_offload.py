@@ -19,7 +19,7 @@ import torch
 
 from chainplan import _bind
 from chainplan.errors import ScheduleError
-from chainplan.executors import CheckpointedChain, OffloadedChain, wrap
+from chainplan.executors import CheckpointedChain, OffloadedChain, planned, wrap
 from chainplan.executors.linkplan import LinkPlan
 from chainplan.executors.offload import OffloadRunner
 from chainplan.schedule import Plan
@@ -125,7 +125,7 @@ def test_offload_transparency(name: str) -> None:
         what = f"{e['algo']} at {e['budget_bytes']} B"
         net_model = copy.deepcopy(model)
         net = p.wrap(net_model)
-        assert isinstance(net, OffloadedChain)
+        assert isinstance(planned(net).executor(x), OffloadedChain)  # type: ignore[union-attr]
         for seed, (want_loss, want_dx) in zip((1, 2), want, strict=True):
             got_loss, got_dx, total, freed = checked_step(net, x, seed)
             torch.testing.assert_close(got_loss, want_loss, rtol=1e-6, atol=1e-7)

@@ -252,7 +252,7 @@ class ResNet(nn.Module):
 
 
 def make_resnet(batch: int = 4) -> Case:
-    names = ["conv1+...+maxpool", "layer1.0:Bottleneck", "layer1.1:Bottleneck",
+    names = ["conv1+bn1+relu+maxpool", "layer1.0:Bottleneck", "layer1.1:Bottleneck",
              "layer2.0:Bottleneck", "layer2.1+avgpool", "fc:Linear"]
     return Case(ResNet(), (torch.randn(batch, 3, 16, 16),), {}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names)
@@ -329,7 +329,7 @@ class UNet(nn.Module):
 
 
 def make_unet(batch: int = 2) -> Case:
-    names = ["enc1.0+...+enc1.3", "pool+...+up1", "dec1.0+dec1.1", "dec1.2+dec1.3+out"]
+    names = ["enc1.0+enc1.1+enc1.2+enc1.3", "pool+...+up1", "dec1.0+dec1.1", "dec1.2+dec1.3+out"]
     return Case(UNet(), (torch.randn(batch, 3, 16, 16),), {}, F.mse_loss,
                 torch.randn(batch, 2, 16, 16), names)
 
@@ -352,7 +352,7 @@ class ScaledMLP(nn.Module):
 
 
 def make_mlp(batch: int = 8) -> Case:
-    names = ["fc1+drop", "fc2+drop", "fc3+drop", "fc4:Linear"]
+    names = ["fc1+relu+drop+mul", "fc2+relu+drop+mul", "fc3+relu+drop+mul", "fc4+div"]
     return Case(ScaledMLP(), (torch.randn(batch, 32),),
                 {"scale": torch.rand(32) + 0.5, "temperature": 2.0}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names, ["scale"])

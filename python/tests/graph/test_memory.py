@@ -16,7 +16,7 @@ import pytest
 import torch
 
 import chainplan
-from chainplan.graph.executor import GraphChainExecutor
+from chainplan.executors import planned
 from tests.graph.models import CASES, Case
 
 _RNG_STATE = int(torch.get_rng_state().numel())  # bytes of the CPU generator's state
@@ -28,9 +28,10 @@ def measured(net: Any, case: Case) -> int:
                              steps=1, store=False, **case.kwargs).peak_bytes
 
 
-def _rng_allowance(net: GraphChainExecutor, case: Case) -> int:
+def _rng_allowance(net: Any, case: Case) -> int:
     """The generator states the executor of ``net`` keeps (module docstring)."""
-    chain, executor = net.executor(*case.args, **case.kwargs)
+    state: Any = planned(net)
+    chain, executor = state.executor(*case.args, **case.kwargs)
     random = {k for k, stage in enumerate(chain.stages, start=1)
               if "dropout" in stage.gm.code}
     return _RNG_STATE * (len(random & executor.recomputed) + 2) if random else 0

@@ -1,0 +1,65 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chainplan/chainplan/planner"
+)
+
+// This file turns the planner registry into the CLI's help texts: no command keeps its
+// own list of algorithm names.
+
+// algoNames returns the names of the registry's entries for which keep holds, in table
+// order.
+func algoNames(keep func(planner.Entry) bool) []string {
+	var out []string
+	for _, e := range planner.Entries() {
+		if keep(e) {
+			out = append(out, e.Name)
+		}
+	}
+	return out
+}
+
+// solvable reports whether solve runs the algorithm: its plans are a sequence.
+func solvable(e planner.Entry) bool { return e.Schedule != nil }
+
+// hasFrontier reports whether the algorithm has a frontier (chainplan frontier).
+func hasFrontier(e planner.Entry) bool { return e.Schedule != nil && e.Schedule.Frontier != nil }
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// algoHelp lists the algorithms of solve by family, one line each, for its long help.
+func algoHelp() string {
+	var b strings.Builder
+	for _, fam := range []planner.Family{planner.Checkpointing, planner.Offloading} {
+		var lines []string
+		needs := true
+		for _, e := range planner.Entries() {
+			if e.Family != fam || !solvable(e) {
+				continue
+			}
+			lines = append(lines, fmt.Sprintf("  %-12s %s\n", e.Name, e.Summary))
+			needs = needs && e.Reads(planner.FieldBandwidth)
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		head := strings.ToUpper(string(fam[:1])) + string(fam[1:]) + " algorithms"
+		if needs {
+			head += " (need --bandwidth)"
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(head + ":\n" + strings.Join(lines, ""))
+	}
+	return b.String()
+}

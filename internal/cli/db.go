@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/store"
+)
+
+// This file holds what the commands that use the database share; the sequences
+// themselves are internal/service's, which the Python bindings call too.
+
+// openStore opens the existing database of a command that reads it or adds to what it
+// holds (show, export, sql, solve --run). A missing database is bad input.
+func openStore(cmd *cobra.Command) (*service.Service, error) {
+	return openDB(cmd, false)
+}
+
+// openStoreCreate opens the database for ingest, creating it when needed.
+func openStoreCreate(cmd *cobra.Command) (*service.Service, error) {
+	return openDB(cmd, true)
+}
+
+// openDB opens the database at --db, else $CHAINPLAN_DB, else ~/.chainplan/chainplan.db
+// (service.DBPath).
+func openDB(cmd *cobra.Command, create bool) (*service.Service, error) {
+	flag := ""
+	if f := cmd.Flag("db"); f != nil {
+		flag = f.Value.String()
+	}
+	return service.Open(cmd.Context(), flag, service.Options{Create: create, Version: Version})
+}
+
+// resolveRun reads a RUN argument (a run id, or "latest" for the newest run) and returns
+// the run's id.
+func resolveRun(ctx context.Context, svc *service.Service, arg string) (int64, error) {
+	ref, err := service.ParseRunRef(arg)
+	if err != nil {
+		return 0, err
+	}
+	return svc.ResolveRun(ctx, ref)
+}
+
+// ingestFile reads, validates and stores one profile file. A file that is missing or not
+// a valid profile is bad input (a *usageError): ingest tells those from internal errors.
+func ingestFile(ctx context.Context, svc *service.Service, path string) (store.IngestResult, *profiler.Profile, error) {
+	res, p, err := svc.Ingest(ctx, path)
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
+		errors.Is(err, profiler.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+		return res, p, &usageError{err}
+	}
+	return res, p, err
+}
+
+// solveInput plans what solve was given: the --chain file, or with --run a stored run,
+// whose plan it records with the service's parameters and reports on standard error
+// (standard output carries the plan alone). It returns the chain planned and the plan.
+func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (*chainplan.Chain, *chainplan.Plan, error) {
+	if f.run == "" {
+		c, err := chainplan.ReadChain(f.chain)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := service.Solve(c, req)
+		return c, p, err
+	}
+	svc, ref, err := openRunStore(cmd, f.run)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer svc.Close()
+	got, err := svc.PlanRun(cmd.Context(), ref, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	reportRecorded(e, svc, got.RunID, got.PlanID)
+	return got.Chain, got.Plan, nil
+}
+
+// openRunStore reads the --run value of a command that plans a stored run (solve,
+// pipeline) and opens the database that holds it; the caller closes it.
+func openRunStore(cmd *cobra.Command, run string) (*service.Service, service.RunRef, error) {
+	ref, err := service.ParseRunRef(run)
+	if err != nil {
+		return nil, ref, err
+	}
+	svc, err := openStore(cmd)
+	if err != nil {
+		return nil, ref, err
+	}
+	return svc, ref, nil
+}
+
+// reportRecorded says on standard error where a plan of a stored run was recorded
+// (standard output carries the plan alone).
+func reportRecorded(e *env, svc *service.Service, runID, planID int64) {
+	fmt.Fprintf(e.stderr, "chainplan: recorded as plan %d of run %d in %s\n", planID, runID, svc.Path())
+}

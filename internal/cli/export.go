@@ -1,0 +1,57 @@
+package cli
+
+import (
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+func newExportCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "export RUN",
+		Short: "Write a stored profile as a chain file (chainplan.chain/v1 JSON)",
+		Long: `Write run RUN (a run id, or "latest") as a chainplan.chain/v1 chain: the medians of
+its stages, the chain input a_0 (stage 1's input size) and the loss. The chain is what
+chainplan solve --chain reads. A run whose saved or temporary sizes were not measured
+(a chainplan.record profile) has no chain: the message names the stage and the field.`,
+		Example: `  chainplan export 12 > resnet50.json
+  chainplan export latest -o chain.json && chainplan solve --chain chain.json --budget 2GiB`,
+		Args: oneRunArg("export"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			id, err := resolveRun(cmd.Context(), db, args[0])
+			if err != nil {
+				return err
+			}
+			c, err := db.RunChain(cmd.Context(), id)
+			if err != nil {
+				return err
+			}
+			b, err := c.MarshalIndent()
+			if err != nil {
+				return err
+			}
+			return writeOutput(e, output, b)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")
+	return cmd
+}
+
+// writeOutput writes b to the file output names, or to standard output when it is empty
+// (export, import). A file that cannot be written is bad input.
+func writeOutput(e *env, output string, b []byte) error {
+	if output == "" {
+		_, err := e.stdout.Write(b)
+		return err
+	}
+	if err := os.WriteFile(output, b, 0o644); err != nil {
+		return &usageError{err}
+	}
+	return nil
+}

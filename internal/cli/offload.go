@@ -1,0 +1,212 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/offsim"
+)
+
+// This file holds the offloading side of solve and simulate (docs/pofo.md): the
+// --bandwidth flag and the replay of plans with transfers.
+
+// parseBandwidth reads a --bandwidth value with chainplan.ParseBandwidth: bytes per second
+// as a plain number ("1.2e10", "0.5") or a size with an optional "/s" ("12GB/s", "1.5GiB/s"),
+// the units as for --budget (docs/CLI.md, "Sizes and bandwidths").
+func parseBandwidth(s string) (float64, error) {
+	v, err := chainplan.ParseBandwidth(s)
+	if err != nil {
+		return 0, &usageError{fmt.Errorf("--%w", err)}
+	}
+	return v, nil
+}
+
+// offloadRequest fills the bandwidth of a solve request. An offloading algorithm needs
+// --bandwidth and, unless --slots is given, uses its own default discretization.
+func offloadRequest(cmd *cobra.Command, req *planner.Request, bandwidth string) error {
+	e, known := planner.Lookup(req.Algo)
+	reads := e.Reads(planner.FieldBandwidth)
+	switch {
+	case !known:
+		return nil // the planner reports the unknown name, not a --bandwidth problem
+	case slices.Contains(e.Needs, planner.FieldBandwidth) && bandwidth == "":
+		return usagef("--algo %s needs --bandwidth (bytes per second, e.g. 12GB/s)", req.Algo)
+	case !reads && bandwidth != "":
+		return usagef("--bandwidth applies to the offloading algorithms only (%s), not to --algo %s",
+			strings.Join(algoNames(func(e planner.Entry) bool { return e.Reads(planner.FieldBandwidth) }), ", "), req.Algo)
+	case !reads:
+		return nil
+	}
+	bw, err := parseBandwidth(bandwidth)
+	if err != nil {
+		return err
+	}
+	req.Bandwidth = bw
+	if !cmd.Flags().Changed("slots") {
+		req.Slots = 0
+	}
+	return nil
+}
+
+// writeOffloadText prints the offloading part of a plan, if any.
+func writeOffloadText(w io.Writer, p *chainplan.Plan) {
+	o := p.Offload
+	if o == nil {
+		return
+	}
+	fmt.Fprintf(w, "bandwidth   %.6g bytes/s, %s memory model", o.BandwidthBytesPerS, o.MemoryModel)
+	if o.SyncAtLoss {
+		fmt.Fprint(w, ", synchronized at the loss")
+	}
+	fmt.Fprintln(w)
+	for _, e := range o.Estimates {
+		fmt.Fprintf(w, "  %-10s makespan %.6g, peak %s\n", e.MemoryModel, e.Makespan, bytesLabel(e.PeakBytes))
+	}
+	fmt.Fprintf(w, "transfers   %d, %s offloaded, in link order\n", len(o.Transfers), bytesLabel(o.OffloadedBytes))
+	for i, t := range o.Transfers {
+		fmt.Fprintf(w, "  %4d  %-8s %-7s %9s  %s%s\n", i, t.Dir, t.Tensor, bytesLabel(t.Bytes),
+			transferAnchor(p.Sequence, t), transferTime(o, i))
+	}
+}
+
+// writeCandidatesText prints which candidate schedule a portfolio planner (pofo) returned
+// and how each candidate fared, if the plan says.
+func writeCandidatesText(w io.Writer, p *chainplan.Plan) {
+	if p.Chosen == "" {
+		return
+	}
+	fmt.Fprintf(w, "chosen      %s, the fastest of %d candidates\n", p.Chosen, len(p.Candidates))
+	for _, c := range p.Candidates {
+		if !c.Feasible {
+			fmt.Fprintf(w, "  %-12s no schedule within the budget (%.3f ms)\n", c.Algo, c.SolveMS)
+			continue
+		}
+		fmt.Fprintf(w, "  %-12s makespan %.6g, peak %s (%.3f ms)\n", c.Algo, c.Makespan, bytesLabel(c.PeakBytes), c.SolveMS)
+	}
+}
+
+// transferAnchor names the operation a transfer waits for or must precede.
+func transferAnchor(seq []chainplan.Op, t chainplan.Transfer) string {
+	op := func(k int) string {
+		if k >= 0 && k < len(seq) {
+			return fmt.Sprintf("op %d (%s)", k, seq[k])
+		}
+		return fmt.Sprintf("op %d", k)
+	}
+	switch {
+	case t.Dir == chainplan.TransferPrefetch:
+		return "before " + op(t.Anchor)
+	case t.Anchor < 0:
+		return "from the start"
+	}
+	return "after " + op(t.Anchor)
+}
+
+// transferTime gives the start and duration of transfer i from the plan's timing, if any.
+func transferTime(o *chainplan.Offload, i int) string {
+	if o.Timing == nil || i >= len(o.Timing.TransferStart) || o.BandwidthBytesPerS <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", starts at %.6g, lasts %.3g", o.Timing.TransferStart[i], float64(o.Transfers[i].Bytes)/o.BandwidthBytesPerS)
+}
+
+// offloadSimulation is the JSON output of simulate for an offloading plan.
+type offloadSimulation struct {
+	Valid          bool                  `json:"valid"`
+	MemoryModel    chainplan.MemoryModel `json:"memory_model"`
+	Makespan       float64               `json:"makespan"`
+	PeakBytes      int64                 `json:"peak_bytes"`
+	BudgetBytes    int64                 `json:"budget_bytes"`
+	Operations     int                   `json:"operations"`
+	Transfers      int                   `json:"transfers"`
+	OffloadedBytes int64                 `json:"offloaded_bytes"`
+	IdleTime       float64               `json:"idle_time"`
+	Estimates      []chainplan.Estimate  `json:"estimates"`
+	Issues         []offsim.Issue        `json:"issues"`
+}
+
+// runSimulateOffload replays an offloading plan with the pofo simulator in both memory
+// models. The plan's memory model decides validity and is compared with the plan's
+// claimed makespan and peak; a timing in the plan is checked as given.
+func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateFlags, limit int64) error {
+	s := offsim.ScheduleOf(p)
+	o := p.Offload
+	out := offloadSimulation{MemoryModel: o.MemoryModel, BudgetBytes: limit, Operations: len(p.Sequence), Transfers: len(o.Transfers)}
+	var main *offsim.Report
+	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
+		r, err := offsim.Simulate(c, s, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: m})
+		if err != nil {
+			return err
+		}
+		out.Estimates = append(out.Estimates, chainplan.Estimate{MemoryModel: m, Valid: r.Valid, Makespan: r.Makespan, PeakBytes: r.PeakBytes})
+		if m == o.MemoryModel {
+			main = r
+		}
+	}
+	out.Valid, out.Makespan, out.PeakBytes = main.Valid, main.Makespan, main.PeakBytes
+	out.OffloadedBytes, out.IdleTime = main.OffloadedBytes, main.IdleTime
+	out.Issues = append([]offsim.Issue{}, main.Issues...)
+	if o.Timing != nil && main.Valid {
+		r, err := offsim.Check(c, s, *o.Timing, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: o.MemoryModel})
+		if err != nil {
+			return err
+		}
+		for _, is := range r.Issues {
+			is.Msg = "the plan's timing: " + is.Msg
+			out.Issues = append(out.Issues, is)
+		}
+	}
+	if main.Valid {
+		is, err := offsim.CheckPositions(c, p)
+		if err != nil {
+			return err
+		}
+		out.Issues = append(out.Issues, is...)
+	}
+	claim := func(format string, args ...any) {
+		out.Issues = append(out.Issues, offsim.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
+	}
+	if main.Valid && p.Makespan != 0 && math.Abs(p.Makespan-main.Makespan) > 1e-9*math.Abs(main.Makespan) {
+		claim("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, main.Makespan)
+	}
+	if main.Valid && p.PeakBytes != 0 && p.PeakBytes != main.PeakBytes {
+		claim("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, main.PeakBytes)
+	}
+	out.Valid = len(out.Issues) == 0
+	if f.format == "json" {
+		if err := writeJSON(w, out); err != nil {
+			return err
+		}
+	} else {
+		verdict := verdictLabel(out.Valid, len(out.Issues))
+		fmt.Fprintf(w, "plan        %s: %s, %d operations, %d transfers\n", f.plan, verdict, len(p.Sequence), len(o.Transfers))
+		fmt.Fprintf(w, "model       %s, bandwidth %.6g bytes/s\n", o.MemoryModel, o.BandwidthBytesPerS)
+		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)
+		fmt.Fprintf(w, "peak        %s\n", bytesLabel(out.PeakBytes))
+		if limit >= 0 {
+			fmt.Fprintf(w, "budget      %s\n", bytesLabel(limit))
+		}
+		fmt.Fprintf(w, "offloaded   %s, compute idle %.6g\n", bytesLabel(out.OffloadedBytes), out.IdleTime)
+		for _, e := range out.Estimates {
+			state := "valid"
+			if !e.Valid {
+				state = "invalid"
+			}
+			fmt.Fprintf(w, "  %-10s %s, makespan %.6g, peak %s\n", e.MemoryModel, state, e.Makespan, bytesLabel(e.PeakBytes))
+		}
+		for _, is := range out.Issues {
+			fmt.Fprintf(w, "  - %s\n", is)
+		}
+	}
+	if !out.Valid {
+		return fmt.Errorf("%w: %s does not replay on %s (%d issues)", chainplan.ErrInvalidPlan, f.plan, f.chain, len(out.Issues))
+	}
+	return nil
+}

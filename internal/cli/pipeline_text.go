@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
+
+// writePipelineText prints a pipeline plan for people: its figures, the stages with their
+// device, layers, loads and stored activations, each device's memory, and the pattern of
+// one period per device and per link. The figures come from the independent validator,
+// so the text shows what the plan does, not only what the planner said.
+func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeline.Plan) error {
+	pr, err := pipeline.ProblemOf(c, p)
+	if err != nil {
+		return err
+	}
+	rep := pipeline.Validate(pr, p)
+	fmt.Fprintf(w, "algorithm   %s", p.Algo)
+	if p.Chosen != "" && p.Chosen != p.Algo {
+		fmt.Fprintf(w, " (returned the %s plan)", p.Chosen)
+	}
+	kind := "non-contiguous"
+	if p.Contiguous {
+		kind = "contiguous"
+	}
+	fmt.Fprintf(w, ", %d stages on %d devices, %s\n", len(p.Stages), usedDevices(p), kind)
+	if p.Fallback != "" {
+		fmt.Fprintf(w, "fallback    %s: the planner could not compute its own plan and returned this one\n", p.Fallback)
+	}
+	fmt.Fprintf(w, "platform    %d devices of %s, links of %s, %d weight copies, activations counted as %s\n",
+		p.GPUs, bytesLabel(p.MemoryBytes), bandwidthLabel(p.Bandwidth), p.WeightCopies, activationLabel(p.ActivationModel))
+	fmt.Fprintf(w, "period      %.6g", p.Period)
+	if p.PredictedPeriod > 0 {
+		fmt.Fprintf(w, " (partitioning predicted %.6g)", p.PredictedPeriod)
+	}
+	fmt.Fprintf(w, "; load bound %.6g; sequential %.6g, speedup %.2f\n", rep.LoadBound, pr.TotalWork(), speedup(c, p.Period))
+	if p.SolveMS > 0 {
+		fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
+	}
+	if !rep.Valid {
+		fmt.Fprintf(w, "INVALID     %d issues, first: %s\n", len(rep.Issues), rep.Issues[0])
+		return nil
+	}
+	fmt.Fprintln(w, "stages")
+	fmt.Fprintf(w, "  %5s  %6s  %-9s  %10s  %10s  %10s  %3s  %s\n", "stage", "device", "layers", "U_F", "U_B", "out/β", "NCA", "names")
+	for k, s := range p.Stages {
+		comm := "-"
+		if s.Last < pr.L() && (k+1 >= len(p.Stages) || p.Stages[k+1].GPU != s.GPU) {
+			comm = fmt.Sprintf("%.4g", pr.Transfer(s.Last))
+		}
+		fmt.Fprintf(w, "  %5d  %6d  %-9s  %10.4g  %10.4g  %10s  %3d  %s\n", k, s.GPU, fmt.Sprintf("%d-%d", s.First, s.Last),
+			pr.UF(s.First, s.Last), pr.UB(s.First, s.Last), comm, rep.NCA[k], layerNames(c, s))
+	}
+	fmt.Fprintln(w, "devices")
+	fmt.Fprintf(w, "  %6s  %-8s  %10s  %-26s  %-26s  %s\n", "device", "stages", "load", "memory (time-resolved)", "weights + buffers", "of M")
+	for g := 0; g < p.GPUs; g++ {
+		ks := p.StagesOn(g)
+		if len(ks) == 0 {
+			fmt.Fprintf(w, "  %6d  %-8s\n", g, "idle")
+			continue
+		}
+		var load float64
+		for _, k := range ks {
+			load += pr.U(p.Stages[k].First, p.Stages[k].Last)
+		}
+		of := ""
+		if p.MemoryBytes > 0 {
+			of = fmt.Sprintf("%.0f %%", 100*float64(rep.MemoryPeak[g])/float64(p.MemoryBytes))
+		}
+		fmt.Fprintf(w, "  %6d  %-8s  %10.4g  %-26s  %-26s  %s\n", g, intList(ks), load, bytesLabel(rep.MemoryPeak[g]),
+			bytesLabel(rep.Static[g]), of)
+	}
+	writePattern(w, p)
+	return nil
+}
+
+// writePattern prints the operations of one period on each device and each link, in
+// start order: "F2 0.0120+0.0340 h1" is the forward of stage 2 starting at 0.012 for
+// 0.034, on mini-batch b at time start + (b + 1)·T.
+func writePattern(w io.Writer, p *pipeline.Plan) {
+	fmt.Fprintln(w, "pattern     one period: OP<stage> start+duration h<shift>; mini-batch b runs at start + (b + shift)·period")
+	byRes := map[string][]pipeline.Op{}
+	var names []string
+	for _, o := range p.Pattern {
+		name := fmt.Sprintf("device %d", p.Stages[o.Stage].GPU)
+		if o.Op == pipeline.CF || o.Op == pipeline.CB {
+			a, b := p.Stages[o.Stage].GPU, p.Stages[o.Stage+1].GPU
+			name = fmt.Sprintf("link %d-%d", min(a, b), max(a, b))
+		}
+		if _, ok := byRes[name]; !ok {
+			names = append(names, name)
+		}
+		byRes[name] = append(byRes[name], o)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		ops := byRes[n]
+		slices.SortStableFunc(ops, func(a, b pipeline.Op) int {
+			switch {
+			case a.Start < b.Start:
+				return -1
+			case a.Start > b.Start:
+				return 1
+			}
+			return 0
+		})
+		parts := make([]string, len(ops))
+		for i, o := range ops {
+			parts[i] = fmt.Sprintf("%s%d %.4g+%.4g h%d", o.Op, o.Stage, o.Start, o.Duration, o.Shift)
+		}
+		fmt.Fprintf(w, "  %-9s  %s\n", n, strings.Join(parts, ", "))
+	}
+}
+
+// bandwidthLabel writes bytes per second with an SI unit, as bandwidths are given
+// (12 GB/s).
+func bandwidthLabel(b float64) string {
+	for _, u := range []struct {
+		v    float64
+		name string
+	}{{1e12, "TB/s"}, {1e9, "GB/s"}, {1e6, "MB/s"}, {1e3, "kB/s"}} {
+		if b >= u.v {
+			return fmt.Sprintf("%.4g %s", b/u.v, u.name)
+		}
+	}
+	return fmt.Sprintf("%.4g B/s", b)
+}
+
+func usedDevices(p *pipeline.Plan) int {
+	seen := map[int]bool{}
+	for _, s := range p.Stages {
+		seen[s.GPU] = true
+	}
+	return len(seen)
+}
+
+func activationLabel(m pipeline.ActivationModel) string {
+	if m == pipeline.ActivationsInput {
+		return "each layer's input (input)"
+	}
+	return "stage input + saved bytes (saved)"
+}
+
+// layerNames names a stage's first and last layers.
+func layerNames(c *chainplan.Chain, s pipeline.Stage) string {
+	first := c.Stages[s.First-1].Name
+	if s.First == s.Last {
+		return first
+	}
+	return first + " .. " + c.Stages[s.Last-1].Name
+}
+
+func intList(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
+}

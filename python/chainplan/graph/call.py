@@ -1,0 +1,83 @@
+"""The call chainplan captures and runs: a model's forward as a training step calls it.
+
+Libraries written for generation and evaluation return more than a training step needs.
+A model whose ``forward`` takes ``use_cache`` (every HuggingFace transformers decoder)
+returns a key/value cache for the next decoding step unless told not to: a cache object
+that a graph cannot hold, and every layer's keys and values kept alive until the step
+ends. A training step never reads it, and the libraries' own activation checkpointing
+turns it off for training (transformers: "use_cache=True is incompatible with gradient
+checkpointing. Setting use_cache=False"); :func:`training_call` does the same for every
+call chainplan captures or runs with gradients.
+
+The call is also put in one canonical form: keyword arguments in the order of
+``forward``'s parameters, so that ``model(input_ids=ids, attention_mask=m)`` and
+``model(attention_mask=m, input_ids=ids)`` are the same call, and the chain input a_0
+(the first tensor argument) is the one the signature puts first (``input_ids``, not the
+mask).
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from chainplan.errors import ChainplanWarning
+
+__all__ = ["CacheWarning", "chain_input", "forward_parameters", "training_call"]
+
+
+class CacheWarning(ChainplanWarning):
+    """A training call asked for a generation cache (``use_cache=True``); chainplan turns
+    it off, as the libraries' own gradient checkpointing does."""
+
+
+def forward_parameters(model: nn.Module) -> list[str]:
+    """The names of the parameters of ``forward`` as the model's class defines it (not an
+    instance attribute standing in for it while chainplan records), in order, ``self``,
+    ``*args`` and ``**kwargs`` left out; empty when the signature cannot be read."""
+    try:
+        params = list(inspect.signature(type(model).forward).parameters.values())[1:]
+    except (TypeError, ValueError):
+        return []
+    skip = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return [p.name for p in params if p.kind not in skip]
+
+
+def training_call(model: nn.Module, args: tuple[Any, ...],
+                  kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call a training step makes for ``model(*args, **kwargs)`` (module docstring).
+
+    Returns ``(args, kwargs)`` with the keyword arguments in signature order (unknown
+    ones after, as given) and ``use_cache=False`` when ``forward`` takes ``use_cache``.
+
+    Warns:
+        CacheWarning: the call passed ``use_cache=True`` (it is turned off).
+    """
+    names = forward_parameters(model)
+    order = {name: i for i, name in enumerate(names)}
+    ordered = dict(sorted(kwargs.items(), key=lambda kv: order.get(kv[0], len(order))))
+    if "use_cache" in order and order["use_cache"] >= len(args):  # not given positionally
+        if ordered.get("use_cache"):
+            warnings.warn(
+                f"{type(model).__name__} was called with use_cache=True in a training step; "
+                "chainplan turns the generation cache off (use_cache=False), as gradient "
+                "checkpointing must: the cache would hold every layer's keys and values "
+                "through the step", CacheWarning, stacklevel=4)
+        ordered["use_cache"] = False
+        ordered = dict(sorted(ordered.items(), key=lambda kv: order.get(kv[0], len(order))))
+    return tuple(args), ordered
+
+
+def chain_input(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The chain input a_0 of a call: its first tensor argument, positional arguments first,
+    then keywords in signature order; None when there is no tensor argument."""
+    args, kwargs = training_call(model, args, kwargs)
+    for v in pytree.tree_leaves((args, kwargs)):
+        if isinstance(v, torch.Tensor):
+            return v
+    return None

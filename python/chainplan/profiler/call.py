@@ -1,0 +1,90 @@
+"""What ``chainplan.profile`` measures for a call: its chain input, its loss stage and the
+provenance written with the profile (the call signature included,
+:mod:`chainplan.profiler.stored`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import nn
+
+from chainplan.errors import ProfileError
+from chainplan.profiler.signature import model_signature
+from chainplan.profiler.stored import call_signature
+from chainplan.schema import ProfileMetadata
+
+if TYPE_CHECKING:
+    from chainplan.graph.split import ProfiledChain
+
+__all__: list[str] = []
+
+LossFn = Callable[..., torch.Tensor]
+
+
+def chain_sample(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> torch.Tensor:
+    """The chain input of a profiled call (ProfileError without a tensor argument)."""
+    if isinstance(model, nn.Sequential):
+        x = args[0] if args else next(iter(kwargs.values()), None)
+    else:
+        from chainplan.graph.call import chain_input
+
+        x = chain_input(model, args, kwargs)
+    if not isinstance(x, torch.Tensor):
+        got = f"a {type(x).__name__}" if x is not None else "no tensor argument"
+        raise ProfileError(f"profile() needs a sample call of the model with a tensor, its "
+                           f"chain input, as the first tensor argument (got {got})")
+    return x
+
+
+def loss_stage(model: nn.Module, chain: ProfiledChain, loss_fn: LossFn | None,
+                target: torch.Tensor | None) -> tuple[Callable[..., torch.Tensor], str] | None:
+    """The loss stage L+1 as ``measure_loss`` calls it (on a_L and the target), and its
+    name: ``loss_fn`` on what ``forward`` returns, or the loss ``forward`` computes."""
+    from chainplan.reuse import model_loss_name
+
+    finish = chain.finish
+    if loss_fn is not None:
+        name = str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
+        if target is not None:
+            return (lambda a, t: loss_fn(finish(a), t)), name
+        return (lambda a, _t: loss_fn(finish(a))), name
+    if chain.computes_loss:
+        def model_loss(a: torch.Tensor, _t: torch.Tensor) -> torch.Tensor:
+            loss = chain.model_loss(finish(a))
+            assert loss is not None
+            return loss
+
+        return model_loss, model_loss_name(model)
+    return None
+
+
+def profile_metadata(model: nn.Module, sample: torch.Tensor, name: str, repeats: int, warmup: int,
+              args: tuple[Any, ...], kwargs: dict[str, Any], loss: str,
+              target: torch.Tensor | None) -> ProfileMetadata:
+    """The provenance of a profile of this call, its call signature included."""
+    from chainplan.graph.call import training_call
+
+    device = sample.device
+    from chainplan.profiler.run import _device_name, compute_dtype
+
+    device_name = _device_name(device)
+    if not isinstance(model, nn.Sequential):
+        args, kwargs = training_call(model, args, kwargs)
+    call = call_signature(args, kwargs, loss=loss, target=target, device_name=device_name)
+    return ProfileMetadata(
+        model_name=name,
+        model_signature=model_signature(model, device),
+        torch_version=torch.__version__,
+        device=str(device),
+        device_name=device_name,
+        dtype=compute_dtype(model, sample),
+        batch_size=int(sample.shape[0]) if sample.dim() > 0 else 1,
+        input_shape=list(sample.shape),
+        threads=torch.get_num_threads(),
+        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
+        warmup_reps=warmup,
+        reps=repeats,
+        extra={"call_signature": call},
+    )

@@ -1,0 +1,67 @@
+"""Reusing a stored profile of the same call instead of measuring again.
+
+``chainplan.profile`` writes with every profile a **call signature**: a digest of the call
+it measured (the structure of the arguments, every tensor's shape, dtype, device and
+whether it needs a gradient, the other arguments' values), of the loss and its target's
+shape, and of what sets the times besides the model: the thread count and the device's
+name. A later ``profile()`` of the same model (the same model signature,
+:mod:`chainplan.profiler.signature`) with the same call, compute dtype, device, torch
+version and loss, whose split gives the same stages, returns the stored profile: a new
+process does not measure again. ``profile(..., reuse=False)`` always measures.
+
+The stored run's Arrow file is read back for the rows; a run whose file is gone or
+unreadable is passed over (its rows in the database are kept).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from chainplan.schema import ProfileMetadata, ProfileRow, read_rows, signature
+
+__all__: list[str] = []
+
+_log = logging.getLogger("chainplan.profile")
+
+
+def call_signature(args: tuple[Any, ...], kwargs: dict[str, Any], *, loss: str,
+                   target: Any, device_name: str) -> str:
+    """The digest of a profiled call (module docstring); ``args, kwargs`` as a training
+    step makes the call (:func:`chainplan.graph.call.training_call`)."""
+    from chainplan.graph.chain import args_key
+
+    tgt = [list(target.shape), str(target.dtype)] if isinstance(target, torch.Tensor) else None
+    doc = {"version": 1, "call": repr(args_key(args, kwargs)), "loss": loss, "target": tgt,
+           "threads": torch.get_num_threads(), "device_name": device_name}
+    return signature(json.dumps(doc, separators=(",", ":"), sort_keys=True))
+
+
+def find_stored(meta: ProfileMetadata, loss: str,
+                names: list[str]) -> tuple[int, Path, list[ProfileRow]] | None:
+    """The newest stored run measured for this call whose stages are ``names``: its run
+    id, file and rows; None when there is none."""
+    from chainplan import _bind
+
+    call = meta.extra.get("call_signature", "")
+    if not call or not Path(_bind.db_path()).exists():
+        return None
+    runs = _bind.runs(model_signature=meta.model_signature, dtype=meta.dtype,
+                      device=meta.device, torch_version=meta.torch_version, loss_name=loss,
+                      call_signature=call, saved_measured=True)
+    for run in runs:
+        path = Path(str(run["source_path"]))
+        try:
+            rows, _ = read_rows(path)
+        except Exception as err:  # gone, moved or damaged: measure instead
+            _log.info("stored profile run %s is not readable (%s); passed over",
+                      run["run_id"], err)
+            continue
+        stages = [r.stage_name for r in rows if r.stage_kind == "stage" and r.rep == 0]
+        if stages == names:
+            return int(run["run_id"]), path, rows
+    return None
