@@ -88,7 +88,8 @@ class GPT(nn.Module):
 
 def _halves(block: str) -> list[str]:
     """The two stages of a pre-norm block cut at its residual addition."""
-    return [f"{block}.ln1+{block}.attn", f"{block}.ln2+...+{block}.mlp.2"]
+    return [f"{block}.ln1+{block}.attn",
+            "+".join(f"{block}.{m}" for m in ("ln2", "mlp.0", "mlp.1", "mlp.2"))]
 
 
 def make_gpt(batch: int = 4, seq: int = 16, blocks: int = 4) -> Case:
@@ -96,9 +97,10 @@ def make_gpt(batch: int = 4, seq: int = 16, blocks: int = 4) -> Case:
     idx = torch.randint(0, 256, (batch, seq))
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
     # Each pre-norm block is cut at its residual addition (chainplan.graph.choose).
-    names = ["wte+drop", *[n for i in range(blocks - 1) for n in _halves(f"blocks.{i}")],
+    names = ["wte+wpe+add+drop",
+             *[n for i in range(blocks - 1) for n in _halves(f"blocks.{i}")],
              f"blocks.{blocks - 1}.ln1+blocks.{blocks - 1}.attn",
-             f"blocks.{blocks - 1} (part)+ln_f", "head:Linear"]
+             f"blocks.{blocks - 1}.ln2+...+ln_f", "head:Linear"]
     return Case(model, (idx,), {"mask": mask}, F.cross_entropy,
                 torch.randint(0, 256, (batch * seq,)), names, ["mask"])
 
@@ -298,7 +300,7 @@ class ViT(nn.Module):
 
 def make_vit(batch: int = 4) -> Case:
     names = ["patch:Conv2d", "cat+add", *_halves("blocks.0"), *_halves("blocks.1"),
-             "blocks.2.ln1+blocks.2.attn", "blocks.2 (part)+norm", "head:Linear"]
+             "blocks.2.ln1+blocks.2.attn", "blocks.2.ln2+...+norm", "head:Linear"]
     return Case(ViT(), (torch.randn(batch, 3, 16, 16),), {}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names)
 

@@ -35,9 +35,11 @@ def test_gpt_boundaries() -> None:
     and by nothing else; the embeddings' position ids stay inside the first stage."""
     case = CASES["gpt"]()
     split = stages(case.model, *case.args, **case.kwargs)
-    halves = [(f"blocks.{i} (part)",) for i in range(4) for _ in range(2)]
-    halves[-1] = ("blocks.3 (part)", "ln_f")
-    assert [s.modules for s in split.stages] == [("wte", "drop"), *halves, ("head",)]
+    halves = [m for i in range(4) for m in (
+        (f"blocks.{i}.ln1", f"blocks.{i}.attn", f"blocks.{i} (part)"),
+        (f"blocks.{i}.ln2", *(f"blocks.{i}.mlp.{j}" for j in range(3)), f"blocks.{i} (part)"))]
+    halves[-1] = (*halves[-1][:-1], "ln_f", "blocks.3 (part)")
+    assert [s.modules for s in split.stages] == [("wte", "wpe", "drop"), *halves, ("head",)]
     assert [s.reads for s in split.stages] == [(), *[("mask",), ()] * 4, ()]
     assert split.level == 0
     assert split.stages[-1].out_shape == (64, 256)
