@@ -87,12 +87,18 @@ func Float(v float64) *float64 { return &v }
 
 // Conservative returns a copy of c without the exact memory model and the options: the
 // chain as version 1 reads it. The offloading planners use it, since their executor
-// recomputes whole stages and holds every stage output until the stage's backward.
+// recomputes whole stages and holds every stage output until the stage's backward. A
+// stage's forward temporary becomes the larger of o_F and o_R, so that a plan made from
+// the copy also fits its budget on the checkpointing executor, whose recomputations stop
+// early and peak at o_R (which may exceed o_F).
 func (c *Chain) Conservative() *Chain {
 	out := *c
 	out.Format = ChainFormat
 	out.Stages = make([]Stage, len(c.Stages))
 	for i, s := range c.Stages {
+		if s.RecomputeTmpBytes != nil && *s.RecomputeTmpBytes > s.FwdTmpBytes {
+			s.FwdTmpBytes = *s.RecomputeTmpBytes
+		}
 		s.SavesInput, s.SavesOutput, s.RecomputeTime, s.RecomputeTmpBytes, s.Options = nil, nil, nil, nil, nil
 		out.Stages[i] = s
 	}
