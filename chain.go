@@ -69,18 +69,29 @@ func (c *Chain) SumTime() float64 {
 
 // Validate checks every field of the chain and returns a *ChainError naming the first bad
 // stage and field.
-func (c *Chain) Validate() error {
-	if c.Format != ChainFormat && c.Format != ChainFormatV2 {
+func (c *Chain) Validate() error { return c.validate(0) }
+
+// validate is Validate for a chain on its own (branch 0) or for branch branch of a
+// multichain bundle, which may have no stages (an input that goes straight into the joint
+// loss) and whose errors name the branch. A branch is a version 1 chain: the multichain
+// planners read the conservative model (Chain.Conservative gives it).
+func (c *Chain) validate(branch int) error {
+	switch {
+	case branch == 0 && c.Format != ChainFormat && c.Format != ChainFormatV2:
 		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", c.Format, ChainFormat, ChainFormatV2)}
+	case branch > 0 && c.Format != ChainFormat:
+		return &ChainError{Branch: branch, Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", c.Format, ChainFormat)}
 	}
 	if c.InputBytes < 0 {
-		return &ChainError{Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
+		return &ChainError{Branch: branch, Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
 	}
-	if len(c.Stages) == 0 {
+	if len(c.Stages) == 0 && branch == 0 {
 		return &ChainError{Field: "stages", Msg: "the chain has no stages"}
 	}
 	for i, s := range c.Stages {
-		bad := func(field, msg string) error { return &ChainError{Stage: i + 1, Name: s.Name, Field: field, Msg: msg} }
+		bad := func(field, msg string) error {
+			return &ChainError{Branch: branch, Stage: i + 1, Name: s.Name, Field: field, Msg: msg}
+		}
 		for _, f := range []struct {
 			name string
 			v    float64
@@ -109,18 +120,30 @@ func (c *Chain) Validate() error {
 			return err
 		}
 	}
-	bad := func(field, msg string) error { return &ChainError{Stage: LossStage, Field: field, Msg: msg} }
-	if msg := checkTime(c.Loss.FwdTime); msg != "" {
+	if branch > 0 && c.Loss != (Loss{}) {
+		return &ChainError{Branch: branch, Stage: LossStage, Msg: "a branch has no loss of its own: " +
+			"the joint loss of the towers is the bundle's \"loss\" (--loss on the command line)"}
+	}
+	return c.Loss.validate(branch)
+}
+
+// validate checks the loss's fields; branch names the branch of a bundle whose loss it is
+// (0: a chain's loss or a bundle's joint loss).
+func (l *Loss) validate(branch int) error {
+	bad := func(field, msg string) error {
+		return &ChainError{Branch: branch, Stage: LossStage, Field: field, Msg: msg}
+	}
+	if msg := checkTime(l.FwdTime); msg != "" {
 		return bad("fwd_time", msg)
 	}
-	if msg := checkTime(c.Loss.BwdTime); msg != "" {
+	if msg := checkTime(l.BwdTime); msg != "" {
 		return bad("bwd_time", msg)
 	}
-	if c.Loss.FwdTmpBytes < 0 {
-		return bad("fwd_tmp_bytes", fmt.Sprintf("negative value %d", c.Loss.FwdTmpBytes))
+	if l.FwdTmpBytes < 0 {
+		return bad("fwd_tmp_bytes", fmt.Sprintf("negative value %d", l.FwdTmpBytes))
 	}
-	if c.Loss.BwdTmpBytes < 0 {
-		return bad("bwd_tmp_bytes", fmt.Sprintf("negative value %d", c.Loss.BwdTmpBytes))
+	if l.BwdTmpBytes < 0 {
+		return bad("bwd_tmp_bytes", fmt.Sprintf("negative value %d", l.BwdTmpBytes))
 	}
 	return nil
 }
@@ -149,7 +172,12 @@ var v2StageFields = map[string]bool{"saves_input": true, "saves_output": true, "
 // (the version 2 fields in a version 1 document among them), missing required fields,
 // fractional byte counts and non-finite numbers are errors that name the stage and the
 // field.
-func ParseChain(data []byte) (*Chain, error) {
+func ParseChain(data []byte) (*Chain, error) { return parseChain(data, 0) }
+
+// parseChain is ParseChain for a chain on its own (branch 0) or for branch branch of a
+// multichain bundle: there the format may be left out, the stages may be empty, every
+// error names the branch, and the chain is a version 1 chain.
+func parseChain(data []byte, branch int) (*Chain, error) {
 	// A first pass over raw messages finds the stage and field of any problem that
 	// encoding/json would otherwise report only as a byte offset.
 	var raw struct {
@@ -159,23 +187,28 @@ func ParseChain(data []byte) (*Chain, error) {
 		Loss       map[string]json.RawMessage   `json:"loss"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
+		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
 	}
-	if raw.Format == nil {
-		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("missing; want %q", ChainFormat)}
+	chainErr := func(stage int, name, field, msg string) error {
+		return &ChainError{Branch: branch, Stage: stage, Name: name, Field: field, Msg: msg}
 	}
-	if *raw.Format != ChainFormat && *raw.Format != ChainFormatV2 {
-		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", *raw.Format, ChainFormat, ChainFormatV2)}
+	switch {
+	case raw.Format == nil && branch == 0:
+		return nil, chainErr(0, "", "format", fmt.Sprintf("missing; want %q", ChainFormat))
+	case raw.Format != nil && branch == 0 && *raw.Format != ChainFormat && *raw.Format != ChainFormatV2:
+		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q or %q", *raw.Format, ChainFormat, ChainFormatV2))
+	case raw.Format != nil && branch > 0 && *raw.Format != ChainFormat:
+		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q", *raw.Format, ChainFormat))
 	}
-	v2 := *raw.Format == ChainFormatV2
+	v2 := raw.Format != nil && *raw.Format == ChainFormatV2
 	if raw.InputBytes == nil {
-		return nil, &ChainError{Field: "input_bytes", Msg: "missing"}
+		return nil, chainErr(0, "", "input_bytes", "missing")
 	}
 	if err := checkNumber(raw.InputBytes, true); err != "" {
-		return nil, &ChainError{Field: "input_bytes", Msg: err}
+		return nil, chainErr(0, "", "input_bytes", err)
 	}
-	if len(raw.Stages) == 0 {
-		return nil, &ChainError{Field: "stages", Msg: "the chain has no stages"}
+	if len(raw.Stages) == 0 && branch == 0 {
+		return nil, chainErr(0, "", "stages", "the chain has no stages")
 	}
 	stageKinds := map[string]bool{"name": false, "param_bytes": true}
 	for _, f := range requiredStageFields {
@@ -188,53 +221,73 @@ func ParseChain(data []byte) (*Chain, error) {
 		}
 		for _, f := range requiredStageFields {
 			if _, ok := st[f]; !ok {
-				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: "missing"}
+				return nil, chainErr(i+1, name, f, "missing")
 			}
 		}
 		for f, v := range st {
 			if v2StageFields[f] {
 				if !v2 {
-					return nil, &ChainError{Stage: i + 1, Name: name, Field: f,
-						Msg: fmt.Sprintf("unknown field in a %s chain (it is a field of %s)", ChainFormat, ChainFormatV2)}
+					return nil, chainErr(i+1, name, f,
+						fmt.Sprintf("unknown field in a %s chain (it is a field of %s)", ChainFormat, ChainFormatV2))
 				}
 				if msg := checkV2Field(f, v); msg != "" {
-					return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: msg}
+					return nil, chainErr(i+1, name, f, msg)
 				}
 				continue
 			}
 			integer, known := stageKinds[f]
 			if !known {
-				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: "unknown field"}
+				return nil, chainErr(i+1, name, f, "unknown field")
 			}
 			if f == "name" {
 				continue
 			}
 			if msg := checkNumber(v, integer); msg != "" {
-				return nil, &ChainError{Stage: i + 1, Name: name, Field: f, Msg: msg}
+				return nil, chainErr(i+1, name, f, msg)
 			}
 		}
 	}
-	lossKinds := map[string]bool{"fwd_time": false, "bwd_time": false, "fwd_tmp_bytes": true, "bwd_tmp_bytes": true}
-	for f, v := range raw.Loss {
-		integer, known := lossKinds[f]
-		if !known {
-			return nil, &ChainError{Stage: LossStage, Field: f, Msg: "unknown field"}
-		}
-		if msg := checkNumber(v, integer); msg != "" {
-			return nil, &ChainError{Stage: LossStage, Field: f, Msg: msg}
-		}
+	if err := checkLossFields(raw.Loss, branch); err != nil {
+		return nil, err
 	}
 
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var c Chain
 	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
+		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
 	}
-	if err := c.Validate(); err != nil {
+	if c.Format == "" {
+		c.Format = ChainFormat
+	}
+	if err := c.validate(branch); err != nil {
 		return nil, err
 	}
 	return &c, nil
+}
+
+// checkLossFields checks the raw fields of a loss object: known names, non-negative
+// numbers, whole byte counts.
+func checkLossFields(loss map[string]json.RawMessage, branch int) error {
+	lossKinds := map[string]bool{"fwd_time": false, "bwd_time": false, "fwd_tmp_bytes": true, "bwd_tmp_bytes": true}
+	for f, v := range loss {
+		integer, known := lossKinds[f]
+		if !known {
+			return &ChainError{Branch: branch, Stage: LossStage, Field: f, Msg: "unknown field"}
+		}
+		if msg := checkNumber(v, integer); msg != "" {
+			return &ChainError{Branch: branch, Stage: LossStage, Field: f, Msg: msg}
+		}
+	}
+	return nil
+}
+
+// branchError prefixes err with the branch of a bundle it concerns (none for branch 0).
+func branchError(branch int, err error) error {
+	if branch == 0 {
+		return err
+	}
+	return fmt.Errorf("branch %d: %w", branch, err)
 }
 
 // checkNumber returns what is wrong with a raw JSON value meant to be a non-negative number

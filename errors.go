@@ -25,10 +25,11 @@ var (
 // ChainError describes one invalid value of a chain. Stage is 1-based; 0 means the
 // chain-level fields and Loss the loss stage.
 type ChainError struct {
-	Stage int    // 1..L for stages, 0 for chain-level fields, -1 for the loss
-	Name  string // the stage's name, if any
-	Field string // the JSON field name
-	Msg   string // what is wrong with the value
+	Branch int    // 1..K for a branch of a multichain bundle, 0 otherwise
+	Stage  int    // 1..L for stages, 0 for chain-level fields, -1 for the loss
+	Name   string // the stage's name, if any
+	Field  string // the JSON field name
+	Msg    string // what is wrong with the value
 }
 
 // LossStage is the Stage value ChainError uses for the loss.
@@ -43,6 +44,12 @@ func (e *ChainError) Error() string {
 		where = fmt.Sprintf("stage %d (%q)", e.Stage, e.Name)
 	case e.Stage > 0:
 		where = fmt.Sprintf("stage %d", e.Stage)
+	}
+	switch {
+	case e.Branch > 0 && e.Stage == 0:
+		where = fmt.Sprintf("branch %d", e.Branch)
+	case e.Branch > 0:
+		where = fmt.Sprintf("branch %d: %s", e.Branch, where)
 	}
 	if e.Field == "" {
 		return fmt.Sprintf("invalid chain: %s: %s", where, e.Msg)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -20,23 +21,39 @@ const (
 	FNone OpKind = "F_none"
 	// B runs the backward of a stage whose ā is stored.
 	B OpKind = "B"
+	// FreeGrad drops the gradient of a tower's input once the tower's backward is done
+	// (D̄ of specs/multichain.md Table 1.1): only in multichain plans, for the branches
+	// whose input gradient is not kept.
+	FreeGrad OpKind = "free_grad"
 )
 
-// Valid reports whether k is one of the four operations.
+// Valid reports whether k is one of the four operations of a chain's sequence.
 func (k OpKind) Valid() bool { return k == FAll || k == FCk || k == FNone || k == B }
 
 // Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1. Option, on
 // an F_all, is the stage's operation-level option (chainplan.chain/v2, StageOption): 1..
 // keeps only what that option keeps and recomputes the rest right before the stage's
 // backward; 0, the default, keeps everything.
+//
+// In a multichain plan (Plan.Multichain) every operation also names its Branch, 1..K, and
+// Stage counts within the branch; the joint loss is branch 0, stage 0, and FreeGrad has
+// stage 0 (docs/formats-schedule.md). Multichain plans choose no options.
 type Op struct {
 	Kind   OpKind `json:"op"`
+	Branch int    `json:"branch,omitempty"`
 	Stage  int    `json:"stage"`
 	Option int    `json:"option,omitempty"`
 }
 
 func (o Op) String() string {
-	if o.Option > 0 {
+	switch {
+	case o.Kind == FreeGrad:
+		return fmt.Sprintf("%s %d", o.Kind, o.Branch)
+	case o.Branch > 0:
+		return fmt.Sprintf("%s %d.%d", o.Kind, o.Branch, o.Stage)
+	case o.Stage == 0:
+		return fmt.Sprintf("%s loss", o.Kind)
+	case o.Option > 0:
 		return fmt.Sprintf("%s %d/%d", o.Kind, o.Stage, o.Option)
 	}
 	return fmt.Sprintf("%s %d", o.Kind, o.Stage)
@@ -49,6 +66,25 @@ type StageChoice struct {
 	Stage  int   `json:"stage"`
 	Option int   `json:"option"`
 	Keep   []int `json:"keep"`
+}
+
+// MarshalJSON writes {"op", "stage"} for an operation of a chain's sequence (with "option"
+// when it runs one) and {"op", "branch", "stage"} for one of a multichain sequence, where
+// the joint loss (branch 0, stage 0) carries its branch too.
+func (o Op) MarshalJSON() ([]byte, error) {
+	kind, err := json.Marshal(string(o.Kind))
+	if err != nil {
+		return nil, err
+	}
+	b := append([]byte(`{"op":`), kind...)
+	if o.Branch != 0 || o.Stage == 0 {
+		b = append(append(b, `,"branch":`...), strconv.Itoa(o.Branch)...)
+	}
+	b = append(append(b, `,"stage":`...), strconv.Itoa(o.Stage)...)
+	if o.Option != 0 {
+		b = append(append(b, `,"option":`...), strconv.Itoa(o.Option)...)
+	}
+	return append(b, '}'), nil
 }
 
 // Plan is what a planner returns and what `chainplan solve` prints (DESIGN.md, "Sequence").
@@ -75,6 +111,9 @@ type Plan struct {
 	// Choices lists the operation-level options the sequence runs (Op.Option > 0), one per
 	// stage; absent when it runs none.
 	Choices []StageChoice `json:"options,omitempty"`
+	// Multichain is the multichain part of a plan for K towers joined at the loss (its
+	// sequence's operations name their branch); absent from other plans.
+	Multichain *MultichainPlan `json:"multichain,omitempty"`
 }
 
 // Candidate is the outcome of one schedule a planner compared before choosing
@@ -108,7 +147,15 @@ func ParsePlan(data []byte) (*Plan, error) {
 	if p.Sequence == nil {
 		return nil, fmt.Errorf("%w: field \"sequence\" is missing", ErrInvalidPlan)
 	}
+	if p.Multichain != nil {
+		if err := p.Multichain.check(p.Sequence); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrInvalidPlan, err)
+		}
+	}
 	for i, o := range p.Sequence {
+		if p.Multichain != nil {
+			break
+		}
 		if !o.Kind.Valid() {
 			return nil, fmt.Errorf("%w: sequence[%d]: unknown op %q (want F_all, F_ck, F_none or B)", ErrInvalidPlan, i, o.Kind)
 		}
@@ -118,8 +165,20 @@ func ParsePlan(data []byte) (*Plan, error) {
 		if o.Option < 0 || (o.Option > 0 && o.Kind != FAll) {
 			return nil, fmt.Errorf("%w: sequence[%d]: option %d (an option is a number ≥ 1 on an F_all)", ErrInvalidPlan, i, o.Option)
 		}
+		if o.Branch != 0 {
+			return nil, fmt.Errorf("%w: sequence[%d]: branch %d in a plan without a multichain section", ErrInvalidPlan, i, o.Branch)
+		}
 	}
-	if err := checkChoices(p.Sequence, p.Choices); err != nil {
+	if p.Multichain != nil {
+		for i, o := range p.Sequence {
+			if o.Option != 0 {
+				return nil, fmt.Errorf("%w: sequence[%d]: option %d in a multichain plan (its towers run no options)", ErrInvalidPlan, i, o.Option)
+			}
+		}
+		if len(p.Choices) > 0 {
+			return nil, fmt.Errorf("%w: options in a multichain plan (its towers run no options)", ErrInvalidPlan)
+		}
+	} else if err := checkChoices(p.Sequence, p.Choices); err != nil {
 		return nil, fmt.Errorf("%w: options: %v", ErrInvalidPlan, err)
 	}
 	if p.Offload != nil {

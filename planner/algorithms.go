@@ -6,17 +6,20 @@ import (
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/heuristic"
 	"github.com/chainplan/chainplan/planner/madpipe"
+	"github.com/chainplan/chainplan/planner/multichain"
 	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/offplan"
 	"github.com/chainplan/chainplan/planner/pipedream"
+	"github.com/chainplan/chainplan/planner/pipesim"
 	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
 // Plan formats of the entries.
 const (
-	formatSchedule = "chainplan.schedule/v1"
-	formatOffload  = "chainplan.schedule/v1+offload"
+	formatSchedule   = "chainplan.schedule/v1"
+	formatOffload    = "chainplan.schedule/v1+offload"
+	formatMultichain = "chainplan.schedule/v1+multichain"
 )
 
 // entries is the registry: every algorithm Solve runs, in the order help texts list them.
@@ -84,10 +87,21 @@ var entries = []Entry{
 		heuristic.SolveAutoCapper, heuristic.MinBudgetAutoCapper, FieldSlots),
 	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
 		heuristic.SolveOpportunist, heuristic.MinBudgetOpportunist, FieldSlots),
+	multichainEntry("multichain", "the fastest of the multi-chain DP, rotor on the towers concatenated, "+
+		"and no recomputation", multichain.Best),
+	multichainEntry("multichain-linear", "rotor on the towers concatenated, in every order", multichain.Linear),
 	pipelineEntry(madpipe.Algo, "memory-aware pipeline partitioning and periodic schedule (MadPipe: DP, then a MILP)",
 		madpipeFuncs),
 	pipelineEntry(contiguous.Algo, "the optimal contiguous partition with its 1F1B* schedule", contiguousFuncs),
 	pipelineEntry(pipedream.Algo, "PipeDream's partitioning DP and memory estimate, scheduled by 1F1B*", pipedreamFuncs),
+	adviseEntry,
+	search3dEntry,
+	simulationEntry(pipesim.GPipe),
+	simulationEntry(pipesim.OneFOneBFlush),
+	simulationEntry(pipesim.PipeDreamAsync),
+	simulationEntry(pipesim.TwoBW),
+	simulationEntry(pipesim.TiMePReSt),
+	simulationEntry(pipesim.Periodic),
 }
 
 func rotorOptions(req Request, revolve bool) rotor.Options {

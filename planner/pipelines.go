@@ -13,22 +13,41 @@ import (
 
 const formatPipeline = "chainplan.pipeline/v1"
 
-// PipelineRequest says how to plan a chain over several devices.
+// DefaultPipelineAlgo is the pipeline algorithm a request that names none gets, in the CLI
+// and in Python alike.
+const DefaultPipelineAlgo = madpipe.Algo
+
+// PipelineRequest says how to plan a chain over several devices. It is the one place of
+// the pipeline defaults: every field's zero value means its default (Algo:
+// DefaultPipelineAlgo; the options: pipeline.Options'; TimeLimit: milp.DefaultTimeLimit),
+// so that the CLI and Python, which leave out what the user did not give, plan alike.
 type PipelineRequest struct {
-	// Algo is a Pipeline-family entry's name.
+	// Algo is a Pipeline-family entry's name ("": DefaultPipelineAlgo).
 	Algo string
 	// Options are the platform (devices, memory per device, bandwidth) and the memory
-	// model (weight copies, activation model); Options.MemoryBytes is ignored when
-	// MinMemory is set.
+	// model (weight copies, activation model, temporaries, headroom, checkpointing);
+	// Options.MemoryBytes is ignored when MinMemory or FasterMemory is set.
 	Options pipeline.Options
 	// MinMemory plans at the algorithm's smallest memory per device.
 	MinMemory bool
+	// FasterMemory plans at the smallest memory per device at which the best contiguous
+	// plan is faster than one device running the chain (its period below U(1,L)); every
+	// pipeline algorithm is at least as fast there. When no memory gives such a plan, it
+	// plans at the smallest memory of the fastest contiguous plan, and says so in a note.
+	FasterMemory bool
 	// TimeLimit bounds a solver's time (madpipe's scheduling MILP); 0: the algorithm's default.
 	TimeLimit time.Duration
 	// RequireSolver refuses the fallback of an algorithm whose solver is missing (madpipe
 	// without a MILP solver returns the best contiguous plan, marked Fallback): an error
 	// wrapping milp.ErrNoSolver instead. Algorithms that run no solver ignore it.
 	RequireSolver bool
+}
+
+func (r PipelineRequest) algo() string {
+	if r.Algo == "" {
+		return DefaultPipelineAlgo
+	}
+	return r.Algo
 }
 
 // PipelineFuncs are the functions of an algorithm whose plans are chainplan.pipeline/v1
@@ -97,12 +116,13 @@ func lookupPipeline(algo string) (Entry, error) {
 
 // SolvePipeline plans chain c over several devices with req's algorithm: at req's memory
 // per device or, with req.MinMemory, at the algorithm's smallest, found directly and then
-// solved once. Errors: the chain's *chainplan.ChainError, a *pipeline.OptionError naming
-// the option, a *pipeline.InfeasibleError with the smallest memory that fits (or a lower
-// bound), ErrUnsupported for an unknown algorithm or a smallest memory the algorithm
-// cannot search for.
+// solved once (req.FasterMemory: at the smallest memory of a plan faster than one device).
+// The plan carries its speed-up references (SequentialTime, UnconstrainedPeriod). Errors:
+// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
+// *pipeline.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
+// unknown algorithm or a smallest memory the algorithm cannot search for.
 func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
-	e, err := lookupPipeline(req.Algo)
+	e, err := lookupPipeline(req.algo())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -110,7 +130,11 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 	if err != nil {
 		return nil, nil, err
 	}
-	if req.MinMemory {
+	var notes []string
+	switch {
+	case req.MinMemory && req.FasterMemory:
+		return nil, nil, fmt.Errorf("%w: ask for the smallest memory or for the smallest faster than one device, not both", chainplan.ErrUnsupported)
+	case req.MinMemory:
 		if e.Pipeline.MinMemory == nil {
 			return nil, nil, fmt.Errorf("%w: %s has no smallest-memory search: give the memory per device in bytes",
 				chainplan.ErrUnsupported, e.Name)
@@ -120,6 +144,32 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 			return nil, nil, err
 		}
 		pr = pr.WithMemory(m)
+	case req.FasterMemory:
+		m, note := fasterMemory(pr)
+		if note != "" {
+			notes = append(notes, note)
+		}
+		pr = pr.WithMemory(m)
 	}
-	return e.Pipeline.Solve(pr, req)
+	p, more, err := e.Pipeline.Solve(pr, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	p.SequentialTime = pr.TotalWork()
+	p.UnconstrainedPeriod = contiguous.Unconstrained(pr)
+	return p, append(notes, more...), nil
+}
+
+// fasterMemory returns the smallest memory per device at which the best contiguous plan is
+// faster than one device, or, when none is, the smallest memory of the fastest contiguous
+// plan with a note saying so.
+func fasterMemory(pr *pipeline.Problem) (int64, string) {
+	one := pr.TotalWork()
+	if m, ok := contiguous.MinMemoryAt(pr, one*(1-1e-9)); ok {
+		return m, ""
+	}
+	best := contiguous.Unconstrained(pr)
+	m, _ := contiguous.MinMemoryAt(pr, best)
+	return m, fmt.Sprintf("no plan on %d devices is faster than one device (the best period is %.4g, "+
+		"one device takes %.4g): planning the fastest, %.2fx one device", pr.Options().GPUs, best, one, one/best)
 }

@@ -20,6 +20,13 @@ const (
 	Checkpointing Family = "checkpointing"
 	Offloading    Family = "offloading"
 	Pipeline      Family = "pipeline"
+	// Multichain plans K towers joined at the loss (chainplan.MultiChain, issue 24): a
+	// chainplan.Plan whose operations name their branch, with its multichain section
+	// (docs/multichain.md); its entries set Entry.Multichain.
+	Multichain Family = "multichain"
+	// Simulation entries are the pipeline schedules planner/pipesim runs (issue 25): their
+	// result is a chainplan.pipesim/v1 document, and they set Entry.Simulation.
+	Simulation Family = "simulation"
 )
 
 // Field names a request field an algorithm reads, spelt as in the JSON requests of the
@@ -60,6 +67,15 @@ type Entry struct {
 	Schedule *ScheduleFuncs `json:"-"`
 	// Pipeline holds the functions of the pipeline algorithms; nil for the other families.
 	Pipeline *PipelineFuncs `json:"-"`
+	// Multichain holds the functions of the multichain algorithms; nil for the other
+	// families.
+	Multichain *MultichainFuncs `json:"-"`
+	// Parallel holds the functions of the parallel planners (family Parallel); nil for
+	// the other families.
+	Parallel *ParallelFuncs `json:"-"`
+	// Simulation holds the functions of the simulated schedules; nil for the other
+	// families.
+	Simulation *SimulationFuncs `json:"-"`
 }
 
 // ScheduleFuncs are the functions of an algorithm whose plans are a chainplan.Plan. The

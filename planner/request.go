@@ -50,6 +50,14 @@ func (r Request) check() (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: unknown algorithm %q (%swant one of %s)", chainplan.ErrUnsupported, r.Algo,
 			hint, strings.Join(all, ", "))
 	}
+	if e.Multichain != nil {
+		return Entry{}, fmt.Errorf("%w: algorithm %q plans towers joined at the loss: give it a bundle of the towers "+
+			"(chainplan.multichain/v1; several --chain files and --loss on the command line)", chainplan.ErrUnsupported, e.Name)
+	}
+	if e.Family == Simulation {
+		return Entry{}, fmt.Errorf("%w: %q is a pipeline schedule the simulator runs, not a sequence: use chainplan pipesim --schedule %s",
+			chainplan.ErrUnsupported, e.Name, e.Name)
+	}
 	if e.Schedule == nil {
 		return Entry{}, fmt.Errorf("%w: algorithm %q plans a %s, not a sequence: use its own entry point",
 			chainplan.ErrUnsupported, e.Name, e.Family)

@@ -14,17 +14,6 @@ import (
 // since no planner can use it; stages out of order wrap chainplan.ErrInvalidChain.
 func ChainOf(stages []Stage) (*chainplan.Chain, error) {
 	c := &chainplan.Chain{Format: chainplan.ChainFormat}
-	need := func(s *Stage, field string, v NullInt64) (int64, error) {
-		if !v.Valid {
-			where := s.Index
-			if s.Kind == KindLoss {
-				where = chainplan.LossStage
-			}
-			return 0, &chainplan.ChainError{Stage: where, Name: s.Name, Field: field,
-				Msg: "not measured in the profile (null in every repetition); planners need it"}
-		}
-		return v.Int64, nil
-	}
 	for i := range stages {
 		s := &stages[i]
 		if s.Kind == KindLoss {
@@ -32,11 +21,7 @@ func ChainOf(stages []Stage) (*chainplan.Chain, error) {
 				return nil, fmt.Errorf("%w: the loss (stage %d) is not the last stage", chainplan.ErrInvalidChain, s.Index)
 			}
 			var err error
-			c.Loss.FwdTime, c.Loss.BwdTime = s.FwdTimeS, s.BwdTimeS
-			if c.Loss.FwdTmpBytes, err = need(s, "fwd_tmp_bytes", s.FwdTmpBytes); err != nil {
-				return nil, err
-			}
-			if c.Loss.BwdTmpBytes, err = need(s, "bwd_tmp_bytes", s.BwdTmpBytes); err != nil {
+			if c.Loss, err = lossOf(s); err != nil {
 				return nil, err
 			}
 			continue
@@ -69,4 +54,29 @@ func ChainOf(stages []Stage) (*chainplan.Chain, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// need returns a memory size a planner needs, or a *chainplan.ChainError naming the stage
+// and the field when the profile never measured it.
+func need(s *Stage, field string, v NullInt64) (int64, error) {
+	if !v.Valid {
+		where := s.Index
+		if s.Kind == KindLoss {
+			where = chainplan.LossStage
+		}
+		return 0, &chainplan.ChainError{Stage: where, Name: s.Name, Field: field,
+			Msg: "not measured in the profile (null in every repetition); planners need it"}
+	}
+	return v.Int64, nil
+}
+
+// lossOf returns the chain's loss of the loss row s.
+func lossOf(s *Stage) (chainplan.Loss, error) {
+	l := chainplan.Loss{FwdTime: s.FwdTimeS, BwdTime: s.BwdTimeS}
+	var err error
+	if l.FwdTmpBytes, err = need(s, "fwd_tmp_bytes", s.FwdTmpBytes); err != nil {
+		return l, err
+	}
+	l.BwdTmpBytes, err = need(s, "bwd_tmp_bytes", s.BwdTmpBytes)
+	return l, err
 }

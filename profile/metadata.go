@@ -200,7 +200,13 @@ func ParseMetadata(kv map[string]string) (Metadata, error) {
 			Msg: fmt.Sprintf("%q is not an RFC 3339 time such as 2025-01-31T12:00:00Z", kv[KeyCreatedAt])}
 	}
 	m.CreatedAt = t.UTC()
+	if err := checkParallelKeys(kv); err != nil {
+		return Metadata{}, err
+	}
 	m.SetExtra(kv)
+	if _, err := m.Towers(); err != nil {
+		return Metadata{}, err
+	}
 	return m, nil
 }
 

@@ -57,6 +57,9 @@ type Row struct {
 	StageKind  string // KindStage or KindLoss
 	Rep        int    // repetition or training step, ≥ 0, unique per stage
 	Measures
+	// Parallel holds the stage's parallel fields as this row recorded them (zero when the
+	// file has none): shapes, counts and modules are the same on every row of a stage.
+	Parallel Parallel
 }
 
 // Stage is one stage aggregated over its repetitions (see StagesOf): a row of the store's
@@ -67,6 +70,9 @@ type Stage struct {
 	Kind  string // KindStage or KindLoss
 	Reps  int    // the number of rows aggregated
 	Measures
+	// Parallel holds the stage's parallel fields: the rows' shapes, counts and modules,
+	// and per batch size the median of their batch times.
+	Parallel Parallel
 }
 
 // StagesOf aggregates rows into one Stage per stage index, in index order (the loss, if
@@ -121,7 +127,8 @@ func StagesOf(rows []Row) []Stage {
 				BwdTmpBytes: medN(func(m *Measures) NullInt64 { return m.BwdTmpBytes }, idx),
 				ParamBytes:  medN(func(m *Measures) NullInt64 { return valid(m.ParamBytes) }, idx).Int64,
 				Exact:       aggregateExact(rows, idx),
-			}})
+			},
+			Parallel: aggregateParallel(rows, idx)})
 	}
 	return out
 }

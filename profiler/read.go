@@ -178,7 +178,7 @@ func (d *decoder) setSchema(s *arrow.Schema) error {
 			return columnError(c.name, fmt.Sprintf("has type %s, want %s", s.Field(i).Type, c.kind))
 		}
 	}
-	return nil
+	return d.checkParallelSchema(s)
 }
 
 // kindAccepts reports whether an Arrow type can hold a column of kind k.
@@ -248,6 +248,10 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 	if err != nil {
 		return err
 	}
+	parallel, err := d.parallelReader(rec, base, n)
+	if err != nil {
+		return err
+	}
 	fwd, bwd := floatGetter(cols[ColFwdTimeS]), floatGetter(cols[ColBwdTimeS])
 	name, kind := cols[ColStageName], cols[ColStageKind]
 	for i := 0; i < n; i++ {
@@ -297,6 +301,9 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		if err := checkExact(&r, base+i); err != nil {
 			return err
 		}
+		if err := parallel(i, &r); err != nil {
+			return err
+		}
 		d.rows = append(d.rows, r)
 	}
 	return nil
@@ -304,7 +311,14 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 
 // profile checks the rows as a whole and returns the profile.
 func (d *decoder) profile() (*Profile, error) {
-	if err := checkStructure(d.rows); err != nil {
+	towers, err := d.meta.Towers()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkStructure(d.rows, towers); err != nil {
+		return nil, err
+	}
+	if err := checkParallelStructure(d.rows); err != nil {
 		return nil, err
 	}
 	return &Profile{Meta: d.meta, Rows: d.rows}, nil

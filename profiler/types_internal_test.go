@@ -33,7 +33,7 @@ func smallProfile() *Profile {
 func encodeReplacing(t *testing.T, col string, arr arrow.Array, editMeta func(map[string]string)) []byte {
 	t.Helper()
 	p := smallProfile()
-	base := schema(&p.Meta)
+	base := schema(&p.Meta, false)
 	rec := buildBatch(base, p.Rows)
 	defer rec.Release()
 	var fields []arrow.Field
@@ -158,7 +158,7 @@ func TestReadColumnTypes(t *testing.T) {
 
 func TestReadDuplicateColumn(t *testing.T) {
 	p := smallProfile()
-	s := schema(&p.Meta)
+	s := schema(&p.Meta, false)
 	rec := buildBatch(s, p.Rows)
 	defer rec.Release()
 	md := s.Metadata()

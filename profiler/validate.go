@@ -54,12 +54,13 @@ func checkRow(r *profile.Row, row int) error {
 	return nil
 }
 
-// checkSavedCoversOutput checks ā ≥ a for every stage but the last, whose output the loss
-// may consume (the chain contract, docs/formats.md); it needs the whole file to know L.
-func checkSavedCoversOutput(rows []profile.Row, last int) error {
+// checkSavedCoversOutput checks ā ≥ a for every stage but the last ones, whose output the
+// loss may consume (the chain contract, docs/formats.md): the last stage of the profile,
+// or of each tower of a profile of towers; it needs the whole file to know them.
+func checkSavedCoversOutput(rows []profile.Row, last map[int]bool) error {
 	for i := range rows {
 		r := &rows[i]
-		if r.StageKind == profile.KindLoss || r.StageIndex == last || !r.SavedBytes.Valid || r.SavedBytes.Int64 >= r.OutBytes {
+		if r.StageKind == profile.KindLoss || last[r.StageIndex] || !r.SavedBytes.Valid || r.SavedBytes.Int64 >= r.OutBytes {
 			continue
 		}
 		return &Error{Column: ColSavedBytes, Row: i, Stage: r.StageIndex, Rep: r.Rep,
@@ -76,8 +77,9 @@ type stageSeen struct {
 }
 
 // checkStructure checks the rows as a whole: stages numbered 1..L without gaps, at most
-// one loss at L+1, one name and kind per stage, no repetition twice.
-func checkStructure(rows []profile.Row) error {
+// one loss at L+1, one name and kind per stage, no repetition twice, and for a profile of
+// towers (towers not nil) as many stages as the towers have.
+func checkStructure(rows []profile.Row, towers *profile.Towers) error {
 	if len(rows) == 0 {
 		return fileError("the profile has no rows", nil)
 	}
@@ -132,7 +134,20 @@ func checkStructure(rows []profile.Row) error {
 		return &Error{Column: ColStageIndex, Row: -1,
 			Msg: fmt.Sprintf("stages must be numbered 1..%d without gaps; missing: %v", maxStage, missing)}
 	}
-	return checkSavedCoversOutput(rows, maxStage)
+	last := map[int]bool{maxStage: true}
+	if towers != nil {
+		end := 0
+		for _, l := range towers.Lengths {
+			if end += l; l > 0 {
+				last[end] = true
+			}
+		}
+		if end != maxStage {
+			return &Error{Column: ColStageIndex, Row: -1, Msg: fmt.Sprintf(
+				"the schema metadata's towers have %v stages (%d in all), the profile %d", towers.Lengths, end, maxStage)}
+		}
+	}
+	return checkSavedCoversOutput(rows, last)
 }
 
 // known returns v as a non-null profile.NullInt64.

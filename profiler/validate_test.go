@@ -149,3 +149,32 @@ func TestReadAcceptsLastStageKeepingLessThanOutput(t *testing.T) {
 		t.Fatalf("last stage saved_bytes = %d, want 0", s)
 	}
 }
+
+// TestReadTowers: a profile of towers (schema metadata "towers") must have as many stages
+// as its towers, and the last stage of each tower may keep less than its output, as the
+// last stage of a chain may (the joint loss consumes every tower output).
+func TestReadTowers(t *testing.T) {
+	p := sampleProfile(5, 2, 24)
+	p.Meta.Extra = map[string]string{profile.KeyTowers: `{"lengths": [3, 2], "branches": [0, 1], "input_bytes": [64, 32]}`}
+	for i := range p.Rows {
+		if p.Rows[i].StageIndex == 3 {
+			p.Rows[i].SavedBytes = valid(0) // tower 0's last stage
+		}
+	}
+	got, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tw, err := got.Meta.Towers(); err != nil || tw == nil || tw.Lengths[1] != 2 {
+		t.Fatalf("towers %+v, %v", tw, err)
+	}
+	p.Meta.Extra[profile.KeyTowers] = `{"lengths": [3, 3], "branches": [0, 1], "input_bytes": [64, 32]}`
+	if _, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{})); err == nil || !strings.Contains(err.Error(), "6 in all") {
+		t.Fatalf("towers of 6 stages on 5: %v", err)
+	}
+	p.Meta.Extra[profile.KeyTowers] = `{"lengths": [5], "branches": [], "input_bytes": []}`
+	var pe *profiler.Error
+	if _, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{})); !errors.As(err, &pe) || pe.Key != profile.KeyTowers {
+		t.Fatalf("towers without branches: %v", err)
+	}
+}

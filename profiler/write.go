@@ -3,6 +3,7 @@ package profiler
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -27,12 +28,16 @@ type WriteOptions struct {
 	BatchRows   int    // rows per record batch; 0 writes all rows in one batch
 }
 
-// schema returns the Arrow schema of version 1, with the optional columns of the exact
-// memory model, and the given metadata.
-func schema(meta *profile.Metadata) *arrow.Schema {
-	all := append(append([]column(nil), columns...), optionalColumns...)
-	fields := make([]arrow.Field, len(all))
-	for i, c := range all {
+// schema returns the Arrow schema of version 1 with the given metadata: the required
+// columns, the optional columns of the exact memory model, and those of the parallel
+// fields when withParallel is set.
+func schema(meta *profile.Metadata, withParallel bool) *arrow.Schema {
+	cols := append(slices.Clip(columns), optionalColumns...)
+	if withParallel {
+		cols = append(cols, parallelColumns...)
+	}
+	fields := make([]arrow.Field, len(cols))
+	for i, c := range cols {
 		var t arrow.DataType
 		switch c.kind {
 		case kindInt:
@@ -59,7 +64,7 @@ func schema(meta *profile.Metadata) *arrow.Schema {
 // Write writes p as a profile file with the canonical types (int64, float64, utf8) of
 // version 1. It does not validate p: Read does, so that tests can write bad files too.
 func Write(w io.Writer, p *Profile, opts WriteOptions) error {
-	s := schema(&p.Meta)
+	s := schema(&p.Meta, hasParallel(p.Rows))
 	wopts := []ipc.Option{ipc.WithSchema(s)}
 	switch opts.Compression {
 	case CompressionNone:
@@ -150,6 +155,9 @@ func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 		for j := range rows {
 			appendExact(fb, c.name, &rows[j])
 		}
+	}
+	for i := len(columns) + len(optionalColumns); i < len(s.Fields()); i++ {
+		appendParallel(b.Field(i), s.Field(i).Name, rows)
 	}
 	return b.NewRecordBatch()
 }

@@ -22,6 +22,15 @@ func ProfileChain(filePath string) (chain string, err error) {
 
 // readProfileChain reads and validates a profile file and aggregates it to a chain.
 func readProfileChain(filePath string) (*chainplan.Chain, error) {
+	prof, err := readProfile(filePath)
+	if err != nil {
+		return nil, err
+	}
+	return prof.Chain()
+}
+
+// readProfile reads and validates a profile file.
+func readProfile(filePath string) (*profiler.Profile, error) {
 	data, err := os.ReadFile(filePath)
 	if err != nil {
 		return nil, fileError(err)
@@ -30,5 +39,5 @@ func readProfileChain(filePath string) (*chainplan.Chain, error) {
 	if err != nil {
 		return nil, fileError(err)
 	}
-	return prof.Chain()
+	return prof, nil
 }

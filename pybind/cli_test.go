@@ -67,7 +67,7 @@ func TestUseHighs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := `{"algo": "madpipe", "gpus": 2, "memory_bytes": 24000000000, "bandwidth": 12e9`
+	req := `{"algo": "madpipe", "gpus": 2, "memory_bytes": 28000000000, "bandwidth": 12e9`
 	plan := func(extra string) (*pipeline.Plan, []string, error) {
 		out, err := PipelineSolve(string(chain), req+extra+"}")
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/store"
 )
 
 // maxOpen bounds the databases kept open at once: a process that plans into many files
@@ -17,7 +18,7 @@ const maxOpen = 8
 // handle is one open database and the calls using it.
 type handle struct {
 	svc   *service.Service
-	file  os.FileInfo // the file it opened, to notice a file removed or replaced since
+	file  os.FileInfo // the file it opened, to notice a file removed or replaced since (nil for PostgreSQL)
 	users int         // calls in flight
 	used  uint64      // when it was last acquired, on the clock of dbs
 	gone  bool        // out of dbs.open: closed when its last user releases it
@@ -34,13 +35,23 @@ var dbs = struct {
 	opens int // databases opened since the process started; the tests read it
 }{open: map[string]*handle{}}
 
-// DBPath returns the database file: envDB (the value of $CHAINPLAN_DB) when not empty,
-// else home/.chainplan/chainplan.db (service.DBPath). Python passes its current
-// environment: this Go runtime sees the environment of the moment it was loaded.
+// DBPath returns the database: envDB (the value of $CHAINPLAN_DB: a SQLite path or a
+// PostgreSQL DSN) when not empty, else home/.chainplan/chainplan.db (service.DBPath).
+// Python passes its current environment: this Go runtime sees the environment of the
+// moment it was loaded.
 func DBPath(envDB, home string) (path string, err error) {
 	defer recoverError(&err)
 	path, err = service.DBPath("", envDB, home)
 	return path, codedError(err)
+}
+
+// DataDir returns the local folder of the files kept beside database db (Python writes
+// profiles to its profiles/ folder): the folder of a SQLite file, home/.chainplan for a
+// PostgreSQL store (service.DataDir).
+func DataDir(db, home string) (dir string, err error) {
+	defer recoverError(&err)
+	dir, err = service.DataDir(db, home)
+	return dir, codedError(err)
 }
 
 // withService runs fn on the open database at path ("" means service.DefaultDBPath),
@@ -56,9 +67,9 @@ func withService(path string, create bool, fn func(ctx context.Context, s *servi
 	return codedError(fn(ctx, h.svc))
 }
 
-// acquire returns the open database at path, opening it when it is not open yet or when
-// its file was removed or replaced since (a handle on a deleted file would keep writing
-// where nobody reads).
+// acquire returns the open database at path, opening it when it is not open yet or, for
+// a SQLite file, when its file was removed or replaced since (a handle on a deleted file
+// would keep writing where nobody reads). A PostgreSQL store is known by its DSN.
 func acquire(ctx context.Context, path string, create bool) (*handle, error) {
 	if path == "" {
 		p, err := service.DefaultDBPath()
@@ -67,35 +78,46 @@ func acquire(ctx context.Context, path string, create bool) (*handle, error) {
 		}
 		path = p
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("database %s: %w", path, err)
+	key, postgres := path, store.IsPostgres(path)
+	if !postgres {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", path, err)
+		}
+		key = abs
 	}
 	dbs.Lock()
 	defer dbs.Unlock()
 	dbs.clock++
-	if h := dbs.open[abs]; h != nil {
-		if fi, err := os.Stat(abs); err == nil && os.SameFile(fi, h.file) {
+	if h := dbs.open[key]; h != nil {
+		if postgres {
 			h.users++
 			h.used = dbs.clock
 			return h, nil
 		}
-		forget(abs, h)
+		if fi, err := os.Stat(key); err == nil && os.SameFile(fi, h.file) {
+			h.users++
+			h.used = dbs.clock
+			return h, nil
+		}
+		forget(key, h)
 	}
-	svc, err := service.Open(ctx, abs, service.Options{Create: create, Version: Version})
+	svc, err := service.Open(ctx, key, service.Options{Create: create, Version: Version})
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		svc.Close()
-		return nil, fmt.Errorf("database %s: %w", abs, err)
+	var fi os.FileInfo
+	if !postgres {
+		if fi, err = os.Stat(key); err != nil {
+			svc.Close()
+			return nil, fmt.Errorf("database %s: %w", key, err)
+		}
 	}
 	if len(dbs.open) >= maxOpen {
 		evictOldest()
 	}
 	h := &handle{svc: svc, file: fi, users: 1, used: dbs.clock}
-	dbs.open[abs] = h
+	dbs.open[key] = h
 	dbs.opens++
 	return h, nil
 }

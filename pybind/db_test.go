@@ -10,7 +10,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/chainplan/chainplan/internal/pgtest"
 )
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // opened returns how many databases the process has opened so far.
 func opened() int {
@@ -20,9 +24,16 @@ func opened() int {
 }
 
 // Every call on one database after the first uses the database the first opened: the
-// schema is checked and migrated once per process, not once per call.
+// schema is checked and migrated once per process, not once per call. The same holds for
+// a PostgreSQL store, known by its DSN.
 func TestOneOpenPerDatabase(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "chainplan.db")
+	for _, db := range []string{filepath.Join(t.TempDir(), "chainplan.db"), pgtest.NewStore(t)} {
+		oneOpenPerDatabase(t, db)
+	}
+}
+
+func oneOpenPerDatabase(t *testing.T, db string) {
+	t.Helper()
 	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
 	before := opened()
 	if _, err := Ingest(db, profile); err != nil {
@@ -164,5 +175,16 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 	before := opened()
 	if _, err := Query(first, "SELECT 1"); err != nil || opened()-before != 1 {
 		t.Fatalf("reopening the evicted database: %v, %d opens", err, opened()-before)
+	}
+}
+
+func TestDataDir(t *testing.T) {
+	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan"} {
+		if got, err := DataDir(db, "/home/u"); err != nil || got != want {
+			t.Errorf("DataDir(%q) = %q, %v; want %q", db, got, err, want)
+		}
+	}
+	if _, err := DataDir("postgres://db.lab/x", ""); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
+		t.Errorf("DataDir without a home: %v, want a coded bad request", err)
 	}
 }

@@ -14,8 +14,8 @@
 //	chainplan[invalid-profile]: …                 a profile file is not a valid version-1 profile
 //	chainplan[invalid-plan]: …                    a plan or sequence cannot be read
 //	chainplan[bad-request]: …                     unknown algorithm, bad option
-//	chainplan[bad-query]: …                       SQL SQLite rejects, or a statement that would write
-//	chainplan[not-found]: …                       a stored run or plan does not exist
+//	chainplan[bad-query]: …                       SQL the database rejects, or a statement that would write
+//	chainplan[not-found]: …                       a stored run or plan, or the database, does not exist
 //	chainplan[no-solver]: …                       no MILP solver, and the request refuses to fall back
 //	chainplan[internal]: …                        anything else, a bug
 package pybind

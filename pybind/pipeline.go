@@ -15,14 +15,21 @@ import (
 
 // pipelineRequest is the JSON form of a pipeline planning request from Python
 // (chainplan.pipeline_plan).
+// Every field left out means its default, which the Go request types hold
+// (planner.PipelineRequest): Python sends only what the user gave.
 type pipelineRequest struct {
 	Algo            string  `json:"algo"`
 	GPUs            int     `json:"gpus"`
 	MemoryBytes     int64   `json:"memory_bytes"`
 	MinMemory       bool    `json:"min_memory"`
+	FasterMemory    bool    `json:"faster_memory"`
 	Bandwidth       float64 `json:"bandwidth"`
 	WeightCopies    int     `json:"weight_copies"`
 	ActivationModel string  `json:"activation_model"`
+	Headroom        float64 `json:"headroom"`
+	NoTemporaries   bool    `json:"no_temporaries"`
+	Checkpoint      bool    `json:"checkpoint"`
+	Replan          bool    `json:"replan"`
 	TimeLimitS      float64 `json:"time_limit_s"`
 	RequireSolver   bool    `json:"require_solver"`
 	// Microbatches is written into the plan (its optional "microbatches" field), stored
@@ -41,8 +48,11 @@ func parsePipelineRequest(s string) (service.PipelineRequest, error) {
 	return service.PipelineRequest{
 		Algo: r.Algo,
 		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
-			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel)},
+			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel),
+			Headroom: r.Headroom, NoTemporaries: r.NoTemporaries, Checkpoint: r.Checkpoint},
 		MinMemory:     r.MinMemory,
+		FasterMemory:  r.FasterMemory,
+		Replan:        r.Replan,
 		TimeLimit:     time.Duration(r.TimeLimitS * float64(time.Second)),
 		RequireSolver: r.RequireSolver,
 		Source:        service.SourcePython,
@@ -68,9 +78,11 @@ func pipelineError(err error) error {
 
 // PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
 // requestJSON asks ({"algo": "madpipe", "gpus": 4, "memory_bytes": N, "min_memory": false,
-// "bandwidth": B, "weight_copies": 2, "activation_model": "saved", "time_limit_s": 0,
-// "microbatches": 0, "require_solver": false}) and returns {"plan": {...}, "notes": [...]}: the chainplan.pipeline/v1
-// plan and the planner's notes for the user. Nothing is stored.
+// "faster_memory": false, "bandwidth": B, "weight_copies": 2, "activation_model": "saved",
+// "headroom": 0, "no_temporaries": false, "checkpoint": false, "time_limit_s": 0,
+// "microbatches": 0, "require_solver": false}; every field but gpus and bandwidth may be
+// left out for its default) and returns {"plan": {...}, "notes": [...]}: the
+// chainplan.pipeline/v1 plan and the planner's notes for the user. Nothing is stored.
 func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	c, err := chainplan.ParseChain([]byte(chainJSON))
@@ -91,7 +103,8 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 
 // PipelineSolveRun plans the chain of stored run runID as a pipeline (see PipelineSolve),
 // records the plan like every plan (plans.plan_json holds the document; docs/sql.md) and
-// returns {"plan_id": N, "plan": {...}, "notes": [...]}.
+// returns {"plan_id": N, "plan": {...}, "notes": [...], "reused": false}; "replan": false
+// (the default) gives back the plan stored for the same request on the run, reused true.
 func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	req, err := parsePipelineRequest(requestJSON)
@@ -105,7 +118,8 @@ func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result st
 			planErr = err
 			return err
 		}
-		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes)})
+		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes),
+			"reused": got.Reused})
 		result = string(b)
 		return err
 	})

@@ -30,15 +30,30 @@ func SolveRun(dbPath string, runID int64, requestJSON string) (result string, er
 	return result, err
 }
 
-// SolveFile plans the chain aggregated from a profile file (not stored) and returns the
-// plan as JSON.
+// SolveFile plans the chain aggregated from a profile file (not stored), or the bundle of
+// a profile of towers joined at the loss, and returns the plan as JSON.
 func SolveFile(filePath, requestJSON string) (plan string, err error) {
 	defer recoverError(&err)
 	req, err := parseRequest(requestJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
-	c, err := readProfileChain(filePath)
+	prof, err := readProfile(filePath)
+	if err != nil {
+		return "", codedError(err)
+	}
+	if tw, err := prof.Meta.Towers(); err != nil || tw != nil {
+		mc, err := prof.MultiChain()
+		if err != nil {
+			return "", codedError(err)
+		}
+		p, err := service.SolveMultichain(mc, req)
+		if err != nil {
+			return "", codedError(err)
+		}
+		return marshalPlan(p)
+	}
+	c, err := prof.Chain()
 	if err != nil {
 		return "", codedError(err)
 	}

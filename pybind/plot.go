@@ -92,6 +92,22 @@ func PlotStoredTimeline(dbPath string, planID int64) (svg string, err error) {
 	return svgOf(plot.Timeline(d))
 }
 
+// PlotStoredPipeline draws periods periods (0: plot.DefaultPeriods) of stored pipeline
+// plan planID as `chainplan plot pipeline --plan-id` does: lanes named after the device its
+// run was profiled on, each rank's measured peak beside the predicted one.
+func PlotStoredPipeline(dbPath string, planID int64, periods int) (svg string, err error) {
+	defer recoverError(&err)
+	var d *plot.PipelineData
+	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+		var err error
+		d, err = s.PipelinePicture(ctx, planID, periods)
+		return err
+	}); err != nil {
+		return "", err
+	}
+	return svgOf(plot.Pipeline(d))
+}
+
 // PlotHistory draws predicted against measured for the plans of run runID (when
 // positive) or of every run of model, from the database at dbPath.
 func PlotHistory(dbPath string, runID int64, model string) (svg string, err error) {

@@ -37,6 +37,7 @@ func TestPlotBadInput(t *testing.T) {
 		"bad chain":      func() (string, error) { return PlotFrontier(`{}`, `{}`) },
 		"bad plan":       func() (string, error) { return PlotTimeline(tinyChain, `{"sequence": [{"op": "X", "stage": 1}]}`, 0) },
 		"no database":    func() (string, error) { return PlotStoredTimeline(t.TempDir()+"/none.db", 1) },
+		"no pipeline db": func() (string, error) { return PlotStoredPipeline(t.TempDir()+"/none.db", 1, 2) },
 	} {
 		if _, err := call(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[") {
 			t.Errorf("%s: got %v, want a coded error", name, err)
@@ -59,7 +60,7 @@ func TestPlotPipeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{">GPU 1<", ">link 0-1<", ">F1<"} {
+	for _, want := range []string{">device 1<", ">link 0-1<", ">F1<"} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("the Gantt chart lacks %s", want)
 		}

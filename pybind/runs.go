@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -26,6 +27,9 @@ type runJSON struct {
 	FwdTimeS       float64 `json:"fwd_time_s"`
 	BwdTimeS       float64 `json:"bwd_time_s"`
 	SourcePath     string  `json:"source_path"`
+	// Towers is true for a profile of towers joined at the loss (profile.Towers), which the
+	// multichain algorithms plan.
+	Towers bool `json:"towers"`
 }
 
 func runOf(r *store.Run) runJSON {
@@ -33,10 +37,11 @@ func runOf(r *store.Run) runJSON {
 	if shape == nil {
 		shape = []int64{}
 	}
+	_, towers := r.Extra[profile.KeyTowers]
 	return runJSON{RunID: r.ID, ModelName: r.ModelName, ModelSignature: r.ModelSignature,
 		CreatedAt: r.CreatedAt.UTC().Format(time.RFC3339), Device: r.Device, DType: r.DType,
 		TorchVersion: r.TorchVersion, NumStages: r.NumStages, BatchSize: r.BatchSize, InputShape: shape,
-		FwdTimeS: r.TotalFwdTimeS, BwdTimeS: r.TotalBwdTimeS, SourcePath: r.SourcePath}
+		FwdTimeS: r.TotalFwdTimeS, BwdTimeS: r.TotalBwdTimeS, SourcePath: r.SourcePath, Towers: towers}
 }
 
 // runFilter is the JSON form of store.RunFilter.

@@ -48,6 +48,11 @@ func solveToJSON(c *chainplan.Chain, req service.Request) (string, error) {
 	if err != nil {
 		return "", codedError(err)
 	}
+	return marshalPlan(p)
+}
+
+// marshalPlan returns a plan document as JSON.
+func marshalPlan(p *chainplan.Plan) (string, error) {
 	b, err := json.Marshal(p)
 	if err != nil {
 		return "", codedError(err)

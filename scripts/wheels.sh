@@ -38,13 +38,17 @@ for py in $pythons; do
 	"$py" -m venv "$work/venv"
 	"$work/venv/bin/python" -m pip install -q --no-deps --no-index --find-links "$house" "$whl" highsbox
 	cp "$root/examples/vgg16.json" "$work/"
-	(cd "$work" && env -i HOME="$work" PATH="$work/venv/bin" LANG=C.UTF-8 sh -c '
-		chainplan --version &&
-		chainplan pipeline --chain vgg16.json --gpus 2 --memory 24GB --bandwidth 12GB/s --require-solver --format text | head -1 &&
-		python -c "from chainplan.pipeline.planning import pipeline_plan as p
-pp = p(\"vgg16.json\", gpus=2, memory=\"24GB\", bandwidth=\"12GB/s\", require_solver=True)
-assert pp.chosen == \"madpipe\", pp.chosen
-print(\"pipeline_plan: madpipe, period %.6g\" % pp.period)"')
+	# A user's environment: only the venv's programs on PATH (no shell, Go or C compiler).
+	clean=(env -i HOME="$work" PATH="$work/venv/bin" LANG=C.UTF-8)
+	(cd "$work" &&
+		"${clean[@]}" "$work/venv/bin/chainplan" --version &&
+		"${clean[@]}" "$work/venv/bin/chainplan" pipeline --chain vgg16.json --gpus 2 --memory 24GB \
+			--bandwidth 12GB/s --require-solver --format text >"$work/pipeline.txt" &&
+		sed -n 1p "$work/pipeline.txt" &&
+		"${clean[@]}" "$work/venv/bin/python" -c "from chainplan.pipeline.planning import pipeline_plan as p
+pp = p('vgg16.json', gpus=2, memory='24GB', bandwidth='12GB/s', require_solver=True)
+assert pp.chosen == 'madpipe', pp.chosen
+print('pipeline_plan: madpipe, period %.6g' % pp.period)")
 	built+=("$(basename "$whl") $(du -k "$whl" | cut -f1) KiB")
 	rm -rf "$work"
 done

@@ -29,15 +29,15 @@ func (db *DB) RecordBandwidth(ctx context.Context, b *Bandwidth) error {
 	if at.IsZero() {
 		at = time.Now()
 	}
-	return db.write(ctx, func(tx *sql.Tx) error {
+	return db.write(ctx, func(tx txn) error {
 		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", b.RunID).Scan(&exists); err != nil {
+		if err := tx.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", b.RunID).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
-			return notFound("no run %d in %s", b.RunID, db.path)
+			return notFound("no run %d in %s", b.RunID, db.where)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO bandwidths (run_id, measured_at, bandwidth_bytes_per_s, device, method)
+		_, err := tx.exec(ctx, `INSERT INTO bandwidths (run_id, measured_at, bandwidth_bytes_per_s, device, method)
 			VALUES (?, ?, ?, ?, ?)`, b.RunID, formatTime(at), b.BytesPerS, b.Device, b.Method)
 		return err
 	})
@@ -46,7 +46,7 @@ func (db *DB) RecordBandwidth(ctx context.Context, b *Bandwidth) error {
 // LatestBandwidth returns the newest bandwidth recorded for a run, and false when none is.
 func (db *DB) LatestBandwidth(ctx context.Context, runID int64) (float64, bool, error) {
 	var bps float64
-	err := db.r.QueryRowContext(ctx, `SELECT bandwidth_bytes_per_s FROM bandwidths WHERE run_id = ?
+	err := db.queryRow(ctx, `SELECT bandwidth_bytes_per_s FROM bandwidths WHERE run_id = ?
 		ORDER BY measured_at DESC, bandwidth_id DESC LIMIT 1`, runID).Scan(&bps)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, false, nil

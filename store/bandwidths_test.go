@@ -11,33 +11,32 @@ import (
 )
 
 func TestBandwidths(t *testing.T) {
-	ctx := context.Background()
-	db := tempDB(t)
-	if err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: 1, BytesPerS: 1e9}); !errors.Is(err, chainplan.ErrNotFound) {
-		t.Fatalf("bandwidth of a missing run: %v", err)
-	}
-	res, err := db.Ingest(ctx, sampleProfile(1, 3, 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := res.RunID
-	if _, ok, err := db.LatestBandwidth(ctx, runID); ok || err != nil {
-		t.Fatalf("no bandwidth yet: ok=%v err=%v", ok, err)
-	}
-	for _, bad := range []float64{0, -1} {
-		if err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bad}); err == nil {
-			t.Fatalf("accepted bandwidth %v", bad)
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		ctx := context.Background()
+		db := b.open(t)
+		if err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: 1, BytesPerS: 1e9}); !errors.Is(err, chainplan.ErrNotFound) {
+			t.Fatalf("bandwidth of a missing run: %v", err)
 		}
-	}
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i, bps := range []float64{12e9, 24e9} {
-		b := &store.Bandwidth{RunID: runID, BytesPerS: bps, Device: "cuda:0", Method: "pinned copy",
-			MeasuredAt: t0.Add(time.Duration(i) * time.Hour)}
-		if err := db.RecordBandwidth(ctx, b); err != nil {
-			t.Fatal(err)
+		res := mustIngest(t, db, sampleProfile(1, 3, 2))
+		runID := res.RunID
+		if _, ok, err := db.LatestBandwidth(ctx, runID); ok || err != nil {
+			t.Fatalf("no bandwidth yet: ok=%v err=%v", ok, err)
 		}
-	}
-	if got, ok, err := db.LatestBandwidth(ctx, runID); !ok || err != nil || got != 24e9 {
-		t.Fatalf("LatestBandwidth = %v, %v, %v; want 24e9", got, ok, err)
-	}
+		for _, bad := range []float64{0, -1} {
+			if err := db.RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bad}); err == nil {
+				t.Fatalf("accepted bandwidth %v", bad)
+			}
+		}
+		t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		for i, bps := range []float64{12e9, 24e9} {
+			b := &store.Bandwidth{RunID: runID, BytesPerS: bps, Device: "cuda:0", Method: "pinned copy",
+				MeasuredAt: t0.Add(time.Duration(i) * time.Hour)}
+			if err := db.RecordBandwidth(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, ok, err := db.LatestBandwidth(ctx, runID); !ok || err != nil || got != 24e9 {
+			t.Fatalf("LatestBandwidth = %v, %v, %v; want 24e9", got, ok, err)
+		}
+	})
 }

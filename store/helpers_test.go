@@ -4,15 +4,65 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/chainplan/chainplan/internal/pgtest"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
+
+// The store's tests form a conformance suite: each runs on every backend, as a subtest
+// named after it (TestIngestRoundTrip/sqlite, TestIngestRoundTrip/postgres). PostgreSQL
+// is a private server (internal/pgtest) started on first use, or the one $CHAINPLAN_TEST_PG
+// names; each test gets an empty schema of its own.
+var backendsFlag = flag.String("store-backends", "sqlite,postgres", "comma-separated backends the store's tests run on")
+
+// testBackend is one backend of the suite.
+type testBackend struct {
+	name string
+	// target returns the path or DSN of a new, empty database, removed when the test ends.
+	target func(tb testing.TB) string
+}
+
+var allBackends = []testBackend{
+	{"sqlite", func(tb testing.TB) string { return filepath.Join(tb.TempDir(), "chainplan.db") }},
+	{"postgres", pgtest.NewStore},
+}
+
+func (b testBackend) postgres() bool { return b.name == "postgres" }
+
+// open opens a new, empty database of the backend, closed when the test ends.
+func (b testBackend) open(tb testing.TB) *store.DB {
+	tb.Helper()
+	return mustOpen(tb, b.target(tb))
+}
+
+// eachBackend runs test once per backend (-store-backends), as a subtest named after it.
+func eachBackend(t *testing.T, test func(t *testing.T, b testBackend)) {
+	t.Helper()
+	for _, b := range selectedBackends() {
+		t.Run(b.name, func(t *testing.T) { test(t, b) })
+	}
+}
+
+// selectedBackends returns the backends -store-backends names.
+func selectedBackends() []testBackend {
+	names := strings.Split(*backendsFlag, ",")
+	var out []testBackend
+	for _, b := range allBackends {
+		if slices.Contains(names, b.name) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
 
 // mustOpen opens (creating) a database at path and closes it when the test ends.
 func mustOpen(tb testing.TB, path string) *store.DB {
@@ -23,12 +73,6 @@ func mustOpen(tb testing.TB, path string) *store.DB {
 	}
 	tb.Cleanup(func() { db.Close() })
 	return db
-}
-
-// tempDB opens a new database in the test's temporary folder.
-func tempDB(tb testing.TB) *store.DB {
-	tb.Helper()
-	return mustOpen(tb, filepath.Join(tb.TempDir(), "chainplan.db"))
 }
 
 // model describes the stage names of a synthetic model.
@@ -108,6 +152,16 @@ func sampleProfile(i, stages, reps int) *store.Profile {
 }
 
 func nullInt(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
+
+// mustIngest stores p in db and fails the test unless it succeeds.
+func mustIngest(tb testing.TB, db *store.DB, p *store.Profile) store.IngestResult {
+	tb.Helper()
+	res, err := db.Ingest(context.Background(), p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
 
 // count returns the result of a one-value query.
 func count(tb testing.TB, db *store.DB, query string, args ...any) int64 {

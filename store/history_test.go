@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"os"
 	"regexp"
 	"strings"
@@ -109,25 +111,97 @@ func examples(tb testing.TB) []example {
 	return out
 }
 
-// TestExampleQueries runs every example query of docs/sql.md on a small history: each
-// must run on the read-only connection and return rows.
+// sqlBlocks returns every sql code block of docs/sql.md, the examples and the others.
+func sqlBlocks(tb testing.TB) []string {
+	tb.Helper()
+	doc, err := os.ReadFile("../docs/sql.md")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []string
+	for _, m := range sqlBlock.FindAllStringSubmatch(string(doc), -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// TestExampleQueries runs every query of docs/sql.md unchanged on the same small history
+// in every backend: each must run on the read-only path, each of the ten examples must
+// return rows, and the backends must return the same rows.
 func TestExampleQueries(t *testing.T) {
-	db := tempDB(t)
-	buildHistory(t, db, 120, 3)
 	exs := examples(t)
 	if got, want := len(exs), 10; got != want {
 		t.Fatalf("docs/sql.md has %d example queries, want %d", got, want)
 	}
+	var names []string
+	var dbs []*store.DB
+	for _, b := range selectedBackends() {
+		db := b.open(t)
+		buildHistory(t, db, 120, 3)
+		for i, q := range sqlBlocks(t) {
+			if _, _, err := queryAll(context.Background(), db, q); err != nil {
+				t.Errorf("%s: sql block %d of docs/sql.md: %v\n%s", b.name, i+1, err, q)
+			}
+		}
+		names, dbs = append(names, b.name), append(dbs, db)
+	}
 	for _, ex := range exs {
 		t.Run(ex.title, func(t *testing.T) {
-			cols, rows, err := queryAll(context.Background(), db, ex.sql)
-			if err != nil {
-				t.Fatalf("%v\n%s", err, ex.sql)
+			var first [][]any
+			for i, db := range dbs {
+				cols, rows, err := queryAll(context.Background(), db, ex.sql)
+				if err != nil {
+					t.Fatalf("%s: %v\n%s", names[i], err, ex.sql)
+				}
+				if len(rows) == 0 {
+					t.Fatalf("%s: no rows\n%s", names[i], ex.sql)
+				}
+				if i == 0 {
+					first = rows
+					t.Logf("%v: %d rows, first %v", cols, len(rows), rows[0])
+					continue
+				}
+				if msg := sameRows(first, rows); msg != "" {
+					t.Errorf("%s and %s differ: %s\n%s", names[0], names[i], msg, ex.sql)
+				}
 			}
-			if len(rows) == 0 {
-				t.Fatalf("no rows\n%s", ex.sql)
-			}
-			t.Logf("%v: %d rows, first %v", cols, len(rows), rows[0])
 		})
 	}
+}
+
+// sameRows compares two results value by value: numbers as float64 to a relative 1e-9
+// (the backends sum floats in different orders), everything else exactly. It returns ""
+// when they agree, else the first difference.
+func sameRows(a, b [][]any) string {
+	if len(a) != len(b) {
+		return fmt.Sprintf("%d rows against %d", len(a), len(b))
+	}
+	for i := range a {
+		if len(a[i]) != len(b[i]) {
+			return fmt.Sprintf("row %d: %d values against %d", i, len(a[i]), len(b[i]))
+		}
+		for j := range a[i] {
+			x, xNum := number(a[i][j])
+			y, yNum := number(b[i][j])
+			switch {
+			case xNum && yNum:
+				if math.Abs(x-y) > 1e-9*math.Max(math.Abs(x), math.Abs(y)) {
+					return fmt.Sprintf("row %d column %d: %v against %v", i, j, a[i][j], b[i][j])
+				}
+			case fmt.Sprint(a[i][j]) != fmt.Sprint(b[i][j]):
+				return fmt.Sprintf("row %d column %d: %#v against %#v", i, j, a[i][j], b[i][j])
+			}
+		}
+	}
+	return ""
+}
+
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }

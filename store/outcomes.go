@@ -43,7 +43,7 @@ func (db *DB) Outcomes(ctx context.Context, f OutcomeFilter) ([]Outcome, error) 
 		q += " AND model_name = ?"
 		args = append(args, f.ModelName)
 	}
-	rows, err := db.r.QueryContext(ctx, q+" ORDER BY plan_id", args...)
+	rows, err := db.query(ctx, q+" ORDER BY plan_id", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read plan outcomes: %w", err)
 	}

@@ -51,9 +51,9 @@ func (db *DB) RecordPipelinePlan(ctx context.Context, runID int64, p *PipelinePl
 // its family, or an error wrapping chainplan.ErrNotFound.
 func (db *DB) PlanDocument(ctx context.Context, id int64) (json.RawMessage, error) {
 	var doc sql.NullString
-	err := db.r.QueryRowContext(ctx, "SELECT plan_json FROM plans WHERE plan_id = ?", id).Scan(&doc)
+	err := db.queryRow(ctx, "SELECT plan_json FROM plans WHERE plan_id = ?", id).Scan(&doc)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("no plan %d in %s", id, db.path)
+		return nil, notFound("no plan %d in %s", id, db.where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read plan %d: %w", id, err)

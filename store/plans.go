@@ -88,18 +88,18 @@ func (db *DB) insertPlan(ctx context.Context, runID int64, what string, row plan
 		}
 	}
 	var id int64
-	err := db.write(ctx, func(tx *sql.Tx) error {
+	err := db.write(ctx, func(tx txn) error {
 		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
+		if err := tx.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM runs WHERE run_id = ?)", runID).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
-			return notFound("no run %d in %s", runID, db.path)
+			return notFound("no run %d in %s", runID, db.where)
 		}
-		return tx.QueryRowContext(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
+		return tx.queryRow(ctx, `INSERT INTO plans (run_id, created_at, algo, params_json, budget_bytes, slots,
 			feasible, makespan_s, peak_bytes, solve_ms, num_ops, sequence_json, chainplan_version, plan_json)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING plan_id`,
-			runID, formatTime(time.Now()), row.algo, string(paramsJSON), row.budgetBytes, row.slots, row.feasible,
+			runID, formatTime(time.Now()), row.algo, string(paramsJSON), row.budgetBytes, row.slots, flag(row.feasible),
 			row.makespanS, row.peakBytes, row.solveMS, row.numOps, row.sequenceJSON, row.version, row.planJSON).Scan(&id)
 	})
 	if err != nil {
@@ -129,9 +129,9 @@ func scanPlan(s interface{ Scan(...any) error }) (*StoredPlan, error) {
 
 // Plan returns plan id, or an error wrapping chainplan.ErrNotFound.
 func (db *DB) Plan(ctx context.Context, id int64) (*StoredPlan, error) {
-	p, err := scanPlan(db.r.QueryRowContext(ctx, "SELECT "+planColumns+" FROM plans WHERE plan_id = ?", id))
+	p, err := scanPlan(db.queryRow(ctx, "SELECT "+planColumns+" FROM plans WHERE plan_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("no plan %d in %s", id, db.path)
+		return nil, notFound("no plan %d in %s", id, db.where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read plan %d: %w", id, err)
@@ -141,7 +141,7 @@ func (db *DB) Plan(ctx context.Context, id int64) (*StoredPlan, error) {
 
 // Plans returns the plans of run runID, oldest first.
 func (db *DB) Plans(ctx context.Context, runID int64) ([]*StoredPlan, error) {
-	rows, err := db.r.QueryContext(ctx, "SELECT "+planColumns+" FROM plans WHERE run_id = ? ORDER BY plan_id", runID)
+	rows, err := db.query(ctx, "SELECT "+planColumns+" FROM plans WHERE run_id = ? ORDER BY plan_id", runID)
 	if err != nil {
 		return nil, fmt.Errorf("read plans of run %d: %w", runID, err)
 	}
@@ -194,15 +194,15 @@ func (db *DB) RecordExecution(ctx context.Context, e *Execution) (int64, error) 
 		created = time.Now()
 	}
 	var id int64
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, func(tx txn) error {
 		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM plans WHERE plan_id = ?)", e.PlanID).Scan(&exists); err != nil {
+		if err := tx.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM plans WHERE plan_id = ?)", e.PlanID).Scan(&exists); err != nil {
 			return err
 		}
 		if !exists {
-			return notFound("no plan %d in %s", e.PlanID, db.path)
+			return notFound("no plan %d in %s", e.PlanID, db.where)
 		}
-		return tx.QueryRowContext(ctx, `INSERT INTO executions (plan_id, created_at, steps, step_time_s, peak_bytes,
+		return tx.queryRow(ctx, `INSERT INTO executions (plan_id, created_at, steps, step_time_s, peak_bytes,
 			torch_version, device, host, metadata_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING execution_id`,
 			e.PlanID, formatTime(created), e.Steps, e.StepTimeS, e.PeakBytes, e.TorchVersion, e.Device, e.Host,
 			string(metaJSON)).Scan(&id)

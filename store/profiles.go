@@ -73,30 +73,50 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 		return IngestResult{}, fmt.Errorf("ingest: %w", err)
 	}
 	var res IngestResult
-	err = db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, func(tx txn) error {
 		res = IngestResult{}
-		err := tx.QueryRowContext(ctx, "SELECT run_id FROM runs WHERE content_sha256 = ?", run.SHA256).Scan(&res.RunID)
-		if err == nil {
+		existing := func() error {
+			err := tx.queryRow(ctx, "SELECT run_id FROM runs WHERE content_sha256 = ?", run.SHA256).Scan(&res.RunID)
+			if err != nil {
+				return err
+			}
 			res.Existing = true
 			return nil
 		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("look up content hash: %w", err)
+		if err := existing(); !errors.Is(err, sql.ErrNoRows) {
+			if err != nil {
+				return fmt.Errorf("look up content hash: %w", err)
+			}
+			return nil
 		}
-		err = tx.QueryRowContext(ctx, `INSERT INTO runs (content_sha256, source_path, file_bytes, ingested_at, format,
+		// Another writer may store the same file between the look-up and the insert (on
+		// PostgreSQL, whose writers do not wait for each other until they meet on a row):
+		// the insert then waits for that writer and does nothing if it committed, and the
+		// run is the other writer's.
+		err = tx.queryRow(ctx, `INSERT INTO runs (content_sha256, source_path, file_bytes, ingested_at, format,
 			model_name, model_signature, torch_version, device, device_name, dtype, batch_size, input_shape, threads,
 			timing_method, warmup_reps, reps, created_at, host, num_stages, has_loss, input_bytes, total_fwd_time_s,
 			total_bwd_time_s, total_saved_bytes, total_param_bytes, metadata_json)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING run_id`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (content_sha256) DO NOTHING RETURNING run_id`,
 			run.SHA256, run.SourcePath, run.FileBytes, formatTime(run.IngestedAt), run.Format,
 			run.ModelName, run.ModelSignature, run.TorchVersion, run.Device, run.DeviceName, run.DType, run.BatchSize,
 			string(shapeJSON), run.Threads, run.TimingMethod, run.WarmupReps, run.Reps, formatTime(run.CreatedAt),
-			run.Host, run.NumStages, run.HasLoss, run.InputBytes, run.TotalFwdTimeS, run.TotalBwdTimeS,
+			run.Host, run.NumStages, flag(run.HasLoss), run.InputBytes, run.TotalFwdTimeS, run.TotalBwdTimeS,
 			run.TotalSavedBytes, run.TotalParamBytes, string(metaJSON)).Scan(&res.RunID)
+		if errors.Is(err, sql.ErrNoRows) {
+			if err := existing(); err != nil {
+				return fmt.Errorf("look up content hash: %w", err)
+			}
+			return nil
+		}
 		if err != nil {
 			return fmt.Errorf("insert run: %w", err)
 		}
 		if err := insertStages(ctx, tx, res.RunID, p.Stages); err != nil {
+			return err
+		}
+		if err := insertStageParallel(ctx, tx, res.RunID, p.Stages); err != nil {
 			return err
 		}
 		n, err := insertMeasurements(ctx, tx, res.RunID, p.Measurements)
@@ -132,12 +152,13 @@ func checkProfile(p *Profile) error {
 }
 
 // batchRows is how many rows one INSERT statement carries: fewer statements, fewer cgo
-// calls, and far below SQLite's 32,766 bound parameters.
+// calls or round trips, and far below the bound parameters SQLite (32,766) and
+// PostgreSQL (65,535) take.
 const batchRows = 128
 
 // insertRows inserts n rows of width values each into table with multi-row INSERTs;
 // values(i, dst) appends row i's values to dst.
-func insertRows(ctx context.Context, tx *sql.Tx, table, columns string, width, n int, values func(i int, dst []any) []any) error {
+func insertRows(ctx context.Context, tx txn, table, columns string, width, n int, values func(i int, dst []any) []any) error {
 	row := "(?" + repeat(", ?", width-1) + ")"
 	var full *sql.Stmt
 	args := make([]any, 0, batchRows*width)
@@ -150,7 +171,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, table, columns string, width, n
 		var err error
 		if hi-lo == batchRows {
 			if full == nil {
-				full, err = tx.PrepareContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, batchRows-1))
+				full, err = tx.prepare(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, batchRows-1))
 				if err != nil {
 					return fmt.Errorf("insert %s: %w", table, err)
 				}
@@ -158,7 +179,7 @@ func insertRows(ctx context.Context, tx *sql.Tx, table, columns string, width, n
 			}
 			_, err = full.ExecContext(ctx, args...)
 		} else {
-			_, err = tx.ExecContext(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, hi-lo-1), args...)
+			_, err = tx.exec(ctx, "INSERT INTO "+table+" ("+columns+") VALUES "+row+repeat(", "+row, hi-lo-1), args...)
 		}
 		if err != nil {
 			return fmt.Errorf("insert %s rows %d..%d: %w", table, lo, hi-1, err)
@@ -178,7 +199,7 @@ func repeat(s string, n int) string {
 	return string(out)
 }
 
-func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []profile.Stage) error {
+func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.Stage) error {
 	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
 		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 13+5, len(stages),
 		func(i int, dst []any) []any {
@@ -189,7 +210,7 @@ func insertStages(ctx context.Context, tx *sql.Tx, runID int64, stages []profile
 		})
 }
 
-func insertMeasurements(ctx context.Context, tx *sql.Tx, runID int64, ms []profile.Row) (int, error) {
+func insertMeasurements(ctx context.Context, tx txn, runID int64, ms []profile.Row) (int, error) {
 	err := insertRows(ctx, tx, "measurements", `run_id, stage_index, rep, fwd_time_s, bwd_time_s, in_bytes,
 		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 11+5, len(ms),
 		func(i int, dst []any) []any {
@@ -210,9 +231,9 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
-		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns+`
-		FROM stages WHERE run_id = ? ORDER BY stage_index`, runID)
+	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns+`, `+stageParallelColumns+`
+		FROM stages LEFT JOIN stage_parallel USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 	}
@@ -221,12 +242,14 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 	for rows.Next() {
 		var s profile.Stage
 		var opts sql.NullString
-		if err := rows.Scan(&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
+		var par parallelRow
+		if err := rows.Scan(append([]any{&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
 			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes,
-			&s.SavesInput, &s.SavesOutput, &s.RecomputeTimeS, &s.RecomputeTmpBytes, &opts); err != nil {
+			&s.SavesInput, &s.SavesOutput, &s.RecomputeTimeS, &s.RecomputeTmpBytes, &opts}, par.dest()...)...); err != nil {
 			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 		}
 		s.OptionsJSON = opts.String
+		s.Parallel = par.parallel()
 		out = append(out, s)
 	}
 	if err := rows.Err(); err != nil {
@@ -242,7 +265,7 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
-	rows, err := db.r.QueryContext(ctx, `SELECT stage_index, stage_name, stage_kind, rep, m.fwd_time_s, m.bwd_time_s,
+	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, rep, m.fwd_time_s, m.bwd_time_s,
 		m.in_bytes, m.out_bytes, m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes, m.param_bytes,
 		m.saves_input, m.saves_output, m.recompute_time_s, m.recompute_tmp_bytes, m.options_json
 		FROM measurements m JOIN stages USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index, rep`, runID)
@@ -268,15 +291,24 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 	return out, nil
 }
 
-// exactColumns are the columns of the exact memory model (migration 0004), in the order
+// exactColumns are the columns of the exact memory model (migration 0006), in the order
 // appendExact writes them.
 const exactColumns = `saves_input, saves_output, recompute_time_s, recompute_tmp_bytes, options_json`
 
-// appendExact appends the values of exactColumns.
+// appendExact appends the values of exactColumns: the flags as 0 or 1 (both dialects store
+// them as integers) and nulls for what was not measured.
 func appendExact(dst []any, e *profile.Exact) []any {
 	var opts sql.NullString
 	if e.OptionsJSON != "" {
 		opts = sql.NullString{String: e.OptionsJSON, Valid: true}
 	}
-	return append(dst, e.SavesInput, e.SavesOutput, e.RecomputeTimeS, e.RecomputeTmpBytes, opts)
+	return append(dst, nullFlag(e.SavesInput), nullFlag(e.SavesOutput), e.RecomputeTimeS, e.RecomputeTmpBytes, opts)
+}
+
+// nullFlag is b as 0 or 1, or nil for a null.
+func nullFlag(b profile.NullBool) any {
+	if !b.Valid {
+		return nil
+	}
+	return flag(b.Bool)
 }

@@ -5,124 +5,61 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/mattn/go-sqlite3"
 )
 
 // Errors of Query. The CLI reports both as bad input (exit status 2).
 var (
-	// ErrReadOnly reports a statement that would change the database; it was not run.
+	// ErrReadOnly reports a statement that would change the database; it was not run, or
+	// ran without changing anything.
 	ErrReadOnly = errors.New("chainplan: query refused: queries are read-only and the statement would write or change a setting")
-	// ErrBadQuery reports SQL that SQLite cannot prepare or run: a syntax error, an unknown
-	// table or column, a wrong number of arguments.
+	// ErrBadQuery reports SQL that the database cannot prepare or run: a syntax error, an
+	// unknown table, column or function, a wrong number of arguments.
 	ErrBadQuery = errors.New("chainplan: bad query")
 )
 
-// readOnlyDriver is go-sqlite3 with an authorizer that admits reads only. It backs every
-// connection of DB.r, which also opens the file with mode=ro and sets query_only, so a
-// write is refused three times over.
-const readOnlyDriver = "chainplan-sqlite3-ro"
-
-func init() {
-	sql.Register(readOnlyDriver, &sqlite3.SQLiteDriver{ConnectHook: func(c *sqlite3.SQLiteConn) error {
-		c.RegisterAuthorizer(authorizeRead)
-		return nil
-	}})
-}
-
-// sqliteRecursive is SQLITE_RECURSIVE, the action code of a recursive CTE, which
-// go-sqlite3 does not export.
-const sqliteRecursive = 33
-
-// readPragmas are the pragmas that only report; any other pragma, and any of these with a
-// value to set, is denied. Those marked true take a table or index name argument.
-var readPragmas = map[string]bool{
-	"table_info": true, "table_xinfo": true, "table_list": true, "index_list": true, "index_info": true,
-	"index_xinfo": true, "foreign_key_list": true, "foreign_key_check": true, "integrity_check": true,
-	"quick_check": true, "collation_list": false, "database_list": false, "function_list": false,
-	"module_list": false, "pragma_list": false, "compile_options": false, "user_version": false,
-	"schema_version": false, "application_id": false, "journal_mode": false, "page_size": false,
-	"page_count": false, "freelist_count": false, "encoding": false, "foreign_keys": false,
-	"query_only": false, "data_version": false,
-}
-
-// authorizeRead is the authorizer of read-only connections (sqlite3_set_authorizer): it
-// allows SELECT, reading columns, functions other than load_extension, recursive CTEs and
-// reporting pragmas, and denies everything else.
-func authorizeRead(action int, arg1, arg2, _ string) int {
-	switch action {
-	case sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqliteRecursive:
-		return sqlite3.SQLITE_OK
-	case sqlite3.SQLITE_FUNCTION: // arg2 is the function name
-		if strings.EqualFold(arg2, "load_extension") {
-			return sqlite3.SQLITE_DENY
-		}
-		return sqlite3.SQLITE_OK
-	case sqlite3.SQLITE_PRAGMA: // arg1 is the pragma, arg2 its argument
-		takesArg, ok := readPragmas[strings.ToLower(arg1)]
-		if ok && (arg2 == "" || takesArg) {
-			return sqlite3.SQLITE_OK
-		}
-	}
-	return sqlite3.SQLITE_DENY
-}
-
 // Rows is the result of Query, read row by row like database/sql.Rows.
 type Rows struct {
-	conn *sql.Conn
-	rows *sql.Rows
-	cols []string
-	vals []any
-	ptrs []any
-	err  error
+	rows     *sql.Rows
+	cols     []string
+	vals     []any
+	ptrs     []any
+	classify func(error) error // turns a database error into ErrBadQuery, ErrReadOnly or a wrapped one
+	convert  []func(any) any   // per column, the value as Values returns it (nil: as scanned)
+	closers  []func() error    // run by Close, in order, after the rows
+	err      error
 }
 
-// Query runs one read-only SQL statement with optional arguments and returns its rows.
-// Values are nil, int64, float64, string or []byte, as SQLite stores them. A statement
-// that would write fails with ErrReadOnly; SQL SQLite rejects fails with ErrBadQuery.
-// Close the rows when done.
-func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	conn, err := db.r.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("query: %w", err)
-	}
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		conn.Close()
-		return nil, queryError(err)
-	}
+// newRows wraps the result of a user's query. classify maps the backend's errors; convert
+// (optional) maps one value per column to the types Values documents; closers release
+// what the rows hold (a transaction, a connection). On error, the closers run.
+func newRows(rows *sql.Rows, classify func(error) error, convert []func(any) any, closers ...func() error) (*Rows, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		rows.Close()
-		conn.Close()
-		return nil, queryError(err)
+		for _, c := range closers {
+			c()
+		}
+		return nil, classify(err)
 	}
-	r := &Rows{conn: conn, rows: rows, cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols))}
+	r := &Rows{rows: rows, cols: cols, vals: make([]any, len(cols)), ptrs: make([]any, len(cols)),
+		classify: classify, convert: convert, closers: closers}
 	for i := range r.vals {
 		r.ptrs[i] = &r.vals[i]
 	}
 	return r, nil
 }
 
-// queryError classifies an error of a user's query.
-func queryError(err error) error {
-	var se sqlite3.Error
-	if errors.As(err, &se) {
-		if strings.Contains(se.Error(), "not authorized") { // the authorizer's denials
-			return fmt.Errorf("%w (%v)", ErrReadOnly, err)
-		}
-		switch se.Code {
-		case sqlite3.ErrAuth, sqlite3.ErrReadonly:
-			return fmt.Errorf("%w (%v)", ErrReadOnly, err)
-		case sqlite3.ErrError, sqlite3.ErrRange, sqlite3.ErrMismatch, sqlite3.ErrConstraint, sqlite3.ErrTooBig:
-			return fmt.Errorf("%w: %v", ErrBadQuery, err)
-		}
-	}
-	if strings.Contains(err.Error(), "not enough args") || strings.Contains(err.Error(), "arguments") {
-		return fmt.Errorf("%w: %v", ErrBadQuery, err)
-	}
-	return fmt.Errorf("query: %w", err)
+// Query runs one read-only SQL statement with optional arguments and returns its rows.
+// Values are nil, int64, float64, string or []byte. A statement that would write fails
+// with ErrReadOnly; SQL the database rejects fails with ErrBadQuery. Close the rows when
+// done.
+//
+// The statement goes to the database as written: SQLite's placeholders are ? (and $1,
+// $2, ... in order), PostgreSQL's $1, $2, .... On SQLite a read-only connection, query_only
+// and an authorizer refuse writes; on PostgreSQL a read-only transaction run as the role
+// chainplan_reader, which holds no write grants, does (postgres_query.go).
+func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
+	return db.be.query(ctx, db, query, args)
 }
 
 // Columns returns the column names of the result.
@@ -134,8 +71,13 @@ func (r *Rows) Next() bool {
 		return false
 	}
 	if err := r.rows.Scan(r.ptrs...); err != nil {
-		r.err = queryError(err)
+		r.err = r.classify(err)
 		return false
+	}
+	for i, c := range r.convert {
+		if c != nil && r.vals[i] != nil {
+			r.vals[i] = c(r.vals[i])
+		}
 	}
 	return true
 }
@@ -150,12 +92,19 @@ func (r *Rows) Err() error {
 		return r.err
 	}
 	if err := r.rows.Err(); err != nil {
-		return queryError(err)
+		return r.classify(err)
 	}
 	return nil
 }
 
-// Close releases the rows and their connection.
+// Close releases the rows and what they hold (their connection, their transaction).
 func (r *Rows) Close() error {
-	return errors.Join(r.rows.Close(), r.conn.Close())
+	errs := []error{r.rows.Close()}
+	for _, c := range r.closers {
+		errs = append(errs, c())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close query: %w", err)
+	}
+	return nil
 }

@@ -115,7 +115,7 @@ func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 	if f.Limit > 0 {
 		q += fmt.Sprintf(" LIMIT %d", f.Limit)
 	}
-	rows, err := db.r.QueryContext(ctx, q, args...)
+	rows, err := db.query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -136,9 +136,9 @@ func (db *DB) Runs(ctx context.Context, f RunFilter) ([]*Run, error) {
 
 // Run returns run id, or an error wrapping chainplan.ErrNotFound.
 func (db *DB) Run(ctx context.Context, id int64) (*Run, error) {
-	r, err := scanRun(db.r.QueryRowContext(ctx, "SELECT "+runColumns+" FROM runs WHERE run_id = ?", id))
+	r, err := scanRun(db.queryRow(ctx, "SELECT "+runColumns+" FROM runs WHERE run_id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("no run %d in %s", id, db.path)
+		return nil, notFound("no run %d in %s", id, db.where)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read run %d: %w", id, err)
@@ -150,9 +150,9 @@ func (db *DB) Run(ctx context.Context, id int64) (*Run, error) {
 // wrapping chainplan.ErrNotFound when the database holds none.
 func (db *DB) LatestRunID(ctx context.Context) (int64, error) {
 	var id int64
-	err := db.r.QueryRowContext(ctx, "SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").Scan(&id)
+	err := db.queryRow(ctx, "SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1").Scan(&id)
 	if errors.Is(err, sql.ErrNoRows) {
-		return 0, notFound("no runs in %s (ingest a profile first)", db.path)
+		return 0, notFound("no runs in %s (ingest a profile first)", db.where)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("read latest run: %w", err)

@@ -6,30 +6,27 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net/url"
-	"os"
-	"path/filepath"
 	"time"
-
-	"github.com/mattn/go-sqlite3"
 
 	"github.com/chainplan/chainplan"
 )
 
-// DefaultBusyTimeout is how long a statement waits for a lock another process holds
-// before Open or a write gives up.
+// DefaultBusyTimeout is how long a write waits for a lock another process holds, or keeps
+// retrying after conflicts with other writers, before it gives up.
 const DefaultBusyTimeout = 30 * time.Second
 
 // timeFormat is the layout of every timestamp column: RFC 3339 in UTC with milliseconds,
 // fixed width, so that text order is time order.
 const timeFormat = "2006-01-02T15:04:05.000Z"
 
-// DB is an open chainplan database. It is safe for concurrent use by several goroutines;
-// several processes may open the same file at once.
+// DB is an open chainplan database: a SQLite file or a PostgreSQL store. It is safe for
+// concurrent use by several goroutines; several processes (on several hosts, for
+// PostgreSQL) may open the same database at once.
 type DB struct {
-	path        string
-	w           *sql.DB // the one writer connection
-	r           *sql.DB // read-only connections with the read authorizer
+	where       string  // the file's absolute path, or the DSN without its password
+	be          backend // what differs between SQLite and PostgreSQL
+	w           *sql.DB // writes (SQLite: the one writer connection)
+	r           *sql.DB // reads (SQLite: read-only connections with the read authorizer)
 	busyTimeout time.Duration
 }
 
@@ -37,116 +34,75 @@ type DB struct {
 // DefaultBusyTimeout for locks.
 type Options struct {
 	// MustExist makes Open fail with an error wrapping chainplan.ErrNotFound when there is
-	// no database at the path, instead of creating one. Read-only commands set it.
+	// no database at the path (no chainplan store in the PostgreSQL schema), instead of
+	// creating one. Read-only commands set it.
 	MustExist bool
-	// BusyTimeout is how long a statement waits for another process's lock
-	// (0: DefaultBusyTimeout).
+	// BusyTimeout is how long a write waits for another process's lock, and keeps retrying
+	// a transaction that lost a conflict with another writer (0: DefaultBusyTimeout).
 	BusyTimeout time.Duration
 }
 
-// Open opens the database at path, creating it and its directory unless opts.MustExist,
-// and migrates its schema forward to the newest version this build knows. A database
-// written by a newer chainplan fails with an error wrapping chainplan.ErrSchemaVersion.
-func Open(ctx context.Context, path string, opts Options) (*DB, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", path, err)
-	}
-	_, statErr := os.Stat(abs)
-	if errors.Is(statErr, os.ErrNotExist) {
-		if opts.MustExist {
-			return nil, notFound("no database at %s (ingest a profile first)", abs)
-		}
-		if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-			return nil, fmt.Errorf("open database %s: %w", abs, err)
-		}
-	} else if statErr != nil {
-		return nil, fmt.Errorf("open database %s: %w", abs, statErr)
-	}
+// Open opens the database at target and migrates its schema forward to the newest version
+// this build knows. target is a PostgreSQL DSN (postgres://user@host/db, IsPostgres) or the
+// path of a SQLite file, created with its folder unless opts.MustExist. A database written
+// by a newer chainplan fails with an error wrapping chainplan.ErrSchemaVersion; a DSN that
+// does not parse, with one wrapping ErrBadDSN.
+func Open(ctx context.Context, target string, opts Options) (*DB, error) {
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	db := &DB{path: abs, busyTimeout: busy}
-	// Writer: WAL, foreign keys, BEGIN IMMEDIATE so that a transaction takes the write
-	// lock up front (and waits for it) instead of failing when it upgrades a read lock.
-	// synchronous=NORMAL is safe in WAL mode: a crash loses no committed transaction;
-	// a power loss may lose the last ones but never corrupts the file.
-	db.w, err = sql.Open("sqlite3", dsn(abs, busy, "rwc",
-		"_journal_mode=WAL", "_foreign_keys=1", "_txlock=immediate", "_synchronous=NORMAL"))
-	if err != nil {
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+	var db *DB
+	var err error
+	if IsPostgres(target) {
+		db, err = openPostgres(ctx, target, opts.MustExist, busy)
+	} else {
+		db, err = openSQLite(ctx, target, opts.MustExist, busy)
 	}
-	db.w.SetMaxOpenConns(1)
-	db.w.SetMaxIdleConns(1)
-	db.w.SetConnMaxLifetime(0)
-	db.r, err = sql.Open(readOnlyDriver, dsn(abs, busy, "ro", "_query_only=1"))
 	if err != nil {
-		db.w.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
-	}
-	if statErr != nil {
-		// A new file: the writer creates it (read-only connections cannot).
-		if err := db.w.PingContext(ctx); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("create database %s: %w", abs, err)
-		}
+		return nil, err
 	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", abs, err)
+		return nil, fmt.Errorf("open database %s: %w", db.where, err)
 	}
 	return db, nil
 }
 
-// dsn builds a go-sqlite3 data source name for path (a URI, so that any character of the
-// path survives) with the given mode and parameters.
-func dsn(path string, busy time.Duration, mode string, params ...string) string {
-	u := url.URL{Path: path}
-	q := fmt.Sprintf("mode=%s&_busy_timeout=%d", mode, busy.Milliseconds())
-	for _, p := range params {
-		q += "&" + p
-	}
-	return "file:" + u.EscapedPath() + "?" + q
-}
+// Path returns where the database is: the absolute path of its file, or for PostgreSQL
+// its DSN without the password. Messages name the database by it.
+func (db *DB) Path() string { return db.where }
 
-// Path returns the absolute path of the database file.
-func (db *DB) Path() string { return db.path }
+// Backend names the database the store runs on: "sqlite" or "postgres".
+func (db *DB) Backend() string { return db.be.dialect() }
 
 // Close closes every connection. It checkpoints the WAL when this is the last connection
-// to the file, as SQLite does.
+// to a SQLite file, as SQLite does.
 func (db *DB) Close() error {
 	var errs []error
-	if db.r != nil {
+	if db.r != nil && db.r != db.w {
 		errs = append(errs, db.r.Close())
 	}
 	if db.w != nil {
 		errs = append(errs, db.w.Close())
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("close database %s: %w", db.path, err)
+		return fmt.Errorf("close database %s: %w", db.where, err)
 	}
 	return nil
 }
 
-// isBusy reports whether err is SQLite's "database is locked" or "table is locked", which
-// another process's transaction causes and which retrying resolves.
-func isBusy(err error) bool {
-	var se sqlite3.Error
-	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
-}
-
-// write runs fn in one write transaction (BEGIN IMMEDIATE) and commits it. SQLite's busy
-// handler already waits up to busyTimeout for the lock; when SQLITE_BUSY still comes back
-// (a WAL snapshot conflict does not consult the busy handler), the whole transaction is
-// retried with a jittered backoff until busyTimeout has passed.
-func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+// write runs fn in one write transaction and commits it. A transaction that fails because
+// of another writer (be.retryable: SQLite's lock, which its busy handler already waited
+// for; PostgreSQL's serialization failure or deadlock) runs again whole, after a jittered
+// backoff, until busyTimeout has passed.
+func (db *DB) write(ctx context.Context, fn func(tx txn) error) error {
 	deadline := time.Now().Add(db.busyTimeout)
 	for attempt := 0; ; attempt++ {
 		err := db.tryWrite(ctx, fn)
-		if err == nil || !isBusy(err) || time.Now().After(deadline) {
-			if isBusy(err) {
-				return fmt.Errorf("database %s stayed locked by another process for %v: %w", db.path, db.busyTimeout, err)
+		if err == nil || !db.be.retryable(err) || time.Now().After(deadline) {
+			if err != nil && db.be.retryable(err) {
+				return fmt.Errorf("database %s stayed locked by another process for %v: %w", db.where, db.busyTimeout, err)
 			}
 			return err
 		}
@@ -159,12 +115,12 @@ func (db *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 }
 
-func (db *DB) tryWrite(ctx context.Context, fn func(tx *sql.Tx) error) error {
+func (db *DB) tryWrite(ctx context.Context, fn func(tx txn) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(tx); err != nil {
+	if err := fn(txn{tx, db.be}); err != nil {
 		_ = tx.Rollback() // the error that matters is fn's
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/chainplan/chainplan/bench/internal/stats"
 )
 
 // tol is the relative difference below which two periods count as equal.
@@ -37,11 +39,11 @@ func constrained(s *series, pt point) bool { return s.binds(pt) }
 func writeClaims(p func(string, ...any), all []*series) {
 	p("## Claims of the paper (madpipe spec §6.2)\n\n")
 	ratios, missing := pairs(all, constrained)
-	g := geomean(ratios)
+	g := stats.GeoMean(ratios)
 	p("**Geometric mean of period(pipedream)/period(madpipe) over the memory-constrained points where both have a plan: ")
 	p("%.3f** (%d points; the issue's target is ≥ 1.3). At %d more constrained points madpipe has a plan and pipedream none. ", g, len(ratios), missing)
 	allRatios, _ := pairs(all, func(*series, point) bool { return true })
-	p("Over every point where both have a plan: %.3f (%d points). ", geomean(allRatios), len(allRatios))
+	p("Over every point where both have a plan: %.3f (%d points). ", stats.GeoMean(allRatios), len(allRatios))
 	own, total := 0, 0
 	for _, s := range all {
 		for _, pt := range s.points {
@@ -275,7 +277,7 @@ func claimR7(all []*series) (bool, string) {
 	}
 	over, total, low := 0, 0, math.Inf(1)
 	for _, r := range ratios {
-		g := geomean(r)
+		g := stats.GeoMean(r)
 		total++
 		low = min(low, g)
 		if g > 1.2 {
@@ -367,6 +369,6 @@ func claimR9(all []*series) (bool, string) {
 
 func claimR10(all []*series) (bool, string) {
 	r, missing := pairs(all, constrained)
-	g := geomean(r)
+	g := stats.GeoMean(r)
 	return g >= 2, fmt.Sprintf("geometric mean %.2f over %d constrained points (and %d where only madpipe has a plan)", g, len(r), missing)
 }

@@ -11,6 +11,10 @@
 // Usage, from the repository root:
 //
 //	go run ./bench/pipeline [-models resnet50,vgg16] [-gpus 2,4,8] [-levels 7] [-time-limit 10s] [-out docs]
+//
+// With -checkpoint it runs the comparison of checkpointing inside stages instead (MadPipe
+// with and without it, rotor on one device; checkpoint.go) and rewrites that section of
+// docs/pipeline-eval.md only.
 package main
 
 import (
@@ -25,7 +29,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/profile/pipedream"
+	"github.com/chainplan/chainplan/bench/internal/profiles"
 )
 
 // algos are the compared planners, in table order.
@@ -78,12 +82,16 @@ func main() {
 	levels := flag.Int("levels", 7, "memory levels per series, from the smallest usable to ample (at least 2)")
 	limit := flag.Duration("time-limit", 10*time.Second, "time limit of madpipe's scheduling MILP")
 	out := flag.String("out", "docs", "output folder")
+	ck := flag.Bool("checkpoint", false, "compare checkpointing inside stages and rewrite that section of pipeline-eval.md only")
 	flag.Parse()
 	gpus, err := parseInts(*gpuList)
 	if err == nil && *levels < 2 {
 		err = fmt.Errorf("-levels %d: want at least 2", *levels)
 	}
-	if err == nil {
+	switch {
+	case err == nil && *ck:
+		err = runCheckpoint(strings.Split(*modelList, ","), gpus, *levels, *limit, *out)
+	case err == nil:
 		err = run(strings.Split(*modelList, ","), gpus, *levels, *limit, *out)
 	}
 	if err != nil {
@@ -108,7 +116,7 @@ func run(names []string, gpus []int, levels int, limit time.Duration, out string
 	start := time.Now()
 	var all []*series
 	for _, name := range names {
-		c, err := importProfile(name)
+		c, err := profiles.PipeDream(name)
 		if err != nil {
 			return err
 		}
@@ -129,26 +137,17 @@ func run(names []string, gpus []int, levels int, limit time.Duration, out string
 	if err := writePlots(out, all); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(out, "pipeline-eval.md"), []byte(report(all, limit, time.Since(start))), 0o644)
-}
-
-// importProfile linearizes testdata/pipedream/NAME.graph.txt as `chainplan import
-// pipedream` does.
-func importProfile(name string) (*chainplan.Chain, error) {
-	f, err := os.Open(filepath.Join("testdata", "pipedream", name+".graph.txt"))
-	if err != nil {
-		return nil, err
+	path := filepath.Join(out, "pipeline-eval.md")
+	text := report(all, limit, time.Since(start))
+	// Keep the checkpointing comparison, which -checkpoint writes.
+	if old, err := os.ReadFile(path); err == nil {
+		o := string(old)
+		if i, j := strings.Index(o, ckBegin), strings.Index(o, ckEnd); i >= 0 && j > i {
+			k, l := strings.Index(text, ckBegin), strings.Index(text, ckEnd)
+			text = text[:k] + o[i:j] + text[l:]
+		}
 	}
-	defer f.Close()
-	g, err := pipedream.Parse(f)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	imp, err := pipedream.Linearize(g)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	return imp.Chain, nil
+	return os.WriteFile(path, []byte(text), 0o644)
 }
 
 // sweep finds the memory range of a series and plans every level. The smallest level is

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -111,6 +110,7 @@ func report(all []*series, limit, took time.Duration) string {
 		}
 		p("\n")
 	}
+	p("%s\n(the comparison of checkpointing inside stages goes here)\n%s\n", ckBegin, ckEnd)
 	return b.String()
 }
 
@@ -225,18 +225,6 @@ func dur(d time.Duration) string {
 		return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1e3)
 	}
 	return fmt.Sprintf("%.2f s", d.Seconds())
-}
-
-// geomean returns the geometric mean of xs (NaN for none).
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	var s float64
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
 }
 
 func fmtBytes(n int64) string { return chainplan.FormatBytes(n) }

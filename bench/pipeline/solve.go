@@ -12,11 +12,11 @@ import (
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
-// problem is the model of a series at one memory: the paper's activation model (each
-// layer's input) and its 3 weight copies.
+// problem is the model of a series at one memory: the paper's (each layer's input as
+// stored activation, its 3 weight copies, no transient memory).
 func problem(s *series, memory int64) (*pipeline.Problem, error) {
 	return pipeline.NewProblem(s.chain, pipeline.Options{GPUs: s.gpus, MemoryBytes: memory, Bandwidth: s.beta,
-		WeightCopies: pipeline.DefaultWeightCopies, ActivationModel: pipeline.ActivationsInput})
+		WeightCopies: 3, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 }
 
 // minMemory returns the smallest memory per device at which algo finds a plan (madpipe:

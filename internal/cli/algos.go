@@ -22,11 +22,14 @@ func algoNames(keep func(planner.Entry) bool) []string {
 	return out
 }
 
-// solvable reports whether solve runs the algorithm: its plans are a sequence.
-func solvable(e planner.Entry) bool { return e.Schedule != nil }
+// solvable reports whether solve runs the algorithm: its plans are a sequence, of one
+// chain or of towers joined at the loss.
+func solvable(e planner.Entry) bool { return e.Schedule != nil || e.Multichain != nil }
 
 // hasFrontier reports whether the algorithm has a frontier (chainplan frontier).
-func hasFrontier(e planner.Entry) bool { return e.Schedule != nil && e.Schedule.Frontier != nil }
+func hasFrontier(e planner.Entry) bool {
+	return (e.Schedule != nil && e.Schedule.Frontier != nil) || (e.Multichain != nil && e.Multichain.Frontier != nil)
+}
 
 // orList joins names as "a, b or c".
 func orList(names []string) string {
@@ -39,20 +42,29 @@ func orList(names []string) string {
 // algoHelp lists the algorithms of solve by family, one line each, for its long help.
 func algoHelp() string {
 	var b strings.Builder
-	for _, fam := range []planner.Family{planner.Checkpointing, planner.Offloading} {
+	width := 12
+	for _, e := range planner.Entries() {
+		if solvable(e) {
+			width = max(width, len(e.Name)+1)
+		}
+	}
+	for _, fam := range []planner.Family{planner.Checkpointing, planner.Offloading, planner.Multichain} {
 		var lines []string
 		needs := true
 		for _, e := range planner.Entries() {
 			if e.Family != fam || !solvable(e) {
 				continue
 			}
-			lines = append(lines, fmt.Sprintf("  %-12s %s\n", e.Name, e.Summary))
+			lines = append(lines, fmt.Sprintf("  %-*s %s\n", width, e.Name, e.Summary))
 			needs = needs && e.Reads(planner.FieldBandwidth)
 		}
 		if len(lines) == 0 {
 			continue
 		}
 		head := strings.ToUpper(string(fam[:1])) + string(fam[1:]) + " algorithms"
+		if fam == planner.Multichain {
+			head += " (towers joined at the loss)"
+		}
 		if needs {
 			head += " (need --bandwidth)"
 		}

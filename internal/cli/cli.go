@@ -111,7 +111,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.PersistentFlags().String("db", "", "profile database file (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
+	root.PersistentFlags().String("db", "", "profile database: a SQLite file or a postgres:// DSN (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
 	root.AddCommand(
 		newSolveCmd(e),
 		newSimulateCmd(e),
@@ -124,8 +124,14 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		newSQLCmd(e),
 		newImportCmd(e),
 		newPipelineCmd(e),
+		newPipesimCmd(e),
 		newPlotCmd(e),
 		newReportCmd(e),
+		newAdviseCmd(e),
+		newSearch3DCmd(e),
+		newAdviceCmd(e),
+		newClusterCmd(e),
+		newMigrateStoreCmd(e),
 	)
 	for _, c := range root.Commands() {
 		if c.Args == nil {

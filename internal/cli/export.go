@@ -14,7 +14,11 @@ func newExportCmd(e *env) *cobra.Command {
 		Long: `Write run RUN (a run id, or "latest") as a chainplan.chain/v1 chain: the medians of
 its stages, the chain input a_0 (stage 1's input size) and the loss. The chain is what
 chainplan solve --chain reads. A run whose saved or temporary sizes were not measured
-(a chainplan.record profile) has no chain: the message names the stage and the field.`,
+(a chainplan.record profile) has no chain: the message names the stage and the field.
+
+A run of towers joined at the loss (a CLIP-style dual encoder, a triplet network) is
+written as a chainplan.multichain/v1 bundle: one chain per branch and the joint loss, what
+chainplan solve --algo multichain --chain reads.`,
 		Example: `  chainplan export 12 > resnet50.json
   chainplan export latest -o chain.json && chainplan solve --chain chain.json --budget 2GiB`,
 		Args: oneRunArg("export"),
@@ -28,11 +32,22 @@ chainplan solve --chain reads. A run whose saved or temporary sizes were not mea
 			if err != nil {
 				return err
 			}
-			c, err := db.RunChain(cmd.Context(), id)
-			if err != nil {
+			var doc interface{ MarshalIndent() ([]byte, error) }
+			switch towers, err := db.IsMultiChainRun(cmd.Context(), id); {
+			case err != nil:
 				return err
+			case towers:
+				doc, err = db.RunMultiChain(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+			default:
+				doc, err = db.RunChain(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
 			}
-			b, err := c.MarshalIndent()
+			b, err := doc.MarshalIndent()
 			if err != nil {
 				return err
 			}

@@ -8,11 +8,13 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/rotor"
 )
 
 type frontierFlags struct {
-	chain, algo, format string
-	slots               int64
+	algo, format string
+	slots        int64
+	towers       towerFlags // --chain (one, or one per tower for multichain), --loss, --keep-input-grad
 }
 
 func newFrontierCmd(e *env) *cobra.Command {
@@ -23,15 +25,23 @@ func newFrontierCmd(e *env) *cobra.Command {
 		Long: `Compute, from one run of the DP, the optimal makespan at every budget from the
 smallest feasible one to the peak of the no-recomputation schedule, and print every budget
 where it changes. The discretization is that of the store-all peak (peak/slots bytes a
-unit).`,
+unit).
+
+With --algo multichain, the frontier of towers joined at the loss: one --chain per tower
+and --loss (or one chainplan.multichain/v1 bundle); it is the multi-chain DP's makespan at
+every budget (slots of the largest activation above the reserve, docs/multichain.md) and
+no recomputation from its peak on.`,
 		Example: `  chainplan frontier --chain examples/resnet50.json
-  chainplan frontier --chain c.json --algo revolve --slots 1000 --format json`,
+  chainplan frontier --chain c.json --algo revolve --slots 1000 --format json
+  chainplan frontier --algo multichain --chain image.json --chain text.json --loss loss.json`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runFrontier(e.stdout, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
+	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for multichain one per tower, or a bundle")
+	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (multichain)")
+	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input (multichain)")
 	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(hasFrontier)))
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
@@ -42,7 +52,7 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if err := checkFormat(f.format, "table", "json"); err != nil {
 		return err
 	}
-	if f.chain == "" {
+	if len(f.towers.chains) == 0 {
 		return usagef("--chain is required")
 	}
 	e, _ := planner.Lookup(f.algo)
@@ -52,19 +62,37 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
 	}
-	c, err := chainplan.ReadChain(f.chain)
-	if err != nil {
-		return err
-	}
-	fr, err := e.Schedule.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots})
-	if err != nil {
-		return err
+	var fr *rotor.Frontier
+	if e.Multichain != nil {
+		mc, err := readTowers(f.towers)
+		if err != nil {
+			return err
+		}
+		if fr, err = e.Multichain.Frontier(mc, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
+			return err
+		}
+	} else {
+		path, err := singleChain(f.towers, f.algo)
+		if err != nil {
+			return err
+		}
+		c, err := chainplan.ReadChain(path)
+		if err != nil {
+			return err
+		}
+		if fr, err = e.Schedule.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
+			return err
+		}
 	}
 	if f.format == "json" {
 		return writeJSON(w, fr)
 	}
 	fmt.Fprintf(w, "%s frontier: %d points, %d slots of %s, no-recomputation time %.6g, store-all peak %s\n",
 		fr.Algo, len(fr.Points), fr.Slots, chainplan.FormatBytes(fr.UnitBytes), fr.SumTime, bytesLabel(fr.StoreAllPeakByte))
+	if e.Multichain != nil {
+		fmt.Fprintln(w, "(the multi-chain DP on slots and no recomputation; solve may find a faster plan by rotor on the "+
+			"towers concatenated: plot frontier draws both)")
+	}
 	fmt.Fprintf(w, "%16s  %12s  %14s  %9s\n", "budget_bytes", "budget", "makespan", "overhead")
 	for _, p := range fr.Points {
 		fmt.Fprintf(w, "%16d  %12s  %14.6g  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), p.Makespan, 100*p.Overhead)

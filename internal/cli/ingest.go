@@ -13,11 +13,13 @@ func newIngestCmd(e *env) *cobra.Command {
 		Use:   "ingest FILE...",
 		Short: "Store profile files (Arrow, chainplan.profile/v1) in the profile database",
 		Long: `Read, validate and store profile files in the profile database (--db, else
-$CHAINPLAN_DB, else ~/.chainplan/chainplan.db, created when missing).
+$CHAINPLAN_DB, else ~/.chainplan/chainplan.db, created when missing): a SQLite file, or a
+team's PostgreSQL store named by a postgres:// DSN.
 
 Each file is stored in one transaction, all of it or nothing. Ingest is idempotent: a file
 whose content was stored before is reported as "existing" with its run id, and stored
-once. Any number of ingests may run at once on the same database. A file that is not a
+once. Any number of ingests may run at once on the same database (from any number of
+hosts, on PostgreSQL). A file that is not a
 valid profile is reported with the column and row at fault and the others are still
 ingested; the exit status is then 2. docs/formats.md describes the file format.`,
 		Example: `  chainplan ingest prof/resnet50-bs32.arrow

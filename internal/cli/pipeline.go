@@ -11,6 +11,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/milp"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -23,6 +24,10 @@ type pipelineFlags struct {
 	bandwidth       string
 	weightCopies    int
 	activationModel string
+	headroom        float64
+	checkpoint      bool
+	noTemporaries   bool
+	replan          bool
 	format          string
 	timeLimit       time.Duration
 	requireSolver   bool
@@ -39,14 +44,26 @@ period; print it as a chainplan.pipeline/v1 plan (JSON) or as text.
 
 Algorithms (docs/pipeline.md):
 ` + pipelineAlgoHelp() + `
-A device keeps --weight-copies copies of its weights (3: PipeDream-2BW stashing; 2: a
-synchronous flush), a buffer for each boundary it borders, and the activations of the
-mini-batches in flight, counted as each layer's input (--activation-model input, the
-paper's) or as the stage input plus the measured saved bytes (saved, the default).
+A device keeps --weight-copies copies of its weights (2, the default: weights and
+gradients, what chainplan's synchronous executor holds; add one per optimizer buffer: 3
+for SGD with momentum, 4 for Adam; 3 without an optimizer is PipeDream-2BW's stashing), a
+buffer for each boundary it borders, the activations of the mini-batches in flight
+(counted as the stage input plus the measured saved bytes, --activation-model saved, the
+default, or as each layer's input, input, the paper's), and while an operation runs its
+temporaries, the gradients it handles and on the last device the loss
+(--no-temporaries leaves these out, as the paper does). --headroom 0.1 keeps a tenth of
+each device free for what no profile measures. --checkpoint lets a stage keep only its
+input and recompute its activations with rotor when memory is short (docs/pipeline.md).
 
 --memory min plans at the smallest memory per device for which the algorithm finds a
-plan. Exit status 3 means no plan fits: the message gives the smallest memory that does,
+plan; --memory faster at the smallest one where the plan is faster than one device
+running the chain (the fastest plan, with a note, when none is). The text output gives
+the plan's speed-up over one device and against the best plan without a memory limit.
+Exit status 3 means no plan fits: the message gives the smallest memory that does,
 or a lower bound every plan needs.
+
+With --run the plan is recorded; the same request on the same profile gives back the
+plan recorded before (--replan plans again).
 
 madpipe schedules with the HiGHS MILP solver that comes with the Python package
 (highsbox; CHAINPLAN_HIGHS overrides it). Without one it falls back to the best
@@ -54,22 +71,27 @@ contiguous plan: a warning on standard error and "fallback": "no-milp-solver" in
 plan; --require-solver makes a missing solver an error (exit 2) instead.`,
 		Example: `  chainplan pipeline --chain resnet50.json --gpus 4 --memory 8GB --bandwidth 12GB/s
   chainplan pipeline --algo contiguous --chain c.json --gpus 8 --memory min --bandwidth 24GB/s --format text
-  chainplan pipeline --run latest --gpus 2 --memory 16GiB --bandwidth 12GB/s   # records the plan`,
+  chainplan pipeline --run latest --gpus 2 --memory 16GiB --bandwidth 12GB/s   # records the plan
+  chainplan pipeline --run latest --gpus 4 --memory faster --bandwidth 12GB/s --checkpoint --format text`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runPipeline(cmd, e, f)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", "madpipe", "algorithm: "+orList(algoNames(isPipeline)))
+	fl.StringVar(&f.algo, "algo", planner.DefaultPipelineAlgo, "algorithm: "+orList(algoNames(isPipeline)))
 	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
 	fl.StringVar(&f.run, "run", "", "plan a stored profile instead of --chain (a run id or \"latest\"); records the plan")
 	fl.IntVar(&f.gpus, "gpus", 0, "number of devices P (at least 1)")
-	fl.StringVar(&f.memory, "memory", "", "memory per device: bytes, a size such as 16GiB, or 'min'")
+	fl.StringVar(&f.memory, "memory", "", "memory per device: bytes, a size such as 16GiB, 'min' or 'faster'")
 	fl.StringVar(&f.bandwidth, "bandwidth", "", "bandwidth of each device pair's link: bytes per second, or with a unit such as 12GB/s")
-	fl.IntVar(&f.weightCopies, "weight-copies", pipeline.DefaultWeightCopies, "copies of the weights a device keeps (3: weight stashing, 2: synchronous flush)")
+	fl.IntVar(&f.weightCopies, "weight-copies", pipeline.DefaultWeightCopies, "copies of the weights a device keeps (2: weights and gradients; +1 per optimizer buffer; 3 for weight stashing)")
 	fl.StringVar(&f.activationModel, "activation-model", string(pipeline.ActivationsSaved), "stored activations: input (each layer's input, the paper's) or saved (stage input + saved_bytes)")
+	fl.Float64Var(&f.headroom, "headroom", 0, "share of each device's memory the plan leaves free, in [0, 1)")
+	fl.BoolVar(&f.checkpoint, "checkpoint", false, "let stages recompute their activations (rotor at the device's activation budget)")
+	fl.BoolVar(&f.noTemporaries, "no-temporaries", false, "leave the operations' temporaries and the loss out of the memory (the paper's model)")
+	fl.BoolVar(&f.replan, "replan", false, "with --run: plan again even if the same request was planned on that profile")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
-	fl.DurationVar(&f.timeLimit, "time-limit", 10*time.Second, "time limit of madpipe's scheduling MILP")
+	fl.DurationVar(&f.timeLimit, "time-limit", milp.DefaultTimeLimit, "time limit of madpipe's scheduling MILP")
 	fl.BoolVar(&f.requireSolver, "require-solver", false, "fail (exit 2) when madpipe's MILP solver is missing instead of falling back to the best contiguous plan")
 	return cmd
 }
@@ -90,7 +112,7 @@ func pipelineAlgoHelp() string {
 
 // checkPipelineFlags reads the flags into a request; every error names the flag.
 func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
-	req := service.PipelineRequest{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, RequireSolver: f.requireSolver}
+	req := service.PipelineRequest{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, Replan: f.replan, RequireSolver: f.requireSolver}
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return req, err
 	}
@@ -112,6 +134,10 @@ func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
 		return req, usagef("--weight-copies must be at least 1 (got %d; 3 for weight stashing, 2 for a synchronous flush)", f.weightCopies)
 	case f.timeLimit <= 0:
 		return req, usagef("--time-limit must be positive (got %v)", f.timeLimit)
+	case math.IsNaN(f.headroom) || f.headroom < 0 || f.headroom >= 1:
+		return req, usagef("--headroom must be a share of the memory in [0, 1), such as 0.1 (got %v)", f.headroom)
+	case f.replan && f.run == "":
+		return req, usagef("--replan applies to --run (a plan of a --chain file is never recorded)")
 	}
 	am := pipeline.ActivationModel(f.activationModel)
 	if am != pipeline.ActivationsInput && am != pipeline.ActivationsSaved {
@@ -121,9 +147,14 @@ func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
 	if err != nil {
 		return req, err
 	}
-	req.Options = pipeline.Options{GPUs: f.gpus, Bandwidth: bw, WeightCopies: f.weightCopies, ActivationModel: am}
-	if f.memory == "min" {
+	req.Options = pipeline.Options{GPUs: f.gpus, Bandwidth: bw, WeightCopies: f.weightCopies, ActivationModel: am,
+		Headroom: f.headroom, Checkpoint: f.checkpoint, NoTemporaries: f.noTemporaries}
+	switch f.memory {
+	case "min":
 		req.MinMemory = true
+		return req, nil
+	case "faster":
+		req.FasterMemory = true
 		return req, nil
 	}
 	m, err := chainplan.ParseBytes(f.memory)
@@ -182,7 +213,9 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 	}
 	writeNotes(e, got.Notes)
 	warnFallback(e, got.Plan)
-	reportRecorded(e, svc, got.RunID, got.PlanID)
+	if !got.Reused {
+		reportRecorded(e, svc, got.RunID, got.PlanID)
+	}
 	return got.Chain, got.Plan, nil
 }
 

@@ -47,8 +47,7 @@ func checkPipelinePlan(t *testing.T, chain, out string) *pipeline.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
-		WeightCopies: p.WeightCopies, ActivationModel: p.ActivationModel})
+	pr, err := pipeline.ProblemOf(c, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +83,9 @@ func TestPipelineText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"algorithm   contiguous, 2 stages on 2 devices, contiguous",
-		"period      14; load bound 14; sequential 24, speedup 1.71",
+		"period      14; load bound 14",
+		"speed-up    1.71x one device (sequential 24); 1.00x the best contiguous plan without a memory limit (period 14)",
+		"memory      counts the operations' temporaries",
 		"stages\n", "l1 .. l3", "l4 .. l6",
 		"devices\n", "pattern     one period",
 		"  device 0   F0 0+4 h0", "  link 0-1   CF0 4+0.1 h0",

@@ -34,11 +34,24 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeline.Plan) error 
 	}
 	fmt.Fprintf(w, "platform    %d devices of %s, links of %s, %d weight copies, activations counted as %s\n",
 		p.GPUs, bytesLabel(p.MemoryBytes), bandwidthLabel(p.Bandwidth), p.WeightCopies, activationLabel(p.ActivationModel))
+	fmt.Fprintf(w, "memory      %s", temporariesLabel(p))
+	if p.Headroom > 0 {
+		fmt.Fprintf(w, "; headroom %.3g: plans fit %s", p.Headroom, bytesLabel(pr.Limit()))
+	}
+	if p.Checkpoint {
+		fmt.Fprint(w, "; stages may recompute")
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "period      %.6g", p.Period)
 	if p.PredictedPeriod > 0 {
 		fmt.Fprintf(w, " (partitioning predicted %.6g)", p.PredictedPeriod)
 	}
-	fmt.Fprintf(w, "; load bound %.6g; sequential %.6g, speedup %.2f\n", rep.LoadBound, pr.TotalWork(), speedup(c, p.Period))
+	fmt.Fprintf(w, "; load bound %.6g\n", rep.LoadBound)
+	fmt.Fprintf(w, "speed-up    %.2fx one device (sequential %.6g)", speedup(c, p.Period), pr.TotalWork())
+	if mc := p.MemoryCost(); mc > 0 {
+		fmt.Fprintf(w, "; %.2fx the best contiguous plan without a memory limit (period %.6g)", mc, p.UnconstrainedPeriod)
+	}
+	fmt.Fprintln(w)
 	if p.SolveMS > 0 {
 		fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
 	}
@@ -47,14 +60,22 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeline.Plan) error 
 		return nil
 	}
 	fmt.Fprintln(w, "stages")
-	fmt.Fprintf(w, "  %5s  %6s  %-9s  %10s  %10s  %10s  %3s  %s\n", "stage", "device", "layers", "U_F", "U_B", "out/β", "NCA", "names")
+	fmt.Fprintf(w, "  %5s  %6s  %-9s  %10s  %10s  %10s  %3s  %-22s  %s\n", "stage", "device", "layers", "F", "B", "out/β", "NCA", "activations", "names")
 	for k, s := range p.Stages {
 		comm := "-"
 		if s.Last < pr.L() && (k+1 >= len(p.Stages) || p.Stages[k+1].GPU != s.GPU) {
 			comm = fmt.Sprintf("%.4g", pr.Transfer(s.Last))
 		}
-		fmt.Fprintf(w, "  %5d  %6d  %-9s  %10.4g  %10.4g  %10s  %3d  %s\n", k, s.GPU, fmt.Sprintf("%d-%d", s.First, s.Last),
-			pr.UF(s.First, s.Last), pr.UB(s.First, s.Last), comm, rep.NCA[k], layerNames(c, s))
+		cost, err := pr.Cost(s)
+		if err != nil {
+			return err
+		}
+		acts := "recorded"
+		if s.Recompute != nil {
+			acts = "recomputed in " + chainplan.FormatBytes(s.Recompute.BudgetBytes)
+		}
+		fmt.Fprintf(w, "  %5d  %6d  %-9s  %10.4g  %10.4g  %10s  %3d  %-22s  %s\n", k, s.GPU, fmt.Sprintf("%d-%d", s.First, s.Last),
+			cost.Fwd, cost.Bwd, comm, rep.NCA[k], acts, layerNames(c, s))
 	}
 	fmt.Fprintln(w, "devices")
 	fmt.Fprintf(w, "  %6s  %-8s  %10s  %-26s  %-26s  %s\n", "device", "stages", "load", "memory (time-resolved)", "weights + buffers", "of M")
@@ -137,6 +158,15 @@ func usedDevices(p *pipeline.Plan) int {
 		seen[s.GPU] = true
 	}
 	return len(seen)
+}
+
+// temporariesLabel says what the plan's memory counts besides weights, buffers and stored
+// activations.
+func temporariesLabel(p *pipeline.Plan) string {
+	if p.Temporaries {
+		return "counts the operations' temporaries, the gradients in flight and the loss"
+	}
+	return "leaves out the operations' temporaries and the loss (the paper's model)"
 }
 
 func activationLabel(m pipeline.ActivationModel) string {

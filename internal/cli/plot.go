@@ -21,6 +21,7 @@ type plotFlags struct {
 	slots                                              int64
 	budgets, periods                                   int
 	overhead                                           bool
+	towers                                             towerFlags // plot frontier's --chain, --loss, --keep-input-grad
 }
 
 func newPlotCmd(e *env) *cobra.Command {
@@ -31,10 +32,13 @@ func newPlotCmd(e *env) *cobra.Command {
 		Long: `Draw a picture to the file -o names; its extension, .svg or .png, picks the format.
 
   frontier   makespan against budget: rotor, revolve, checkpoint_sequential at each segment
-             count, store-all; with --bandwidth also pofo and offload-only; a plan marked
+             count, store-all; with --bandwidth also pofo and offload-only; a plan marked;
+             for towers joined at the loss (several --chain, --loss, or a bundle): multichain,
+             multichain-linear, per-block checkpointing and store-all
   timeline   a plan's simulated memory over time with its operations, the budget, the peak
              and, for a stored plan that ran, the measured peak
-  pipeline   a chainplan.pipeline/v1 plan over a few periods: a lane per device and link
+  pipeline   a chainplan.pipeline/v1 plan over a few periods: a lane per device and link,
+             each device's memory (and, for a stored plan that ran, the peak each rank measured)
   history    predicted against measured peak and step time of the stored plans that ran`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -63,10 +67,13 @@ func newPlotCmd(e *env) *cobra.Command {
 	}
 	frontier := sub("frontier", "Makespan against budget for every checkpointing algorithm",
 		`  chainplan plot frontier --chain examples/resnet50.json -o frontier.svg
-  chainplan plot frontier --run latest --bandwidth 12GB/s --plan-id 4 -o frontier.png`,
+  chainplan plot frontier --run latest --bandwidth 12GB/s --plan-id 4 -o frontier.png
+  chainplan plot frontier --chain image.json --chain text.json --loss loss.json -o towers.svg`,
 		func(c *cobra.Command) (*plot.Figure, error) { return plotFrontier(c, &f) })
 	fl := frontier.Flags()
-	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
+	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); towers joined at the loss: one per tower, or a bundle")
+	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers")
+	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input")
 	fl.StringVar(&f.run, "run", "", "a stored run (its id, or latest) instead of --chain")
 	fl.StringVar(&f.plan, "plan", "", "a plan file to mark on the frontier")
 	fl.StringVar(&f.planID, "plan-id", "", "a stored plan to mark (its run's chain when no --chain or --run)")
@@ -85,9 +92,11 @@ func newPlotCmd(e *env) *cobra.Command {
 	timeline.Flags().StringVar(&f.planID, "plan-id", "", "a stored plan, on its run's chain (instead of --chain and --plan)")
 
 	pipeline := sub("pipeline", "A pipeline plan's schedule: a lane per device and link",
-		`  chainplan plot pipeline --plan pipeline.json --periods 4 -o pipeline.svg`,
-		func(*cobra.Command) (*plot.Figure, error) { return plotPipeline(&f) })
+		`  chainplan plot pipeline --plan pipeline.json --periods 4 -o pipeline.svg
+  chainplan plot pipeline --plan-id 3 -o pipeline.png   # a stored plan, with its measured peaks`,
+		func(c *cobra.Command) (*plot.Figure, error) { return plotPipeline(c, &f) })
 	pipeline.Flags().StringVar(&f.plan, "plan", "", "pipeline plan file (chainplan.pipeline/v1 JSON)")
+	pipeline.Flags().StringVar(&f.planID, "plan-id", "", "a stored pipeline plan (chainplan pipeline --run), with its run's device and measured peaks")
 	pipeline.Flags().IntVar(&f.periods, "periods", plot.DefaultPeriods, "periods of the steady state to draw")
 
 	history := sub("history", "Predicted against measured peak and time of stored plans",
@@ -122,6 +131,12 @@ func parsePlanID(s string) (int64, error) {
 }
 
 func plotFrontier(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
+	if towers, err := towersFrontier(cmd, f); towers || err != nil {
+		return towersFrontierFigure(cmd, f, err)
+	}
+	if len(f.towers.chains) == 1 {
+		f.chain = f.towers.chains[0]
+	}
 	if f.chain != "" && f.run != "" {
 		return nil, usagef("give --chain or --run, not both")
 	}
@@ -228,6 +243,18 @@ func plotTimeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 		}
 	case f.chain == "" || f.plan == "":
 		return nil, usagef("--chain and --plan are required (or --plan-id for a stored plan)")
+	case fileIsBundle(f.chain):
+		p, err := readSchedulePlan(f.plan)
+		if err != nil {
+			return nil, err
+		}
+		mc, err := chainplan.ReadMultiChain(f.chain)
+		if err != nil {
+			return nil, err
+		}
+		if d, err = plot.MultichainTimelineOf(mc, p, 0); err != nil {
+			return nil, err
+		}
 	default:
 		p, err := readSchedulePlan(f.plan)
 		if err != nil {
@@ -244,12 +271,27 @@ func plotTimeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	return plot.Timeline(d)
 }
 
-func plotPipeline(f *plotFlags) (*plot.Figure, error) {
-	if f.plan == "" {
-		return nil, usagef("--plan is required (a chainplan.pipeline/v1 plan file)")
-	}
+func plotPipeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	if f.periods < 1 {
 		return nil, usagef("--periods must be at least 1 (got %d)", f.periods)
+	}
+	switch {
+	case f.plan != "" && f.planID != "":
+		return nil, usagef("give --plan or --plan-id, not both")
+	case f.planID != "":
+		id, err := parsePlanID(f.planID)
+		if err != nil {
+			return nil, err
+		}
+		d, err := withStore(cmd, func(ctx context.Context, svc *service.Service) (*plot.PipelineData, error) {
+			return svc.PipelinePicture(ctx, id, f.periods)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return plot.Pipeline(d)
+	case f.plan == "":
+		return nil, usagef("--plan is required (a chainplan.pipeline/v1 plan file), or --plan-id for a stored plan")
 	}
 	data, err := os.ReadFile(f.plan)
 	if err != nil {

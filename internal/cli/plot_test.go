@@ -90,7 +90,7 @@ func TestPlot(t *testing.T) {
 		{"TimelineStored", []string{"plot", "timeline", "--plan-id", "1", "-o", out("t.svg")}, "t.svg",
 			[]string{"Plan 1 (run 1): rotor at", "measured peak 1.00 MiB", "compute"}},
 		{"Pipeline", []string{"plot", "pipeline", "--plan", pipe, "--periods", "2", "-o", out("p.svg")}, "p.svg",
-			[]string{"GPU 0", "GPU 1", "link 0-1"}},
+			[]string{"device 0", "device 1", "link 0-1"}},
 		{"History", []string{"plot", "history", "--run", "latest", "-o", out("h.svg")}, "h.svg", []string{"#1", "Predicted against measured: run 1"}},
 	}
 	for _, tt := range tests {
@@ -198,5 +198,35 @@ func TestPlotTimelineOffloadPlan(t *testing.T) {
 	}
 	if svg := wellFormedSVG(t, out); !strings.Contains(svg, ">link<") || !strings.Contains(svg, ">Memory timeline: pofo at") {
 		t.Errorf("no link lane or title in the offloading timeline")
+	}
+}
+
+// A stored pipeline plan is drawn by its id, its lanes named after the device its run was
+// profiled on; a checkpointing plan's id is refused by name, and so is an id with a file.
+func TestPlotPipelinePlanID(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "p.db")
+	mustIngest(t, db, testdataFile("resnet_file.arrow"))
+	if code, _, errs := runDB(t, db, "pipeline", "--run", "1", "--gpus", "2", "--memory", "min", "--bandwidth", "1GB/s",
+		"--algo", "contiguous"); code != 0 {
+		t.Fatalf("pipeline --run: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runDB(t, db, "solve", "--run", "1", "--budget", "min"); code != 0 {
+		t.Fatalf("solve --run: exit %d: %s", code, errs)
+	}
+	out := filepath.Join(t.TempDir(), "p.svg")
+	if code, _, errs := runDB(t, db, "plot", "pipeline", "--plan-id", "1", "-o", out); code != 0 {
+		t.Fatalf("plot pipeline --plan-id 1: exit %d: %s", code, errs)
+	}
+	svg := wellFormedSVG(t, out)
+	for _, want := range []string{">CPU 0<", ">link 0-1<", ">Plan 1 (run 1): contiguous on 2 devices"} {
+		if !strings.Contains(svg, want) {
+			t.Errorf("the picture lacks %q", want)
+		}
+	}
+	if code, _, errs := runDB(t, db, "plot", "pipeline", "--plan-id", "2", "-o", out); code != 2 || !strings.Contains(errs, "not a pipeline plan") {
+		t.Errorf("a rotor plan's id: exit %d: %s", code, errs)
+	}
+	if code, _, errs := runDB(t, db, "plot", "pipeline", "--plan-id", "1", "--plan", out, "-o", out); code != 2 || !strings.Contains(errs, "not both") {
+		t.Errorf("--plan-id with --plan: exit %d: %s", code, errs)
 	}
 }

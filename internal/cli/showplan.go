@@ -39,6 +39,9 @@ document rebuilt from their columns: an offloading plan's transfers were not kep
 			if done, err := showStoredPipelinePlan(cmd.Context(), e, db, args[0], format); done {
 				return err
 			}
+			if done, err := showStoredTowersPlan(cmd.Context(), e, db, args[0], format); done {
+				return err
+			}
 			sp, c, err := loadStoredPlan(cmd.Context(), db, args[0])
 			if err != nil {
 				return err

@@ -36,6 +36,10 @@ independent validator of the pipeline model instead: structure, operation durati
 dependencies of every mini-batch, exclusivity on each device and link, memory per device
 (time-resolved; --budget overrides the plan's memory_bytes) and the load bound.
 
+A multichain plan (towers joined at the loss) is replayed on the bundle --chain names
+(chainplan.multichain/v1) by the multi-branch simulator: every tower's operations, the
+joint loss, the input gradients dropped or kept, and nothing left in memory at the end.
+
 With --plan-id, the plan is a stored one (chainplan show-plan) and the chain is that of
 the run it was computed from.
 
@@ -49,6 +53,9 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 				return err
 			}
 			if done, err := simulateStoredPipelinePlan(cmd, e, f); done {
+				return err
+			}
+			if done, err := simulateTowers(cmd, e, f); done {
 				return err
 			}
 			c, p, err := simulateInput(cmd, &f)
@@ -120,19 +127,9 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 	if err := checkFormat(f.format, "text", "json"); err != nil {
 		return err
 	}
-	var err error
-	limit := p.BudgetBytes
-	switch f.budget {
-	case "":
-		if limit <= 0 {
-			limit = -1
-		}
-	case "none":
-		limit = -1
-	default:
-		if limit, err = parseBudget(f.budget); err != nil {
-			return err
-		}
+	limit, err := simulateLimit(p, f)
+	if err != nil {
+		return err
 	}
 	if p.Offload != nil {
 		// An offloading plan (pofo, offload, ...): replay it with the transfers.
@@ -141,14 +138,43 @@ func runSimulate(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateF
 	rep := simulate.Replay(c, p.Sequence, limit)
 	out := simulation{Valid: rep.Valid, Makespan: rep.Makespan, PeakBytes: rep.Peak, PeakIndex: rep.PeakIndex,
 		BudgetBytes: limit, Operations: len(p.Sequence), Issues: rep.Issues}
-	if p.Makespan != 0 && math.Abs(p.Makespan-rep.Makespan) > 1e-9*math.Abs(rep.Makespan) {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, rep.Makespan)})
+	out.Issues = append(out.Issues, claimIssues(p, rep.Makespan, rep.Peak)...)
+	return reportSimulation(w, out, p, f, limit)
+}
+
+// claimIssues returns the issues of a plan whose claimed makespan or peak (when it states
+// them) differs from its replay's.
+func claimIssues(p *chainplan.Plan, makespan float64, peak int64) []simulate.Issue {
+	var issues []simulate.Issue
+	if p.Makespan != 0 && math.Abs(p.Makespan-makespan) > 1e-9*math.Abs(makespan) {
+		issues = append(issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, makespan)})
 	}
-	if p.PeakBytes != 0 && p.PeakBytes != rep.Peak {
-		out.Issues = append(out.Issues, simulate.Issue{Index: -1,
-			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, rep.Peak)})
+	if p.PeakBytes != 0 && p.PeakBytes != peak {
+		issues = append(issues, simulate.Issue{Index: -1,
+			Msg: fmt.Sprintf("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, peak)})
 	}
+	return issues
+}
+
+// simulateLimit returns the memory limit a replay checks: --budget, "none" (no limit,
+// -1), or the plan's budget_bytes by default.
+func simulateLimit(p *chainplan.Plan, f simulateFlags) (int64, error) {
+	switch f.budget {
+	case "":
+		if p.BudgetBytes <= 0 {
+			return -1, nil
+		}
+		return p.BudgetBytes, nil
+	case "none":
+		return -1, nil
+	}
+	return parseBudget(f.budget)
+}
+
+// reportSimulation prints the outcome of a replay (text or JSON) and fails with an error
+// wrapping ErrInvalidPlan when the plan has issues.
+func reportSimulation(w io.Writer, out simulation, p *chainplan.Plan, f simulateFlags, limit int64) error {
 	out.Valid = len(out.Issues) == 0
 	if out.Issues == nil {
 		out.Issues = []simulate.Issue{}

@@ -21,6 +21,10 @@ type solveFlags struct {
 	run      string
 	// bandwidth is --bandwidth, the link of the offloading algorithms (offload.go).
 	bandwidth string
+	// towers are the --chain files (one, or one per tower for the multichain
+	// algorithms), --loss and --keep-input-grad (towers.go); chain is the one chain file
+	// of the other algorithms.
+	towers towerFlags
 }
 
 func newSolveCmd(e *env) *cobra.Command {
@@ -32,21 +36,28 @@ func newSolveCmd(e *env) *cobra.Command {
 the chain input included) and print it as JSON or text.
 
 ` + algoHelp() + `
-The offloading algorithms are described in docs/pofo.md.
+The offloading algorithms are described in docs/pofo.md. The multichain algorithms plan
+K towers joined at the loss (docs/multichain.md): give one --chain per tower (each without
+a loss of its own) and the joint loss with --loss, or one chainplan.multichain/v1 bundle;
+the budget counts every tower input.
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
 		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
   chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
   chainplan solve --chain c.json --budget min --slots 1000
   chainplan solve --algo pofo --chain c.json --budget 3GiB --bandwidth 12GB/s
-  chainplan solve --run latest --budget 2GiB     # plan a stored profile, record the plan`,
+  chainplan solve --run latest --budget 2GiB     # plan a stored profile, record the plan
+  chainplan solve --algo multichain --chain image.json --chain text.json --loss loss.json --budget 2GiB`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSolve(cmd, e, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(solvable)))
-	fl.StringVar(&f.chain, "chain", "", "chain file (chainplan.chain/v1 JSON)")
+	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for "+
+		orList(planner.MultichainAlgos())+" one per tower, or a chainplan.multichain/v1 bundle")
+	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (JSON: fwd_time, bwd_time, fwd_tmp_bytes, bwd_tmp_bytes)")
+	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input (e.g. true,false)")
 	fl.StringVar(&f.budget, "budget", "", "memory budget: bytes, a size such as 2GiB, or 'min'")
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization (the offloading algorithms default to their own)")
 	fl.IntVar(&f.segments, "segments", 0, "segment count for --algo "+
@@ -62,11 +73,18 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return err
 	}
-	if f.chain == "" && f.run == "" {
+	if len(f.towers.chains) == 0 && f.run == "" {
 		return usagef("--chain is required (or --run RUN to plan a stored profile)")
 	}
-	if f.chain != "" && f.run != "" {
+	if len(f.towers.chains) > 0 && f.run != "" {
 		return usagef("--chain and --run are mutually exclusive")
+	}
+	towers := isMultichainAlgo(f.algo)
+	if !towers {
+		var err error
+		if f.chain, err = singleChain(f.towers, f.algo); err != nil {
+			return err
+		}
 	}
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
@@ -83,6 +101,9 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 			return err
 		}
 	}
+	if towers {
+		return solveTowers(cmd, e, f, req)
+	}
 	c, p, err := solveInput(cmd, e, f, req)
 	if err != nil {
 		return err
@@ -91,6 +112,55 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 		return writeJSON(w, p)
 	}
 	writePlanText(w, c, p)
+	return nil
+}
+
+// writeFiguresText prints a plan's peak, makespan (against sum, the time without
+// recomputation), solve time and candidates.
+func writeFiguresText(w io.Writer, p *chainplan.Plan, sum float64) {
+	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
+	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
+	if sum > 0 {
+		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
+	writeCandidatesText(w, p)
+}
+
+// solveTowers is solve for a multichain algorithm: the bundle of the flags, or a stored
+// run of towers (recorded as every plan of a run).
+func solveTowers(cmd *cobra.Command, e *env, f solveFlags, req service.Request) error {
+	var mc *chainplan.MultiChain
+	var p *chainplan.Plan
+	if f.run != "" {
+		if f.towers.loss != "" || len(f.towers.keep) > 0 {
+			return usagef("--loss and --keep-input-grad apply to chain files; a stored run of towers holds its loss")
+		}
+		svc, ref, err := openRunStore(cmd, f.run)
+		if err != nil {
+			return err
+		}
+		defer svc.Close()
+		got, err := svc.PlanRun(cmd.Context(), ref, req)
+		if err != nil {
+			return err
+		}
+		reportRecorded(e, svc, got.RunID, got.PlanID)
+		mc, p = got.MultiChain, got.Plan
+	} else {
+		var err error
+		if mc, err = readTowers(f.towers); err != nil {
+			return err
+		}
+		if p, err = service.SolveMultichain(mc, req); err != nil {
+			return err
+		}
+	}
+	if f.format == "json" {
+		return writeJSON(e.stdout, p)
+	}
+	writeMultichainPlanText(e.stdout, mc, p)
 	return nil
 }
 
@@ -107,14 +177,7 @@ func writePlanText(w io.Writer, c *chainplan.Chain, p *chainplan.Plan) {
 		fmt.Fprintf(w, ", %d slots", p.Slots)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "peak        %s\n", bytesLabel(p.PeakBytes))
-	fmt.Fprintf(w, "makespan    %.6g", p.Makespan)
-	if sum > 0 {
-		fmt.Fprintf(w, " (+%.1f%% over the %.6g of no recomputation)", 100*(p.Makespan/sum-1), sum)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
-	writeCandidatesText(w, p)
+	writeFiguresText(w, p, sum)
 	fmt.Fprintf(w, "sequence    %d operations (%d stages + loss)\n", len(p.Sequence), c.Len())
 	writeSequence(w, p.Sequence)
 	writeOffloadText(w, p)

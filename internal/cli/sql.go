@@ -25,18 +25,23 @@ func newSQLCmd(e *env) *cobra.Command {
 		Use:   "sql QUERY [ARG...]",
 		Short: "Run a read-only SQL query on the profile database",
 		Long: `Run one SQL query on the profile database and print its result. ARGs bind the
-query's ? placeholders in order (integers and numbers are bound as such).
+query's placeholders in order (integers and numbers are bound as such): ? or $1, $2, ... on
+SQLite, $1, $2, ... on PostgreSQL.
 
-Queries are strictly read-only: the database is opened read-only, with query_only and an
-authorizer that admits reads only, so a statement that would write is refused (exit
-status 2) and changes nothing. docs/sql.md documents the tables and views (runs, stages,
-measurements, plans, executions; run_summary, stage_history, plan_outcomes) and ten
-example queries.
+Queries are strictly read-only, and the database itself refuses writes. SQLite: the file
+is opened read-only, with query_only and an authorizer that admits reads only.
+PostgreSQL: the query runs in a READ ONLY transaction as the role chainplan_reader,
+which holds SELECT grants only, one statement at a time. A statement that would write
+is refused (exit status 2) and changes nothing. docs/sql.md documents the tables and
+views (runs, stages, measurements, plans, executions, bandwidths; run_summary,
+stage_history, plan_outcomes), ten example queries that run unchanged on both databases,
+and where the SQL dialects differ.
 
 Formats: table (default), csv, json (an array of objects), arrow (an Arrow IPC file, as
 pyarrow.feather.read_table reads it).`,
 		Example: `  chainplan sql "SELECT * FROM run_summary ORDER BY created_at DESC LIMIT 5"
-  chainplan sql "SELECT stage_name, bwd_time_s FROM stage_history WHERE model_name = ?" resnet50
+  chainplan sql "SELECT stage_name, bwd_time_s FROM stage_history WHERE model_name = $1" resnet50
+  chainplan --db postgres://ann@db.lab/chainplan sql "SELECT * FROM plan_outcomes"
   chainplan sql --format arrow -o stages.arrow "SELECT * FROM stages WHERE run_id = 3"`,
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) == 0 {

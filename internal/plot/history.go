@@ -15,7 +15,9 @@ import (
 )
 
 // Outcome is a stored plan with what its executions measured (a row of the store's
-// plan_outcomes view): the predicted peak and step time beside the measured ones.
+// plan_outcomes view): the predicted peak and step time beside the measured ones. For a
+// pipeline plan (Pipeline set) the times are per mini-batch (the period against the
+// measured time between micro-batches) and the peaks those of its busiest device.
 type Outcome struct {
 	PlanID        int64
 	Algo          string
@@ -24,6 +26,33 @@ type Outcome struct {
 	MeasuredPeak  int64
 	PredictedTime float64
 	MeasuredTime  float64
+	Pipeline      bool
+}
+
+// timeName says what the time panel of History compares: a step, a pipeline's time per
+// mini-batch, or both when the plans mix them.
+func timeName(outs []Outcome) string {
+	pipes := 0
+	for _, o := range outs {
+		if o.Pipeline {
+			pipes++
+		}
+	}
+	switch pipes {
+	case 0:
+		return "step time"
+	case len(outs):
+		return "time per mini-batch"
+	}
+	return "step time (pipelines: per mini-batch)"
+}
+
+// peakName says what the memory panel of History compares.
+func peakName(outs []Outcome) string {
+	if slices.ContainsFunc(outs, func(o Outcome) bool { return o.Pipeline }) {
+		return "peak memory (pipelines: busiest device)"
+	}
+	return "peak memory"
 }
 
 // HistoryData is what History draws.
@@ -33,7 +62,7 @@ type HistoryData struct {
 }
 
 // History draws predicted against measured for stored plans that ran: the peak memory on
-// the left, the step time on the right, one marker per plan coloured by its algorithm and
+// the left, the step time (a pipeline's time per mini-batch) on the right, one marker per plan coloured by its algorithm and
 // labelled with its plan id, over the diagonal where the prediction is exact. It fails
 // with an error wrapping chainplan.ErrUnsupported when no plan has a measurement.
 func History(d *HistoryData) (*Figure, error) {
@@ -50,13 +79,13 @@ func History(d *HistoryData) (*Figure, error) {
 		maxTime = math.Max(maxTime, math.Max(o.PredictedTime, o.MeasuredTime))
 	}
 	bs, ts := bytesScale(maxPeak), timeScale(maxTime)
-	peak, err := versus(d.Outcomes, algos, "peak memory ("+bs.Name+")", maxPeak/bs.Div, func(o Outcome) (float64, float64) {
+	peak, err := versus(d.Outcomes, algos, peakName(d.Outcomes)+" ("+bs.Name+")", maxPeak/bs.Div, func(o Outcome) (float64, float64) {
 		return float64(o.PredictedPeak) / bs.Div, float64(o.MeasuredPeak) / bs.Div
 	})
 	if err != nil {
 		return nil, err
 	}
-	step, err := versus(d.Outcomes, algos, "step time ("+ts.Name+")", maxTime/ts.Div, func(o Outcome) (float64, float64) {
+	step, err := versus(d.Outcomes, algos, timeName(d.Outcomes)+" ("+ts.Name+")", maxTime/ts.Div, func(o Outcome) (float64, float64) {
 		return o.PredictedTime / ts.Div, o.MeasuredTime / ts.Div
 	})
 	if err != nil {

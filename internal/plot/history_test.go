@@ -34,3 +34,34 @@ func TestHistoryStructure(t *testing.T) {
 		t.Fatalf("empty history: got %v, want ErrUnsupported", err)
 	}
 }
+
+// TestHistoryPipelineUnits: pipeline plans are compared per mini-batch (their period
+// against the measured time between micro-batches) and by their busiest device, and the
+// axes say so, alone or mixed with checkpointing plans.
+func TestHistoryPipelineUnits(t *testing.T) {
+	pipe := Outcome{PlanID: 3, Algo: "contiguous", PredictedPeak: 9 << 20, MeasuredPeak: 9 << 20,
+		PredictedTime: 0.0115, MeasuredTime: 0.013, Pipeline: true}
+	rotor := Outcome{PlanID: 4, Algo: "rotor", PredictedPeak: 30 << 20, MeasuredPeak: 31 << 20, PredictedTime: 0.1, MeasuredTime: 0.1}
+	for _, tc := range []struct {
+		outs       []Outcome
+		time, peak string
+	}{
+		{[]Outcome{pipe}, "predicted time per mini-batch (ms)", "predicted peak memory (pipelines: busiest device) (MiB)"},
+		{[]Outcome{pipe, rotor}, "predicted step time (pipelines: per mini-batch) (ms)", "measured peak memory (pipelines: busiest device) (MiB)"},
+	} {
+		f, err := History(&HistoryData{Title: "run 1", Outcomes: tc.outs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		svg, _ := f.SVG()
+		doc := parseSVG(t, svg)
+		for _, s := range []string{tc.time, tc.peak} {
+			if !doc.hasText(s) {
+				t.Errorf("%d plans: no text %q", len(tc.outs), s)
+			}
+		}
+		if doc.hasText("predicted step time (ms)") {
+			t.Errorf("%d plans: a pipeline's period labelled a step time", len(tc.outs))
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strconv"
 
 	gplot "gonum.org/v1/plot"
@@ -21,16 +22,23 @@ type PipelineData struct {
 	// Period is the time between two mini-batches; Periods is how many are drawn.
 	Period  float64
 	Periods int
-	// Lanes names the lanes, top to bottom ("GPU 0", ..., "link 0-1", ...); Spans[i]
+	// Lanes names the lanes, top to bottom: the Devices devices first ("device 0", or
+	// "CPU 0", "GPU 0" after SetDeviceKind), then the links ("link 0-1", ...); Spans[i]
 	// holds lane i's operations (Kind F, B, CF or CB; Stage picks the hue; Label the
-	// operation and its mini-batch).
-	Lanes []string
-	Spans [][]Span
+	// operation and its mini-batch: "F3" is the forward of mini-batch 3).
+	Lanes   []string
+	Spans   [][]Span
+	Devices int
+	// DeviceKind names the devices (DeviceAny, DeviceCPU, DeviceGPU; "" is DeviceAny).
+	DeviceKind string
 	// Stages is the number of stages, for the legend.
 	Stages int
-	// MemoryBytes is each device's peak memory; LimitBytes the memory of a device.
-	MemoryBytes []int64
-	LimitBytes  int64
+	// MemoryBytes is each device's predicted peak memory; LimitBytes the memory of a
+	// device. MeasuredBytes, when set, is each device's peak as measured by the runner
+	// (0 for a device that did not report).
+	MemoryBytes   []int64
+	MeasuredBytes []int64
+	LimitBytes    int64
 }
 
 // Pipeline draws a pipeline plan: a Gantt chart with one lane per device and per link,
@@ -49,7 +57,7 @@ func Pipeline(d *PipelineData) (*Figure, error) {
 		}
 	}
 	ts := timeScale(end)
-	g := newPlot(d.Title, "time ("+ts.Name+")", "")
+	g := newPlot(d.Title, "time ("+ts.Name+"); F3, B3: forward and backward of mini-batch 3", "")
 	var ticks []gplot.Tick
 	n := len(d.Lanes)
 	for i, name := range d.Lanes {
@@ -82,32 +90,52 @@ func Pipeline(d *PipelineData) (*Figure, error) {
 	}}, nil
 }
 
-// memoryBars is the panel of each device's memory against the limit.
+// memoryBars is the panel of each device's memory against the limit: the predicted peak,
+// and beside it the measured one when the plan ran.
 func memoryBars(d *PipelineData) (*gplot.Plot, error) {
 	top := float64(d.LimitBytes)
-	for _, v := range d.MemoryBytes {
+	for _, v := range append(slices.Clone(d.MemoryBytes), d.MeasuredBytes...) {
 		top = math.Max(top, float64(v))
 	}
 	bs := bytesScale(top)
 	p := newPlot("", "", "memory ("+bs.Name+")")
 	vals := make(plotter.Values, len(d.MemoryBytes))
 	var names []string
+	kind := d.DeviceKind
+	if kind == "" {
+		kind = DeviceAny
+	}
 	for i, v := range d.MemoryBytes {
 		vals[i] = float64(v) / bs.Div
-		names = append(names, "GPU "+strconv.Itoa(i))
+		names = append(names, deviceName(kind, i))
 	}
-	bars, err := plotter.NewBarChart(vals, vg.Points(28))
+	width := vg.Points(28)
+	bars, err := plotter.NewBarChart(vals, width)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline memory: %w", err)
 	}
 	bars.Color, bars.LineStyle.Width = colorBars, 0
 	p.Add(bars)
+	if len(d.MeasuredBytes) == len(d.MemoryBytes) && slices.ContainsFunc(d.MeasuredBytes, func(v int64) bool { return v > 0 }) {
+		mv := make(plotter.Values, len(d.MeasuredBytes))
+		for i, v := range d.MeasuredBytes {
+			mv[i] = float64(v) / bs.Div
+		}
+		measured, err := plotter.NewBarChart(mv, width)
+		if err != nil {
+			return nil, fmt.Errorf("pipeline memory: %w", err)
+		}
+		measured.Color, measured.LineStyle.Width = colorRanBar, 0
+		bars.Offset, measured.Offset = -width/2, width/2
+		p.Add(measured)
+		p.Legend.Add("measured peak", swatch{colorRanBar})
+	}
 	p.NominalX(names...)
 	if d.LimitBytes > 0 {
 		p.Add(&hLine{Y: float64(d.LimitBytes) / bs.Div, Style: dashed(colorBudget)})
 		p.Legend.Add("limit "+chainplan.FormatBytes(d.LimitBytes), lineThumb(dashed(colorBudget)))
 	}
-	p.Legend.Add("peak per device", swatch{colorBars})
+	p.Legend.Add("predicted peak", swatch{colorBars})
 	p.Legend.Top, p.Legend.Left = true, false
 	p.Y.Min = 0
 	p.Y.Max = top / bs.Div * 1.25

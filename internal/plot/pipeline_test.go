@@ -2,6 +2,8 @@ package plot
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/chainplan/chainplan"
@@ -36,16 +38,20 @@ func TestPipelineStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := d.Lanes, []string{"GPU 0", "GPU 1", "GPU 2", "link 0-1", "link 1-2"}; len(got) != len(want) {
+	if got, want := d.Lanes, []string{"device 0", "device 1", "device 2", "link 0-1", "link 1-2"}; !slices.Equal(got, want) {
 		t.Fatalf("lanes %v, want %v", got, want)
 	}
+	d.SetDeviceKind(DeviceKindOf("cpu"))
 	f, err := Pipeline(d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	svg, _ := f.SVG()
 	doc := parseSVG(t, svg)
-	for _, s := range []string{"GPU 0", "GPU 1", "GPU 2", "link 0-1", "link 1-2", "stage 0", "stage 2", "limit 7.45 GiB"} {
+	if !slices.ContainsFunc(doc.texts, func(t svgText) bool { return strings.HasSuffix(t.text, "F3, B3: forward and backward of mini-batch 3") }) {
+		t.Error("the time axis does not say that the numbers are mini-batches")
+	}
+	for _, s := range []string{"CPU 0", "CPU 1", "CPU 2", "link 0-1", "link 1-2", "stage 0", "stage 2", "limit 7.45 GiB"} {
 		if !doc.hasText(s) {
 			t.Errorf("no text %q", s)
 		}
@@ -70,6 +76,20 @@ func TestPipelineStructure(t *testing.T) {
 	}
 	if got := len(doc.fills(colorHex(colorBars))); got != 3+1 {
 		t.Errorf("%d memory bars, want 3 and the legend's", got)
+	}
+	if doc.hasText("GPU 0") || doc.hasText("measured peak") {
+		t.Error("a CPU plan's lanes named GPU, or a measured peak drawn for a plan that did not run")
+	}
+	// With the runner's measurements: a measured bar beside each predicted one.
+	d.MeasuredBytes = []int64{7.3e9, 6.5e9, 5.1e9}
+	f, err = Pipeline(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svg, _ = f.SVG()
+	doc = parseSVG(t, svg)
+	if got := len(doc.fills(colorHex(colorRanBar))); got != 3+1 || !doc.hasText("measured peak") {
+		t.Errorf("%d measured bars, want 3 and the legend's", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -44,9 +45,10 @@ func PipelineOf(p *pipeline.Plan, periods int) (*PipelineData, error) {
 		Period:  p.Period,
 		Periods: periods,
 		Stages:  len(p.Stages),
+		Devices: p.GPUs,
 	}
 	for g := range p.GPUs {
-		d.Lanes = append(d.Lanes, "GPU "+strconv.Itoa(g))
+		d.Lanes = append(d.Lanes, deviceName(DeviceAny, g))
 	}
 	d.Spans = make([][]Span, p.GPUs)
 	links := map[[2]int]int{} // device pair → lane
@@ -96,6 +98,36 @@ func PipelineOf(p *pipeline.Plan, periods int) (*PipelineData, error) {
 	return d, nil
 }
 
+// The kinds of device a picture names its lanes after (SetDeviceKind).
+const (
+	DeviceAny = "device"
+	DeviceCPU = "CPU"
+	DeviceGPU = "GPU"
+)
+
+// DeviceKindOf returns the kind of device of a profile's device string ("cpu", "cuda:0",
+// ...): DeviceCPU, DeviceGPU, or DeviceAny when it says neither.
+func DeviceKindOf(device string) string {
+	switch {
+	case strings.HasPrefix(device, "cpu"):
+		return DeviceCPU
+	case strings.HasPrefix(device, "cuda"):
+		return DeviceGPU
+	}
+	return DeviceAny
+}
+
+func deviceName(kind string, g int) string { return kind + " " + strconv.Itoa(g) }
+
+// SetDeviceKind names the device lanes and the memory bars after the kind of device the
+// plan runs on ("CPU 0" for a run profiled on the CPU; "device 0" when unknown).
+func (d *PipelineData) SetDeviceKind(kind string) {
+	d.DeviceKind = kind
+	for g := range min(d.Devices, len(d.Lanes)) {
+		d.Lanes[g] = deviceName(kind, g)
+	}
+}
+
 func cmpFloat(a, b float64) int {
 	switch {
 	case a < b:
@@ -105,6 +137,9 @@ func cmpFloat(a, b float64) int {
 	}
 	return 0
 }
+
+// FormatTime writes a time in seconds in the unit that reads best ("410 ms").
+func FormatTime(t float64) string { return formatTime(t) }
 
 // formatTime writes a time in seconds in the unit that reads best ("410 ms").
 func formatTime(t float64) string {

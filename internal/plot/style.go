@@ -36,6 +36,7 @@ var (
 	colorChosen  = color.RGBA{0x00, 0x00, 0x00, 0xff}  // the chosen plan on a frontier
 	colorMemory  = color.RGBA{0x1f, 0x77, 0xb4, 0xff}  // the memory curve
 	colorBars    = color.RGBA{0x5b, 0x5b, 0x5b, 0xff}  // memory per pipeline device
+	colorRanBar  = color.RGBA{0x00, 0x5f, 0x5f, 0xff}  // memory a pipeline device measured
 	colorFill    = color.NRGBA{0x1f, 0x77, 0xb4, 0x40} // under the memory curve
 	colorGrid    = color.RGBA{0xe4, 0xe4, 0xe4, 0xff}
 	bgColor      = color.White
@@ -55,6 +56,7 @@ var algoColors = map[string]color.RGBA{
 	"greedy":      palette[8],
 	"rotor-ops":   {0x08, 0x30, 0x6b, 0xff},
 	// The systems of bench/promise (PyTorch's checkpointing, torch.compile, chainplan).
+	// "per-block" is also the multichain pictures' per-block sequence: one colour for both.
 	"plain":                 {0x00, 0x00, 0x00, 0xff},
 	"checkpoint_sequential": palette[7],
 	"per-block":             palette[1],
@@ -62,10 +64,20 @@ var algoColors = map[string]color.RGBA{
 	"chainplan":             palette[0],
 	"torch.compile":         palette[3],
 	"chainplan + compile":   palette[2],
+	// The multichain pictures never show the offloading planners: their colours repeat.
+	"multichain":        palette[3],
+	"multichain-linear": palette[0],
 	// The pipeline planners never share a picture with the others: their colours repeat.
 	"madpipe":    palette[0],
 	"contiguous": palette[2],
 	"pipedream":  palette[1],
+	// The simulated schedules (planner/pipesim) have pictures of their own too.
+	"gpipe":           palette[0],
+	"1f1b-flush":      palette[1],
+	"pipedream-async": palette[2],
+	"2bw":             palette[3],
+	"timeprest":       palette[4],
+	"periodic":        palette[6],
 }
 
 var colorOther = palette[5]

@@ -48,14 +48,22 @@ type Page struct {
 	Generated   time.Time
 }
 
-// PlanSection is one stored plan of the run.
+// PlanSection is one stored plan of the run (and the later plans identical to it).
 type PlanSection struct {
 	ID                    int64
 	Algo                  string
 	BudgetBytes, PeakByte int64
 	Makespan              float64
-	Timeline              template.HTML
-	Note                  string
+	// Heading says what the plan is: its algorithm, its memory and its time, in the
+	// units of its family (a pipeline plan's memory per device and period).
+	Heading string
+	// Timeline is its picture: the memory timeline, or a pipeline plan's Gantt chart.
+	Timeline template.HTML
+	Note     string
+	// Executions counts the measured executions of the plan (one row per rank for a
+	// pipeline plan); Same lists the later plans with the same document, not drawn again.
+	Executions int64
+	Same       []int64
 }
 
 // Build reads run runID's provenance, stages and plans from svc and draws the pictures.
@@ -93,24 +101,30 @@ func Build(ctx context.Context, svc *service.Service, runID int64, opts Options)
 	if limit <= 0 {
 		limit = DefaultMaxTimelines
 	}
-	for i, sp := range plans {
-		s := PlanSection{ID: sp.ID, Algo: sp.Plan.Algo, BudgetBytes: sp.Plan.BudgetBytes, PeakByte: sp.Plan.PeakBytes,
-			Makespan: sp.Plan.Makespan}
-		if i >= limit {
-			s.Note = fmt.Sprintf("not drawn: the page draws the first %d plans (chainplan plot timeline --plan-id %d draws it)", limit, sp.ID)
-			p.Plans = append(p.Plans, s)
+	outcomes, err := db.Outcomes(ctx, store.OutcomeFilter{RunID: runID})
+	if err != nil {
+		return nil, err
+	}
+	runs := map[int64]int64{}
+	for _, o := range outcomes {
+		runs[o.PlanID] = o.Executions
+	}
+	first := map[string]int{} // a plan's document (solve time aside) → its section
+	for _, sp := range plans {
+		doc, err := db.PlanDocument(ctx, sp.ID)
+		if err != nil {
+			return nil, err
+		}
+		if k, ok := first[sameKey(doc)]; ok {
+			p.Plans[k].Same = append(p.Plans[k].Same, sp.ID)
+			p.Plans[k].Executions += runs[sp.ID]
 			continue
 		}
-		d, err := svc.PlanTimeline(ctx, sp.ID)
-		switch {
-		case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, chainplan.ErrInvalidPlan):
-			s.Note = "no timeline: " + err.Error()
-		case err != nil:
+		first[sameKey(doc)] = len(p.Plans)
+		s := PlanSection{ID: sp.ID, Algo: sp.Plan.Algo, BudgetBytes: sp.Plan.BudgetBytes, PeakByte: sp.Plan.PeakBytes,
+			Makespan: sp.Plan.Makespan, Executions: runs[sp.ID]}
+		if err := drawPlan(ctx, svc, sp, &s, len(p.Plans) < limit, limit); err != nil {
 			return nil, err
-		default:
-			if s.Timeline, err = inline(plot.Timeline(d)); err != nil {
-				return nil, err
-			}
 		}
 		p.Plans = append(p.Plans, s)
 	}
@@ -128,6 +142,59 @@ func Build(ctx context.Context, svc *service.Service, runID int64, opts Options)
 	}
 	return p, nil
 }
+
+// drawPlan fills a plan's heading and, when draw is set, its picture: a pipeline plan's
+// Gantt chart with the peaks its ranks measured, another plan's memory timeline.
+func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s *PlanSection, draw bool, limit int) error {
+	pp, _, ok, err := svc.StoredPipelinePlan(ctx, sp.ID)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.BudgetBytes, s.Makespan = pp.MemoryBytes, pp.Period
+		s.Heading = fmt.Sprintf("%s on %d devices at %s per device (period %.3f ms, %.2fx one device)",
+			pp.Algo, pp.GPUs, chainplan.FormatBytes(pp.MemoryBytes), 1000*pp.Period, pp.Speedup())
+		if pp.Chosen != "" && pp.Chosen != pp.Algo {
+			s.Heading += ", the " + pp.Chosen + " plan"
+		}
+	} else {
+		s.Heading = fmt.Sprintf("%s at %s (predicted peak %s, step %.3f ms)", sp.Plan.Algo,
+			chainplan.FormatBytes(sp.Plan.BudgetBytes), chainplan.FormatBytes(sp.Plan.PeakBytes), 1000*sp.Plan.Makespan)
+	}
+	if !draw {
+		what := "timeline"
+		if ok {
+			what = "pipeline"
+		}
+		s.Note = fmt.Sprintf("not drawn: the page draws the first %d plans (chainplan plot %s --plan-id %d draws it)", limit, what, sp.ID)
+		return nil
+	}
+	if ok {
+		d, err := svc.PipelinePicture(ctx, sp.ID, 0)
+		if err != nil {
+			return err
+		}
+		s.Timeline, err = inline(plot.Pipeline(d))
+		return err
+	}
+	d, err := svc.PlanTimeline(ctx, sp.ID)
+	switch {
+	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, chainplan.ErrInvalidPlan):
+		s.Note = "no timeline: " + err.Error()
+	case err != nil:
+		return err
+	default:
+		s.Timeline, err = inline(plot.Timeline(d))
+	}
+	return err
+}
+
+// solveTime matches the solver time in a plan document, the one field two computations of
+// the same plan differ in.
+var solveTime = regexp.MustCompile(`"solve_ms":\s*[-+0-9.eE]+,?`)
+
+// sameKey is what two stored plans share when they are the same plan.
+func sameKey(doc []byte) string { return solveTime.ReplaceAllString(string(doc), "") }
 
 // prolog matches what precedes the <svg> element of a standalone SVG document: the XML
 // declaration and the generator's comment, which have no place inside HTML.

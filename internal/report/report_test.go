@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/xml"
+	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // storedRun is a database with the resnet-mini profile as run 1, a rotor and a greedy (offloading) plan
@@ -121,5 +125,53 @@ func TestReportWithoutExecutions(t *testing.T) {
 	}
 	if _, err := Build(ctx, svc, 9, Options{}); err == nil {
 		t.Fatal("run 9: no error")
+	}
+}
+
+// TestReportPipelinePlans: a stored pipeline plan is shown as one (its memory per device,
+// period and speed-up, its Gantt chart with the device kind the run was profiled on and
+// the peaks its ranks measured), a second identical plan is listed with it rather than
+// drawn again, and nothing reads it as a checkpointing sequence.
+func TestReportPipelinePlans(t *testing.T) {
+	svc := storedRun(t)
+	ctx := context.Background()
+	req := service.PipelineRequest{Algo: "contiguous", Options: pipeline.Options{GPUs: 2, Bandwidth: 1e9},
+		MinMemory: true, Source: service.SourcePython}
+	first, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Replan = true
+	again, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rank, peak := range []int64{first.Plan.MemoryPerGPU[0] - 10, first.Plan.MemoryPerGPU[1] - 20} {
+		if _, err := svc.RecordExecution(ctx, first.PlanID, service.Execution{StepTimeS: first.Plan.Period, PeakBytes: peak,
+			Metadata: map[string]string{"rank": strconv.Itoa(rank), "kind": "pipeline"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, err := Build(ctx, svc, 1, Options{Version: "v-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	heading := fmt.Sprintf("Plan %d: contiguous on 2 devices at %s per device (period %.3f ms", first.PlanID,
+		chainplan.FormatBytes(first.Plan.MemoryBytes), 1000*first.Plan.Period)
+	for _, want := range []string{heading, "Measured 2 times", fmt.Sprintf("as plan %d.", again.PlanID),
+		">link 0-1<", ">CPU 0<", ">measured peak<", ">predicted peak<"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"invalid sequence", "at 0 B", fmt.Sprintf(`id="plan-%d"`, again.PlanID)} {
+		if strings.Contains(html, bad) {
+			t.Errorf("the page holds %q", bad)
+		}
 	}
 }

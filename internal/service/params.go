@@ -20,14 +20,18 @@ var sources = []string{SourceCLI, SourcePython, SourceCheckpointed}
 
 // Budget is the budget a plan was asked for: the smallest feasible one, or bytes.
 type Budget struct {
-	Min   bool  // "min": the algorithm's smallest feasible budget
-	Bytes int64 // the budget in bytes, when not Min
+	Min    bool  // "min": the algorithm's smallest feasible budget
+	Faster bool  // "faster": a pipeline's smallest memory faster than one device
+	Bytes  int64 // the budget in bytes, when neither
 }
 
-// MarshalJSON writes "min" or the number of bytes.
+// MarshalJSON writes "min", "faster" or the number of bytes.
 func (b Budget) MarshalJSON() ([]byte, error) {
-	if b.Min {
+	switch {
+	case b.Min:
 		return []byte(`"min"`), nil
+	case b.Faster:
+		return []byte(`"faster"`), nil
 	}
 	return strconv.AppendInt(nil, b.Bytes, 10), nil
 }
@@ -46,8 +50,12 @@ func (b *Budget) UnmarshalJSON(data []byte) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("budget: %w", err)
 	}
-	if s == "min" {
+	switch s {
+	case "min":
 		*b = Budget{Min: true}
+		return nil
+	case "faster":
+		*b = Budget{Faster: true}
 		return nil
 	}
 	n, err := chainplan.ParseBytes(s)
@@ -58,10 +66,13 @@ func (b *Budget) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// String returns "min" or the size ("2 GiB").
+// String returns "min", "faster" or the size ("2 GiB").
 func (b Budget) String() string {
-	if b.Min {
+	switch {
+	case b.Min:
 		return "min"
+	case b.Faster:
+		return "faster"
 	}
 	return chainplan.FormatBytes(b.Bytes)
 }

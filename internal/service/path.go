@@ -3,16 +3,21 @@ package service
 import (
 	"os"
 	"path/filepath"
+
+	"github.com/chainplan/chainplan/store"
 )
 
-// EnvDB names the environment variable that chooses the database file.
+// EnvDB names the environment variable that chooses the database: the path of a SQLite
+// file, or a PostgreSQL DSN (postgres://user@host/db).
 const EnvDB = "CHAINPLAN_DB"
 
 // DBPath is the one rule for where the database lives: flag (the CLI's --db) when not
 // empty, else env (the value of $CHAINPLAN_DB) when not empty, else
-// home/.chainplan/chainplan.db. It takes the environment as arguments because a Go
-// runtime loaded into Python sees the environment of the moment it was loaded, not
-// Python's later changes: pybind passes the values Python reads at each call.
+// home/.chainplan/chainplan.db. Either value may be a PostgreSQL DSN (store.IsPostgres),
+// returned as given; anything else is the path of a SQLite file. It takes the environment
+// as arguments because a Go runtime loaded into Python sees the environment of the moment
+// it was loaded, not Python's later changes: pybind passes the values Python reads at
+// each call.
 func DBPath(flag, env, home string) (string, error) {
 	switch {
 	case flag != "":
@@ -32,4 +37,17 @@ func DefaultDBPath() (string, error) {
 		home = ""
 	}
 	return DBPath("", os.Getenv(EnvDB), home)
+}
+
+// DataDir is the local folder of chainplan's files beside the database (profiles written
+// by Python go to its profiles/ folder): the folder of a SQLite database file, or
+// home/.chainplan when the database is a PostgreSQL store.
+func DataDir(db, home string) (string, error) {
+	if !store.IsPostgres(db) {
+		return filepath.Dir(db), nil
+	}
+	if home == "" {
+		return "", &inputError{"no home directory to keep profiles in, and the database " + store.RedactDSN(db) + " is no folder"}
+	}
+	return filepath.Join(home, ".chainplan"), nil
 }

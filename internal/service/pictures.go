@@ -25,6 +25,25 @@ func (s *Service) StoredPlan(ctx context.Context, planID int64) (*store.StoredPl
 	return sp, c, nil
 }
 
+// StoredMultichainPlan returns stored multichain plan planID with the bundle of the run it
+// was computed from. Errors: chainplan.ErrNotFound for a missing plan or run,
+// chainplan.ErrUnsupported for a plan of one chain, RunMultiChain's.
+func (s *Service) StoredMultichainPlan(ctx context.Context, planID int64) (*store.StoredPlan, *chainplan.MultiChain, error) {
+	sp, err := s.db.Plan(ctx, planID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if sp.Plan.Multichain == nil {
+		return nil, nil, fmt.Errorf("%w: plan %d (%s) schedules one chain, not towers joined at the loss",
+			chainplan.ErrUnsupported, planID, sp.Plan.Algo)
+	}
+	mc, err := s.RunMultiChain(ctx, sp.RunID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sp, mc, nil
+}
+
 // MeasuredPeak returns the largest peak the executions of plan planID measured, 0 when it
 // never ran.
 func (s *Service) MeasuredPeak(ctx context.Context, sp *store.StoredPlan) (int64, error) {
@@ -45,6 +64,9 @@ func (s *Service) MeasuredPeak(ctx context.Context, sp *store.StoredPlan) (int64
 // StoredPlan's and TimelineOf's, and chainplan.ErrInvalidPlan for an offloading plan
 // stored before the database kept its transfers.
 func (s *Service) PlanTimeline(ctx context.Context, planID int64) (*plot.TimelineData, error) {
+	if sp, err := s.db.Plan(ctx, planID); err == nil && sp.Plan.Multichain != nil {
+		return s.multichainTimeline(ctx, planID)
+	}
 	sp, c, err := s.StoredPlan(ctx, planID)
 	if err != nil {
 		return nil, err
@@ -65,6 +87,25 @@ func (s *Service) PlanTimeline(ctx context.Context, planID int64) (*plot.Timelin
 	return d, nil
 }
 
+// multichainTimeline is PlanTimeline for a multichain plan, on its run's bundle.
+func (s *Service) multichainTimeline(ctx context.Context, planID int64) (*plot.TimelineData, error) {
+	sp, mc, err := s.StoredMultichainPlan(ctx, planID)
+	if err != nil {
+		return nil, err
+	}
+	measured, err := s.MeasuredPeak(ctx, sp)
+	if err != nil {
+		return nil, err
+	}
+	d, err := plot.MultichainTimelineOf(mc, &sp.Plan, measured)
+	if err != nil {
+		return nil, fmt.Errorf("plan %d: %w", planID, err)
+	}
+	d.Title = fmt.Sprintf("Plan %d (run %d): %s at %s, %d towers", sp.ID, sp.RunID, sp.Plan.Algo,
+		chainplan.FormatBytes(sp.Plan.BudgetBytes), mc.K())
+	return d, nil
+}
+
 // History returns predicted against measured for the plans f selects that have executions.
 // A selection with none fails with an error wrapping ErrBadInput that says what it
 // selected (what: "run 3", "model resnet50").
@@ -78,9 +119,10 @@ func (s *Service) History(ctx context.Context, f store.OutcomeFilter, what strin
 		if o.Executions == 0 {
 			continue
 		}
+		e, _ := planner.Lookup(o.Algo)
 		d.Outcomes = append(d.Outcomes, plot.Outcome{PlanID: o.PlanID, Algo: o.Algo, BudgetBytes: o.BudgetBytes,
 			PredictedPeak: o.PredictedPeak, MeasuredPeak: o.MeasuredPeakBytes,
-			PredictedTime: o.PredictedTimeS, MeasuredTime: o.MeasuredTimeS})
+			PredictedTime: o.PredictedTimeS, MeasuredTime: o.MeasuredTimeS, Pipeline: e.Family == planner.Pipeline})
 	}
 	if len(d.Outcomes) == 0 {
 		return nil, &inputError{fmt.Sprintf("%s has %d plans and no execution of any: nothing to compare "+

@@ -14,15 +14,22 @@ import (
 	"github.com/chainplan/chainplan/store"
 )
 
-// PipelineRequest is what to plan on P devices (chainplan.pipeline/v1 plans).
+// PipelineRequest is what to plan on P devices (chainplan.pipeline/v1 plans). As in
+// planner.PipelineRequest, whose defaults it takes, a zero field means its default.
 type PipelineRequest struct {
-	// Algo is the pipeline algorithm: one of PipelineAlgos.
+	// Algo is the pipeline algorithm: one of PipelineAlgos ("": planner.DefaultPipelineAlgo).
 	Algo string
 	// Options are the platform and the memory model; Options.MemoryBytes is ignored when
-	// MinMemory is set.
+	// MinMemory or FasterMemory is set.
 	Options pipeline.Options
 	// MinMemory plans at the algorithm's smallest memory per device ("--memory min").
 	MinMemory bool
+	// FasterMemory plans at the smallest memory per device of a plan faster than one
+	// device ("--memory faster"; planner.PipelineRequest.FasterMemory).
+	FasterMemory bool
+	// Replan plans again even when the same request was planned on the same stored run
+	// before (PlanPipelineRun reuses that plan otherwise).
+	Replan bool
 	// TimeLimit bounds madpipe's scheduling MILP (0: its default, 10 s).
 	TimeLimit time.Duration
 	// RequireSolver makes a missing MILP solver an error (wrapping milp.ErrNoSolver)
@@ -41,9 +48,9 @@ type PipelineRequest struct {
 func PipelineAlgos() []string { return planner.PipelineAlgos() }
 
 // CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
-// algorithm.
+// algorithm ("" is the default one).
 func CheckPipelineAlgo(name string) error {
-	if slices.Contains(PipelineAlgos(), name) {
+	if name == "" || slices.Contains(PipelineAlgos(), name) {
 		return nil
 	}
 	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(PipelineAlgos(), ", "))}
@@ -61,7 +68,7 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 		return nil, nil, err
 	}
 	p, notes, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
-		MinMemory: req.MinMemory, TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
+		MinMemory: req.MinMemory, FasterMemory: req.FasterMemory, TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 	if err == nil && req.Microbatches > 0 {
 		p.Microbatches = req.Microbatches
 	}
@@ -73,11 +80,15 @@ func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []s
 type PipelineParams struct {
 	Algo            string  `json:"algo"`                  // the algorithm asked for
 	GPUs            int     `json:"gpus"`                  // P
-	Memory          Budget  `json:"memory"`                // asked: "min" or bytes per device
+	Memory          Budget  `json:"memory"`                // asked: "min", "faster" or bytes per device
 	MemoryBytes     int64   `json:"memory_bytes"`          // used: the plan's memory per device
 	Bandwidth       float64 `json:"bandwidth_bytes_per_s"` // β
 	WeightCopies    int     `json:"weight_copies"`         // C
 	ActivationModel string  `json:"activation_model"`      // input or saved
+	Temporaries     bool    `json:"temporaries"`           // transient memory counted
+	Headroom        float64 `json:"headroom"`              // share of the memory left free
+	Checkpoint      bool    `json:"checkpoint"`            // stages may recompute
+	Microbatches    int     `json:"microbatches"`          // per step, 0 when not given
 	TimeLimitS      float64 `json:"time_limit_s"`          // madpipe's MILP limit, 0 for the default
 	Chosen          string  `json:"chosen"`                // the candidate the plan is, when the algorithm compares several
 	Source          string  `json:"source"`                // who asked: cli or python
@@ -86,14 +97,22 @@ type PipelineParams struct {
 // PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
 func PipelineParamsFor(req PipelineRequest, p *pipeline.Plan) PipelineParams {
 	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
-		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), TimeLimitS: req.TimeLimit.Seconds(),
-		Chosen: p.Chosen, Source: req.Source}
-	if req.MinMemory {
-		prm.Memory = Budget{Min: true}
-	} else {
-		prm.Memory = Budget{Bytes: req.Options.MemoryBytes}
-	}
+		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), Temporaries: p.Temporaries,
+		Headroom: p.Headroom, Checkpoint: p.Checkpoint, Microbatches: p.Microbatches,
+		TimeLimitS: req.TimeLimit.Seconds(), Chosen: p.Chosen, Source: req.Source}
+	prm.Memory = req.memory()
 	return prm
+}
+
+// memory returns the memory the request asked for.
+func (req PipelineRequest) memory() Budget {
+	switch {
+	case req.MinMemory:
+		return Budget{Min: true}
+	case req.FasterMemory:
+		return Budget{Faster: true}
+	}
+	return Budget{Bytes: req.Options.MemoryBytes}
 }
 
 // PlannedPipeline is a pipeline plan of a stored run, as PlanPipelineRun recorded it.
@@ -103,12 +122,16 @@ type PlannedPipeline struct {
 	Chain  *chainplan.Chain // the run's chain, which the plan partitions
 	Plan   *pipeline.Plan
 	Notes  []string // SolvePipeline's notes
+	// Reused is true when the plan was stored before for the same request and run.
+	Reused bool
 }
 
 // PlanPipelineRun plans the chain of the run ref names as a pipeline and records the plan
-// with PipelineParamsFor(req, plan). Nothing is recorded when planning fails. Errors as
-// SolvePipeline's, plus chainplan.ErrNotFound for a missing run and ErrBadInput for an
-// unknown source.
+// with PipelineParamsFor(req, plan); unless req.Replan, a plan stored before for the same
+// request on the same run by this chainplan version is returned instead (Reused), so that
+// the same launch gives the same plan and one plan gathers its executions. Nothing is
+// recorded when planning fails. Errors as SolvePipeline's, plus chainplan.ErrNotFound for
+// a missing run and ErrBadInput for an unknown source.
 func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineRequest) (*PlannedPipeline, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
@@ -119,6 +142,11 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 	id, c, err := s.runChain(ctx, ref)
 	if err != nil {
 		return nil, err
+	}
+	if !req.Replan {
+		if got, err := s.storedPipeline(ctx, id, c, req); err != nil || got != nil {
+			return got, err
+		}
 	}
 	p, notes, err := SolvePipeline(c, req)
 	if err != nil {

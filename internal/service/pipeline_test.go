@@ -6,6 +6,7 @@ import (
 	"errors"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/chainplan/chainplan"
@@ -92,8 +93,9 @@ func TestPlanPipelineRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantParams := map[string]any{"algo": "contiguous", "gpus": float64(2), "memory": "min",
-		"memory_bytes": float64(got.Plan.MemoryBytes), "bandwidth_bytes_per_s": 12e9, "weight_copies": float64(3),
-		"activation_model": "input", "time_limit_s": float64(0), "chosen": "", "source": "cli"}
+		"memory_bytes": float64(got.Plan.MemoryBytes), "bandwidth_bytes_per_s": 12e9, "weight_copies": float64(2),
+		"activation_model": "input", "temporaries": true, "headroom": float64(0), "checkpoint": false,
+		"microbatches": float64(0), "time_limit_s": float64(0), "chosen": "", "source": "cli"}
 	if !reflect.DeepEqual(params, wantParams) {
 		t.Fatalf("params %s, want %v", sp.Params, wantParams)
 	}
@@ -110,5 +112,41 @@ func TestPlanPipelineRun(t *testing.T) {
 	}
 	if plans, err := s.Store().Plans(ctx, 1); err != nil || len(plans) != 1 {
 		t.Fatalf("%d plans after the failures, want 1 (%v)", len(plans), err)
+	}
+}
+
+// TestPlanPipelineRunReuses: the same request on the same run gives back the stored plan
+// (whoever asks, the defaults filled in alike), another request or Replan plans anew.
+func TestPlanPipelineRunReuses(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9},
+		FasterMemory: true, Source: service.SourceCLI}
+	first, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
+	if err != nil || first.Reused {
+		t.Fatalf("first plan: %+v, %v", first, err)
+	}
+	if first.Plan.Speedup() <= 1 {
+		t.Errorf("--memory faster: speed-up %g", first.Plan.Speedup())
+	}
+	again := req
+	again.Source = service.SourcePython
+	again.Options.WeightCopies = pipeline.DefaultWeightCopies // the default, spelt out
+	got, err := s.PlanPipelineRun(ctx, service.LatestRun, again)
+	if err != nil || !got.Reused || got.PlanID != first.PlanID || got.Plan.Period != first.Plan.Period ||
+		len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "reused plan") {
+		t.Fatalf("same request: %+v, %v; want plan %d reused", got, err, first.PlanID)
+	}
+	other := req
+	other.Options.Headroom = 0.1
+	if got, err = s.PlanPipelineRun(ctx, service.LatestRun, other); err != nil || got.Reused || got.PlanID == first.PlanID {
+		t.Fatalf("another request: %+v, %v", got, err)
+	}
+	req.Replan = true
+	if got, err = s.PlanPipelineRun(ctx, service.LatestRun, req); err != nil || got.Reused || got.PlanID == first.PlanID {
+		t.Fatalf("replan: %+v, %v", got, err)
+	}
+	if plans, err := s.Store().Plans(ctx, 1); err != nil || len(plans) != 3 {
+		t.Fatalf("%d plans stored, want 3 (%v)", len(plans), err)
 	}
 }

@@ -32,36 +32,55 @@ func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
 	return planner.Solve(c, req.Request)
 }
 
+// SolveMultichain plans bundle mc as Solve plans a chain: at req.BudgetBytes, or with
+// req.Min at the smallest feasible budget. req.Algo must name a multichain algorithm.
+func SolveMultichain(mc *chainplan.MultiChain, req Request) (*chainplan.Plan, error) {
+	if req.Min {
+		return planner.SolveMultichainMin(mc, req.Request)
+	}
+	return planner.SolveMultichain(mc, req.Request)
+}
+
 // Planned is a plan of a stored run, as PlanRun recorded it.
 type Planned struct {
 	RunID  int64
 	PlanID int64
-	Chain  *chainplan.Chain // the run's chain, which the plan schedules
-	Plan   *chainplan.Plan
+	Chain  *chainplan.Chain // the run's chain, which the plan schedules; nil for a multichain plan
+	// MultiChain is the run's bundle when the run profiles towers joined at the loss and
+	// the plan is a multichain plan; nil otherwise.
+	MultiChain *chainplan.MultiChain
+	Plan       *chainplan.Plan
 }
 
-// PlanRun plans the chain of the run ref names and records the plan with ParamsFor(req,
-// plan). Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a
-// missing run, a *chainplan.ChainError for a run whose sizes were not measured, the
-// planner's errors (*chainplan.InfeasibleError with the smallest budget), ErrBadInput for
-// an unknown source.
+// PlanRun plans the chain of the run ref names (the bundle of a run of towers joined at the
+// loss, for a multichain algorithm) and records the plan with ParamsFor(req, plan).
+// Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a missing run,
+// a *chainplan.ChainError for a run whose sizes were not measured, chainplan.ErrUnsupported
+// for a run of towers and a single-chain algorithm or the converse, the planner's errors
+// (*chainplan.InfeasibleError with the smallest budget), ErrBadInput for an unknown source.
 func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planned, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
-	id, c, err := s.runChain(ctx, ref)
+	id, err := s.ResolveRun(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	p, err := Solve(c, req)
+	got := &Planned{RunID: id}
+	if e, ok := planner.Lookup(req.Algo); ok && e.Family == planner.Multichain {
+		if got.MultiChain, err = s.RunMultiChain(ctx, id); err == nil {
+			got.Plan, err = SolveMultichain(got.MultiChain, req)
+		}
+	} else if got.Chain, err = s.RunChain(ctx, id); err == nil {
+		got.Plan, err = Solve(got.Chain, req)
+	}
 	if err != nil {
 		return nil, err
 	}
-	planID, err := s.RecordPlan(ctx, id, req, p)
-	if err != nil {
+	if got.PlanID, err = s.RecordPlan(ctx, id, req, got.Plan); err != nil {
 		return nil, err
 	}
-	return &Planned{RunID: id, PlanID: planID, Chain: c, Plan: p}, nil
+	return got, nil
 }
 
 // RecordPlan stores plan p, computed for req from run runID's chain, with ParamsFor(req,

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
@@ -79,6 +81,17 @@ func (s *Service) Runs(ctx context.Context, f store.RunFilter) ([]*store.Run, er
 // sizes were not measured (a chainplan.record profile) fails with a *chainplan.ChainError
 // naming the stage and the field.
 func (s *Service) RunChain(ctx context.Context, runID int64) (*chainplan.Chain, error) {
+	r, err := s.db.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	if tw, err := r.Towers(); err != nil || tw != nil {
+		if err == nil {
+			err = fmt.Errorf("%w: run %d profiles %d inputs through towers joined at the loss, not one chain: plan it "+
+				"with --algo %s", chainplan.ErrUnsupported, runID, len(tw.Branches), strings.Join(planner.MultichainAlgos(), " or "))
+		}
+		return nil, err
+	}
 	stages, err := s.db.Stages(ctx, runID)
 	if err != nil {
 		return nil, err
@@ -88,6 +101,45 @@ func (s *Service) RunChain(ctx context.Context, runID int64) (*chainplan.Chain, 
 		return nil, fmt.Errorf("chain of run %d: %w", runID, err)
 	}
 	return c, nil
+}
+
+// RunMultiChain returns the bundle of stored run runID, a profile of towers joined at the
+// loss (profile.Towers): the stages of each tower turned into a chain, one per branch, by
+// profile.MultiChainOf. A run of one chain fails with an error wrapping
+// chainplan.ErrUnsupported that says so; a run whose sizes were not measured with a
+// *chainplan.ChainError naming the stage and the field.
+func (s *Service) RunMultiChain(ctx context.Context, runID int64) (*chainplan.MultiChain, error) {
+	r, err := s.db.Run(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	tw, err := r.Towers()
+	if err != nil {
+		return nil, fmt.Errorf("run %d: %w", runID, err)
+	}
+	if tw == nil {
+		return nil, fmt.Errorf("%w: run %d profiles one chain, not towers joined at the loss: plan it with a "+
+			"single-chain algorithm (rotor, ...)", chainplan.ErrUnsupported, runID)
+	}
+	stages, err := s.db.Stages(ctx, runID)
+	if err != nil {
+		return nil, err
+	}
+	mc, err := profile.MultiChainOf(stages, tw)
+	if err != nil {
+		return nil, fmt.Errorf("towers of run %d: %w", runID, err)
+	}
+	return mc, nil
+}
+
+// IsMultiChainRun reports whether run runID profiles towers joined at the loss.
+func (s *Service) IsMultiChainRun(ctx context.Context, runID int64) (bool, error) {
+	r, err := s.db.Run(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	tw, err := r.Towers()
+	return tw != nil, err
 }
 
 // runChain resolves ref and returns the run's id and its chain, what PlanRun and

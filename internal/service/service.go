@@ -11,6 +11,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/chainplan/chainplan/store"
 )
@@ -43,8 +44,9 @@ type Service struct {
 	version string
 }
 
-// Open opens (and migrates) the database at path, or when path is empty at the default
-// path (DefaultDBPath: $CHAINPLAN_DB, else ~/.chainplan/chainplan.db).
+// Open opens (and migrates) the database at path, a SQLite file or a PostgreSQL DSN, or
+// when path is empty the default one (DefaultDBPath: $CHAINPLAN_DB, else
+// ~/.chainplan/chainplan.db). A DSN that does not parse is bad input.
 func Open(ctx context.Context, path string, opts Options) (*Service, error) {
 	if path == "" {
 		p, err := DefaultDBPath()
@@ -54,6 +56,9 @@ func Open(ctx context.Context, path string, opts Options) (*Service, error) {
 		path = p
 	}
 	db, err := store.Open(ctx, path, store.Options{MustExist: !opts.Create})
+	if errors.Is(err, store.ErrBadDSN) {
+		return nil, &inputError{strings.TrimPrefix(err.Error(), "chainplan: ")}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +69,8 @@ func Open(ctx context.Context, path string, opts Options) (*Service, error) {
 // and no sequence (chainplan sql, profiles, show).
 func (s *Service) Store() *store.DB { return s.db }
 
-// Path returns the absolute path of the database file.
+// Path returns where the database is: the absolute path of its file, or its DSN without
+// the password.
 func (s *Service) Path() string { return s.db.Path() }
 
 // Close closes the database.

@@ -2,7 +2,12 @@ package contiguous_test
 
 import (
 	"math"
+	"math/bits"
+	"math/rand/v2"
+	"testing"
 
+	"github.com/chainplan/chainplan/planner/contiguous"
+	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -69,4 +74,53 @@ func bruteMinMemory(pr *pipeline.Problem) int64 {
 		}
 	}
 	return lo
+}
+
+// TestBalanced compares Balanced with every partition into exactly n stages on 2,000
+// random chains: the same largest load, exactly n stages covering the chain.
+func TestBalanced(t *testing.T) {
+	rng := rand.New(rand.NewPCG(25, 21))
+	for c := range 2000 {
+		l := 1 + rng.IntN(8)
+		n := 1 + rng.IntN(l)
+		pr, err := pipeline.NewProblem(pipechains.Random(rng, l), pipeline.Options{GPUs: n, Bandwidth: 5 + 100*rng.Float64()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		load := func(st []pipeline.Stage) float64 {
+			var worst float64
+			for _, s := range st {
+				worst = max(worst, pr.U(s.First, s.Last), pr.Comm(s.First-1))
+			}
+			return worst
+		}
+		got := contiguous.Balanced(pr, n)
+		if len(got) != n || got[0].First != 1 || got[n-1].Last != l {
+			t.Fatalf("case %d: %v is not %d stages of %d layers", c, got, n, l)
+		}
+		for k := 1; k < n; k++ {
+			if got[k].First != got[k-1].Last+1 || got[k].GPU != k {
+				t.Fatalf("case %d: %v is not contiguous", c, got)
+			}
+		}
+		best := math.Inf(1)
+		for mask := range 1 << (l - 1) { // a cut after layer b+1 where bit b is set
+			if bits.OnesCount(uint(mask)) != n-1 {
+				continue
+			}
+			var st []pipeline.Stage
+			first := 1
+			for b := range l - 1 {
+				if mask&(1<<b) != 0 {
+					st = append(st, pipeline.Stage{First: first, Last: b + 1, GPU: len(st)})
+					first = b + 2
+				}
+			}
+			st = append(st, pipeline.Stage{First: first, Last: l, GPU: len(st)})
+			best = min(best, load(st))
+		}
+		if load(got) != best {
+			t.Fatalf("case %d: load %v, best over partitions %v", c, load(got), best)
+		}
+	}
 }

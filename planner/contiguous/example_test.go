@@ -17,7 +17,7 @@ func ExampleSolve() {
 	one := []float64{1, 1, 1, 1}
 	c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
 	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
-		ActivationModel: pipeline.ActivationsInput})
+		ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -13,6 +13,11 @@ const Algo = "contiguous"
 // floats (about 60 probes from a ratio of 2 between them).
 const maxProbes = 2000
 
+// maxDoublings bounds the search for a first feasible period with checkpointing: a
+// recomputing stage costs at most its forward again per layer it recomputes, far below
+// 2^40 times the chain's work.
+const maxDoublings = 40
+
 // Solve returns the optimal contiguous plan of pr: at most P stages on distinct devices
 // and their 1F1B* pattern at the smallest period whose memory fits every device
 // (1F1B* is memory-optimal for each allocation, so the plan is optimal among the
@@ -33,6 +38,11 @@ func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 		hi += pr.Comm(l) // one group holds any transformed chain
 	}
 	best := feasible(pr, hi)
+	// Recomputing stages load their device more than U: one group may need a longer period.
+	for k := 0; best == nil && pr.Options().Checkpoint && k < maxDoublings; k++ {
+		hi *= 2
+		best = feasible(pr, hi)
+	}
 	if best == nil {
 		need, _ := MinMemory(pr)
 		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
@@ -71,6 +81,40 @@ func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 	return p, nil
 }
 
+// Unconstrained returns the smallest period of a contiguous allocation without a memory
+// limit (spec §4.6): min over partitions into at most P stages of the largest stage load
+// U(i,j) or boundary load C(i−1), by the classic min-max DP. O(L²·P). Every plan's
+// UnconstrainedPeriod (the reference of what its memory limit costs) is this.
+func Unconstrained(pr *pipeline.Problem) float64 { return unconstrained(pr) }
+
+// MinMemoryAt returns the smallest memory per device at which a contiguous plan has a
+// period of at most T (with headroom, the memory whose Limit holds it), and false when no
+// memory gives one (T is below Unconstrained). Feasibility at a fixed T only grows with
+// the memory, so it is a bisection over bytes with the exact DP. O(L²·P·log M).
+func MinMemoryAt(pr *pipeline.Problem, T float64) (int64, bool) {
+	if T < unconstrained(pr)*(1-1e-12) {
+		return 0, false
+	}
+	lo, _ := MinMemory(pr)
+	lo--
+	hi := max(lo+1, 1)
+	for feasible(pr.WithMemory(hi), T) == nil {
+		if hi > 1<<52 {
+			return 0, false
+		}
+		lo, hi = hi, 2*hi
+	}
+	for hi-lo > 1 { // feasible at hi, not at lo
+		mid := lo + (hi-lo)/2
+		if feasible(pr.WithMemory(mid), T) != nil {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi, true
+}
+
 // unconstrained returns the smallest period of a contiguous allocation without memory
 // limit (spec §4.6): min over partitions into at most P stages of the largest stage load
 // U(i,j) or boundary load C(i−1), by the classic min-max DP. O(L²·P).
@@ -85,13 +129,18 @@ func unconstrained(pr *pipeline.Problem) float64 {
 }
 
 // MinMemory returns the smallest memory per device at which a contiguous plan exists
-// (pr's own memory is ignored): with T large enough every stage stores one mini-batch, so
-// it is the min over partitions into at most P stages of the largest StageMemory(i,j,1),
-// by a min-max DP. O(L²·P). The error is always nil; it is there for the registry's
-// signature.
+// (pr's own memory is ignored; with headroom, the memory whose Limit holds the plan):
+// with T large enough every stage stores one mini-batch, so it is the min over partitions
+// into at most P stages of the largest memory of a stage with one mini-batch in flight
+// (StageMemory(i,j,1), or with checkpointing the smaller of that and its smallest
+// recomputing memory), by a min-max DP. O(L²·P). The error is always nil; it is there for
+// the registry's signature.
 func MinMemory(pr *pipeline.Problem) (int64, error) {
 	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
-	return minMax(l, p, int64(1)<<62, func(i, j int) int64 { return pr.StageMemory(i, j, 1) }), nil
+	need := minMax(l, p, int64(1)<<62, func(i, j int) int64 {
+		return min(pr.StageMemory(i, j, 1), pr.RecomputeMinMemory(i, j))
+	})
+	return pr.MemoryFor(need), nil
 }
 
 // minMax returns the min, over the partitions of layers 1..l into at most p contiguous

@@ -44,7 +44,7 @@ const ample = 1 << 40
 
 // TestAnchors checks the exact anchors of spec §6.4 that concern contiguous plans.
 func TestAnchors(t *testing.T) {
-	noComm := pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1}
+	noComm := pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: the best contiguous period is 3 (T:l.2632).
 		if p := mustSolve(t, mustProblem(t, pipechains.Costs(1, 2, 1), noComm)); p.Period != 3 {
@@ -55,7 +55,7 @@ func TestAnchors(t *testing.T) {
 		// Weights (1,2,1), M = 2, P = 2, the chapter 5 model (one copy, no activations):
 		// no contiguous allocation fits (Lemma 10); 3 is the smallest memory that does.
 		c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		_, err := contiguous.Solve(pr)
 		var ie *pipeline.InfeasibleError
 		if !errors.As(err, &ie) || !errors.Is(err, chainplan.ErrInfeasible) {
@@ -70,7 +70,7 @@ func TestAnchors(t *testing.T) {
 		// The Theorem 17 chain for k = 2 on P = 5: the contiguous optimum is 3.2 (spec
 		// §2.10 E2, by brute force), 2k−1+ε.
 		c := pipechains.Costs(2, .2, 1, .2, 2, .2, 1, .2, 2, .2, 1)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 		if p := mustSolve(t, pr); !near(p.Period, 3.2) {
 			t.Errorf("period = %g, want 3.2", p.Period)
 		}
@@ -91,7 +91,7 @@ func TestAnchors(t *testing.T) {
 				cost, w = append(cost, float64(k-1)), append(w, 1)
 			}
 			c := pipechains.Chain(half(cost), half(cost), w, nil)
-			pr := mustProblem(t, c, pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1})
+			pr := mustProblem(t, c, pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 			p := mustSolve(t, pr)
 			if p.Period < float64(k*(k-1)) || !near(p.Period, bruteForce(pr)) {
 				t.Errorf("k = %d: period = %g, want ≥ %d and the brute force %g", k, p.Period, k*(k-1), bruteForce(pr))
@@ -104,7 +104,7 @@ func TestAnchors(t *testing.T) {
 		one := []float64{1, 1, 1, 1}
 		c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
 		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
-			ActivationModel: pipeline.ActivationsInput})
+			ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 		p := mustSolve(t, pr)
 		if p.Period != 6 || len(p.Stages) != 2 || p.Stages[0].Last != 1 {
 			t.Errorf("period %g with stages %v, want 6 with {1},{2,3,4}", p.Period, p.Stages)

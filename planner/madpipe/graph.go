@@ -19,7 +19,8 @@ type graph struct {
 	pos    []int   // pos[o]: the index of operation o in seq
 	res    [][]int // the operations of each resource: devices 0..P−1, then the links
 	f, b   []int   // f[k], b[k]: the F and B operations of stage k
-	// stored[k] is ā of stage k; static[g] is device g's weights and buffers (bytes).
+	// stored[k] is what one mini-batch in flight keeps on stage k's device; static[g] is
+	// device g's weights and buffers (bytes).
 	stored []float64
 	static []float64
 }
@@ -29,17 +30,23 @@ type op struct {
 	stage int
 	dur   float64
 	res   int
+	extra float64 // transient bytes while it runs (F and B; 0 for transfers)
 }
 
-// newGraph builds the graph of stages (an allocation covering the chain in order).
-func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) *graph {
+// newGraph builds the graph of stages (an allocation covering the chain in order), the
+// durations, stored and transient bytes from the model (pipeline.Problem.Cost). Errors
+// are Cost's (a recomputing stage whose sequence does not replay).
+func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) (*graph, error) {
 	o := prob.Options()
 	g := &graph{prob: prob, stages: stages, res: make([][]int, o.GPUs),
 		f: make([]int, len(stages)), b: make([]int, len(stages)),
 		stored: make([]float64, len(stages)), static: make([]float64, o.GPUs)}
+	for dev, s := range prob.DeviceStatic(stages) {
+		g.static[dev] = float64(s)
+	}
 	links := map[[2]int]int{}
-	add := func(kind pipeline.OpKind, k int, dur float64, res int) int {
-		g.ops = append(g.ops, op{kind, k, dur, res})
+	add := func(kind pipeline.OpKind, k int, dur float64, res int, extra int64) int {
+		g.ops = append(g.ops, op{kind, k, dur, res, float64(extra)})
 		g.res[res] = append(g.res[res], len(g.ops)-1)
 		return len(g.ops) - 1
 	}
@@ -56,19 +63,19 @@ func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) *graph {
 	}
 	var fwd, bwd []int // the path's forward half, and its backward half in reverse
 	for k, s := range stages {
-		g.stored[k] = float64(prob.Stored(s.First, s.Last))
-		g.static[s.GPU] += float64(int64(o.WeightCopies) * prob.Weights(s.First, s.Last))
-		g.f[k] = add(pipeline.F, k, prob.UF(s.First, s.Last), s.GPU)
-		g.b[k] = add(pipeline.B, k, prob.UB(s.First, s.Last), s.GPU)
+		c, err := prob.Cost(s)
+		if err != nil {
+			return nil, err
+		}
+		g.stored[k] = float64(c.Stored)
+		g.f[k] = add(pipeline.F, k, c.Fwd, s.GPU, c.FwdExtra)
+		g.b[k] = add(pipeline.B, k, c.Bwd, s.GPU, c.BwdExtra)
 		fwd = append(fwd, g.f[k])
 		bwd = append(bwd, g.b[k])
 		if g.crosses(k) {
 			r, d := link(k), prob.Transfer(s.Last)
-			buf := float64(2 * prob.Out(s.Last))
-			g.static[s.GPU] += buf
-			g.static[stages[k+1].GPU] += buf
-			fwd = append(fwd, add(pipeline.CF, k, d, r))
-			bwd = append(bwd, add(pipeline.CB, k, d, r))
+			fwd = append(fwd, add(pipeline.CF, k, d, r, 0))
+			bwd = append(bwd, add(pipeline.CB, k, d, r, 0))
 		}
 	}
 	g.seq = fwd
@@ -79,7 +86,7 @@ func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) *graph {
 	for i, o := range g.seq {
 		g.pos[o] = i
 	}
-	return g
+	return g, nil
 }
 
 // crosses reports whether stage k's output goes to another device.

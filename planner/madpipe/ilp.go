@@ -23,9 +23,9 @@ import (
 // [0, T] and starts at or after −d), the shift constants are hi + d_q and d_q.
 //
 // Memory is the validator's time-resolved model (spec §3.4.3), checked at the start of
-// every forward: the memory model of the DP and of 1F1B*, without the thesis' transient
-// terms (task inputs and outputs, direct dependencies; spec §1.5 item 4), so that MadPipe
-// and the contiguous plans it competes with are held to one model.
+// every forward and backward, each with its transient memory (the model of
+// pipeline.Problem.Cost rather than the thesis' task inputs and outputs, spec §1.5 item
+// 4), so that MadPipe and the contiguous plans it competes with are held to one model.
 type schedulingILP struct {
 	g     *graph
 	m     *milp.Model
@@ -89,11 +89,13 @@ func (x *schedulingILP) before(a, b int) milp.Expr {
 	return milp.Expr{}.Add(-1, x.w[[2]int{b, a}]).Plus(1)
 }
 
-// memory adds (6.36) in the validator's model: at the start of each forward F_j of a
-// device, Σ_k ā_k (S_k + [F_k at or before F_j] − [B_k before F_j]) ≤ M − static.
+// memory adds (6.36) in the validator's model, with the operations' transient memory: at
+// the start of each forward or backward r of a device, Σ_k stored_k (S_k + [F_k at or
+// before r] − [B_k before r]) + transient(r) ≤ M − static, a backward's own mini-batch
+// still held.
 func (x *schedulingILP) memory() {
 	g := x.g
-	mem := float64(g.prob.Options().MemoryBytes)
+	mem := float64(g.prob.Limit())
 	for dev := range g.prob.Options().GPUs {
 		var ks []int
 		for k, s := range g.stages {
@@ -102,20 +104,24 @@ func (x *schedulingILP) memory() {
 			}
 		}
 		for _, j := range ks {
-			var e milp.Expr
-			for _, k := range ks {
-				a := g.stored[k] / mem
-				for i := g.pos[g.f[k]]; i < g.pos[g.b[k]]; i++ {
-					e = e.Add(a, x.v[i]).Add(a, x.v2[i])
+			for _, r := range []int{g.f[j], g.b[j]} {
+				var e milp.Expr
+				for _, k := range ks {
+					a := g.stored[k] / mem
+					for i := g.pos[g.f[k]]; i < g.pos[g.b[k]]; i++ {
+						e = e.Add(a, x.v[i]).Add(a, x.v2[i])
+					}
+					if g.f[k] == r {
+						e = e.Plus(a)
+					} else {
+						e = addScaled(e, a, x.before(g.f[k], r))
+					}
+					if g.b[k] != r {
+						e = addScaled(e, -a, x.before(g.b[k], r))
+					}
 				}
-				if k == j {
-					e = e.Plus(a)
-				} else {
-					e = addScaled(e, a, x.before(g.f[k], g.f[j]))
-				}
-				e = addScaled(e, -a, x.before(g.b[k], g.f[j]))
+				x.m.AddConstraint(fmt.Sprint("memory ", dev), e, milp.LE, 1-(g.static[dev]+g.ops[r].extra)/mem)
 			}
-			x.m.AddConstraint(fmt.Sprint("memory ", dev), e, milp.LE, 1-g.static[dev]/mem)
 		}
 	}
 }

@@ -33,7 +33,7 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	lo := pipeline.MemoryLowerBound(pr) - 1 // no plan at lo
+	lo := pr.MemoryFor(pipeline.MemoryLowerBound(pr)) - 1 // no plan at lo
 	if pr.Options().GPUs == 1 || lo >= hi-1 {
 		return hi, nil
 	}

@@ -18,10 +18,12 @@ const (
 const ceilTol = 1e-9
 
 // stage is a stage of a phase-1 allocation: layers first..last on a normal device or on
-// the special one.
+// the special one; a normal stage with a positive budget recomputes within it
+// (pipeline.Problem.RecomputeFit).
 type stage struct {
 	first, last int
 	special     bool
+	budget      int64
 }
 
 // dp is MadPipe-DP (spec §2.3-2.4) for one target period T̂: T(j, p, t_P, m_P, V) is the
@@ -36,9 +38,10 @@ type dp struct {
 	gT, gM, gV grid
 	memo       map[key]entry
 	exactMemo  map[exactKey]entry
-	rooms      map[roomKey]float64 // exact mode
-	gridRooms  map[key]float64     // on the grids: j, p and V's index packed
-	heaviest   []float64           // heaviest[j]: the largest u_F+u_B of layers 1..j
+	normals    map[normalKey]normalFit // normal stages' loads, by (i, j, V)
+	rooms      map[roomKey]float64     // exact mode
+	gridRooms  map[key]float64         // on the grids: j, p and V's index packed
+	heaviest   []float64               // heaviest[j]: the largest u_F+u_B of layers 1..j
 	// floor is a lower bound of every allocation's load (the heaviest layer, an even
 	// share of U(1,L)). The DP computes max(T, floor) throughout, which leaves the root's
 	// value unchanged (it is at least floor) and lets a state stop at the first option
@@ -67,7 +70,13 @@ type entry struct {
 }
 
 func newDP(prob *pipeline.Problem, that float64, exact bool) *dp {
-	d := &dp{prob: prob, that: that, memory: float64(prob.Options().MemoryBytes), rooms: map[roomKey]float64{}, gridRooms: map[key]float64{}}
+	return newDPWithin(prob, that, exact, float64(prob.Limit()))
+}
+
+// newDPWithin is newDP planning within memory bytes per device instead of the problem's.
+func newDPWithin(prob *pipeline.Problem, that float64, exact bool, memory float64) *dp {
+	d := &dp{prob: prob, that: that, memory: memory, rooms: map[roomKey]float64{}, gridRooms: map[key]float64{},
+		normals: map[normalKey]normalFit{}}
 	d.heaviest = make([]float64, prob.L()+1)
 	for l := 1; l <= prob.L(); l++ {
 		d.heaviest[l] = max(d.heaviest[l-1], prob.U(l, l))
@@ -121,10 +130,60 @@ type state struct {
 	ti, mi, vi int
 }
 
+// normalKey and normalFit memoise normal: the stage, V, and its load and budget.
+type normalKey struct {
+	i, j int
+	v    float64
+}
+
+type normalFit struct {
+	load   float64
+	budget int64 // 0: records its graph
+	ok     bool
+}
+
+// normal returns how stage (i..j) runs on a normal device when V is the delay after it:
+// recording its graph with g(i,j,V) mini-batches when 𝓜 fits; otherwise, with
+// checkpointing, recomputing at the budget its device has left, whose longer backward
+// may put it in a later group (more mini-batches in flight, a smaller budget: iterated to
+// a fixed point). ok is false when neither fits.
+func (d *dp) normal(i, j int, v float64) normalFit {
+	g := d.g(i, j, v)
+	if d.mem(i, j, g) <= d.memory { // recording fits: the common case, no memo needed
+		return normalFit{load: d.prob.U(i, j), ok: true}
+	}
+	if !d.prob.Options().Checkpoint {
+		return normalFit{}
+	}
+	k := normalKey{i, j, v}
+	if f, ok := d.normals[k]; ok {
+		return f
+	}
+	var f normalFit
+	for range 4 {
+		load, budget, ok := d.prob.RecomputeFit(i, j, g, int64(d.memory))
+		if !ok {
+			break
+		}
+		if g2 := int(max(1, d.groups(v+load))); g2 > g {
+			g = g2
+			continue
+		}
+		f = normalFit{load: load, budget: budget, ok: true}
+		break
+	}
+	d.normals[k] = f
+	return f
+}
+
 // next returns the state after placing stage (i..j) of s, special or not.
 func (d *dp) next(s state, i int, special bool) (state, bool) {
 	n := state{j: i - 1, p: s.p, t: s.t, m: s.m, ti: s.ti, mi: s.mi}
-	n.v, n.vi = d.gV.snap(d.oplus(d.oplus(s.v, d.prob.U(i, s.j)), d.prob.Comm(i-1)))
+	u := d.prob.U(i, s.j)
+	if !special {
+		u = d.normal(i, s.j, s.v).load
+	}
+	n.v, n.vi = d.gV.snap(d.oplus(d.oplus(s.v, u), d.prob.Comm(i-1)))
 	if !special {
 		n.p--
 		return n, true
@@ -180,11 +239,13 @@ func (d *dp) solve(s state, cut float64) entry {
 		return best
 	}
 	// Probe the stage that balances the load first: its value makes a good bar early.
-	if i := d.balanced(s); i > 0 && d.mem(i, s.j, d.g(i, s.j, s.v)) <= d.memory {
-		if n, _ := d.next(s, i, false); d.fits(n) {
-			u, c := d.prob.U(i, s.j), d.prob.Comm(i-1)
-			if val := max(u, c, d.solve(n, min(best.val, cut)).val); val < min(best.val, cut) {
-				best = entry{val: val, i: int32(i)}
+	if i := d.balanced(s); i > 0 {
+		if nf := d.normal(i, s.j, s.v); nf.ok {
+			if n, _ := d.next(s, i, false); d.fits(n) {
+				c := d.prob.Comm(i - 1)
+				if val := max(nf.load, c, d.solve(n, min(best.val, cut)).val); val < min(best.val, cut) {
+					best = entry{val: val, i: int32(i)}
+				}
 			}
 		}
 	}
@@ -192,14 +253,14 @@ func (d *dp) solve(s state, cut float64) entry {
 		bar := min(best.val, cut)
 		u, c := d.prob.U(i, s.j), d.prob.Comm(i-1)
 		if u >= bar {
-			break // longer stages only load their device more
+			break // longer stages only load their device more (recomputing, more still)
 		}
 		if c >= bar {
 			continue
 		}
-		if d.mem(i, s.j, d.g(i, s.j, s.v)) <= d.memory {
+		if nf := d.normal(i, s.j, s.v); nf.ok && nf.load < bar {
 			if n, _ := d.next(s, i, false); d.fits(n) {
-				if val := max(u, c, d.solve(n, bar).val); val < bar {
+				if val := max(nf.load, c, d.solve(n, bar).val); val < bar {
 					best, bar = entry{val: val, i: int32(i)}, val
 				}
 			}
@@ -248,7 +309,11 @@ func (d *dp) run() (float64, []stage) {
 	for s := root; s.j > 0; {
 		e := d.solve(s, math.Inf(1)) // memoised exact on the optimal path
 		i := int(e.i)
-		rev = append(rev, stage{first: i, last: s.j, special: e.special})
+		st := stage{first: i, last: s.j, special: e.special}
+		if !e.special && s.p > 0 {
+			st.budget = d.normal(i, s.j, s.v).budget
+		}
+		rev = append(rev, st)
 		if s.p == 0 {
 			break
 		}

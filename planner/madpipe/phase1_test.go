@@ -66,13 +66,13 @@ func TestWorkedExamples(t *testing.T) {
 	}{
 		// E1: costs (1, 2, 1) on P = 2, no memory or communication: the special device
 		// takes layers 1 and 3, the best contiguous period being 3.
-		{"E1", chainOf([]float64{1, 2, 1}, 0, nil, nil), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1}, 2, "{1}S {2}N {3}S "},
+		{"E1", chainOf([]float64{1, 2, 1}, 0, nil, nil), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2, "{1}S {2}N {3}S "},
 		// E2: the Theorem 17 chain for k = 2 on P = 5: 2.2 (contiguous 3.2, non-contiguous 2).
-		{"E2", chainOf(e2, 0, nil, nil), pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1}, 2.2, ""},
+		{"E2", chainOf(e2, 0, nil, nil), pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2.2, ""},
 		// E3: L = 4, unit times and activations, M = 5, β → ∞: 4 with {1,2} on the special
 		// device charged 1·(a0+a1) + 2a2 = 4 ≤ 5 (the under-estimate of spec §2.5).
 		{"E3", chainOf([]float64{2, 2, 2, 2}, 1, []int64{1, 1, 1, 1}, nil),
-			pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e30, ActivationModel: pipeline.ActivationsInput}, 4, "{1-2}S {3-4}N "},
+			pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e30, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true}, 4, "{1-2}S {3-4}N "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			its := phase1(mustProblem(t, c.chain, c.opts), true)
@@ -94,7 +94,7 @@ func TestWorkedExamples(t *testing.T) {
 // allocations, which the exact DP at T̂ large enough (no memory) must find directly.
 func TestE2Restricted(t *testing.T) {
 	prob := mustProblem(t, chainOf([]float64{2, .2, 1, .2, 2, .2, 1, .2, 2, .2, 1}, 0, nil, nil),
-		pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1})
+		pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 	got, st := newDP(prob, 100, true).run()
 	if math.Abs(got-2.2) > 1e-9 {
 		t.Fatalf("DP = %g (%s), want 2.2", got, allocString(st))

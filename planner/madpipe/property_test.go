@@ -40,7 +40,7 @@ func randomProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
 
 // TestRandom: on random chains every plan passes the validator, MadPipe is never worse
 // than the best contiguous plan, it says which plan it returns, and it refuses only when
-// the contiguous planner does too.
+// the contiguous planner does too, naming a memory at which it plans.
 func TestRandom(t *testing.T) {
 	n := 400
 	if testing.Short() {
@@ -58,8 +58,13 @@ func TestRandom(t *testing.T) {
 				if !errors.As(err, &ie) || cerr == nil {
 					t.Fatalf("Solve: %v; contiguous: %v", err, cerr)
 				}
-				if !ie.LowerBound || ie.MinMemoryBytes != pipeline.MemoryLowerBound(pr) {
-					t.Fatalf("refusal %v, want the lower bound %d", ie, pipeline.MemoryLowerBound(pr))
+				// The refusal names the memory to raise to: MadPipe plans there.
+				need, _ := contiguous.MinMemory(pr)
+				if ie.LowerBound || ie.MinMemoryBytes <= pr.Options().MemoryBytes || ie.MinMemoryBytes > need {
+					t.Fatalf("refusal %v, want a smallest memory in (%d, %d]", ie, pr.Options().MemoryBytes, need)
+				}
+				if _, err := Solve(pr.WithMemory(ie.MinMemoryBytes), Options{TimeLimit: testLimit}); err != nil {
+					t.Fatalf("refused naming %d, and at %d: %v", ie.MinMemoryBytes, ie.MinMemoryBytes, err)
 				}
 				return
 			}
@@ -123,6 +128,9 @@ func TestILPMatches1F1BStar(t *testing.T) {
 	checked := 0
 	for i := 0; checked < 120; i++ {
 		pr := randomProblem(t, rng)
+		if i%3 == 2 { // allocations whose stages recompute
+			pr = checkpointProblem(t, rng)
+		}
 		c, err := contiguous.Solve(pr)
 		if errors.Is(err, chainplan.ErrInfeasible) {
 			continue
@@ -138,5 +146,64 @@ func TestILPMatches1F1BStar(t *testing.T) {
 		if !near(p.Period, c.Period) && math.Abs(p.Period-c.Period) > 1e-6*c.Period {
 			t.Fatalf("case %d: ILP period %.12g, 1F1B* best period %.12g (stages %v)", i, p.Period, c.Period, c.Stages)
 		}
+	}
+}
+
+// checkpointProblem draws a problem as randomProblem does, with checkpointing inside
+// stages and the memory between a third of the smallest contiguous memory without
+// recomputation and that memory, where recomputing is what lets plans fit.
+func checkpointProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
+	c := pipechains.Random(rng, 2+rng.IntN(7))
+	opts := pipeline.Options{GPUs: 2 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64()}
+	need, err := contiguous.MinMemory(mustProblem(tb, c, opts))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	opts.Checkpoint = true
+	return mustProblem(tb, c, opts).WithMemory(need/3 + rng.Int64N(2*need/3+1))
+}
+
+// TestRandomCheckpoint: with checkpointing inside stages, every plan passes the validator
+// (the recomputing stages' sequences replayed within their budgets), MadPipe is never
+// worse than the best contiguous plan with checkpointing, refuses only when that does
+// too, and its plans recompute where memory is short.
+func TestRandomCheckpoint(t *testing.T) {
+	n := 120
+	if testing.Short() {
+		n = 50
+	}
+	rng := rand.New(rand.NewPCG(12, 16))
+	recomputing, own := 0, 0
+	for i := range n {
+		pr := checkpointProblem(t, rng)
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			c, cerr := contiguous.Solve(pr)
+			p, err := Solve(pr, Options{TimeLimit: testLimit})
+			if err != nil {
+				if cerr == nil || !errors.Is(err, chainplan.ErrInfeasible) {
+					t.Fatalf("Solve: %v; contiguous: %v", err, cerr)
+				}
+				return
+			}
+			if err := pipeline.Check(pr, p); err != nil {
+				t.Fatal(err)
+			}
+			if cerr == nil && p.Period > c.Period*(1+1e-9) {
+				t.Fatalf("period %.12g above the contiguous %.12g", p.Period, c.Period)
+			}
+			for _, s := range p.Stages {
+				if s.Recompute != nil {
+					recomputing++
+					if p.Chosen == ChosenMadPipe {
+						own++
+					}
+					break
+				}
+			}
+		})
+	}
+	t.Logf("%d plans recompute, %d of them MadPipe's own schedules", recomputing, own)
+	if recomputing == 0 {
+		t.Fatal("no plan recomputes: the memory never binds")
 	}
 }

@@ -32,8 +32,12 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 			u := d.prob.U(i, j)
 			nv, nvi := d.gV.snap(d.oplus(d.oplus(v, u), d.prob.Comm(i-1)))
 			g := d.g(i, j, v)
-			if d.mem(i, j, g) <= d.memory {
-				best = max(best, d.room(i-1, p-1, nv, nvi))
+			if nf := d.normal(i, j, v); nf.ok {
+				mv, mvi := nv, nvi
+				if nf.budget > 0 { // recomputing: a longer load, a later delay
+					mv, mvi = d.gV.snap(d.oplus(d.oplus(v, nf.load), d.prob.Comm(i-1)))
+				}
+				best = max(best, d.room(i-1, p-1, mv, mvi))
 			}
 			best = max(best, min(d.memory, d.room(i-1, p, nv, nvi))-d.snapMem(d.mem(i, j, g-1)))
 			if best >= d.memory {

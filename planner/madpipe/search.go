@@ -25,13 +25,20 @@ func (it iterate) estimate() float64 { return max(it.period, it.that) }
 // returns the iterates with an allocation, best estimate first, duplicates of an
 // allocation dropped (the fallbacks of phase 2 walk this list).
 func phase1(prob *pipeline.Problem, exact bool) []iterate {
+	return phase1Within(prob, exact, float64(prob.Limit()))
+}
+
+// phase1Within is phase1 planning within memory bytes per device, below the problem's
+// own when phase 2 could not schedule the allocations planned at the full memory (phase
+// 1's estimate of the special device's memory is optimistic against the ILP's).
+func phase1Within(prob *pipeline.Problem, exact bool, memory float64) []iterate {
 	u, l := prob.TotalWork(), prob.L()
 	lb := u / float64(prob.Options().GPUs)
 	ub := u + sumComm(prob, 1, l-1)
 	that := lb
 	var its []iterate
 	for range searchSteps {
-		period, stages := newDP(prob, that, exact).run()
+		period, stages := newDPWithin(prob, that, exact, memory).run()
 		its = append(its, iterate{that: that, period: period, stages: stages})
 		if math.IsInf(period, 1) {
 			lb = max(lb, that) // infeasible: T̂ too small for memory

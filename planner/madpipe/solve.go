@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -24,6 +25,10 @@ const (
 
 // maxAttempts bounds the phase-1 allocations phase 2 tries.
 const maxAttempts = 3
+
+// retryShrinks are the shares of the memory phase 1 plans within again when phase 2
+// found no schedule for its allocations at the full memory (Solve).
+var retryShrinks = []float64{0.9, 0.8}
 
 // Options tunes Solve. The zero value means the defaults.
 type Options struct {
@@ -73,9 +78,9 @@ func (t *Trace) note(format string, args ...any) {
 // phase 2 cannot run: when phase 1 found a non-contiguous allocation the plan is the best
 // contiguous one with Fallback set to pipeline.FallbackNoSolver and a note in the trace,
 // or, with opts.RequireSolver, an error. Errors: a *pipeline.InfeasibleError when neither
-// finds a plan (MinMemoryBytes is then a lower bound valid for every plan, LowerBound
-// set); an error wrapping milp.ErrNoSolver (opts.RequireSolver); the validator's internal
-// error should a plan fail it.
+// finds a plan, with the smallest memory MinMemory finds (where Solve plans); an error
+// wrapping milp.ErrNoSolver (opts.RequireSolver); the validator's internal error should
+// a plan fail it.
 func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	start := time.Now()
 	tr := opts.Trace
@@ -106,6 +111,23 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 
 	t2 := time.Now()
 	own, noSolver := phase2(pr, its, contig, opts, tr)
+	// Phase 1 estimates the special device's memory optimistically against the ILP's
+	// exact account, so its allocation at the full memory may have no schedule there
+	// while one planned for less memory has: a device of 22 GB would otherwise get a
+	// slower plan than one of 20 GB (vgg16, P = 2). Plan again within less memory, the
+	// ILP still scheduling at the full memory, within what is left of the time limit.
+	deadline := t2.Add(opts.TimeLimit)
+	for _, shrink := range retryShrinks {
+		if own != nil || noSolver || len(tr.Attempts) == 0 || time.Until(deadline) < 100*time.Millisecond {
+			break
+		}
+		t := time.Now()
+		more := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		tr.Phase1 += time.Since(t)
+		retry := opts
+		retry.TimeLimit = time.Until(deadline)
+		own, _ = phase2(pr, more, contig, retry, tr)
+	}
 	tr.Phase2 = time.Since(t2)
 
 	best := contig
@@ -113,8 +135,13 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 		best = own
 	}
 	if best == nil {
-		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes,
-			MinMemoryBytes: pipeline.MemoryLowerBound(pr), LowerBound: true}
+		// The smallest memory at which MadPipe plans, searched for directly: the memory a
+		// user raises to is one where planning succeeds, not a bound far below it.
+		m, err := MinMemory(pr, opts)
+		if err != nil {
+			return nil, err
+		}
+		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: m}
 	}
 	out := *best
 	out.Chosen = ChosenContiguous
@@ -154,7 +181,12 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 	}
 	var todo [][]pipeline.Stage
 	for _, it := range its {
-		if st := allocate(it.stages); !pipeline.IsContiguous(st) && len(todo) < maxAttempts {
+		st, err := allocate(pr, it.stages)
+		if err != nil {
+			tr.note("madpipe: allocation %v: %v", it.stages, err)
+			continue
+		}
+		if !pipeline.IsContiguous(st) && len(todo) < maxAttempts && !tried(tr, st) {
 			todo = append(todo, st)
 		}
 	}
@@ -183,9 +215,27 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 	return best, false
 }
 
+// tried reports whether phase 2 already scheduled allocation st (Trace.Attempts).
+func tried(tr *Trace, st []pipeline.Stage) bool {
+	return slices.ContainsFunc(tr.Attempts, func(a Attempt) bool {
+		return slices.EqualFunc(a.Stages, st, func(x, y pipeline.Stage) bool {
+			return x.First == y.First && x.Last == y.Last && x.GPU == y.GPU && budgetOf(x) == budgetOf(y)
+		})
+	})
+}
+
+// budgetOf is the activation budget of a recomputing stage, 0 for one that records.
+func budgetOf(s pipeline.Stage) int64 {
+	if s.Recompute == nil {
+		return 0
+	}
+	return s.Recompute.BudgetBytes
+}
+
 // allocate puts phase 1's stages on devices: the special stages on one device, each
-// normal stage on its own, devices numbered in order of first appearance along the chain.
-func allocate(st []stage) []pipeline.Stage {
+// normal stage on its own, devices numbered in order of first appearance along the chain;
+// a stage phase 1 made recompute gets its rotor sequence. Errors are RecomputeStage's.
+func allocate(pr *pipeline.Problem, st []stage) ([]pipeline.Stage, error) {
 	out := make([]pipeline.Stage, len(st))
 	special, next := -1, 0
 	for k, s := range st {
@@ -199,19 +249,31 @@ func allocate(st []stage) []pipeline.Stage {
 			next++
 		}
 		out[k] = pipeline.Stage{First: s.first, Last: s.last, GPU: gpu}
+		if s.budget > 0 {
+			rs, err := pr.RecomputeStage(s.first, s.last, gpu, s.budget)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = rs
+		}
 	}
-	return out
+	return out, nil
 }
 
 // schedule runs the ILP for one allocation, looking for periods below hi (all periods
 // when hi is infinite), and returns its validated plan or nil.
 func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver milp.Solver, limit time.Duration, tr *Trace) *pipeline.Plan {
-	g := newGraph(pr, stages)
 	att := Attempt{Stages: stages}
 	defer func() { tr.Attempts = append(tr.Attempts, att) }()
+	g, err := newGraph(pr, stages)
+	if err != nil {
+		att.Status = "error"
+		tr.note("madpipe: allocation %v: %v", stages, err)
+		return nil
+	}
 	lb := g.loads()
 	for dev, s := range g.static {
-		if s > float64(pr.Options().MemoryBytes) {
+		if s > float64(pr.Limit()) {
 			att.Status = "skipped"
 			tr.note("madpipe: allocation %v: device %d needs %.0f bytes for weights and buffers alone", stages, dev, s)
 			return nil
@@ -246,7 +308,7 @@ func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver 
 		return nil
 	}
 	for dev, m := range g.memory(st) {
-		if m > float64(pr.Options().MemoryBytes) {
+		if m > float64(pr.Limit()) {
 			tr.note("madpipe: the ILP's schedule of %v overflows device %d (solver tolerance)", stages, dev)
 			return nil
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,7 +30,9 @@ func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeline.Plan {
 
 // TestAnchors checks the anchors of spec §6.4 that concern MadPipe.
 func TestAnchors(t *testing.T) {
-	noLimits := func(p int) pipeline.Options { return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1} }
+	noLimits := func(p int) pipeline.Options {
+		return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
+	}
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: contiguous 3, non-contiguous 2 (T:l.2632).
 		p := mustSolve(t, mustProblem(t, pipechains.Costs(1, 2, 1), noLimits(2)), nil)
@@ -40,7 +44,7 @@ func TestAnchors(t *testing.T) {
 		// Weights (1,2,1), M = 2, P = 2, one weight copy, no activations (Lemma 10): no
 		// contiguous allocation fits; {1,3},{2} does, at the special device's load 4.
 		c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		if _, err := contiguous.Solve(pr); !errors.Is(err, chainplan.ErrInfeasible) {
 			t.Fatalf("contiguous: %v, want infeasible", err)
 		}
@@ -76,7 +80,7 @@ func TestAnchors(t *testing.T) {
 			f, wt = append(f, (k-1)/2.0), append(wt, 1)
 		}
 		w = f
-		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1})
+		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		c, err := contiguous.Solve(pr)
 		if err != nil || c.Period < k*(k-1) {
 			t.Fatalf("contiguous: %v, %v; want at least %d", c, err, k*(k-1))
@@ -95,7 +99,7 @@ func TestAnchors(t *testing.T) {
 		// allocation needs T ≥ 8; the contiguous {1},{2,3,4} fits at 6 and wins.
 		one := []float64{1, 1, 1, 1}
 		c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeline.ActivationsInput})
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 		tr := &Trace{}
 		p := mustSolve(t, pr, tr)
 		// On the paper's grids the prediction is 4.0039 (exact mode: 4, TestWorkedExamples).
@@ -118,7 +122,7 @@ func TestAnchors(t *testing.T) {
 // and its trace says how to install one.
 func TestNoSolver(t *testing.T) {
 	t.Setenv(milp.EnvHighs, "/nonexistent/highs")
-	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1})
+	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 	tr := &Trace{}
 	p := mustSolve(t, pr, tr)
 	if p.Chosen != ChosenContiguous || !near(p.Period, 3) {
@@ -183,7 +187,7 @@ func containsAll(s string, subs ...string) bool {
 // minimum; on anchor A2 it is below it (the non-contiguous {1,3},{2} fits M = 2).
 func TestMinMemory(t *testing.T) {
 	c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 	got, err := MinMemory(pr, Options{TimeLimit: testLimit})
 	if err != nil || got != 2 {
 		t.Fatalf("A2: MinMemory = %d, %v; want 2 (contiguous needs 3)", got, err)
@@ -200,5 +204,38 @@ func TestMinMemory(t *testing.T) {
 			t.Fatalf("case %d: MinMemory = %d outside [%d, %d]", i, got, pipeline.MemoryLowerBound(pr), need)
 		}
 		mustSolve(t, pr.WithMemory(got), nil)
+	}
+}
+
+// TestRetriesWithinLessMemory: on vgg16 (P = 2, 12 GB/s) phase 1's allocation at 22 GB
+// (and 24) has no schedule within that memory (its estimate of the special device's
+// memory is optimistic), while the one it plans at 20 GB has. Solve plans phase 1 again
+// within less memory, so 22 GB does not give a slower plan than 20 GB.
+func TestRetriesWithinLessMemory(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "vgg16.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chainplan.ParseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := func(memory int64) (*pipeline.Plan, *Trace) {
+		tr := &Trace{}
+		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: memory, Bandwidth: 12e9})
+		return mustSolve(t, pr, tr), tr
+	}
+	base, _ := plan(20e9)
+	if base.Chosen != ChosenMadPipe {
+		t.Fatalf("20 GB: chosen %q, want MadPipe's own plan", base.Chosen)
+	}
+	for _, m := range []int64{22e9} {
+		p, tr := plan(m)
+		if p.Chosen != ChosenMadPipe || p.Period > base.Period*(1+1e-9) {
+			t.Errorf("%d B: chosen %q period %g, want MadPipe's plan no slower than %g at 20 GB", m, p.Chosen, p.Period, base.Period)
+		}
+		if len(tr.Attempts) < 2 || tr.Attempts[0].Period != 0 {
+			t.Errorf("%d B: attempts %+v, want the full memory's allocation unscheduled, then a retry", m, tr.Attempts)
+		}
 	}
 }

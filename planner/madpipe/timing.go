@@ -98,10 +98,8 @@ func (g *graph) timing(st structure, lo, hi float64) (float64, []float64, bool) 
 // operation's mini-batch offset is the sum of the shifts before it on the path, plus the
 // periods its start lies past 0; starts are reduced into [0, T) and F_0's shift made 0.
 func (g *graph) plan(T float64, tau []float64, st structure) *pipeline.Plan {
-	o := g.prob.Options()
-	p := &pipeline.Plan{Format: pipeline.Format, Algo: Algo, GPUs: o.GPUs, MemoryBytes: o.MemoryBytes,
-		Bandwidth: o.Bandwidth, WeightCopies: o.WeightCopies, ActivationModel: o.ActivationModel,
-		Period: T, Stages: slices.Clone(g.stages)}
+	p := g.prob.Header(Algo, T)
+	p.Stages = slices.Clone(g.stages)
 	h := 0
 	shift := make([]int, len(g.ops))
 	for i, x := range g.seq {
@@ -122,10 +120,10 @@ func (g *graph) plan(T float64, tau []float64, st structure) *pipeline.Plan {
 	return p
 }
 
-// memory returns, per device, the weights and buffers plus the peak of the activations
-// stored over the period under the structure: a device's count of stage k just after
-// its forward F_j starts is S_k + [F_k at or before F_j] − [B_k before F_j], S_k being
-// the shifts between F_k and B_k on the path.
+// memory returns, per device, the weights and buffers plus the peak of the stored and
+// transient bytes over the period under the structure: just after an operation r of the
+// device starts, the count of stage k is S_k + [F_k at or before r] − [B_k before r], S_k
+// being the shifts between F_k and B_k on the path, and r's transient comes on top.
 func (g *graph) memory(st structure) []float64 {
 	mem := slices.Clone(g.static)
 	for dev := range g.prob.Options().GPUs {
@@ -135,10 +133,10 @@ func (g *graph) memory(st structure) []float64 {
 		}
 		var peak float64
 		for _, x := range st.order[dev] {
-			if g.ops[x].kind != pipeline.F {
+			if g.ops[x].kind != pipeline.F && g.ops[x].kind != pipeline.B {
 				continue
 			}
-			var act float64
+			act := g.ops[x].extra
 			for k, s := range g.stages {
 				if s.GPU != dev {
 					continue

@@ -19,7 +19,7 @@ func ExampleSolve() {
 	a := []int64{8, 8, 8, 8, 8, 8, 8, 8, 8}
 	c := pipechains.Chain(uF, uB, nil, a)
 	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 4, MemoryBytes: 48, Bandwidth: 8,
-		ActivationModel: pipeline.ActivationsInput})
+		ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -22,12 +22,16 @@ const (
 	ActivationsInput ActivationModel = "input"
 )
 
-// DefaultWeightCopies is the C of spec §1.5: two weight versions and a gradient
-// accumulator (PipeDream-2BW weight stashing), the value of every experiment of the paper.
-const DefaultWeightCopies = 3
+// DefaultWeightCopies is the C of spec §1.5 when a request does not say: the weights and
+// their gradients, what chainplan's synchronous executor holds (docs/pipeline.md). Add one
+// per buffer the optimizer keeps per weight (SGD with momentum: 3, Adam: 4); 3 without an
+// optimizer is PipeDream-2BW's weight stashing, the paper's experiments. This constant is
+// the one default of the CLI, the bindings and Python.
+const DefaultWeightCopies = 2
 
-// Options is the platform of spec §1.2 and the memory model's two knobs. The zero value
-// of WeightCopies and ActivationModel means the default; GPUs and Bandwidth have none.
+// Options is the platform of spec §1.2 and the memory model's knobs. The zero value of
+// every field but GPUs and Bandwidth means its default, so that a request that leaves a
+// field out gets the same plan from the CLI and from Python.
 type Options struct {
 	// GPUs is P, the number of identical devices (1..MaxGPUs).
 	GPUs int
@@ -38,16 +42,30 @@ type Options struct {
 	// unit of the chain (bytes per second for profiles chainplan takes); positive and
 	// finite. One link carries both directions of a boundary, one at a time.
 	Bandwidth float64
-	// WeightCopies is C, the number of copies of each layer's weights a device keeps:
-	// 3 for PipeDream-2BW weight stashing (0 means 3), 2 for a synchronous flush
-	// (weights and gradients). 1 gives the model of the thesis' chapter 5 proofs.
+	// WeightCopies is C, the number of copies of each layer's weights a device keeps
+	// (0 means DefaultWeightCopies): weights and gradients (2), plus one per optimizer
+	// buffer, or 3 for PipeDream-2BW weight stashing. 1 gives the model of the thesis'
+	// chapter 5 proofs.
 	WeightCopies int
 	// ActivationModel is how stored activations are counted ("" means saved).
 	ActivationModel ActivationModel
+	// Headroom is the share of each device's memory a plan leaves free, in [0, 1): plans
+	// fit MemoryBytes·(1−Headroom) (Limit), for what no profile measures (allocator
+	// fragmentation, a CUDA context).
+	Headroom float64
+	// NoTemporaries leaves out what a rank holds only while an operation runs (the
+	// operations' temporaries, the gradients being computed, the loss): the model of the
+	// paper, which ignores transient memory (spec §1.5 item 4). By default they count
+	// (docs/pipeline.md, "What a device holds").
+	NoTemporaries bool
+	// Checkpoint lets a stage keep only its input between its forward and its backward and
+	// recompute its activations when its gradient arrives, with rotor at the activation
+	// memory its device has left (docs/pipeline.md, "Checkpointing inside stages").
+	Checkpoint bool
 }
 
 // OptionError reports a bad platform or model option; Field is the request field's name
-// (gpus, memory, bandwidth, weight_copies, activation_model). It wraps
+// (gpus, memory, bandwidth, weight_copies, activation_model, headroom). It wraps
 // chainplan.ErrUnsupported.
 type OptionError struct {
 	Field string
@@ -74,7 +92,7 @@ func (o Options) withDefaults() (Options, error) {
 	case o.WeightCopies == 0:
 		o.WeightCopies = DefaultWeightCopies
 	case o.WeightCopies < 0 || o.WeightCopies > maxWeightCopies:
-		return o, &OptionError{"weight_copies", fmt.Sprintf("want 1..%d copies, usually 3 or 2 (got %d)", maxWeightCopies, o.WeightCopies)}
+		return o, &OptionError{"weight_copies", fmt.Sprintf("want 1..%d copies: 2 for weights and gradients, one more per optimizer buffer (got %d)", maxWeightCopies, o.WeightCopies)}
 	}
 	switch o.ActivationModel {
 	case "":
@@ -82,6 +100,9 @@ func (o Options) withDefaults() (Options, error) {
 	case ActivationsSaved, ActivationsInput:
 	default:
 		return o, &OptionError{"activation_model", fmt.Sprintf("want %q or %q (got %q)", ActivationsSaved, ActivationsInput, o.ActivationModel)}
+	}
+	if h := o.Headroom; math.IsNaN(h) || h < 0 || h >= 1 {
+		return o, &OptionError{"headroom", fmt.Sprintf("want a share of the memory in [0, 1), such as 0.1 (got %v)", h)}
 	}
 	return o, nil
 }
@@ -101,11 +122,13 @@ const maxTotalBytes = 1 << 50
 // Layer is one layer of the model of spec §1.1: layer ℓ of the chain, the loss folded
 // into layer L.
 type Layer struct {
-	Fwd   float64 // u_F
-	Bwd   float64 // u_B
-	Out   int64   // a_ℓ, the output (and its gradient δ_ℓ)
-	Saved int64   // the measured saved_bytes (output included)
-	Param int64   // W_ℓ, one copy of the weights
+	Fwd    float64 // u_F
+	Bwd    float64 // u_B
+	Out    int64   // a_ℓ, the output (and its gradient δ_ℓ)
+	Saved  int64   // the measured saved_bytes (output included)
+	Param  int64   // W_ℓ, one copy of the weights
+	FwdTmp int64   // o_F, the forward's temporaries on top of its input and ā
+	BwdTmp int64   // o_B, the backward's temporaries on top of ā and both gradients
 	// Freed is a_ℓ when neither this layer nor the next saved it (chainplan.chain/v2): a
 	// stage that goes on past ℓ does not keep it for its backward. 0 otherwise.
 	Freed int64
@@ -118,9 +141,14 @@ type Problem struct {
 	layers []Layer
 	input  int64 // a_0
 	opts   Options
+	chain  *chainplan.Chain // as given, the loss apart (recomputing stages replay on it)
 	// Prefix sums over layers 1..ℓ (index 0 is 0).
 	sumF, sumB          []float64
 	sumW, sumIn, sumSav []int64
+	// The transient memory of the operations (memory.go), one range-maximum table each.
+	fwdAll, bwdAll, fwdCk rangeMax
+	// sub is the rotor table of the recomputing stages, built on first use (recompute.go).
+	sub *subTable
 }
 
 // NewProblem builds the model of c on the platform of opts. Layer ℓ is c.Stages[ℓ−1]:
@@ -141,12 +169,13 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 		return nil, err
 	}
 	l := len(c.Stages)
-	p := &Problem{layers: make([]Layer, l), input: c.InputBytes, opts: o,
+	p := &Problem{layers: make([]Layer, l), input: c.InputBytes, opts: o, chain: c, sub: &subTable{},
 		sumF: make([]float64, l+1), sumB: make([]float64, l+1),
 		sumW: make([]int64, l+1), sumIn: make([]int64, l+1), sumSav: make([]int64, l+1)}
 	prevOut := c.InputBytes
 	for i, s := range c.Stages {
-		ly := Layer{Fwd: s.FwdTime, Bwd: s.BwdTime, Out: s.OutBytes, Saved: s.SavedBytes, Param: s.ParamBytes}
+		ly := Layer{Fwd: s.FwdTime, Bwd: s.BwdTime, Out: s.OutBytes, Saved: s.SavedBytes, Param: s.ParamBytes,
+			FwdTmp: s.FwdTmpBytes, BwdTmp: s.BwdTmpBytes}
 		if i+1 < l && !s.OutputSaved() && !c.Stages[i+1].InputSaved() && s.SavedBytes >= s.OutBytes {
 			ly.Freed = s.OutBytes
 		}
@@ -174,16 +203,45 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 	if math.IsInf(p.sumF[l]+p.sumB[l], 0) {
 		return nil, &chainplan.ChainError{Field: "stages", Msg: "the total time overflows"}
 	}
+	p.transients()
 	return p, nil
 }
 
 // WithMemory returns the same problem with M = m bytes per device (the searches for the
-// smallest memory use it).
+// smallest memory use it). The copies share the recomputation table.
 func (p *Problem) WithMemory(m int64) *Problem {
 	q := *p
 	q.opts.MemoryBytes = m
 	return &q
 }
+
+// Limit returns the memory a plan may use on each device: M·(1−Headroom), rounded down.
+func (p *Problem) Limit() int64 {
+	if p.opts.Headroom == 0 {
+		return p.opts.MemoryBytes
+	}
+	return int64(math.Floor(float64(p.opts.MemoryBytes) * (1 - p.opts.Headroom)))
+}
+
+// MemoryFor returns the smallest memory per device M whose Limit is at least need: what a
+// smallest-memory search reports for a plan that needs need bytes.
+func (p *Problem) MemoryFor(need int64) int64 {
+	h := p.opts.Headroom
+	if h == 0 || need <= 0 {
+		return need
+	}
+	m := int64(math.Ceil(float64(need) / (1 - h)))
+	for m > 0 && p.WithMemory(m-1).Limit() >= need {
+		m--
+	}
+	for p.WithMemory(m).Limit() < need {
+		m++
+	}
+	return m
+}
+
+// Chain returns the chain the problem was built from (the loss apart, as given).
+func (p *Problem) Chain() *chainplan.Chain { return p.chain }
 
 // Options returns the platform and model options, defaults filled in.
 func (p *Problem) Options() Options { return p.opts }
@@ -214,17 +272,6 @@ func (p *Problem) U(i, j int) float64 { return p.UF(i, j) + p.UB(i, j) }
 // Weights returns Σ_{ℓ=i..j} W_ℓ, one copy of the stage's weights.
 func (p *Problem) Weights(i, j int) int64 { return p.sumW[j] - p.sumW[i-1] }
 
-// Stored returns ā of stage (i..j), the bytes one mini-batch in flight keeps on the
-// stage's device: Σ_{ℓ=i..j} a_{ℓ−1} under ActivationsInput, a_{i−1} + Σ saved_bytes
-// under ActivationsSaved, less the outputs of layers i..j−1 that neither they nor the next
-// layer saved (Layer.Freed; the stage's own output stays).
-func (p *Problem) Stored(i, j int) int64 {
-	if p.opts.ActivationModel == ActivationsInput {
-		return p.sumIn[j] - p.sumIn[i-1]
-	}
-	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1] + p.layers[j-1].Freed
-}
-
 // Transfer returns the duration a_ℓ/β of one direction of boundary ℓ (the CF or CB of
 // the stage ending at layer ℓ); 0 at the chain ends ℓ = 0 and ℓ = L, which never
 // communicate.
@@ -237,33 +284,6 @@ func (p *Problem) Transfer(l int) float64 {
 
 // Comm returns C(ℓ) = 2a_ℓ/β, the link time of boundary ℓ in both directions (spec §1.2).
 func (p *Problem) Comm(l int) float64 { return 2 * p.Transfer(l) }
-
-// Buffers returns the communication buffers of stage (i..j) when its neighbours are on
-// other devices: 2·a_{i−1} unless i = 1, plus 2·a_j unless j = L (spec §1.5, item 3).
-func (p *Problem) Buffers(i, j int) int64 {
-	var b int64
-	if i > 1 {
-		b += 2 * p.Out(i-1)
-	}
-	if j < len(p.layers) {
-		b += 2 * p.Out(j)
-	}
-	return b
-}
-
-// StageMemory returns 𝓜(i,j,g) of spec §1.5 in this problem's model: C·ΣW + g·ā +
-// Buffers(i,j), the memory of a device holding stage (i..j) alone with g mini-batches'
-// activations stored. A negative g counts as 0.
-func (p *Problem) StageMemory(i, j, g int) int64 {
-	stored := p.Stored(i, j)
-	if stored > 0 && int64(g) > saturated/stored {
-		return saturated // more memory than any device has, without overflow
-	}
-	return int64(p.opts.WeightCopies)*p.Weights(i, j) + int64(max(g, 0))*stored + p.Buffers(i, j)
-}
-
-// saturated stands for "more bytes than any device has" in products that could overflow.
-const saturated = math.MaxInt64 / 4
 
 // TotalWork returns U(1,L), the sequential compute time: the reference of speedups
 // (spec §1.4).

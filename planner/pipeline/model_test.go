@@ -29,6 +29,8 @@ func TestNewProblemErrors(t *testing.T) {
 		{"infinite bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = math.Inf(1) }, "bandwidth"},
 		{"copies", chain(), func(o *pipeline.Options) { o.WeightCopies = -3 }, "weight_copies"},
 		{"model", chain(), func(o *pipeline.Options) { o.ActivationModel = "all" }, "activation_model"},
+		{"headroom", chain(), func(o *pipeline.Options) { o.Headroom = 1 }, "headroom"},
+		{"negative headroom", chain(), func(o *pipeline.Options) { o.Headroom = -.1 }, "headroom"},
 		{"no layers", &chainplan.Chain{Format: chainplan.ChainFormat}, nil, "stages"},
 		{"no chain", nil, nil, "stages"},
 		{"NaN time", func() *chainplan.Chain { c := chain(); c.Stages[1].FwdTime = math.NaN(); return c }(), nil, "fwd_time"},
@@ -69,19 +71,28 @@ func TestNewProblemErrors(t *testing.T) {
 // TestModel checks the model's sums on a small chain by hand (spec §1.5).
 func TestModel(t *testing.T) {
 	c := &chainplan.Chain{Format: chainplan.ChainFormat, InputBytes: 10, Stages: []chainplan.Stage{
-		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 6, ParamBytes: 100},
-		{FwdTime: 3, BwdTime: 4, OutBytes: 5, SavedBytes: 9, ParamBytes: 200},
-		{FwdTime: 5, BwdTime: 6, OutBytes: 7, SavedBytes: 7, ParamBytes: 300},
-	}, Loss: chainplan.Loss{FwdTime: .5, BwdTime: .25}}
-	saved, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2})
+		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 6, ParamBytes: 100, FwdTmpBytes: 1, BwdTmpBytes: 2},
+		{FwdTime: 3, BwdTime: 4, OutBytes: 5, SavedBytes: 9, ParamBytes: 200, FwdTmpBytes: 3, BwdTmpBytes: 1},
+		{FwdTime: 5, BwdTime: 6, OutBytes: 7, SavedBytes: 7, ParamBytes: 300, FwdTmpBytes: 2, BwdTmpBytes: 4},
+	}, Loss: chainplan.Loss{FwdTime: .5, BwdTime: .25, FwdTmpBytes: 8, BwdTmpBytes: 6}}
+	// The paper's model (no temporaries), with its three weight copies.
+	saved, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
+		WeightCopies: 3, NoTemporaries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	input, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
-		WeightCopies: 2, ActivationModel: pipeline.ActivationsInput})
+		WeightCopies: 2, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The defaults: two copies, the saved model, temporaries counted.
+	tmp, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1000, Bandwidth: 2, Headroom: .25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd23, bwd23 := tmp.Transients(2, 3)
+	fwd11, bwd11 := tmp.Transients(1, 1)
 	checks := []struct {
 		name      string
 		got, want float64
@@ -101,13 +112,29 @@ func TestModel(t *testing.T) {
 		{"StageMemory(2,2,2)", float64(saved.StageMemory(2, 2, 2)), 600 + 26 + 18},
 		{"StageMemory(1,1,1) input, 2 copies", float64(input.StageMemory(1, 1, 1)), 200 + 10 + 8},
 		{"MemoryLowerBound saved: 3·300 + 7", float64(pipeline.MemoryLowerBound(saved)), 907},
+		// With temporaries: the loss keeps o_F(loss) = 8 on the last stage.
+		{"Stored(2,3) with the loss", float64(tmp.Stored(2, 3)), 28},
+		{"forward transient of (2,3): max o_F", float64(fwd23), 3},
+		// max(a_3 + a_2 + o_B(3), a_2 + a_1 + o_B(2), a_3 + o_B(loss)) = max(16, 10, 13).
+		{"backward transient of (2,3)", float64(bwd23), 16},
+		{"forward transient of (1,1)", float64(fwd11), 1},
+		// a_1 + o_B(1): the chain input has no gradient.
+		{"backward transient of (1,1)", float64(bwd11), 6},
+		// 2·500 + 2a_1 + 2·28 + 16.
+		{"StageMemory(2,3,2) with temporaries", float64(tmp.StageMemory(2, 3, 2)), 1000 + 8 + 56 + 16},
+		// Layer 3: 2·300 + 7 + 8 + max(o_F = 2, a_3 + o_B + a_2 = 16, a_3 + o_B(loss) = 13).
+		{"MemoryLowerBound with temporaries", float64(pipeline.MemoryLowerBound(tmp)), 631},
+		{"Limit with a quarter of headroom", float64(tmp.Limit()), 750},
+		{"MemoryFor(750)", float64(tmp.MemoryFor(750)), 1000},
+		{"MemoryFor(751)", float64(tmp.MemoryFor(751)), 1002},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
 			t.Errorf("%s = %g, want %g", c.name, c.got, c.want)
 		}
 	}
-	if o := saved.Options(); o.WeightCopies != 3 || o.ActivationModel != pipeline.ActivationsSaved {
+	if o := tmp.Options(); o.WeightCopies != 2 ||
+		o.ActivationModel != pipeline.ActivationsSaved || o.NoTemporaries || o.Checkpoint {
 		t.Errorf("defaults: %+v", o)
 	}
 	if m := saved.WithMemory(5).Options().MemoryBytes; m != 5 || saved.Options().MemoryBytes != 1 {

@@ -15,18 +15,23 @@ type element struct {
 	comm  bool // a CF/CB pair rather than an F/B pair
 }
 
-// transformed returns the transformed chain of a contiguous allocation: every stage,
-// with a communication pseudo-stage after each stage whose successor is on another device.
-func transformed(pr *Problem, stages []Stage) []element {
+// transformed returns the transformed chain of a contiguous allocation: every stage, with
+// its forward and backward durations (Cost), and a communication pseudo-stage after each
+// stage whose successor is on another device. Errors are Cost's.
+func transformed(pr *Problem, stages []Stage) ([]element, error) {
 	var out []element
 	for k, s := range stages {
-		out = append(out, element{f: pr.UF(s.First, s.Last), b: pr.UB(s.First, s.Last), stage: k})
+		c, err := pr.Cost(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, element{f: c.Fwd, b: c.Bwd, stage: k})
 		if k+1 < len(stages) && stages[k+1].GPU != s.GPU {
 			d := pr.Transfer(s.Last)
 			out = append(out, element{f: d, b: d, stage: k, comm: true})
 		}
 	}
-	return out
+	return out, nil
 }
 
 // checkContiguous refuses stages that are not a contiguous allocation of pr's layers on
@@ -68,7 +73,10 @@ func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
 	if err := checkContiguous(pr, stages); err != nil {
 		return nil, err
 	}
-	elems := transformed(pr, stages)
+	elems, err := transformed(pr, stages)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", chainplan.ErrUnsupported, err)
+	}
 	for _, e := range elems {
 		if !Fits(e.f+e.b, T) || math.IsNaN(T) {
 			return nil, fmt.Errorf("%w: period %g is below the load %g of a stage or link", chainplan.ErrUnsupported, T, e.f+e.b)
@@ -91,7 +99,7 @@ func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
 		}
 		hi = lo - 1
 	}
-	p := pr.header("1f1b*", T)
+	p := pr.Header("1f1b*", T)
 	p.Stages = append([]Stage(nil), stages...)
 	for k, e := range elems {
 		fk, bk := F, B

@@ -31,10 +31,14 @@ func (e *PlanError) Unwrap() error { return chainplan.ErrInvalidPlan }
 
 // Fields of the document: required, then optional.
 var (
-	planRequired  = []string{"format", "algo", "gpus", "memory_bytes", "bandwidth", "weight_copies", "activation_model", "period", "stages", "pattern", "memory_per_gpu", "contiguous"}
-	planOptional  = []string{"chosen", "predicted_period", "solve_ms", "microbatches", "fallback"}
-	stageRequired = []string{"first", "last", "gpu"}
-	opRequired    = []string{"op", "stage", "start", "duration", "shift"}
+	planRequired = []string{"format", "algo", "gpus", "memory_bytes", "bandwidth", "weight_copies", "activation_model", "period", "stages", "pattern", "memory_per_gpu", "contiguous"}
+	planOptional = []string{"chosen", "predicted_period", "solve_ms", "microbatches", "temporaries", "headroom",
+		"checkpoint", "sequential_time", "unconstrained_period", "fallback"}
+	stageRequired     = []string{"first", "last", "gpu"}
+	stageOptional     = []string{"recompute"}
+	recomputeRequired = []string{"budget_bytes", "sequence"}
+	stepRequired      = []string{"op", "stage"}
+	opRequired        = []string{"op", "stage", "start", "duration", "shift"}
 )
 
 // Parse decodes a chainplan.pipeline/v1 document strictly: every field of DESIGN.md is
@@ -225,7 +229,7 @@ func (r reader) stages(top map[string]json.RawMessage) ([]Stage, error) {
 	out := make([]Stage, len(items))
 	for i, it := range items {
 		sr := reader{path: fmt.Sprintf("stages[%d]", i)}
-		if err := sr.known(it, stageRequired, nil); err != nil {
+		if err := sr.known(it, stageRequired, stageOptional); err != nil {
 			return nil, err
 		}
 		s := &out[i]
@@ -238,8 +242,55 @@ func (r reader) stages(top map[string]json.RawMessage) ([]Stage, error) {
 		if s.GPU, err = sr.integer(it, "gpu", 0, math.MaxInt32); err != nil {
 			return nil, err
 		}
+		if _, ok := it["recompute"]; ok {
+			if s.Recompute, err = sr.recompute(it); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return out, nil
+}
+
+// recompute reads a stage's recompute object: its budget and its rotor sequence.
+func (r reader) recompute(stage map[string]json.RawMessage) (*Recompute, error) {
+	var obj map[string]json.RawMessage
+	if v := stage["recompute"]; isNull(v) || json.Unmarshal(v, &obj) != nil || obj == nil {
+		return nil, r.fail("recompute", "want an object {budget_bytes, sequence} (got %s)", short(stage["recompute"]))
+	}
+	rr := reader{path: r.at("recompute")}
+	if err := rr.known(obj, recomputeRequired, nil); err != nil {
+		return nil, err
+	}
+	rc := &Recompute{}
+	var err error
+	if rc.BudgetBytes, err = rr.bytes(obj, "budget_bytes"); err != nil {
+		return nil, err
+	}
+	items, err := rr.objects(obj, "sequence")
+	if err != nil {
+		return nil, err
+	}
+	for i, it := range items {
+		or := reader{path: rr.at(fmt.Sprintf("sequence[%d]", i))}
+		if err := or.known(it, stepRequired, nil); err != nil {
+			return nil, err
+		}
+		kind, err := or.str(it, "op")
+		if err != nil {
+			return nil, err
+		}
+		switch k := chainplan.OpKind(kind); k {
+		case chainplan.FAll, chainplan.FCk, chainplan.FNone, chainplan.B:
+		default:
+			return nil, or.fail("op", "want F_all, F_ck, F_none or B (got %q)", kind)
+		}
+		st, err := or.integer(it, "stage", 1, math.MaxInt32)
+		if err != nil {
+			return nil, err
+		}
+		rc.Sequence = append(rc.Sequence, chainplan.Op{Kind: chainplan.OpKind(kind), Stage: st})
+	}
+	return rc, nil
 }
 
 func (r reader) pattern(top map[string]json.RawMessage) ([]Op, error) {
@@ -314,6 +365,29 @@ func (r reader) optional(top map[string]json.RawMessage, p *Plan) error {
 		if p.Microbatches, err = r.integer(top, "microbatches", 1, math.MaxInt32); err != nil {
 			return err
 		}
+	}
+	for _, b := range []struct {
+		field string
+		out   *bool
+	}{{"temporaries", &p.Temporaries}, {"checkpoint", &p.Checkpoint}} {
+		if _, ok := top[b.field]; ok {
+			if err := r.boolean(top, b.field, b.out); err != nil {
+				return err
+			}
+		}
+	}
+	for _, f := range []struct {
+		field string
+		out   *float64
+	}{{"headroom", &p.Headroom}, {"sequential_time", &p.SequentialTime}, {"unconstrained_period", &p.UnconstrainedPeriod}} {
+		if _, ok := top[f.field]; ok {
+			if *f.out, err = r.number(top, f.field, false); err != nil {
+				return err
+			}
+		}
+	}
+	if p.Headroom >= 1 {
+		return r.fail("headroom", "want a share of the memory in [0, 1) (got %v)", p.Headroom)
 	}
 	if _, ok := top["fallback"]; ok {
 		if p.Fallback, err = r.str(top, "fallback"); err != nil {

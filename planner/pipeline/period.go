@@ -18,7 +18,10 @@ func BestPeriod(pr *Problem, stages []Stage) (T float64, ok bool) {
 	if checkContiguous(pr, stages) != nil {
 		return 0, false
 	}
-	elems := transformed(pr, stages)
+	elems, err := transformed(pr, stages)
+	if err != nil {
+		return 0, false
+	}
 	cands := candidates(elems)
 	i := sort.Search(len(cands), func(i int) bool { return fitsMemory(pr, stages, elems, cands[i]) })
 	if i == len(cands) {
@@ -49,7 +52,7 @@ func candidates(elems []element) []float64 {
 	return slices.Compact(out)
 }
 
-// fitsMemory reports whether every stage's 1F1B*(T) memory, StageMemory with its group
+// fitsMemory reports whether every stage's 1F1B*(T) memory, SoleMemory with its group
 // index, fits pr's memory.
 func fitsMemory(pr *Problem, stages []Stage, elems []element, T float64) bool {
 	grp := groups(elems, T)
@@ -57,8 +60,8 @@ func fitsMemory(pr *Problem, stages []Stage, elems []element, T float64) bool {
 		if e.comm {
 			continue
 		}
-		s := stages[e.stage]
-		if pr.StageMemory(s.First, s.Last, grp[k]) > pr.opts.MemoryBytes {
+		m, err := pr.SoleMemory(stages[e.stage], grp[k])
+		if err != nil || m > pr.Limit() {
 			return false
 		}
 	}

@@ -65,6 +65,21 @@ type Plan struct {
 	// Microbatches is the number of micro-batches per optimizer step the plan was made
 	// for, when the caller gave one (the executor's, DESIGN.md "Python").
 	Microbatches int `json:"microbatches,omitempty"`
+	// Temporaries says whether memory_per_gpu counts the operations' transient memory
+	// and the loss (docs/pipeline.md, "What a device holds"). Plans written since it
+	// exists always carry it; a document without it predates it and counts neither.
+	Temporaries bool `json:"temporaries"`
+	// Headroom is the share of memory_bytes the plan leaves free: memory_per_gpu fits
+	// memory_bytes·(1 − headroom).
+	Headroom float64 `json:"headroom,omitempty"`
+	// Checkpoint says that the planner could make stages recompute (Stage.Recompute).
+	Checkpoint bool `json:"checkpoint,omitempty"`
+	// SequentialTime is U(1,L), one device running the chain without pipelining: the
+	// reference of the plan's speed-up (SequentialTime / Period).
+	SequentialTime float64 `json:"sequential_time,omitempty"`
+	// UnconstrainedPeriod is the period of the best contiguous plan without a memory
+	// limit: UnconstrainedPeriod / Period says what the memory limit costs (1: nothing).
+	UnconstrainedPeriod float64 `json:"unconstrained_period,omitempty"`
 	// Fallback, when set, says that the planner could not compute the plan it was asked
 	// for and returned a weaker one, and why (FallbackNoSolver).
 	Fallback string `json:"fallback,omitempty"`
@@ -75,11 +90,34 @@ type Plan struct {
 // contiguous one, possibly slower than MadPipe's.
 const FallbackNoSolver = "no-milp-solver"
 
-// Stage is layers First..Last (1-based, inclusive) on device GPU (0-based).
+// Speedup returns SequentialTime / Period, the plan's speed-up over one device running
+// the chain (spec §1.4); 0 when the plan does not say.
+func (p *Plan) Speedup() float64 {
+	if p.SequentialTime <= 0 || p.Period <= 0 {
+		return 0
+	}
+	return p.SequentialTime / p.Period
+}
+
+// MemoryCost returns UnconstrainedPeriod / Period: 1 when the memory limit costs nothing,
+// 0.5 when the plan is twice as slow as the best contiguous plan without a limit (above 1
+// when it beats that plan); 0 when the plan does not say.
+func (p *Plan) MemoryCost() float64 {
+	if p.UnconstrainedPeriod <= 0 || p.Period <= 0 {
+		return 0
+	}
+	return p.UnconstrainedPeriod / p.Period
+}
+
+// Stage is layers First..Last (1-based, inclusive) on device GPU (0-based). A stage
+// records its graph in its forward unless Recompute is set.
 type Stage struct {
 	First int `json:"first"`
 	Last  int `json:"last"`
 	GPU   int `json:"gpu"`
+	// Recompute, when set, makes the stage keep only its input and recompute in its
+	// backward (recompute.go).
+	Recompute *Recompute `json:"recompute,omitempty"`
 }
 
 // Op is one operation of the pattern: Op of stage Stage (0-based index into Plan.Stages),
@@ -152,11 +190,14 @@ func IsContiguous(stages []Stage) bool {
 	return true
 }
 
-// header returns a plan with the problem's options filled in and no stages.
-func (p *Problem) header(algo string, period float64) *Plan {
+// Header returns a plan for p with its options filled in (devices, memory, bandwidth,
+// weight copies, activation model, temporaries, headroom, checkpoint) and no stages: how
+// every planner starts the document it returns.
+func (p *Problem) Header(algo string, period float64) *Plan {
 	return &Plan{Format: Format, Algo: algo, GPUs: p.opts.GPUs, MemoryBytes: p.opts.MemoryBytes,
 		Bandwidth: p.opts.Bandwidth, WeightCopies: p.opts.WeightCopies,
-		ActivationModel: p.opts.ActivationModel, Period: period}
+		ActivationModel: p.opts.ActivationModel, Period: period, Temporaries: !p.opts.NoTemporaries,
+		Headroom: p.opts.Headroom, Checkpoint: p.opts.Checkpoint}
 }
 
 // ProblemOf builds the problem a plan was made for: c on the plan's devices, memory,
@@ -164,5 +205,14 @@ func (p *Problem) header(algo string, period float64) *Plan {
 // that is out of range is reported under the option's name.
 func ProblemOf(c *chainplan.Chain, p *Plan) (*Problem, error) {
 	return NewProblem(c, Options{GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
-		WeightCopies: p.WeightCopies, ActivationModel: p.ActivationModel})
+		WeightCopies: p.WeightCopies, ActivationModel: p.ActivationModel, Headroom: p.Headroom,
+		NoTemporaries: !p.Temporaries, Checkpoint: p.Checkpoint})
+}
+
+// String writes a stage as {first last gpu}, with its budget when it recomputes.
+func (s Stage) String() string {
+	if s.Recompute == nil {
+		return fmt.Sprintf("{%d %d %d}", s.First, s.Last, s.GPU)
+	}
+	return fmt.Sprintf("{%d %d %d recompute %d B}", s.First, s.Last, s.GPU, s.Recompute.BudgetBytes)
 }

@@ -10,9 +10,9 @@ import (
 // unrolled is a second, naive oracle for a structurally sound plan: it lays out enough
 // consecutive mini-batches in absolute time to meet every pair of operations at every
 // relative offset, then checks each dependency of each mini-batch, every pair of
-// intervals on each resource, and counts stored activations at each forward start of a
-// period well inside the window. It returns the number of dependency and overlap
-// violations and each device's peak of stored activation bytes.
+// intervals on each resource, and counts stored and transient bytes at each operation
+// start of a period well inside the window. It returns the number of dependency and overlap
+// violations and each device's peak of stored activation and transient bytes.
 func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks []int64) {
 	T := p.Period
 	eps := 1e-9 * T
@@ -71,33 +71,48 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 			}
 		}
 	}
-	// Activations: mini-batch b holds stage k's from its F start to its B end. Look at
-	// period m, far from the window's edges, over every mini-batch that can be in flight.
+	// Memory: mini-batch b holds stage k's stored bytes from its F start to its B end,
+	// and an operation holds its transient bytes while it runs (its own mini-batch too
+	// when it is a backward). Look at the operations of period m, far from the window's
+	// edges, over every mini-batch that can be in flight.
 	peaks = make([]int64, p.GPUs)
 	m := 2*h + 8
-	for g := range p.GPUs {
-		var starts []float64
-		for k, s := range p.Stages {
-			if s.GPU == g {
-				f := p.Pattern[p.Find(pipeline.F, k)]
-				starts = append(starts, f.Start+float64(m)*T)
-			}
+	costs := make([]pipeline.StageCost, n)
+	for k, s := range p.Stages {
+		c, err := pr.Cost(s)
+		if err != nil {
+			panic(err)
 		}
-		for _, t := range starts {
-			var act int64
-			for k, s := range p.Stages {
-				if s.GPU != g {
-					continue
+		costs[k] = c
+	}
+	for g := range p.GPUs {
+		for k0, s0 := range p.Stages {
+			if s0.GPU != g {
+				continue
+			}
+			for _, kind := range []pipeline.OpKind{pipeline.F, pipeline.B} {
+				o := p.Pattern[p.Find(kind, k0)]
+				b0 := m - o.Shift // the mini-batch whose operation starts in period m
+				t, _ := at(kind, k0, b0)
+				act := costs[k0].FwdExtra
+				if kind == pipeline.B {
+					act = costs[k0].BwdExtra
 				}
-				for b := m - 4*h - 16; b <= m+4*h+16; b++ {
-					fs, _ := at(pipeline.F, k, b)
-					_, be := at(pipeline.B, k, b)
-					if fs <= t+eps && be > t+eps {
-						act += pr.Stored(s.First, s.Last)
+				for k, s := range p.Stages {
+					if s.GPU != g {
+						continue
+					}
+					for b := m - 4*h - 16; b <= m+4*h+16; b++ {
+						fs, _ := at(pipeline.F, k, b)
+						_, be := at(pipeline.B, k, b)
+						own := kind == pipeline.B && k == k0 && b == b0
+						if fs <= t+eps && (be > t+eps || own) {
+							act += costs[k].Stored
+						}
 					}
 				}
+				peaks[g] = max(peaks[g], act)
 			}
-			peaks[g] = max(peaks[g], act)
 		}
 	}
 	return deps, overlaps, peaks

@@ -126,6 +126,12 @@ func (v *validator) structure() {
 	if p.ActivationModel != o.ActivationModel {
 		v.issue("activation_model", "the plan counts %q, the problem %q", p.ActivationModel, o.ActivationModel)
 	}
+	if p.Temporaries == o.NoTemporaries {
+		v.issue("temporaries", "the plan says %v, the problem %v", p.Temporaries, !o.NoTemporaries)
+	}
+	if p.Headroom != o.Headroom {
+		v.issue("headroom", "the plan leaves %v free, the problem %v", p.Headroom, o.Headroom)
+	}
 	if t := p.Period; math.IsNaN(t) || math.IsInf(t, 0) || t <= 0 {
 		v.issue("period", "want a positive, finite time (got %v)", t)
 		return
@@ -159,6 +165,12 @@ func (v *validator) stages() {
 		if s.GPU < 0 || s.GPU >= p.GPUs {
 			v.issue(f+".gpu", "want a device in 0..%d (got %d)", p.GPUs-1, s.GPU)
 		}
+		if s.Recompute != nil && s.First <= s.Last && s.Last <= v.pr.L() {
+			if rep := v.pr.replay(s); !rep.Valid {
+				v.issue(f+".recompute", "its sequence does not replay within its budget of %d bytes above the stage input: %v",
+					s.Recompute.BudgetBytes, rep.Err())
+			}
+		}
 		next = max(s.Last, s.First) + 1
 	}
 	if l := v.pr.L(); next-1 != l {
@@ -167,9 +179,7 @@ func (v *validator) stages() {
 }
 
 // crosses reports whether stage k's output goes to another device (k+1 exists).
-func (v *validator) crosses(k int) bool {
-	return k+1 < len(v.p.Stages) && v.p.Stages[k].GPU != v.p.Stages[k+1].GPU
-}
+func (v *validator) crosses(k int) bool { return Crosses(v.p.Stages, k) }
 
 func (v *validator) pattern() {
 	p, n := v.p, len(v.p.Stages)
@@ -219,7 +229,8 @@ func (v *validator) pattern() {
 	}
 }
 
-// durations checks each operation against the model, summing the layers afresh.
+// durations checks each operation against the model: a stage's forward and backward as
+// its cost says (the layers' sums, or the replay of its recomputation), a transfer a/β.
 func (v *validator) durations() {
 	pr := v.pr
 	for i, o := range v.p.Pattern {
@@ -227,12 +238,13 @@ func (v *validator) durations() {
 		var want float64
 		switch o.Op {
 		case F, B:
-			for l := s.First; l <= s.Last; l++ {
-				if o.Op == F {
-					want += pr.Layer(l).Fwd
-				} else {
-					want += pr.Layer(l).Bwd
-				}
+			c, err := pr.Cost(s)
+			if err != nil {
+				continue // reported by structure
+			}
+			want = c.Fwd
+			if o.Op == B {
+				want = c.Bwd
 			}
 		case CF, CB:
 			want = float64(pr.Layer(s.Last).Out) / pr.Options().Bandwidth

@@ -21,7 +21,7 @@ func nonContiguous(tb testing.TB) (*pipeline.Problem, *pipeline.Plan) {
 		{FwdTime: 1, BwdTime: 1, SavedBytes: 5},
 		{FwdTime: .5, BwdTime: .5, SavedBytes: 7},
 	}}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 16, Bandwidth: 1})
+	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 16, Bandwidth: 1, WeightCopies: 3})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func nonContiguous(tb testing.TB) (*pipeline.Problem, *pipeline.Plan) {
 		return pipeline.Op{Op: kind, Stage: k, Start: start, Duration: d, Shift: shift}
 	}
 	p := &pipeline.Plan{Format: pipeline.Format, Algo: "hand", GPUs: 2, MemoryBytes: 16, Bandwidth: 1,
-		WeightCopies: 3, ActivationModel: pipeline.ActivationsSaved, Period: 2,
+		WeightCopies: 3, ActivationModel: pipeline.ActivationsSaved, Period: 2, Temporaries: true,
 		Stages: []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 0}},
 		Pattern: []pipeline.Op{
 			op(pipeline.F, 0, 0, .5, 0), op(pipeline.CF, 0, .5, 0, 0), op(pipeline.F, 1, .5, 1, 0),

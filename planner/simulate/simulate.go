@@ -64,24 +64,28 @@ func IssuesError[T fmt.Stringer](what string, issues []T) error {
 //
 // The time complexity of Run is O(len(seq) + N).
 func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
-	return run(c, seq, limit, nil)
+	return run(c, seq, limit, nil, false)
 }
 
 // run is Run, calling onStep (when not nil) after each operation in range with what it
-// did to the clock and the memory (Trace).
+// did to the clock and the memory (Trace). With gradHeld, δ_N (c.Grad(N)) is in memory
+// from the start: the state of RunFrom, whose last stage is a layer, not a loss.
 //
 // Validity follows rotor spec §2.5: the sets of plain activations a_i and of ā_i that the
 // model says are present. Memory and time follow the executor (liveness.go): copies of the
 // activations with their holders, the rest of each ā_i from the forward that fills the
 // stage's graph to its backward, and u_R for an F_all right before its backward that
 // recomputes a stage an earlier forward recorded.
-func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)) *Report {
+func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step), gradHeld bool) *Report {
 	n := c.N
 	inA := make([]bool, n+1)    // a_i present (validity)
 	inAbar := make([]bool, n+1) // ā_i present (validity)
 	inA[0] = true
-	d := n // current gradient index; δ_N has size 0
+	d := n // current gradient index; δ_N has size 0 unless gradHeld
 	size := c.A[0]
+	if gradHeld {
+		size += c.Grad(n)
+	}
 	r := &Report{Limit: limit, Peak: size, PeakIndex: -1}
 	add := func(i int, op chainplan.Op, msg string, args ...any) {
 		r.Issues = append(r.Issues, Issue{Index: i, Op: op, Msg: fmt.Sprintf(msg, args...)})

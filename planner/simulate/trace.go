@@ -27,6 +27,6 @@ type Step struct {
 // The time complexity of Trace is O(len(seq) + N).
 func Trace(c *chainplan.Chain, seq []chainplan.Op) ([]Step, *Report) {
 	steps := make([]Step, 0, len(seq))
-	rep := run(discretize.Exact(c), seq, -1, func(s Step) { steps = append(steps, s) })
+	rep := run(discretize.Exact(c), seq, -1, func(s Step) { steps = append(steps, s) }, false)
 	return steps, rep
 }

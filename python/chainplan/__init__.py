@@ -17,6 +17,10 @@ Usage::
     pp = chainplan.pipeline_plan(prof, gpus=4, memory="16GiB", bandwidth="12GB/s",
                                  microbatches=8)          # a pipeline over 4 ranks, stored
     runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
+    sim = chainplan.pipesim(prof, schedule="1f1b-flush", stages=4, microbatches=8)  # simulate
+
+    adv = chainplan.advise(prof, "cluster.yaml", dataset_size=50_000, batch_per_device=64)
+    s3 = chainplan.search3d(prof, "cluster.yaml", global_batch=512)  # past one device
 
 Public names are imported on first use, so that the torch-free modules
 (``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
@@ -29,12 +33,16 @@ from typing import TYPE_CHECKING
 from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
+    from chainplan.advice import Advice, Search3D
     from chainplan.api import measure, plan, profile, query, record, runs
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history
+    from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
+    from chainplan.reuse import find_profile
     from chainplan.schedule import Plan
+    from chainplan.simulating import pipesim
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
 
@@ -55,13 +63,21 @@ __all__ = [
     "Plan",
     "pipeline_plan",
     "PipelinePlan",
+    "find_profile",
+    "pipesim",
     "ChainplanError",
     "InfeasibleBudget",
+    "advise",
+    "search3d",
+    "Advice",
+    "Search3D",
 ]
 
 _WHERE = {
     "pipeline_plan": "chainplan.pipeline.planning",
     "PipelinePlan": "chainplan.pipeline.plan",
+    "find_profile": "chainplan.reuse",
+    "pipesim": "chainplan.simulating",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
     "query": "chainplan.api",
@@ -78,6 +94,10 @@ _WHERE = {
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",
     "InfeasibleBudget": "chainplan.errors",
+    "advise": "chainplan.parallel",
+    "search3d": "chainplan.parallel",
+    "Advice": "chainplan.advice",
+    "Search3D": "chainplan.advice",
 }
 
 

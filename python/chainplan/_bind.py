@@ -82,6 +82,12 @@ def solve(chain_json: str, request: dict[str, Any]) -> str:
     return str(call(_go().Solve, chain_json, json.dumps(request)))
 
 
+def solve_multichain(bundle_json: str, request: dict[str, Any]) -> str:
+    """Plan a ``chainplan.multichain/v1`` bundle of towers joined at the loss; the plan
+    document (JSON)."""
+    return str(call(_go().SolveMultichain, bundle_json, json.dumps(request)))
+
+
 def min_budget(chain_json: str, request: dict[str, Any]) -> int:
     """The smallest feasible budget (bytes) for the request's algorithm."""
     return int(call(_go().MinBudget, chain_json, json.dumps(request)))
@@ -102,16 +108,26 @@ def parse_bandwidth(text: str) -> float:
     return float(call(_go().ParseBandwidth, text))
 
 
+def _home() -> str:
+    home = os.path.expanduser("~")
+    return "" if home == "~" else home
+
+
 def db_path() -> str:
-    """The database file: ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``.
+    """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``.
 
     The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
     each call and passed in: a Go runtime loaded into Python sees the environment of the
     moment it was loaded, and would miss later changes.
     """
-    home = os.path.expanduser("~")
-    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""),
-                    "" if home == "~" else home))
+    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""), _home()))
+
+
+def data_dir() -> str:
+    """The local folder of the files kept beside the database: the folder of a SQLite
+    file, ``~/.chainplan`` for a PostgreSQL store (``service.DataDir``)."""
+    return str(call(_go().DataDir, db_path(), _home()))
 
 
 def ingest(file_path: str) -> int:
@@ -175,6 +191,18 @@ def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
     """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
     use_highs()
     return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
+
+
+def pipesim(chain_json: str, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a chain; returns ``{"simulation", ...}`` JSON."""
+    return str(call(_go().Pipesim, chain_json, json.dumps(request)))
+
+
+def pipesim_run(run_id: int, request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on a stored run (or with run 0 and a ``plan_id``, a
+    stored plan on its run) and record it; returns the JSON with ``simulation_id`` and
+    ``comparisons``."""
+    return str(call(_go().PipesimRun, db_path(), run_id, json.dumps(request)))
 
 
 def run_cli(args: list[str]) -> int:
@@ -241,6 +269,11 @@ def plot_stored_timeline(plan_id: int) -> str:
     return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
 
 
+def plot_stored_pipeline(plan_id: int, periods: int) -> str:
+    """A stored pipeline plan's Gantt chart (its device kind, each rank's measured peak)."""
+    return str(call(_go().PlotStoredPipeline, db_path(), plan_id, periods))
+
+
 def plot_history(run_id: int, model: str) -> str:
     """Predicted against measured for the plans of run ``run_id`` (when positive) or of
     every run of ``model``, as an SVG document (``pybind.PlotHistory``)."""
@@ -250,3 +283,40 @@ def plot_history(run_id: int, model: str) -> str:
 def plot_pipeline(plan_json: str, periods: int) -> str:
     """The Gantt chart of a pipeline plan, as an SVG document (``pybind.PlotPipeline``)."""
     return str(call(_go().PlotPipeline, plan_json, periods))
+
+
+def check_cluster(text: str) -> str:
+    """A cluster description (YAML or JSON) in canonical form (``chainplan.cluster/v1``)."""
+    return str(call(_go().CheckCluster, text))
+
+
+def _parallel(fn: Callable[..., str], source: dict[str, Any], cluster_text: str,
+              request: dict[str, Any], dtype_bytes: int) -> str:
+    return str(call(fn, db_path() if source.get("run_id", 0) > 0 else "",
+                    int(source.get("run_id", 0)), str(source.get("profile_path", "")),
+                    str(source.get("chain_json", "")), str(source.get("name", "")),
+                    int(source.get("batch", 0)), dtype_bytes, cluster_text, json.dumps(request)))
+
+
+def advise(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
+           dtype_bytes: int = 4) -> str:
+    """Rank parallel strategies (pybind.Advise); ``source`` holds ``run_id`` (stored, the
+    advice recorded), or ``profile_path``, or ``chain_json``, ``name`` and ``batch``.
+    Returns ``{"advice_id", "advice"}`` JSON."""
+    return _parallel(_go().Advise, source, cluster_text, request, dtype_bytes)
+
+
+def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
+             dtype_bytes: int = 4) -> str:
+    """AMP's 3-D search (pybind.Search3D); returns ``{"advice_id", "result"}`` JSON."""
+    return _parallel(_go().Search3D, source, cluster_text, request, dtype_bytes)
+
+
+def record_advice_measurement(advice_id: int, measurement: dict[str, Any]) -> int:
+    """Store a measured run of an advised candidate; returns its id."""
+    return int(call(_go().RecordAdviceMeasurement, db_path(), advice_id, json.dumps(measurement)))
+
+
+def advice_accuracy(advice_id: int) -> str:
+    """Predictions against recorded runs of a stored advice, as JSON."""
+    return str(call(_go().AdviceAccuracy, db_path(), advice_id))

@@ -104,9 +104,11 @@ def plan(
             bandwidths"): ``k``, ``M``, ``G``, ``T`` with or without ``B`` are powers of
             1000, ``Ki``, ``Mi``, ``Gi``, ``Ti`` powers of 1024, case-insensitive.
         algo: ``rotor``, ``rotor-ops``, ``optimal``, ``revolve``, ``sequential`` or
-            ``store-all``, or an offloading algorithm; names are lower-case. Default:
-            ``rotor-ops`` for a profile of a model captured from its graph (its stages have
-            operation-level options: docs/rotor.md, "Which algorithm"), else ``rotor``.
+            ``store-all``, an offloading algorithm, or for a model of towers joined at the
+            loss ``multichain`` (its default) or ``multichain-linear`` (docs/multichain.md);
+            names are lower-case. Default for one chain: ``rotor-ops`` for a profile of a
+            model captured from its graph (its stages have operation-level options:
+            docs/rotor.md, "Which algorithm"), else ``rotor``.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
             length for ``pofo``, 50 to 243 slots).
@@ -137,8 +139,11 @@ def plan(
 
 
 def default_algo(source: object) -> str:
-    """The default algorithm for ``source``: ``rotor-ops`` for the profile of a model
-    captured from its graph (the stages have operation-level options), else ``rotor``."""
+    """The default algorithm for ``source``: ``multichain`` for towers joined at the loss,
+    ``rotor-ops`` for the profile of a model captured from its graph (the stages have
+    operation-level options), else ``rotor``."""
+    if _profiles_towers(source):
+        return "multichain"
     if isinstance(source, Profile) and any(r.options_json for r in source.rows):
         return "rotor-ops"
     return "rotor"
@@ -166,14 +171,17 @@ def _plan(
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
     if algo is None:
-        req["algo"] = default_algo(source)
+        req = _budget_request(budget, default_algo(source), slots, segments,
+                              bandwidth=bandwidth is not None)
     if bandwidth is not None:
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
+            towers = _profiles_towers(source)  # a bundle, not a chain: no chain_json
             return Plan.from_json(_bind.solve_file(str(source.path), req),
                                   input_shape=profile_input_shape(source.path),
-                                  chain_json=_bind.profile_chain(str(source.path)))
+                                  chain_json=None if towers
+                                  else _bind.profile_chain(str(source.path)))
         source = source.run_id
     if isinstance(source, int) and not isinstance(source, bool):
         doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
@@ -184,6 +192,23 @@ def _plan(
         return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
+
+
+def _profiles_towers(source: object) -> bool:
+    """Whether ``source`` is a profile (or stored run) of towers joined at the loss, whose
+    default algorithm is ``multichain``."""
+    from chainplan.towers.profile import TowersProfile
+
+    if isinstance(source, TowersProfile):
+        return True
+    if isinstance(source, Profile):
+        return False
+    if isinstance(source, int) and not isinstance(source, bool):
+        try:
+            return bool(_bind.run(source).get("towers", False))
+        except NotFoundError:
+            return False  # planning reports the missing run
+    return False
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:
@@ -236,8 +261,10 @@ def _bandwidth(value: float | str, source: object) -> float:
 def query(sql: str) -> Any:
     """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
 
-    The database is ``$CHAINPLAN_DB`` or ``~/.chainplan/chainplan.db``; docs/sql.md lists
-    the tables, views and example queries. A statement that would write is refused.
+    The database is ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``; docs/sql.md lists the tables,
+    views and example queries, which run unchanged on both. A statement that would write
+    is refused (:class:`~chainplan.errors.QueryError`) and changes nothing.
     """
     import pyarrow as pa
 
@@ -281,12 +308,15 @@ class Execution:
     execution_id: int | None
 
 
-def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None) -> torch.Tensor:
-    """The loss of one measured step: ``loss_fn`` on what the model returned; without it,
-    the loss the model computed itself (a ``loss`` field), else the mean square of the
-    returned tensor (of its first floating tensor, for a structure)."""
+def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
+          towers: bool = False) -> torch.Tensor:
+    """The loss of one measured step: ``loss_fn`` on what the model returned (for towers
+    joined at the loss, ``towers``, its outputs as separate arguments, as they were
+    profiled); without it, the loss the model computed itself (a ``loss`` field), else the
+    mean square of the returned tensor (of its first floating tensor, for a structure)."""
     if loss_fn is not None:
-        return loss_fn(out, target) if target is not None else loss_fn(out)
+        parts = tuple(out) if towers and isinstance(out, (tuple, list)) else (out,)
+        return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
     own = _own_loss(out)
     if own is not None:
         return own
@@ -348,7 +378,9 @@ def measure(
         loss_fn, target: the loss, called on what ``net`` returns (default: the loss the
             model computes itself when it returns one, as a HuggingFace model given
             ``labels=`` does, held with the model's output through the backward as a
-            training loop does; else the mean square of the output).
+            training loop does; else the mean square of the output). Under a plan of
+            towers joined at the loss, a tuple of outputs is passed as separate arguments,
+            ``loss_fn(*outputs[, target])``, as the profile called it.
         steps: timed steps, ≥ 1 (default: 3).
         store: record the execution in the database next to the plan (default: True).
     """
@@ -370,20 +402,26 @@ def measure(
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
+    state = planned(net)
+    if plan is None and state is not None:
+        from chainplan.checkpointed import CheckpointedPlans
+
+        if isinstance(state, CheckpointedPlans):
+            state.wrapped(*args, **kwargs)  # its plan for this call, made now if new
+        plan = state.plan_for(*args, **kwargs)
+    towers = plan is not None and plan.multichain is not None
+
     def step() -> None:
         out = net(*args, **kwargs)
         if loss_fn is None and _own_loss(out) is not None:
             loss = _loss(None, out, None)  # the output is held, as a training loop does
         else:
-            loss = _loss(loss_fn, out, target)
+            loss = _loss(loss_fn, out, target, towers=towers)
             del out
         loss.backward()  # type: ignore[no-untyped-call]
 
-    step()  # warm-up: caches, lazy allocations (and a Checkpointed model's plan)
+    step()  # warm-up: caches, lazy allocations
     sync()
-    state = planned(net)
-    if plan is None and state is not None:
-        plan = state.plan_for(*args, **kwargs)
     with MemoryProbe(device=device) as probe:
         step()
         sync()

@@ -101,13 +101,17 @@ class Checkpointed(metaclass=_CheckpointedType):
             from its graph at the first forward (``chainplan.stages`` shows the split).
             The chain input is its first tensor argument (in the order of ``forward``'s
             signature), whose dimension 0 is the batch; the other arguments are side
-            inputs and are part of what makes a plan valid.
+            inputs and are part of what makes a plan valid. A model whose inputs go into
+            towers joined at the loss (``net(images, tokens)`` of a CLIP-style encoder, a
+            triplet network) is planned as such (docs/multichain.md); ``loss_fn`` then
+            gets the model's outputs as separate arguments.
 
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
             ``"2GiB"``, or ``"min"`` for the algorithm's smallest.
-        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor-ops``
-            for a model captured from its graph, else ``rotor``).
+        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``multichain``
+            for towers joined at the loss; for a chain ``rotor-ops`` when the model is
+            captured from its graph, else ``rotor``).
         bandwidth: host-device copy bandwidth of the offloading algorithms (``pofo``,
             ...), as for :func:`chainplan.plan`: bytes per second, ``"12GB/s"``, or
             ``"auto"`` (measured once and recorded with the run). Default: None (required
@@ -171,7 +175,7 @@ class CheckpointedPlans(Planned):
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
             request["bandwidth"] = _bandwidth(bandwidth, None)
-        _check_loss(loss_fn, target)
+        _check_loss(loss_fn, target, model)
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
@@ -263,8 +267,11 @@ class CheckpointedPlans(Planned):
         if run is None:
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
-                                 warmup=self.warmup, name=self.name, reuse=False, **kwargs)
-            return self._plan(prof, shape), f"profiled anew (run {prof.run_id})"
+                                 warmup=self.warmup, name=self.name,
+                                 reuse=self.reuse and _towers_may_be_stored(self.model), **kwargs)
+            how = ("reused the stored profile of the same call" if prof.reused
+                   else "profiled anew")
+            return self._plan(prof, shape), f"{how} (run {prof.run_id})"
         if not scaled:
             return self._plan(run.run_id, shape), f"reused the stored profile (run {run.run_id})"
         path = write_scaled_chain(run, shape[0], default_profile_dir() / "scaled")
@@ -299,6 +306,13 @@ class CheckpointedPlans(Planned):
         # Repeat or drop rows: every row stays a valid target (class labels, token ids).
         rows = torch.arange(x.shape[0], device=t.device) % t.shape[0]
         return t.index_select(0, rows)
+
+
+def _towers_may_be_stored(model: nn.Module) -> bool:
+    """Whether the profile of a call not found among the stored runs of a chain may still be
+    a stored one: towers joined at the loss (several inputs) are found by their call
+    signature (:mod:`chainplan.towers.profile`), not by :func:`stored_runs`."""
+    return _positional_inputs(model) > 1
 
 
 def _chain_input(model: nn.Module, args: tuple[Any, ...],
@@ -339,8 +353,13 @@ def _describe(key: tuple[Any, ...]) -> str:
     return text + (f" under autocast {str(cast).removeprefix('torch.')}" if cast else "")
 
 
-def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
-    """Refuse a loss that will fail at the first forward, after profiling every stage."""
+def _check_loss(loss_fn: LossFn | None, target: Target | None,
+                model: nn.Module | None = None) -> None:
+    """Refuse a loss that will fail at the first forward, after profiling every stage.
+
+    A model whose forward takes several inputs may be towers joined at the loss, whose loss
+    takes one output per tower (``loss_fn(a, p, n)``): its arity is checked when the loss is
+    profiled, not here."""
     if loss_fn is None:
         if target is not None:
             raise ProfileError("target= is the sample target of the loss: give loss_fn= too")
@@ -351,6 +370,8 @@ def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
         if not isinstance(target, torch.Tensor) and not callable(target):
             raise ProfileError("target must be an example target tensor or a function of the "
                                f"input (got {type(target).__name__})")
+        return
+    if model is not None and _positional_inputs(model) > 1:
         return
     fn = loss_fn.forward if isinstance(loss_fn, nn.Module) else loss_fn
     try:
@@ -365,3 +386,16 @@ def _check_loss(loss_fn: LossFn | None, target: Target | None) -> None:
             "the first step: give a sample target, target=y (an example batch; its first "
             "dimension follows the input's) or target=lambda x: ... (made from the input)"
         ) from None
+
+
+def _positional_inputs(model: nn.Module) -> int:
+    """How many positional arguments ``model``'s forward takes (a large number for
+    ``*args``; 1 when its signature cannot be read)."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
+        return 1 << 20
+    return sum(1 for p in params if p.kind in kinds)

@@ -19,8 +19,9 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__: list[str] = []
+__all__ = ["find_profile"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,32 @@ class StoredRun:
     @property
     def batch(self) -> int:
         return self.input_shape[0]
+
+
+def find_profile(model: Any, sample: Any, *, loss_fn: Callable[..., object] | None = None) \
+        -> int | None:
+    """The run id of the newest stored profile of ``model`` taken with ``sample``'s shape,
+    or None: what ``chainplan.profile(model, sample, loss_fn=loss_fn)`` would measure
+    again. Planning from it instead of profiling anew makes the same launch give the same
+    plan (a profile taken on a busy machine differs from the last one).
+
+    A run matches when its model signature (module tree, parameter and buffer names,
+    shapes and dtypes, device, torch version), compute dtype, loss (by name) and input
+    shape are the ones given.
+    """
+    import torch
+
+    from chainplan.profiler.run import compute_dtype
+    from chainplan.profiler.signature import model_signature
+
+    if not isinstance(sample, torch.Tensor):
+        raise TypeError(f"find_profile() takes the sample input tensor "
+                        f"(got {type(sample).__name__})")
+    runs = stored_runs(signature=model_signature(model, sample.device),
+                       dtype=compute_dtype(model, sample), device=str(sample.device),
+                       torch_version=torch.__version__, loss=loss_name(loss_fn))
+    run, _ = choose(runs, tuple(sample.shape), rescale=False)
+    return run.run_id if run is not None else None
 
 
 def loss_name(loss_fn: Callable[..., object] | None) -> str:
@@ -55,17 +82,23 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
     A run qualifies when its signature, compute dtype, device and torch version are these,
     its loss stage has this name (so its loss cost is the one trained with), its call
     signature is ``call_signature`` when one is given, and every stage has its saved size
-    measured (``chainplan.record`` profiles may lack it).
+    measured (``chainplan.record`` profiles may lack it). A profile of towers joined at the
+    loss does not qualify: its input shape is the first tower's only, and the others' (a
+    text length) matter as much.
     """
     from chainplan import _bind
+    from chainplan.errors import NotFoundError
 
-    if not Path(_bind.db_path()).exists():
-        return []  # nothing stored yet (reading would not create the database)
-    rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
-                      torch_version=torch_version, loss_name=loss, saved_measured=True,
-                      call_signature=call_signature)
+    try:
+        rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
+                          torch_version=torch_version, loss_name=loss, saved_measured=True,
+                          call_signature=call_signature)
+    except NotFoundError:
+        return []  # nothing stored yet (reading does not create the database)
     out = []
     for row in rows:
+        if row.get("towers"):
+            continue
         shape = tuple(int(d) for d in row["input_shape"])
         if shape:  # a run without its input shape cannot be matched to an input
             out.append(StoredRun(int(row["run_id"]), shape))

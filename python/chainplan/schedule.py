@@ -17,14 +17,17 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
 from chainplan.offloading import Offload
+from chainplan.towerplan import Multichain
 
 if TYPE_CHECKING:
     from torch import nn
 
 __all__ = ["Candidate", "Op", "Plan", "OpKind"]
 
-OpKind = Literal["F_all", "F_ck", "F_none", "B"]
+OpKind = Literal["F_all", "F_ck", "F_none", "B", "free_grad"]
 _KINDS: tuple[str, ...] = ("F_all", "F_ck", "F_none", "B")
+# A multichain plan also drops the gradient of a tower's input (chainplan.towerplan).
+_TOWER_KINDS: tuple[str, ...] = (*_KINDS, "free_grad")
 
 
 @dataclass(frozen=True)
@@ -34,18 +37,29 @@ class Op:
     Attributes:
         kind: ``F_all`` (forward recording the graph), ``F_ck`` (forward without graph,
             input kept), ``F_none`` (forward without graph, input freed) or ``B``
-            (backward).
-        stage: 1-based stage index; the loss is stage L+1.
+            (backward); in a multichain plan also ``free_grad`` (drop the gradient of a
+            tower's input).
+        stage: 1-based stage index; the loss is stage L+1. In a multichain plan, the stage
+            within the branch, and 0 for the joint loss and ``free_grad``.
         option: on an ``F_all``, the stage's operation-level option (1, 2, ...: its first
             forward keeps what the option keeps and the rest is recomputed right before
             its backward; :attr:`Plan.choices` says what); 0, the default, keeps everything.
+            Multichain plans run none.
+        branch: in a multichain plan, the tower (1..K; 0 for the joint loss); else 0.
     """
 
     kind: OpKind
     stage: int
     option: int = 0
+    branch: int = 0
 
     def __str__(self) -> str:
+        if self.kind == "free_grad":
+            return f"free_grad {self.branch}"
+        if self.stage == 0:
+            return f"{self.kind} loss"
+        if self.branch:
+            return f"{self.kind} {self.branch}.{self.stage}"
         if self.option:
             return f"{self.kind} {self.stage}/{self.option}"
         return f"{self.kind} {self.stage}"
@@ -101,6 +115,8 @@ class Plan:
         choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
             the positions of the nodes of the stage's captured graph that its first
             forward keeps (docs/formats-schedule.md); empty for other plans.
+        multichain: for a plan of towers joined at the loss (the ``multichain``
+            algorithms), its section: the operations then name their branch; else None.
     """
 
     algo: str
@@ -120,10 +136,14 @@ class Plan:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     chain_json: str | None = field(default=None, compare=False, repr=False)
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    multichain: Multichain | None = None
 
     @property
     def num_stages(self) -> int:
-        """L, the number of stages without the loss."""
+        """L, the number of stages without the loss (all towers' stages for a multichain
+        plan)."""
+        if self.multichain is not None:
+            return sum(self.multichain.lengths(self.sequence))
         return max(op.stage for op in self.sequence) - 1
 
     @classmethod
@@ -146,9 +166,14 @@ class Plan:
         f = Fields(doc)
         if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
-        ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1),
-                       o.integer("option", 0, low=0))
-                    for o in f.objects("sequence"))
+        towers = f.object("multichain")
+        if towers is None:
+            ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1),
+                           o.integer("option", 0, low=0))
+                        for o in f.objects("sequence"))
+        else:
+            ops = tuple(Op(cast(OpKind, o.choice("op", _TOWER_KINDS)), o.integer("stage", low=0),
+                           branch=o.integer("branch", low=0)) for o in f.objects("sequence"))
         if not ops:
             raise ScheduleError("plan has an empty sequence")
         num_stages = max(op.stage for op in ops) - 1
@@ -178,6 +203,7 @@ class Plan:
             chain_json=chain_json,
             choices={c.integer("stage", low=1): tuple(c.integers("keep"))
                      for c in f.objects("options")},
+            multichain=None if towers is None else Multichain.from_fields(towers),
         )
 
     def validate(self) -> None:
@@ -187,9 +213,15 @@ class Plan:
         loss comes right before its backward, and an :attr:`offload` section fits the
         sequence (:meth:`~chainplan.offloading.Offload.check`).
 
+        A multichain plan follows the rules of
+        :meth:`chainplan.towerplan.Multichain.validate` instead.
+
         Raises:
             ScheduleError: naming the first operation that breaks a rule.
         """
+        if self.multichain is not None:
+            self.multichain.validate(self.sequence)
+            return
         n = self.num_stages + 1
         expected = n
         for i, op in enumerate(self.sequence):
@@ -216,7 +248,8 @@ class Plan:
         ``model`` must be the chain the plan was made for (same stages, in order). The
         returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters; a
         plan with an :attr:`offload` section gets an
-        :class:`~chainplan.executors.OffloadedChain`. The same as
+        :class:`~chainplan.executors.OffloadedChain`, a :attr:`multichain` plan a view of the
+        model running a :class:`~chainplan.towers.executor.TowersPlan`. The same as
         :func:`chainplan.executors.wrap`, which this imports only when called (the
         executors need torch, this module does not).
         """

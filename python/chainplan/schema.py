@@ -23,8 +23,8 @@ import pyarrow.ipc as ipc
 
 from chainplan.errors import SchemaError
 
-__all__ = ["FORMAT", "SCHEMA", "ProfileRow", "ProfileMetadata", "read_rows", "write_profile",
-           "signature", "file_stem"]
+__all__ = ["FORMAT", "SCHEMA", "PARALLEL_COLUMNS", "PARALLEL_REVISION", "ProfileRow",
+           "ProfileMetadata", "read_rows", "write_profile", "signature", "file_stem"]
 
 FORMAT = "chainplan.profile/v1"
 
@@ -48,6 +48,18 @@ SCHEMA = pa.schema([
     pa.field("recompute_tmp_bytes", pa.int64()),
     pa.field("options_json", pa.string()),
 ])
+
+# The parallel fields (docs/formats.md, "Parallel fields"): optional columns a reader that
+# does not know them ignores; written only when a row has one (profiler/parallel.go).
+PARALLEL_REVISION = "1"
+PARALLEL_COLUMNS = [
+    pa.field("in_shape", pa.string()),          # JSON array, batch first
+    pa.field("out_shape", pa.string()),
+    pa.field("weight_count", pa.int64()),       # parameter elements that are not biases
+    pa.field("bias_count", pa.int64()),
+    pa.field("modules_json", pa.string()),      # the stage's convolutions and linear layers
+    pa.field("batch_times_json", pa.string()),  # this row's times at other batch sizes
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +90,12 @@ class ProfileRow:
     recompute_time_s: float | None = None
     recompute_tmp_bytes: int | None = None
     options_json: str | None = None
+    in_shape: str | None = None
+    out_shape: str | None = None
+    weight_count: int | None = None
+    bias_count: int | None = None
+    modules_json: str | None = None
+    batch_times_json: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,7 +117,8 @@ class ProfileMetadata:
     created_at: _dt.datetime = dataclasses.field(
         default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     host: str = dataclasses.field(default_factory=socket.gethostname)
-    #: Optional keys written after the required ones (``call_signature``, docs/formats.md).
+    #: Optional keys written after the required ones (``call_signature``, the parallel
+    #: fields' revision, the optimizer's; docs/formats.md).
     extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     def as_dict(self) -> dict[str, str]:
@@ -122,7 +141,7 @@ class ProfileMetadata:
             "reps": str(self.reps),
             "created_at": created.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
             "host": self.host,
-            **{k: v for k, v in self.extra.items() if k != "format"},
+            **{k: str(v) for k, v in self.extra.items() if k != "format"},
         }
 
 
@@ -159,7 +178,8 @@ def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str,
     if meta.get("format") != FORMAT:
         raise SchemaError(f"{str(path)!r} is not a {FORMAT} profile")
     cols = table.to_pydict()
-    names = [f.name for f in dataclasses.fields(ProfileRow)]
+    names = [f.name for f in dataclasses.fields(ProfileRow) if f.name in cols]
+    # The parallel columns are optional: a file without them reads with their defaults.
     rows = [ProfileRow(**{n: cols[n][i] for n in names}) for i in range(table.num_rows)]
     return rows, meta
 
@@ -195,15 +215,18 @@ def write_profile(path: str | os.PathLike[str], rows: Iterable[ProfileRow],
     rows = list(rows)
     if not rows:
         raise SchemaError("a profile needs at least one row")
-    cols: dict[str, list[object]] = {f.name: [] for f in SCHEMA}
+    schema = SCHEMA
+    if any(getattr(r, f.name) is not None for r in rows for f in PARALLEL_COLUMNS):
+        schema = pa.schema([*SCHEMA, *PARALLEL_COLUMNS])
+    cols: dict[str, list[object]] = {f.name: [] for f in schema}
     for i, row in enumerate(rows):
-        for f in SCHEMA:
+        for f in schema:
             v = getattr(row, f.name)
             if isinstance(v, (int, float)) and not isinstance(v, bool) and (v < 0 or v != v):
                 raise SchemaError(f"row {i} ({row.stage_name}): {f.name} is {v!r}")
             cols[f.name].append(v)
     meta = metadata.as_dict() if isinstance(metadata, ProfileMetadata) else dict(metadata)
-    table = pa.table(cols, schema=SCHEMA.with_metadata(meta))
+    table = pa.table(cols, schema=schema.with_metadata(meta))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")

@@ -130,8 +130,9 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
     a point's budget with the default grid uses that budget's own, finer unit, and the
     sizes round differently, so its makespan may differ from the point's either way; the
     point's ``slots`` reproduce it. Likewise :func:`min_budget`, searched with each
-    budget's own unit, may lie a little on either side of the first point. With ``slots`` at
-    least the store-all peak in bytes every unit is one byte and all of them agree exactly.
+    budget's own unit, may lie a little on either side of the first point. With ``slots``
+    at least the store-all peak in bytes every unit is one byte and all of them agree
+    exactly.
 
     Args:
         source: what :func:`chainplan.plan` takes: a

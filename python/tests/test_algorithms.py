@@ -62,7 +62,7 @@ def test_go_planner_agrees(tmp_path: Path) -> None:
         {"name": "s", "fwd_time": 1, "bwd_time": 1, "out_bytes": 2, "saved_bytes": 2,
          "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0}]})
     for algo, req in [("Rotor", {}), ("rotor", {"segments": 2}), ("pofo", {}),
-                      ("rotor", {"bandwidth": 1e9}), ("madpipe", {})]:
+                      ("rotor", {"bandwidth": 1e9}), ("madpipe", {}), ("gpipe", {})]:
         with pytest.raises(PlanError) as py:
             check_algorithm(algo, segments=int(req.get("segments", 0)),
                             bandwidth="bandwidth" in req)
@@ -71,8 +71,8 @@ def test_go_planner_agrees(tmp_path: Path) -> None:
         words = re.split(r" \(|: ", str(py.value))[0]
         assert words in str(go.value), (py.value, go.value)
     for algo in algorithms():
-        if algorithms()[algo].family == "pipeline":
-            continue  # planned by pipeline_plan, not solve
+        if algorithms()[algo].family in ("pipeline", "parallel", "simulation"):
+            continue  # planned by pipeline_plan, advise and search3d, or simulated by pipesim
         req = {"algo": algo, "min_budget": True}
         if "bandwidth" in algorithms()[algo].needs:
             req["bandwidth"] = 1e9

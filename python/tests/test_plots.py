@@ -148,7 +148,7 @@ def test_pipeline_plan_plots_its_gantt_chart(tmp_path: Path) -> None:
     words = texts(pp.plot(out, periods=2))
     # B of stage 0 runs one period late (shift 1): its mini-batches start at 0, the
     # others' at 1, over two periods.
-    assert {"GPU 0", "GPU 1", "link 0-1", "F1", "F2", "B0", "B1"} <= set(words)
+    assert {"device 0", "device 1", "link 0-1", "F1", "F2", "B0", "B1"} <= set(words)
     assert "F3" not in words and "F0" not in words
     assert out.read_text() == pp.plot(periods=2)
     assert pp._repr_svg_() == pp.plot()

@@ -28,7 +28,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 # The writer's own schema: the files here have exactly the columns and types that
 # chainplan.profile() writes, so the Go reader is tested against the real thing.
 sys.path.insert(0, str(HERE.parents[1] / "python"))
-from chainplan.schema import FORMAT, SCHEMA  # noqa: E402
+from chainplan.schema import FORMAT, PARALLEL_COLUMNS, PARALLEL_REVISION, SCHEMA  # noqa: E402
 
 
 def metadata(
@@ -136,6 +136,56 @@ def resnet_columns() -> tuple[dict[str, list], dict]:
     return cols, chain
 
 
+def conv(name: str, c: int, f: int, k: int, s: int, p: int, i: list[int], o: list[int],
+         bias: bool = False) -> dict:
+    """One module of modules_json: a Conv2d as chainplan.profile() records it."""
+    return {"name": name, "type": "Conv2d", "in_shape": i, "out_shape": o, "in_channels": c,
+            "out_channels": f, "kernel": [k, k], "stride": [s, s], "padding": [p, p],
+            "weight_count": c * f * k * k, "bias_count": f if bias else 0, "groups": 1}
+
+
+def parallel_columns(cols: dict[str, list]) -> dict[str, list]:
+    """The parallel fields (docs/formats.md) of resnet_columns' rows: shapes, counts, the
+    convolutions and the linear layer, and per row the times at batch 2 and 16 (the batch-8
+    time scaled by (b/8)^0.8: smaller batches run less efficiently per sample)."""
+    b = 8
+    shapes = [[b, 3, 64, 64], [b, 64, 32, 32], [b, 64, 32, 32], [b, 128, 16, 16],
+              [b, 256, 8, 8], [b, 512, 4, 4], [b, 1000]]
+    mods = [
+        [conv("conv1", 3, 64, 7, 2, 3, shapes[0], shapes[1])],
+        [conv("layer1.0.conv1", 64, 64, 3, 1, 1, shapes[1], shapes[2]),
+         conv("layer1.0.conv2", 64, 64, 3, 1, 1, shapes[2], shapes[2])],
+        [conv("layer2.0.conv1", 64, 128, 3, 2, 1, shapes[2], shapes[3]),
+         conv("layer2.0.conv2", 128, 128, 3, 1, 1, shapes[3], shapes[3]),
+         conv("layer2.0.downsample", 64, 128, 1, 2, 0, shapes[2], shapes[3])],
+        [conv("layer3.0.conv1", 128, 256, 3, 2, 1, shapes[3], shapes[4]),
+         conv("layer3.0.conv2", 256, 256, 3, 1, 1, shapes[4], shapes[4])],
+        [conv("layer4.0.conv1", 256, 512, 3, 2, 1, shapes[4], shapes[5]),
+         conv("layer4.0.conv2", 512, 512, 3, 1, 1, shapes[5], shapes[5])],
+        [{"name": "fc", "type": "Linear", "in_shape": [b, 512], "out_shape": [b, 1000],
+          "in_channels": 512, "out_channels": 1000, "weight_count": 512000, "bias_count": 1000}],
+    ]
+    out: dict[str, list] = {f.name: [] for f in PARALLEL_COLUMNS}
+    for i, k in enumerate(cols["stage_index"]):
+        if cols["stage_kind"][i] != "stage":
+            for f in PARALLEL_COLUMNS:
+                out[f.name].append(None)
+            continue
+        m = mods[k - 1]
+        params = cols["param_bytes"][i] // 4
+        biases = 2 * shapes[k][1] if k < 6 else 1000  # batch-norm shifts; fc's bias
+        out["in_shape"].append(json.dumps(shapes[k - 1]))
+        out["out_shape"].append(json.dumps(shapes[k]))
+        out["weight_count"].append(params - biases)
+        out["bias_count"].append(biases)
+        out["modules_json"].append(json.dumps(m))
+        f, w = cols["fwd_time_s"][i], cols["bwd_time_s"][i]
+        out["batch_times_json"].append(json.dumps({
+            "batch_sizes": [2, 16], "fwd_time_s": [f * (2 / 8) ** 0.8, f * (16 / 8) ** 0.8],
+            "bwd_time_s": [w * (2 / 8) ** 0.8, w * (16 / 8) ** 0.8]}))
+    return out
+
+
 def table(cols: dict[str, list], md: dict[str, str], schema: pa.Schema = SCHEMA) -> pa.Table:
     """Build a table from columns with the given metadata."""
     return pa.Table.from_pydict(cols, schema=schema).replace_schema_metadata(md)
@@ -188,6 +238,12 @@ def main() -> None:
         }
     ).replace_schema_metadata({**md, "writer": "generate.py"})
     write_file(HERE / "resnet_narrow.arrow", narrow)
+    # The parallel fields: the same rows with the optional columns and keys (an optimizer).
+    par = {**cols, **parallel_columns(cols)}
+    pmd = {**md, "parallel_fields": PARALLEL_REVISION, "optimizer": "Adam",
+           "optimizer_step_time_s": "0.004", "optimizer_state_bytes": str(2 * 27_164_832)}
+    write_file(HERE / "resnet_parallel.arrow",
+               table(par, pmd, pa.schema([*SCHEMA, *PARALLEL_COLUMNS])), compression="zstd")
     (HERE / "resnet.chain.json").write_text(json.dumps(chain, indent=2) + "\n")
 
     # What chainplan.record(model) writes: per-step times and output sizes, no saved or

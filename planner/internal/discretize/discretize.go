@@ -94,3 +94,33 @@ func (d *Chain) SumTime() float64 {
 
 // Grad returns δ_ℓ, the size of the gradient of a_ℓ, which equals a_ℓ (δ_N = 0).
 func (d *Chain) Grad(l int) int64 { return d.A[l] }
+
+// Sub returns layers s..t of c (1 ≤ s ≤ t ≤ L) as a chain of N = t−s+1 stages in exact
+// bytes, layer s first, with a_0 = a_{s−1}: a pipeline stage's part of the chain. It has no
+// loss: its last stage is layer t, whose output a_t (and gradient δ_t) keep their size.
+// It panics when s..t is not a range of c's layers.
+func Sub(c *chainplan.Chain, s, t int) *Chain {
+	if s < 1 || t < s || t > len(c.Stages) {
+		panic("discretize: sub-chain out of the chain's layers")
+	}
+	n := t - s + 1
+	d := &Chain{
+		N: n, Unit: 1,
+		UF: make([]float64, n+1), UB: make([]float64, n+1),
+		A: make([]int64, n+1), ABar: make([]int64, n+1),
+		OF: make([]int64, n+1), OB: make([]int64, n+1),
+	}
+	if s > 1 {
+		d.A[0] = c.Stages[s-2].OutBytes
+	} else {
+		d.A[0] = c.InputBytes
+	}
+	d.ABar[0] = d.A[0]
+	for k := 1; k <= n; k++ {
+		st := c.Stages[s+k-2]
+		d.UF[k], d.UB[k] = st.FwdTime, st.BwdTime
+		d.A[k], d.ABar[k] = st.OutBytes, st.SavedBytes
+		d.OF[k], d.OB[k] = st.FwdTmpBytes, st.BwdTmpBytes
+	}
+	return d
+}

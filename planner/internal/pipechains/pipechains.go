@@ -41,7 +41,9 @@ func Costs(cost ...float64) *chainplan.Chain {
 
 // Random returns a seeded random chain of l layers: times in [0.1, 2), outputs and
 // weights in [0, 100) bytes, saved bytes between the output and four times it, the input
-// in [0, 100). Some outputs and weights are 0, some layers much heavier than the others.
+// in [0, 100), temporaries in [0, 50) (a third of them 0), and a loss with times and
+// temporaries of the same kind. Some outputs and weights are 0, some layers much heavier
+// than the others.
 func Random(rng *rand.Rand, l int) *chainplan.Chain {
 	c := &chainplan.Chain{Format: chainplan.ChainFormat, InputBytes: rng.Int64N(100)}
 	for range l {
@@ -54,7 +56,18 @@ func Random(rng *rand.Rand, l int) *chainplan.Chain {
 			s.FwdTime, s.BwdTime = 4*s.FwdTime, 4*s.BwdTime
 		}
 		s.SavedBytes = s.OutBytes + rng.Int64N(3*s.OutBytes+1)
+		s.FwdTmpBytes, s.BwdTmpBytes = tmp(rng), tmp(rng)
 		c.Stages = append(c.Stages, s)
 	}
+	c.Loss = chainplan.Loss{FwdTime: 0.1 * rng.Float64(), BwdTime: 0.1 * rng.Float64(),
+		FwdTmpBytes: tmp(rng), BwdTmpBytes: tmp(rng)}
 	return c
+}
+
+// tmp draws a temporary size: 0 one time in three, else in [0, 50).
+func tmp(rng *rand.Rand) int64 {
+	if rng.IntN(3) == 0 {
+		return 0
+	}
+	return rng.Int64N(50)
 }

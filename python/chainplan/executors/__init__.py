@@ -39,10 +39,17 @@ def wrap(plan: Plan, model: nn.Module) -> nn.Module:
         ``planned(view).plan`` is the plan, ``planned(view).executor(*args)`` the
         executor of calls like these.
 
+        For a plan of towers joined at the loss (``plan.multichain``), the view runs a
+        :class:`~chainplan.towers.executor.TowersPlan`.
+
     Raises:
         ScheduleError: the plan is malformed or is for another number of stages.
     """
     model = plain_model(model)
+    if plan.multichain is not None:
+        from chainplan.towers.executor import TowersPlan
+
+        return planned_view(model, TowersPlan(model, plan))
     if isinstance(model, nn.Sequential):
         from chainplan.executors.declared import DeclaredPlan
 

@@ -15,14 +15,14 @@ number of processes, so a pipeline's gradients can be compared with one process'
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import torch
 from torch import nn
 
-__all__ = ["StageBlock", "layer_seed", "run_layers"]
+__all__ = ["MicrobatchContext", "StageBlock", "contiguous_grad", "layer_seed", "run_layers"]
 
 
 def layer_seed(seed: int, step: int, microbatch: int, layer: int) -> int:
@@ -63,6 +63,12 @@ def run_layers(layers: Iterable[nn.Module], x: torch.Tensor, *, first: int,
     return x
 
 
+def contiguous_grad(x: torch.Tensor) -> torch.Tensor:
+    """``x``, whose gradient is made contiguous in the backward (it is sent to a rank)."""
+    out: torch.Tensor = _ContiguousGrad.apply(x)
+    return out
+
+
 class _ContiguousGrad(torch.autograd.Function):
     """Identity whose backward makes the gradient contiguous (it is sent to another rank)."""
 
@@ -75,6 +81,15 @@ class _ContiguousGrad(torch.autograd.Function):
         return grad.contiguous()
 
 
+#: What a block enters around the operations of micro-batch ``b`` (the side values of a
+#: model cut from its graph, :meth:`chainplan.pipeline.layers.ModelLayers.side`).
+MicrobatchContext = Callable[[int], AbstractContextManager[None]]
+
+
+def _no_context(_: int) -> AbstractContextManager[None]:
+    return nullcontext()
+
+
 class StageBlock(nn.Module):
     """Layers ``first..`` of the chain, run in order: one stage of a pipeline plan.
 
@@ -84,25 +99,32 @@ class StageBlock(nn.Module):
     Args:
         layers: the stage's layers, in order.
         first: the chain number (1-based) of the first of them.
+        context: entered around the layers' forward of each micro-batch (default: none).
 
     Attributes:
         seed: the seed of :func:`layer_seed`, or None to leave randomness to the process's
             generator.
         step: the optimizer step being run (set by the runner).
         microbatch: the micro-batch being run (set around each forward by the runner).
+        inference: whether the forward being run is torch's shape inference, not a step's
+            (set with ``microbatch``).
     """
 
-    def __init__(self, layers: Sequence[nn.Module], first: int) -> None:
+    def __init__(self, layers: Sequence[nn.Module], first: int,
+                 context: MicrobatchContext = _no_context) -> None:
         super().__init__()
         self.layers = nn.ModuleList(layers)
         self.first = first
+        self.context = context
         self.seed: int | None = None
         self.step = 0
         self.microbatch = 0
+        self.inference = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.requires_grad:
             x = _ContiguousGrad.apply(x)
-        out = run_layers(self.layers, x, first=self.first, seed=self.seed, step=self.step,
-                         microbatch=self.microbatch)
+        with self.context(self.microbatch):
+            out = run_layers(self.layers, x, first=self.first, seed=self.seed, step=self.step,
+                             microbatch=self.microbatch)
         return out.contiguous()

@@ -7,12 +7,15 @@ read from the forward start times of the rank's stages in the plan's steady peri
 runs, one micro-batch per period, so the time between consecutive forwards of a stage is the
 measured period, the quantity the plan's ``period`` predicts.
 
-Peak memory is what the plan's ``memory_per_gpu`` predicts: weights, gradients, boundary
-buffers and activations of the rank's stages. On CUDA it is the device's peak of allocated
-memory over a step; on the CPU, which has no allocator counter, the parameters' and
-buffers' bytes of the rank's stages plus the peak allocated above them during a step
+Peak memory is what the plan's ``memory_per_gpu`` predicts: weights, gradients, optimizer
+state, boundary buffers, the activations of the rank's stages and what its operations hold
+while they run. On CUDA it is the device's peak of allocated memory over a step; on the CPU,
+which has no allocator counter, the parameters' and buffers' bytes of the rank's stages
+(and the optimizer's state for them) plus the peak allocated above them during a step
 (:class:`~chainplan.profiler.memory.MemoryProbe`; gradients are released before the step,
-so they are allocated inside it).
+so they are allocated inside it). Each rank's peak is checked against the plan: above
+``memory_bytes`` (the device) a :class:`MemoryWarning` names the rank; an optimizer whose
+state the plan's ``weight_copies`` does not cover is named too.
 
 The database keeps one ``executions`` row per rank. A pipeline plan's row in ``plans`` has
 the period in ``makespan_s`` and the memory per device in ``budget_bytes``, so the measured
@@ -25,20 +28,35 @@ go in ``metadata_json``; docs/pipeline.md lists the fields.
 
 from __future__ import annotations
 
+import itertools
 import math
+import socket
 import statistics
+import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from chainplan import _bind
+from chainplan.errors import ChainplanWarning
 from chainplan.pipeline.order import steady_microbatches
 from chainplan.pipeline.plan import PipelinePlan
 
-__all__ = ["LossFn", "PipelineExecution", "RankMeasure", "record", "steady_time"]
+if TYPE_CHECKING:
+    from chainplan.pipeline.runner import PipelineRunner
+
+__all__ = ["LossFn", "MemoryWarning", "PipelineExecution", "RankMeasure", "measure_runner",
+           "record", "steady_time"]
 
 LossFn = Callable[..., torch.Tensor]
+
+
+class MemoryWarning(ChainplanWarning):
+    """A rank's measured peak is above the plan's memory, or its optimizer keeps more
+    copies of the weights than the plan counted."""
 
 
 @dataclass(frozen=True)
@@ -93,17 +111,32 @@ class PipelineExecution:
     ranks: tuple[RankMeasure, ...]
     execution_ids: tuple[int, ...] = ()
 
+    memory_bytes: int = 0
+
     @property
     def peak_bytes(self) -> int:
         """The largest rank's peak memory (bytes)."""
         return max(r.peak_bytes for r in self.ranks)
+
+    @property
+    def fits(self) -> bool:
+        """Whether every rank's measured peak is within the plan's memory per device."""
+        return all(r.peak_bytes <= self.memory_bytes for r in self.ranks) \
+            if self.memory_bytes else True
+
+    @property
+    def within_prediction(self) -> bool:
+        """Whether every rank's measured peak is within what the plan predicted for it
+        (``memory_per_gpu``)."""
+        return all(r.peak_bytes <= r.predicted_bytes for r in self.ranks)
 
     def __str__(self) -> str:
         lines = [f"{self.schedule}, {self.microbatches} micro-batches: step "
                  f"{self.step_time_s * 1e3:.2f} ms, {self.microbatch_time_s * 1e3:.3f} ms per "
                  f"micro-batch (plan: period {self.predicted_period_s * 1e3:.3f} ms)"]
         lines += [f"  rank {r.rank}: peak {r.peak_bytes / 2**20:.1f} MiB (plan "
-                  f"{r.predicted_bytes / 2**20:.1f} MiB), stages {list(r.stages)}"
+                  f"{r.predicted_bytes / 2**20:.1f} MiB, "
+                  f"{r.peak_bytes / max(r.predicted_bytes, 1):.2f}x), stages {list(r.stages)}"
                   for r in self.ranks]
         return "\n".join(lines)
 
@@ -160,3 +193,118 @@ def record(plan: PipelinePlan, ex: PipelineExecution) -> tuple[int, ...]:
                          for k, v in meta.items()},
         }))
     return tuple(ids)
+
+
+def _state_bytes(optimizer: torch.optim.Optimizer | None, params: Sequence[torch.Tensor]) -> int:
+    """Bytes of the optimizer's state for ``params`` (momentum, Adam's moments)."""
+    if optimizer is None:
+        return 0
+    mine = {id(p) for p in params}
+    return sum(t.numel() * t.element_size() for p, st in optimizer.state.items()
+               if id(p) in mine for t in st.values() if isinstance(t, torch.Tensor))
+
+
+def _warm_up(runner: PipelineRunner, step: Callable[[], Any],
+             optimizer: torch.optim.Optimizer | None) -> None:
+    """One step before the measured one. On the CPU it runs under a probe too: the CPU
+    allocator reports the frees of blocks a probe saw allocated, and the measured step frees
+    what this one left (its last micro-batches' tensors, the optimizer's first state), which
+    an unseen block's free would leave counted (profiler/memory.py)."""
+    if runner.device.type == "cuda":
+        step()
+        if optimizer is not None:
+            optimizer.step()
+        return
+    from chainplan.profiler.memory import MemoryProbe
+
+    with MemoryProbe(device=runner.device):
+        step()
+        if optimizer is not None:
+            optimizer.step()
+
+
+def _peak_step(runner: PipelineRunner, step: Callable[[], Any],
+               optimizer: torch.optim.Optimizer | None) -> int:
+    """One step's peak memory on this rank (module docstring)."""
+    device = runner.device
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        if optimizer is not None:
+            optimizer.step()
+        torch.cuda.synchronize(device)
+        return int(torch.cuda.max_memory_allocated(device))
+    from chainplan.profiler.memory import MemoryProbe
+
+    params = list(runner.parameters())
+    resident = sum(t.numel() * t.element_size() for block in runner.blocks.values()
+                   for t in itertools.chain(block.parameters(), block.buffers()))
+    resident += _state_bytes(optimizer, params)
+    for block in runner.blocks.values():
+        block.zero_grad(set_to_none=True)
+    with MemoryProbe(device=device) as probe:
+        step()
+        if optimizer is not None:
+            optimizer.step()
+    return resident + int(probe.peak_bytes)
+
+
+def _check(plan: PipelinePlan, ex: PipelineExecution, optimizer: torch.optim.Optimizer | None,
+           params: Sequence[torch.Tensor]) -> None:
+    """Warn about a rank above the plan's memory and an optimizer the plan did not count."""
+    over = [r for r in ex.ranks if plan.memory_bytes and r.peak_bytes > plan.memory_bytes]
+    if over:
+        named = ", ".join(f"rank {r.rank} peaked at {r.peak_bytes} bytes" for r in over)
+        warnings.warn(f"{named}, above the plan's {plan.memory_bytes} bytes per device: plan "
+                      f"with headroom= (a share of the memory kept free) or more memory",
+                      MemoryWarning, stacklevel=3)
+    weights = sum(p.numel() * p.element_size() for p in params)
+    if optimizer is not None and weights:
+        extra = round(_state_bytes(optimizer, params) / weights)
+        if 2 + extra > plan.weight_copies:
+            warnings.warn(f"the optimizer keeps {extra} cop{'y' if extra == 1 else 'ies'} of the "
+                          f"weights besides the weights and their gradients, but the plan counts "
+                          f"{plan.weight_copies} copies in all: plan with weight_copies="
+                          f"{2 + extra}", MemoryWarning, stacklevel=3)
+
+
+def measure_runner(runner: PipelineRunner, step: Callable[[], Any], *, steps: int,
+                   store: bool, optimizer: torch.optim.Optimizer | None) -> PipelineExecution:
+    """Measure ``runner`` (see :meth:`PipelineRunner.measure
+    <chainplan.pipeline.runner.PipelineRunner.measure>`): ``step`` runs one step of it."""
+    import torch.distributed as dist
+
+    from chainplan.pipeline.runner import sync
+
+    plan = runner.plan
+    _warm_up(runner, step, optimizer)
+    peak = _peak_step(runner, step, optimizer)
+    times, mb_times = [], []
+    for _ in range(steps):
+        dist.barrier(group=runner.group)
+        t0 = time.perf_counter()
+        step()
+        sync(runner.device)
+        times.append(time.perf_counter() - t0)
+        mb_times.append(steady_time(plan, runner.microbatches, runner.forward_starts,
+                                    list(runner.blocks)) if runner.plan_order else math.nan)
+    mine = RankMeasure(runner.rank, str(runner.device), socket.gethostname(),
+                       tuple(runner.blocks), statistics.median(times),
+                       statistics.median(mb_times), peak, plan.memory_per_gpu[runner.rank])
+    gathered: list[Any] = [None] * runner.world
+    dist.all_gather_object(gathered, mine, group=runner.group)
+    ranks = tuple(gathered)
+    steady = [r.microbatch_time_s for r in ranks if not math.isnan(r.microbatch_time_s)]
+    ex = PipelineExecution(runner.schedule, runner.microbatches, steps,
+                           max(r.step_time_s for r in ranks),
+                           statistics.median(steady) if steady else math.nan,
+                           plan.period, ranks, memory_bytes=plan.memory_bytes)
+    ids: list[Any] = [()]
+    if runner.rank == 0 and store and plan.plan_id is not None:
+        ids = [record(plan, ex)]
+    dist.broadcast_object_list(ids, src=0, group=runner.group)
+    _check(plan, ex, optimizer, list(runner.parameters()))
+    return PipelineExecution(ex.schedule, ex.microbatches, ex.steps, ex.step_time_s,
+                             ex.microbatch_time_s, ex.predicted_period_s, ex.ranks,
+                             tuple(ids[0]), memory_bytes=plan.memory_bytes)

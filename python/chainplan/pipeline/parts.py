@@ -15,8 +15,10 @@ from typing import Literal, cast
 
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
+from chainplan.schedule import Op, OpKind
 
-__all__ = ["Link", "OpName", "PatternOp", "PlanStage", "read_pattern", "read_stages"]
+__all__ = ["Link", "OpName", "PatternOp", "PlanStage", "Recompute", "read_pattern",
+           "read_stages"]
 
 #: ``F``/``B``: forward/backward of a stage on its device; ``CF``/``CB``: the transfer of
 #: the stage's output to the next stage and of its gradient back, on the link between them.
@@ -25,6 +27,24 @@ _OPS: tuple[str, ...] = ("F", "B", "CF", "CB")
 # Pattern times are sums of measured floats: a start equal to the period, or a duration
 # above it, by a few ulps is the planner's rounding, not a bad plan.
 _REL_TOL = 1e-9
+
+
+_STEPS: tuple[str, ...] = ("F_all", "F_ck", "F_none", "B")
+
+
+@dataclass(frozen=True)
+class Recompute:
+    """How a stage that keeps only its input recomputes in its backward (docs/pipeline.md,
+    "Checkpointing inside stages").
+
+    Attributes:
+        budget_bytes: the memory its backward may use above the stage input (bytes).
+        sequence: the rotor sequence it runs when its output's gradient arrives, its
+            layers numbered from 1 (``F_all``, ``F_ck``, ``F_none``, ``B``).
+    """
+
+    budget_bytes: int
+    sequence: tuple[Op, ...]
 
 
 @dataclass(frozen=True)
@@ -36,12 +56,15 @@ class PlanStage:
         first: its first layer, 1-based as in the chain file.
         last: its last layer, inclusive.
         gpu: the 0-based device (rank) that runs it.
+        recompute: None when the stage records its graph in its forward; else how its
+            backward recomputes.
     """
 
     index: int
     first: int
     last: int
     gpu: int
+    recompute: Recompute | None = None
 
     @property
     def layers(self) -> range:
@@ -103,8 +126,27 @@ def read_stages(f: Fields, gpus: int) -> tuple[PlanStage, ...]:
         gpu = s.integer("gpu", low=0)
         if gpu >= gpus:
             raise ScheduleError(f"{s.path('gpu')}: want a GPU below gpus ({gpus}) (got {gpu})")
-        out.append(PlanStage(k, first, last, gpu))
+        out.append(PlanStage(k, first, last, gpu, _read_recompute(s, last - first + 1)))
     return tuple(out)
+
+
+def _read_recompute(s: Fields, layers: int) -> Recompute | None:
+    """A stage's ``recompute`` object, its sequence's stages within the stage's layers."""
+    r = s.object("recompute")
+    if r is None:
+        return None
+    budget = r.integer("budget_bytes", low=0)
+    seq = []
+    for o in r.objects("sequence"):
+        kind = cast(OpKind, o.choice("op", _STEPS))
+        k = o.integer("stage", low=1)
+        if k > layers:
+            raise ScheduleError(f"{o.path('stage')}: want a layer of the stage, 1..{layers} "
+                                f"(got {k})")
+        seq.append(Op(kind, k))
+    if not seq:
+        raise ScheduleError(f"{r.path('sequence')}: want the operations of the backward")
+    return Recompute(budget, tuple(seq))
 
 
 def read_pattern(f: Fields, stages: tuple[PlanStage, ...],

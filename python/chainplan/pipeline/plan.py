@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any, cast
 
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
-from chainplan.pipeline.parts import Link, OpName, PatternOp, PlanStage, read_pattern, read_stages
+from chainplan.pipeline.parts import (
+    Link,
+    OpName,
+    PatternOp,
+    PlanStage,
+    Recompute,
+    read_pattern,
+    read_stages,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -33,7 +41,7 @@ if TYPE_CHECKING:
     from chainplan.pipeline.measure import LossFn, PipelineExecution
     from chainplan.pipeline.runner import PipelineRunner
 
-__all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelinePlan", "PlanStage"]
+__all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelinePlan", "PlanStage", "Recompute"]
 
 #: The ``format`` every pipeline plan document carries.
 FORMAT = "chainplan.pipeline/v1"
@@ -50,13 +58,20 @@ class PipelinePlan:
         memory_bytes: the memory per device the plan was computed for (bytes).
         bandwidth: the link bandwidth the plan assumed (bytes per second).
         weight_copies: copies of the weights each device keeps (2: weights and
-            gradients, the synchronous executor's; optimizer state is not counted).
+            gradients, the synchronous executor's; one more per optimizer buffer).
         activation_model: how stored activations were counted (``input`` or ``saved``).
         period: T, the time between two micro-batches in the steady state.
         stages: the partition, in chain order.
         pattern: one period's operations.
         memory_per_gpu: the predicted peak memory of each device (bytes).
         contiguous: whether every device holds at most one stage.
+        temporaries: whether ``memory_per_gpu`` counts the operations' temporaries, the
+            gradients in flight and the loss (plans made before it existed did not).
+        headroom: the share of ``memory_bytes`` the plan leaves free.
+        checkpoint: whether stages could recompute (:attr:`PlanStage.recompute`).
+        sequential_time: one device running the chain, U(1,L) (0 when not recorded).
+        unconstrained_period: the period of the best contiguous plan without a memory
+            limit (0 when not recorded).
         microbatches: micro-batches per optimizer step, when the plan was made for a
             number of them (``pipeline_plan(microbatches=N)``); else None.
         plan_id: the id of the plan in the database, when stored there.
@@ -88,6 +103,11 @@ class PipelinePlan:
     memory_per_gpu: tuple[float, ...]
     contiguous: bool
     microbatches: int | None = None
+    temporaries: bool = False
+    headroom: float = 0.0
+    checkpoint: bool = False
+    sequential_time: float = 0.0
+    unconstrained_period: float = 0.0
     plan_id: int | None = None
     run_id: int | None = None
     layer_param_bytes: tuple[int, ...] | None = None
@@ -97,6 +117,26 @@ class PipelinePlan:
     fallback: str = ""
     notes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def speedup(self) -> float:
+        """The plan's speed-up over one device running the chain (``sequential_time /
+        period``); 0 when the plan does not record the sequential time."""
+        return self.sequential_time / self.period if self.sequential_time > 0 else 0.0
+
+    @property
+    def memory_cost(self) -> float:
+        """``unconstrained_period / period``: 1 when the memory limit costs nothing, 0.5
+        when the plan is twice as slow as the best contiguous plan without a limit; 0 when
+        not recorded."""
+        return self.unconstrained_period / self.period if self.unconstrained_period > 0 else 0.0
+
+    @property
+    def memory_limit(self) -> int:
+        """The memory each device's plan fits: ``memory_bytes·(1 − headroom)`` (bytes)."""
+        if not self.headroom:
+            return self.memory_bytes
+        return int(self.memory_bytes * (1 - self.headroom))
 
     @property
     def num_layers(self) -> int:
@@ -185,6 +225,10 @@ class PipelinePlan:
         memory_bytes = f.number("memory_bytes", 0.0)
         if memory_bytes < 0:
             raise ScheduleError(f"memory_bytes: want bytes ≥ 0 (got {memory_bytes!r})")
+        headroom = f.number("headroom", 0.0)
+        if not 0 <= headroom < 1:
+            raise ScheduleError(f"headroom: want a share of the memory in [0, 1) "
+                                f"(got {headroom!r})")
         return cls(
             algo=f.string("algo", ""),
             gpus=gpus,
@@ -198,6 +242,11 @@ class PipelinePlan:
             memory_per_gpu=memory,
             contiguous=contiguous,
             microbatches=mb,
+            temporaries=f.boolean("temporaries", False),
+            headroom=headroom,
+            checkpoint=f.boolean("checkpoint", False),
+            sequential_time=f.number("sequential_time", 0.0),
+            unconstrained_period=f.number("unconstrained_period", 0.0),
             plan_id=plan_id,
             run_id=run_id,
             layer_param_bytes=params,
@@ -244,7 +293,9 @@ class PipelinePlan:
     def plot(self, path: str | os.PathLike[str] | None = None, *, periods: int = 3) -> str:
         """Draw the plan as ``chainplan plot pipeline`` does: ``periods`` periods of its
         steady state, one lane per device and per link, each operation in its stage's
-        colour with its mini-batch number, and each device's memory against the limit. The
+        colour with its mini-batch number, and each device's memory against the limit; a
+        stored plan (``plan_id``) as ``--plan-id`` draws it, its lanes named after the device
+        its profile ran on and each rank's measured peak beside the predicted one. The
         picture is made by the Go side (``internal/plot``).
 
         Args:
@@ -265,7 +316,10 @@ class PipelinePlan:
 
         if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
             raise PlanError(f"periods must be a positive integer (got {periods!r})")
-        svg = _bind.plot_pipeline(self.to_json(), periods)
+        if self.plan_id is not None:
+            svg = _bind.plot_stored_pipeline(self.plan_id, periods)
+        else:
+            svg = _bind.plot_pipeline(self.to_json(), periods)
         return write_svg(path, svg)
 
     def _repr_svg_(self) -> str | None:
@@ -275,5 +329,11 @@ class PipelinePlan:
         return svg_or_none(self.plot)
 
     def __str__(self) -> str:
-        parts = [f"{s.first}-{s.last}@{s.gpu}" for s in self.stages]
-        return f"{self.algo} on {self.gpus} GPUs, period {self.period:g}: {' '.join(parts)}"
+        parts = [f"{s.first}-{s.last}@{s.gpu}{'*' if s.recompute else ''}" for s in self.stages]
+        text = f"{self.algo} on {self.gpus} GPUs, period {self.period:g}: {' '.join(parts)}"
+        if self.speedup:
+            text += f" ({self.speedup:.2f}x one device"
+            if self.memory_cost:
+                text += f", {self.memory_cost:.2f}x the best plan without a memory limit"
+            text += ")"
+        return text

@@ -12,13 +12,12 @@ This module never imports torch.
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainplan import _bind
+from chainplan import _bind, arguments
 from chainplan.errors import (
     ArgumentTypeError,
     MissingSolverWarning,
@@ -41,44 +40,63 @@ def _typed(value: object) -> str:
     return f"{value!r} ({type(value).__name__})"
 
 
-def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str,
-             weight_copies: int, activation_model: str,
-             time_limit_s: float | None) -> dict[str, Any]:
-    """The planning request, each argument checked before any work (names the argument)."""
-    if not isinstance(algo, str):
-        raise ArgumentTypeError(f"algo must be a str such as 'madpipe' (got {_typed(algo)})")
-    if algo not in _ALGOS:
-        raise PlanError(f"unknown pipeline algorithm {algo!r} (want {', '.join(_ALGOS)})")
+def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str | None,
+             weight_copies: int | None, activation_model: str | None,
+             headroom: float | None, temporaries: bool | None, checkpoint: bool,
+             replan: bool, time_limit_s: float | None) -> dict[str, Any]:
+    """The planning request, each argument checked before any work (names the argument).
+
+    An argument left at None is left out: the Go request type fills in its one default,
+    the same as the CLI's (``chainplan pipeline --help``).
+    """
+    req: dict[str, Any] = {}
+    if algo is not None:
+        if not isinstance(algo, str):
+            raise ArgumentTypeError(f"algo must be a str such as 'madpipe' (got {_typed(algo)})")
+        if algo not in _ALGOS:
+            raise PlanError(f"unknown pipeline algorithm {algo!r} (want {', '.join(_ALGOS)})")
+        req["algo"] = algo
     for name, value in (("gpus", gpus), ("weight_copies", weight_copies)):
+        if value is None and name == "weight_copies":
+            continue
         if isinstance(value, bool) or not isinstance(value, int):
             raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
         if value < 1:
             raise PlanError(f"{name} must be at least 1 (got {value})")
-    if activation_model not in _MODELS:
-        raise PlanError(f"activation_model must be 'saved' or 'input' (got {activation_model!r})")
-    req: dict[str, Any] = {"algo": algo, "gpus": gpus, "weight_copies": weight_copies,
-                           "activation_model": activation_model}
-    if isinstance(memory, str) and memory.strip().lower() == "min":
-        req["min_memory"] = True
+        req[name] = value
+    if activation_model is not None:
+        if activation_model not in _MODELS:
+            raise PlanError(f"activation_model must be 'saved' or 'input' "
+                            f"(got {activation_model!r})")
+        req["activation_model"] = activation_model
+    if isinstance(memory, str) and memory.strip().lower() in ("min", "faster"):
+        req[f"{memory.strip().lower()}_memory"] = True
     elif isinstance(memory, str):
         req["memory_bytes"] = _bind.parse_bytes(memory)
     elif isinstance(memory, bool) or not isinstance(memory, int):
         raise ArgumentTypeError(f"memory must be an int (bytes per device), a size string such "
-                                f"as '16GiB', or 'min' (got {_typed(memory)})")
+                                f"as '16GiB', 'min' or 'faster' (got {_typed(memory)})")
     elif memory <= 0:
         raise PlanError(f"memory must be positive (got {memory} bytes)")
     else:
         req["memory_bytes"] = memory
-    if isinstance(bandwidth, str):
-        req["bandwidth"] = _bind.parse_bandwidth(bandwidth)
-    elif isinstance(bandwidth, bool) or not isinstance(bandwidth, int | float):
-        raise ArgumentTypeError(f"bandwidth must be bytes per second (an int or a float) or a "
-                                f"string such as '12GB/s' (got {_typed(bandwidth)})")
-    elif not (math.isfinite(bandwidth) and bandwidth > 0):
-        raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
-                        f"(got {bandwidth!r})")
-    else:
-        req["bandwidth"] = float(bandwidth)
+    req["bandwidth"] = arguments.bandwidth(bandwidth)
+    if headroom is not None:
+        if isinstance(headroom, bool) or not isinstance(headroom, int | float) \
+                or not 0 <= headroom < 1:
+            raise PlanError(f"headroom must be a share of the memory in [0, 1), such as 0.1 "
+                            f"(got {headroom!r})")
+        req["headroom"] = float(headroom)
+    for name, flag in (("temporaries", temporaries), ("checkpoint", checkpoint),
+                       ("replan", replan)):
+        if flag is not None and not isinstance(flag, bool):
+            raise ArgumentTypeError(f"{name} must be True or False (got {_typed(flag)})")
+    if temporaries is False:
+        req["no_temporaries"] = True
+    if checkpoint:
+        req["checkpoint"] = True
+    if replan:
+        req["replan"] = True
     if time_limit_s is not None:
         if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, int | float) \
                 or not time_limit_s > 0:
@@ -93,16 +111,19 @@ def _param_bytes(chain_json: str) -> tuple[int, ...]:
 
 
 def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
-                  memory: int | str, bandwidth: float | str, algo: str = "madpipe",
-                  weight_copies: int = 2, microbatches: int | None = None,
-                  activation_model: str = "saved",
-                  time_limit_s: float | None = None,
+                  memory: int | str, bandwidth: float | str, algo: str | None = None,
+                  weight_copies: int | None = None, microbatches: int | None = None,
+                  activation_model: str | None = None, headroom: float | None = None,
+                  temporaries: bool | None = None, checkpoint: bool = False,
+                  replan: bool = False, time_limit_s: float | None = None,
                   require_solver: bool = False) -> PipelinePlan:
     """Plan a pipeline with the Go planner, in-process.
 
     Profile the model at the micro-batch size (the batch one optimizer step splits into
     ``microbatches``): the planner's mini-batch, one per period, is the executor's
-    micro-batch.
+    micro-batch. Every option left out gets the default ``chainplan pipeline`` has (they
+    live in one place, the Go request type), so the same request plans the same memory
+    from Python and from the CLI.
 
     Args:
         source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, or a chain file
@@ -111,18 +132,31 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
     Keyword Args:
         gpus: P, the devices (ranks) to plan for.
         memory: the memory of each device: bytes (an int), a size such as ``"16GiB"`` (the
-            CLI's rule, docs/CLI.md), or ``"min"`` for the algorithm's smallest.
+            CLI's rule, docs/CLI.md), ``"min"`` for the algorithm's smallest, or
+            ``"faster"`` for the smallest at which the plan is faster than one device
+            running the chain (the fastest plan, with a note, when none is).
         bandwidth: the bandwidth of each link between two devices: bytes per second, or a
             string such as ``"12GB/s"``.
-        algo: ``madpipe`` (default: one device may hold several stages), ``contiguous``
-            (the best allocation with one stage per device) or ``pipedream``.
-        weight_copies: copies of the weights per device (default: 2, weights and gradients:
-            the synchronous executor's). Optimizer state is not counted: add a copy per
-            buffer the optimizer keeps per weight (3 for SGD with momentum, 4 for Adam).
+        algo: ``madpipe`` (the default: one device may hold several stages),
+            ``contiguous`` (the best allocation with one stage per device) or
+            ``pipedream``.
+        weight_copies: copies of the weights per device (default: 2, weights and
+            gradients: the synchronous executor's). Add one per buffer the optimizer keeps
+            per weight (3 for SGD with momentum, 4 for Adam); the runner's
+            :meth:`~chainplan.pipeline.runner.PipelineRunner.measure` with the optimizer
+            checks it.
         microbatches: micro-batches per optimizer step, kept with the plan for its runner
             (default: None, the runner's ``microbatches=`` then).
-        activation_model: ``saved`` (default: stage input plus what the layers saved, as
-            measured) or ``input`` (the layers' inputs, the paper's model).
+        activation_model: ``saved`` (the default: stage input plus what the layers saved,
+            as measured) or ``input`` (the layers' inputs, the paper's model).
+        headroom: the share of each device's memory the plan leaves free, in [0, 1)
+            (default: 0), for what no profile measures.
+        temporaries: count the operations' temporaries, the gradients in flight and the
+            loss (the default, True: what a rank holds); False is the paper's model.
+        checkpoint: let a stage keep only its input and recompute its activations with
+            rotor at the memory its device has left (default: False).
+        replan: plan again even when the same request was planned on the same stored
+            profile (default: False: that plan is returned, its ``notes`` say so).
         time_limit_s: madpipe's scheduling time limit (seconds; default: the planner's).
         require_solver: raise :class:`~chainplan.errors.MissingSolverError` when madpipe's
             MILP solver is missing, instead of returning the best contiguous plan with a
@@ -131,13 +165,15 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
             the program ``$CHAINPLAN_HIGHS`` names; the other algorithms run none.
 
     Returns:
-        The :class:`~chainplan.pipeline.plan.PipelinePlan`; plans of stored runs are
-        recorded in the database (``plan.plan_id``) and know the weights of each layer, which
-        the runner checks the model against.
+        The :class:`~chainplan.pipeline.plan.PipelinePlan`, with its speed-up over one
+        device (``plan.speedup``) and against the best plan without a memory limit
+        (``plan.memory_cost``); plans of stored runs are recorded in the database
+        (``plan.plan_id``) and know the weights of each layer, which the runner checks the
+        model against.
 
     Raises:
-        InfeasibleBudget: the memory is too small (``min_budget_bytes`` says how small it
-            may be, when the planner knows).
+        InfeasibleBudget: the memory is too small; ``min_budget_bytes`` is the smallest
+            memory per device at which the algorithm plans, found directly.
         PlanError: a bad algorithm, size or option; ArgumentTypeError a wrong type.
         NotFoundError: no such stored run, or ``source`` names no file.
         MissingSolverError: ``require_solver`` and no MILP solver was found.
@@ -148,7 +184,8 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
     """
     req = _request(gpus=gpus, memory=memory, bandwidth=bandwidth, algo=algo,
                    weight_copies=weight_copies, activation_model=activation_model,
-                   time_limit_s=time_limit_s)
+                   headroom=headroom, temporaries=temporaries, checkpoint=checkpoint,
+                   replan=replan, time_limit_s=time_limit_s)
     if microbatches is not None and (isinstance(microbatches, bool)
                                      or not isinstance(microbatches, int) or microbatches < 1):
         raise PlanError(f"microbatches must be a positive integer (got {microbatches!r})")

@@ -11,6 +11,12 @@ runs it; otherwise torch's private runtime (:mod:`chainplan.pipeline.runtime`) d
 :attr:`PipelineRunner.schedule` and :attr:`PipelineRunner.schedule_reason` say which and
 why.
 
+The model is taken as written: an ``nn.Sequential`` is the chain of its declared stages,
+any other model is cut from its graph as ``chainplan.profile`` cut it
+(:mod:`chainplan.pipeline.layers`; ``example=`` gives one micro-batch's call to capture).
+Plan stages that recompute (checkpointing inside stages) run as
+:class:`~chainplan.pipeline.recompute.RecomputingBlock` s.
+
 Usage (on every rank, e.g. under ``torchrun --nproc-per-node 4``)::
 
     dist.init_process_group("gloo")
@@ -24,14 +30,11 @@ Usage (on every rank, e.g. under ``torchrun --nproc-per-node 4``)::
 from __future__ import annotations
 
 import itertools
-import math
-import socket
-import statistics
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from typing import Any, Literal
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -40,25 +43,17 @@ from torch import nn
 from chainplan.errors import PipelineError, ScheduleError
 from chainplan.pipeline import runtime
 from chainplan.pipeline.block import StageBlock
+from chainplan.pipeline.choice import ScheduleChoice, choose, interleaved_candidate
 from chainplan.pipeline.failure import FailureBoard
-from chainplan.pipeline.measure import (
-    LossFn,
-    PipelineExecution,
-    RankMeasure,
-    record,
-    steady_time,
-)
+from chainplan.pipeline.layers import ModelLayers
+from chainplan.pipeline.measure import LossFn, PipelineExecution, measure_runner
 from chainplan.pipeline.order import builtin_schedule, first_difference, rank_orders
 from chainplan.pipeline.plan import PipelinePlan
+from chainplan.pipeline.recompute import RecomputingBlock
 from chainplan.pipeline.reference import split_microbatches
-from chainplan.stages import flatten_stages
 
 __all__ = ["PipelineRunner", "ScheduleChoice"]
 
-#: ``auto``: a built-in schedule where the plan's order is one, else the plan's; ``plan``:
-#: always the plan's order (through torch's runtime); ``1f1b``/``gpipe``: torch's built-in
-#: on the plan's partition whatever the plan's order (for comparisons).
-ScheduleChoice = Literal["auto", "plan", "1f1b", "gpipe"]
 _runner_ids = itertools.count()
 
 
@@ -67,9 +62,10 @@ class PipelineRunner:
 
     Args:
         plan: the plan, the same on every rank.
-        model: the chain (:func:`chainplan.stages.flatten_stages`), built alike on every
-            rank; the runner moves the layers of its stages to ``device`` and trains them
-            in place.
+        model: the model as written, built alike on every rank: an ``nn.Sequential``
+            (:func:`chainplan.stages.flatten_stages`) or any model that
+            ``chainplan.profile`` splits from its graph (with ``example``); the runner
+            moves the layers of its stages to ``device`` and trains them in place.
 
     Keyword Args:
         loss_fn: ``loss_fn(output, target)`` (or ``loss_fn(output)`` without a target),
@@ -88,12 +84,18 @@ class PipelineRunner:
         max_outstanding_sends: sends a rank may have pending when it runs the plan's order
             through torch's runtime (default: 2; None: torch's placement, which holds every
             micro-batch's input gradient until the end of the step).
+        example: for a model that is not an ``nn.Sequential`` called with one tensor, one
+            micro-batch's positional arguments of its forward (a tensor, or a tuple whose
+            first element is the chain input), as ``chainplan.profile`` was given them.
+        example_kwargs: that call's keyword arguments (an attention mask, ...).
 
     Raises:
         PipelineError: no process group, a world size other than the plan's GPU count, or
             a torch release the executor was not tested with.
-        ScheduleError: the model's layers do not match the plan, no micro-batch count, or
-            a built-in ``schedule`` that cannot hold the plan's partition.
+        ScheduleError: the model's layers do not match the plan, a model cut from its graph
+            without ``example``, no micro-batch count, or a built-in ``schedule`` that
+            cannot hold the plan's partition.
+        CaptureError: the model cannot be captured.
 
     All of these are raised on every rank before any rank waits for another.
     """
@@ -101,7 +103,8 @@ class PipelineRunner:
     def __init__(self, plan: PipelinePlan, model: nn.Module, *, loss_fn: LossFn | None = None,
                  microbatches: int | None = None, device: torch.device | str | None = None,
                  seed: int | None = None, schedule: ScheduleChoice = "auto",
-                 timeout_s: float = 300.0, max_outstanding_sends: int | None = 2) -> None:
+                 timeout_s: float = 300.0, max_outstanding_sends: int | None = 2,
+                 example: Any = None, example_kwargs: dict[str, Any] | None = None) -> None:
         runtime.check_torch_version()
         if not dist.is_available() or not dist.is_initialized():
             raise PipelineError("a pipeline runs in a process group: call "
@@ -119,9 +122,9 @@ class PipelineRunner:
         self.loss_fn = loss_fn
         self._max_sends = max_outstanding_sends
         self.device = torch.device(device) if device is not None else _default_device()
-        layers = _check_model(plan, model)
+        self.layers = ModelLayers(plan, model, example, example_kwargs)
         self.orders = rank_orders(plan, n)
-        name, why = _choose(plan, self.orders, n, schedule)
+        name, why = choose(plan, self.orders, n, schedule)
         backend = "nccl" if self.device.type == "cuda" else "gloo"
         # The stages talk in a group of the ranks that hold some (torch wants no more ranks
         # than stages); the loss and the measurements go to every rank.
@@ -139,15 +142,23 @@ class PipelineRunner:
                                    f"chainplan/pipeline/{next(_runner_ids)}", self.rank,
                                    self.world, timeout_s)
         self.blocks: dict[int, StageBlock] = {}
+
+        def context(mb: int) -> Any:
+            return self.layers.side(mb, self.device)
+
         for s in plan.stages_on(self.rank):
-            block = StageBlock(layers[s.first - 1:s.last], s.first).to(self.device)
+            mine = self.layers.layers[s.first - 1:s.last]
+            block = StageBlock(mine, s.first, context) if s.recompute is None else \
+                RecomputingBlock(mine, s.first, s.recompute, context)
+            block.to(self.device)
             block.seed = seed
             self.blocks[s.index] = block
         self._starts: dict[tuple[int, int], float] = {}
+        self._inferred = False
         self._step = 0
         self._schedule = self._build(name) if self.blocks else None
         if schedule == "auto" and name == "" and self._schedule is not None \
-                and _interleaved_candidate(plan):
+                and interleaved_candidate(plan):
             got = runtime.interleaved_schedule(self._stages, n, self._loss)
             diff = "ScheduleInterleaved1F1B refuses this micro-batch count" if got is None \
                 else first_difference(self.orders, got[1], "ScheduleInterleaved1F1B")
@@ -163,19 +174,21 @@ class PipelineRunner:
             builtin_schedule(plan, self.orders, n)[0] == name
 
     def _build(self, name: str) -> Any:
-        from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+        from torch.distributed.pipelining import Schedule1F1B, ScheduleGPipe
+
+        from chainplan.pipeline.stage import LossReleasingStage
 
         self._stages = []
         for k, block in self.blocks.items():
-            stage = PipelineStage(block, k, len(self.plan.stages), self.device,
-                                  group=self._pp_group)
+            stage = LossReleasingStage(block, k, len(self.plan.stages), self.device,
+                                       group=self._pp_group)
             stage.register_forward_context(self._forward_context(block))
             self._stages.append(stage)
         n = self.microbatches
         if name == "Schedule1F1B":
-            return Schedule1F1B(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
+            return Schedule1F1B(self._stages[0], n, loss_fn=self._loss, scale_grads=False)
         if name == "ScheduleGPipe":
-            return ScheduleGPipe(self._stages[0], n, loss_fn=self._loss, scale_grads=True)
+            return ScheduleGPipe(self._stages[0], n, loss_fn=self._loss, scale_grads=False)
         return runtime.plan_schedule(self._stages, n, self._loss, self._group_orders,
                                      max_outstanding_sends=self._max_sends)
 
@@ -183,6 +196,12 @@ class PipelineRunner:
         @contextmanager
         def context(info: Any) -> Iterator[None]:
             block.microbatch = info.microbatch_index
+            block.inference = bool(info.is_metadata_inference)
+            if info.is_metadata_inference:
+                self._inferred = True
+            elif self._inferred:  # the step starts after torch's shape inference
+                self.layers.forget_sides()
+                self._inferred = False
             if not info.is_metadata_inference:
                 self._starts[info.stage_index, info.microbatch_index] = time.perf_counter()
             yield
@@ -190,43 +209,62 @@ class PipelineRunner:
 
     def _loss(self, out: torch.Tensor, target: torch.Tensor | None) -> torch.Tensor:
         if self.loss_fn is None:
-            return out.float().square().mean()
-        return self.loss_fn(out) if target is None else self.loss_fn(out, target)
+            loss = out.float().square().mean()
+        else:
+            loss = self.loss_fn(out) if target is None else self.loss_fn(out, target)
+        # The schedule keeps every micro-batch's loss until the step ends; a loss that is a
+        # view of a larger buffer (mse_loss's) would keep the buffer (stage.py).
+        if loss.untyped_storage().nbytes() > loss.numel() * loss.element_size():
+            loss = loss.clone()
+        return loss
 
     def parameters(self) -> Iterator[nn.Parameter]:
-        """The parameters of this rank's stages: what its optimizer updates."""
-        for block in self.blocks.values():
-            yield from block.parameters()
+        """The parameters of this rank's stages: what its optimizer updates (a parameter
+        that stages on several ranks read, or that the side values of a model cut from its
+        graph read, is on each of them, with the same gradient)."""
+        seen: set[int] = set()
+        shared = self.layers.shared if self.blocks else []
+        for p in [q for block in self.blocks.values() for q in block.parameters()] + shared:
+            if id(p) not in seen:
+                seen.add(id(p))
+                yield p
 
     @property
     def step_count(self) -> int:
         """The steps run so far (the ``step`` a seeded forward is drawn for)."""
         return self._step
 
-    def step(self, x: torch.Tensor, *, target: torch.Tensor | None = None) -> torch.Tensor:
+    def step(self, x: torch.Tensor, *args: Any, target: torch.Tensor | None = None,
+             **kwargs: Any) -> torch.Tensor:
         """Run one optimizer step's forwards and backwards over the micro-batches.
 
-        Every rank passes the same ``x`` (and ``target``): the rank holding the first
-        stage feeds it, the one holding the last computes the loss. Gradients are replaced,
-        not accumulated: afterwards the parameters of this rank's stages hold what one
-        process would accumulate over the same micro-batches with the loss divided by
-        their number (the full-batch gradient of a mean-reduced loss).
+        Every rank passes the same ``x`` (and ``target``, and for a model cut from its
+        graph the rest of its call: ``step(idx, mask=mask, target=y)``; tensors whose first
+        dimension is the batch's are split into micro-batches, the others given to each):
+        the rank holding the first stage feeds it, the one holding the last computes the
+        loss. Gradients are replaced, not accumulated: afterwards the parameters of this
+        rank's stages hold what one process would accumulate over the same micro-batches
+        with the loss divided by their number (the full-batch gradient of a mean-reduced
+        loss).
 
         Returns:
             The step's mean loss, on every rank (on this rank's device).
 
         Raises:
-            ScheduleError: the batch or target does not split into equal micro-batches
-                (raised on every rank before any communication).
+            ScheduleError: the batch or target does not split into equal micro-batches, or
+                a call the model was not captured for (raised on every rank before any
+                communication).
             PipelineError: another rank failed (named) or stopped answering.
         """
-        xs = split_microbatches(x, self.microbatches)
+        xs = self.layers.begin_step(x, args, kwargs, self.microbatches)
         ts = split_microbatches(target, self.microbatches, "the target") \
             if target is not None else None
         step = self._step
         for block in self.blocks.values():
             block.step = step
             block.zero_grad(set_to_none=True)
+        for p in self.layers.shared:
+            p.grad = None
         self._starts.clear()
         losses: list[torch.Tensor] = []
         loss = torch.zeros((), device=self.device)
@@ -238,6 +276,7 @@ class PipelineRunner:
                     target_mbs=([tb.to(self.device) for tb in ts] if ts is not None
                                 else [None] * self.microbatches) if last else None,
                     losses=losses, return_outputs=False)
+            self.layers.finish_step(self._group, list(self.parameters()), self.microbatches)
             if losses:
                 loss = torch.stack([v.detach().float() for v in losses]).mean()
             dist.broadcast(loss, src=self.plan.stages[-1].gpu, group=self._group)
@@ -254,73 +293,50 @@ class PipelineRunner:
         near = {gpus[k + d] for k in self.blocks for d in (-1, 1) if 0 <= k + d < len(gpus)}
         return sorted(near - {self.rank})
 
-    def measure(self, x: torch.Tensor, *, target: torch.Tensor | None = None, steps: int = 3,
-                store: bool = True) -> PipelineExecution:
+    def measure(self, x: torch.Tensor, *args: Any, target: torch.Tensor | None = None,
+                steps: int = 3, store: bool = True, optimizer: torch.optim.Optimizer | None = None,
+                **kwargs: Any) -> PipelineExecution:
         """Run and measure steps on every rank: a warm-up step, a memory step, then
-        ``steps`` timed steps (see :mod:`chainplan.pipeline.measure`).
+        ``steps`` timed steps (see :mod:`chainplan.pipeline.measure`), and check each
+        rank's peak against the plan's memory (a :class:`MemoryWarning
+        <chainplan.pipeline.measure.MemoryWarning>` names a rank above it).
 
         Keyword Args:
-            target: as for :meth:`step`.
+            target, args, kwargs: as for :meth:`step`.
             steps: timed steps, ≥ 1 (default: 3).
             store: record the execution next to the plan (one ``executions`` row per rank,
                 written by rank 0, which must reach the database that holds the plan)
                 when the plan is stored (default: True).
+            optimizer: this rank's optimizer, stepped after the warm-up and the memory
+                steps, so that its state counts in the measured peak and is checked against
+                the plan's weight copies (default: None, no optimizer step).
 
         Returns:
             The same :class:`~chainplan.pipeline.measure.PipelineExecution` on every rank.
         """
         if steps < 1:
             raise ScheduleError(f"steps must be at least 1 (got {steps})")
-        self.step(x, target=target)
-        peak = self._peak_step(x, target)
-        times, mb_times = [], []
-        for _ in range(steps):
-            dist.barrier(group=self._group)
-            t0 = time.perf_counter()
-            self.step(x, target=target)
-            _sync(self.device)
-            times.append(time.perf_counter() - t0)
-            mb_times.append(steady_time(self.plan, self.microbatches, self._starts,
-                                        list(self.blocks)) if self._plan_order else math.nan)
-        mine = RankMeasure(self.rank, str(self.device), socket.gethostname(),
-                           tuple(self.blocks), statistics.median(times),
-                           statistics.median(mb_times), peak,
-                           self.plan.memory_per_gpu[self.rank])
-        gathered: list[Any] = [None] * self.world
-        dist.all_gather_object(gathered, mine, group=self._group)
-        ranks = tuple(gathered)
-        steady = [r.microbatch_time_s for r in ranks if not math.isnan(r.microbatch_time_s)]
-        ex = PipelineExecution(self.schedule, self.microbatches, steps,
-                               max(r.step_time_s for r in ranks),
-                               statistics.median(steady) if steady else math.nan,
-                               self.plan.period, ranks)
-        ids: list[Any] = [()]
-        if self.rank == 0 and store and self.plan.plan_id is not None:
-            ids = [record(self.plan, ex)]
-        dist.broadcast_object_list(ids, src=0, group=self._group)
-        return PipelineExecution(ex.schedule, ex.microbatches, ex.steps, ex.step_time_s,
-                                 ex.microbatch_time_s, ex.predicted_period_s, ex.ranks,
-                                 tuple(ids[0]))
+        return measure_runner(self, lambda: self.step(x, *args, target=target, **kwargs),
+                              steps=steps, store=store, optimizer=optimizer)
 
-    def _peak_step(self, x: torch.Tensor, target: torch.Tensor | None) -> int:
-        if self.device.type == "cuda":
-            _sync(self.device)
-            torch.cuda.reset_peak_memory_stats(self.device)
-            self.step(x, target=target)
-            _sync(self.device)
-            return int(torch.cuda.max_memory_allocated(self.device))
-        from chainplan.profiler.memory import MemoryProbe
+    @property
+    def group(self) -> Any:
+        """The process group of every rank the runner talks to."""
+        return self._group
 
-        resident = sum(t.numel() * t.element_size() for block in self.blocks.values()
-                       for t in itertools.chain(block.parameters(), block.buffers()))
-        for block in self.blocks.values():
-            block.zero_grad(set_to_none=True)
-        with MemoryProbe(device=self.device) as probe:
-            self.step(x, target=target)
-        return resident + int(probe.peak_bytes)
+    @property
+    def plan_order(self) -> bool:
+        """Whether the schedule runs in the plan's order (its steady state is measured)."""
+        return self._plan_order
+
+    @property
+    def forward_starts(self) -> dict[tuple[int, int], float]:
+        """The last step's forward start time of each ``(stage, micro-batch)``."""
+        return self._starts
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
+    """Wait for the device's work (CUDA); nothing on the CPU."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
@@ -330,41 +346,3 @@ def _default_device() -> torch.device:
     if "nccl" in str(dist.get_backend()) and torch.cuda.is_available():
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
-
-
-def _check_model(plan: PipelinePlan, model: nn.Module) -> list[nn.Module]:
-    layers = flatten_stages(model)
-    if len(layers) != plan.num_layers:
-        raise ScheduleError(f"the model has {len(layers)} layers (its flattened "
-                            f"nn.Sequential) but the plan's stages cover {plan.num_layers}")
-    if plan.layer_param_bytes is not None:
-        for i, (layer, want) in enumerate(zip(layers, plan.layer_param_bytes, strict=True)):
-            got = sum(p.numel() * p.element_size() for p in layer.parameters())
-            if got != want:
-                raise ScheduleError(
-                    f"layer {i + 1} ({type(layer).__name__}) has {got} bytes of parameters "
-                    f"but the profile the plan was made from has {want}: not the same model")
-    return layers
-
-
-def _interleaved_candidate(plan: PipelinePlan) -> bool:
-    s, p = len(plan.stages), plan.gpus
-    return s > p and s % p == 0 and all(st.gpu == st.index % p for st in plan.stages)
-
-
-def _choose(plan: PipelinePlan, orders: Any, n: int, choice: str) -> tuple[str, str]:
-    if choice not in ("auto", "plan", "1f1b", "gpipe"):
-        raise ScheduleError(f"schedule: unknown value {choice!r} (want auto, plan, 1f1b or "
-                            f"gpipe)")
-    if choice == "plan":
-        return "", "asked for the plan's order (schedule='plan')"
-    if choice == "auto":
-        return builtin_schedule(plan, orders, n)
-    name = {"1f1b": "Schedule1F1B", "gpipe": "ScheduleGPipe"}[choice]
-    if len(plan.stages) != plan.gpus or any(s.gpu != s.index for s in plan.stages):
-        raise ScheduleError(f"schedule={choice!r}: {name} puts stage s alone on rank s, and "
-                            f"the plan's stages are on GPUs {list(plan.stage_gpus)}")
-    if name == "Schedule1F1B" and n < len(plan.stages):
-        raise ScheduleError(f"schedule='1f1b': Schedule1F1B needs micro-batches ≥ stages "
-                            f"({n} < {len(plan.stages)})")
-    return name, f"asked for {name} (schedule={choice!r})"

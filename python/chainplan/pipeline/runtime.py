@@ -85,7 +85,7 @@ def plan_schedule(stages: Sequence[Any], microbatches: int, loss_fn: Callable[..
 
     def build(cap: int | None) -> Any:
         sched = _PipelineScheduleRuntime(  # type: ignore[no-untyped-call]
-            list(stages), microbatches, loss_fn=loss_fn, scale_grads=True,
+            list(stages), microbatches, loss_fn=loss_fn, scale_grads=False,
             max_outstanding_sends=cap)
         sched._prepare_schedule_with_comms(_torch_orders(orders))
         return sched
@@ -109,7 +109,7 @@ def interleaved_schedule(stages: Sequence[Any], microbatches: int,
 
     try:
         sched = ScheduleInterleaved1F1B(list(stages), microbatches, loss_fn=loss_fn,
-                                        scale_grads=True)
+                                        scale_grads=False)
     except (AssertionError, ValueError, RuntimeError):
         return None
     kinds: dict[str, Kind] = {"F": "F", "B": "B"}

@@ -18,7 +18,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,17 @@ from chainplan.errors import ProfileError
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
+from chainplan.profiler.parallel import (
+    OptimizerFactory,
+    SplitModule,
+    StageStructure,
+    check_batch_sizes,
+    measure_optimizer,
+    resize_batch,
+    split_modules,
+    stage_structure,
+    with_parallel,
+)
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     StageSpread,
@@ -37,14 +49,14 @@ from chainplan.profiler.spread import (
     warn_if_spread,
 )
 from chainplan.profiler.stored import find_stored
-from chainplan.schema import ProfileRow, cpu_name, file_stem, write_profile
+from chainplan.schema import PARALLEL_REVISION, ProfileRow, cpu_name, file_stem, write_profile
 
 if TYPE_CHECKING:
     from chainplan.graph.describe import ChainSplit
 
 _log = logging.getLogger("chainplan.profile")
 
-__all__ = ["Profile", "profile_model", "default_profile_dir"]
+__all__ = ["Profile", "profile_model", "default_profile_dir", "device_name", "naming_stage"]
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -119,10 +131,11 @@ class Profile:
 
 def default_profile_dir() -> Path:
     """Where profiles are written: ``profiles/`` next to the database (the folder of
-    ``$CHAINPLAN_DB``, or ``~/.chainplan``; the path rule is the Go side's)."""
+    ``$CHAINPLAN_DB``, or ``~/.chainplan``, also when ``$CHAINPLAN_DB`` names a PostgreSQL
+    store; the rule is the Go side's)."""
     from chainplan import _bind
 
-    return Path(_bind.db_path()).parent / "profiles"
+    return Path(_bind.data_dir()) / "profiles"
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -240,6 +253,8 @@ def profile_model(
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
     stage_options: bool = True,
     reuse: bool = True,
+    batch_sizes: Sequence[int] | None = None,
+    optimizer: OptimizerFactory | None = None,
     **kwargs: Any,
 ) -> Profile:
     """Measure each stage of ``model`` on a sample call and write (and store) the profile.
@@ -283,7 +298,18 @@ def profile_model(
         reuse: return the stored profile of the same call when there is one, instead of
             measuring again (default: True; only with ``ingest`` and no ``path``): the same
             model signature, arguments, loss, compute dtype, device, torch version, thread
-            count and stages (:mod:`chainplan.profiler.stored`). False always measures.
+            count and stages (:mod:`chainplan.profiler.stored`). False always measures; a
+            call with ``batch_sizes`` or ``optimizer`` always measures too.
+        batch_sizes: other batch sizes to time every stage at (the sample sliced, or
+            repeated), for the parallel planners (default: none; docs/formats.md,
+            "Parallel fields"). Models whose side values depend on the batch refuse them.
+        optimizer: an optimizer class or factory (``torch.optim.Adam``, or ``lambda ps:
+            torch.optim.SGD(ps, lr=0.1, momentum=0.9)``) whose step time and state the
+            profile records, on clones of the parameters (default: none).
+
+    Every profile records each stage's shapes, parameter and bias counts and convolutions
+    and linear layers (the parallel fields: :func:`chainplan.advise`,
+    :func:`chainplan.search3d`).
 
     Returns:
         The :class:`Profile`, with its run id when ingested.
@@ -300,23 +326,42 @@ def profile_model(
 
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
+    batches = check_batch_sizes(batch_sizes)
     sample = chain_sample(model, args, kwargs)
     device = sample.device
     name = name or type(model).__name__
+    # Towers joined at the loss, one per input (chainplan.towers)? The parallel fields
+    # (batch_sizes, optimizer: the advisors') describe one chain: with them, one chain.
+    if len(args) > 1 and not batches and optimizer is None:
+        from chainplan.towers.profile import profile_towers_if_any
+
+        towers = profile_towers_if_any(
+            model, args, kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
+            warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
+            spread_warning=spread_warning, reuse=reuse)
+        if towers is not None:
+            return towers
     was_training = model.training
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
     options: list[str | None] = []  # each stage's operation-level options
+    structures: list[StageStructure] = []
+    bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
+    bbwd: list[list[tuple[float, ...]]] = []
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
         chain = bound.enter_context(profiled_chain(model, args, kwargs))
         stages, names, x = chain.stages, chain.names, chain.input
+        if batches and chain.side_bytes > 0:
+            raise ProfileError("batch_sizes needs a model whose stages take only the batch: "
+                               "this model's side values (a mask, an embedding) are sized to "
+                               "the sample")
         loss = loss_stage(model, chain, loss_fn, target)
         loss_name = loss[1] if loss is not None else "none"
         meta = profile_metadata(model, sample, name, repeats, warmup, args, kwargs, loss_name,
                                 target)
-        if reuse and ingest and path is None:
+        if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
                 stored_id, stored_path, stored_rows = found
@@ -326,6 +371,7 @@ def profile_model(
                                stage_names=tuple(names), rows=tuple(stored_rows),
                                seconds=time.perf_counter() - start,
                                side_bytes=chain.side_bytes, split=chain.split, reused=True)
+        modules = _split_modules(model, args, kwargs, device)
         from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -337,6 +383,11 @@ def profile_model(
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
+                    structures.append(stage_structure(stage, x, m.output, modules))
+                    others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
+                                            warmup=warmup, device=device) for b in batches]
+                bfwd.append([o.fwd_times_s for o in others])
+                bbwd.append([o.bwd_times_s for o in others])
                 measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
@@ -352,7 +403,13 @@ def profile_model(
             end = chain_end(measured[-1][0], lm)
             rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
                                    end.loss_fwd_tmp_bytes, chain.side_bytes))
+            rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
+        extra = {**meta.extra, "parallel_fields": PARALLEL_REVISION}
+        if optimizer is not None:
+            extra.update(measure_optimizer(model, optimizer, device, repeats=repeats,
+                                           warmup=warmup))
+        meta = dataclasses.replace(meta, extra=extra)
     finally:
         bound.close()
         model.train(was_training)
@@ -383,6 +440,28 @@ def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
         return stage_options(stage, x, repeats=repeats, dev=device)
 
 
+def show_progress(progress: bool | None) -> bool:
+    """Whether to show a progress bar: as asked, else when stderr is a terminal."""
+    return sys.stderr.isatty() if progress is None else progress
+
+
+def _split_modules(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
+                   device: torch.device) -> list[SplitModule]:
+    """The model's convolutions and linear layers, from one forward of the call a training
+    step makes (:func:`chainplan.profiler.parallel.split_modules`)."""
+    from chainplan.graph.call import training_call
+
+    if not isinstance(model, nn.Sequential):
+        with warnings.catch_warnings():  # profile_metadata has warned about this call once
+            warnings.simplefilter("ignore")
+            args, kwargs = training_call(model, args, kwargs)
+    try:
+        return split_modules(model, args, kwargs, device)
+    except Exception as err:
+        raise ProfileError(f"the model's forward failed while its convolutions and linear "
+                           f"layers were recorded: {type(err).__name__}: {err}") from err
+
+
 @contextlib.contextmanager
 def _naming_stage(k: int, name: str) -> Iterator[None]:
     """Re-raise an error of measuring stage ``k`` as a :class:`ProfileError` naming it.
@@ -397,6 +476,12 @@ def _naming_stage(k: int, name: str) -> Iterator[None]:
         raise ProfileError(f"stage {k} ({name}) failed while profiling: "
                            f"{type(err).__name__}: {err}", stage_index=k,
                            stage_name=name) from err
+
+
+# The profiler of towers joined at the loss (chainplan.towers.profile) names its stages and
+# devices as this one does.
+naming_stage = _naming_stage
+device_name = _device_name
 
 
 def _check_spread_warning(value: float | None) -> None:

@@ -46,13 +46,17 @@ def find_stored(meta: ProfileMetadata, loss: str,
     """The newest stored run measured for this call whose stages are ``names``: its run
     id, file and rows; None when there is none."""
     from chainplan import _bind
+    from chainplan.errors import NotFoundError
 
     call = meta.extra.get("call_signature", "")
-    if not call or not Path(_bind.db_path()).exists():
+    if not call:
         return None
-    runs = _bind.runs(model_signature=meta.model_signature, dtype=meta.dtype,
-                      device=meta.device, torch_version=meta.torch_version, loss_name=loss,
-                      call_signature=call, saved_measured=True)
+    try:  # a SQLite file or a PostgreSQL store (a DSN is no path to test for existence)
+        runs = _bind.runs(model_signature=meta.model_signature, dtype=meta.dtype,
+                          device=meta.device, torch_version=meta.torch_version,
+                          loss_name=loss, call_signature=call, saved_measured=True)
+    except NotFoundError:
+        return None  # nothing stored yet (reading does not create the database)
     for run in runs:
         path = Path(str(run["source_path"]))
         try:

@@ -205,7 +205,10 @@ def test_no_transfers_is_rotor() -> None:
     offl = Plan.from_json(json.dumps(doc))
     a_model, b_model = copy.deepcopy(model), copy.deepcopy(model)
     a, b = wrap(rotor, a_model), offl.wrap(b_model)
-    assert type(a) is CheckpointedChain and type(b) is OffloadedChain
+    runs_a, runs_b = planned(a), planned(b)
+    assert runs_a is not None and runs_b is not None
+    assert type(runs_a.executor(x)) is CheckpointedChain
+    assert type(runs_b.executor(x)) is OffloadedChain
     for seed in (1, 2):
         la, dxa = step(a, x, seed)
         lb, dxb = step(b, x, seed)

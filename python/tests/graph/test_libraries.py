@@ -56,10 +56,15 @@ def test_checkpointed_trains_as_the_plain_model(name: str, cast: bool) -> None:
         for opt in opts:
             opt.step()
             opt.zero_grad()
-    for p, q in zip(model.parameters(), ref.parameters(), strict=True):
         if tolerance:
-            torch.testing.assert_close(p, q, rtol=0, atol=tolerance * 10)
-        else:
+            # AdamW turns a gradient difference near zero into one of up to 2·lr in the
+            # weights, which the next steps would amplify: compare every step's gradients
+            # from the same weights instead.
+            with torch.no_grad():
+                for p, q in zip(model.parameters(), ref.parameters(), strict=True):
+                    p.copy_(q)
+    if not tolerance:
+        for p, q in zip(model.parameters(), ref.parameters(), strict=True):
             assert torch.equal(p, q)
     plan = chainplan.executors.planned(net).plans[0]  # type: ignore[union-attr]
     assert plan.budget_bytes < chainplan.plan(plan.run_id, budget="min",  # type: ignore[arg-type]

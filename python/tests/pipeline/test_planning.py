@@ -18,9 +18,10 @@ def eight(tmp_path: Path) -> Path:
 
 
 def test_the_three_planners(eight: Path) -> None:
-    # Memories from the sweep of tests/pipeline/chains.py (4 devices, β = 1e4 bytes/unit).
+    # Memories from the sweep of tests/pipeline/chains.py (4 devices, β = 1e4 bytes/unit),
+    # in the paper's model (no temporaries).
     got = {algo: pipeline_plan(eight, gpus=4, memory=mem, bandwidth=1e4, algo=algo,
-                               microbatches=6, time_limit_s=5)
+                               microbatches=6, time_limit_s=5, temporaries=False)
            for algo, mem in [("contiguous", 2500), ("pipedream", 4000), ("madpipe", 10000)]}
     c = got["contiguous"]
     assert c.contiguous and c.stages_on(3) == () and c.microbatches == 6
@@ -34,10 +35,19 @@ def test_the_three_planners(eight: Path) -> None:
 
 
 def test_memory_min_and_infeasible(eight: Path) -> None:
-    p = pipeline_plan(eight, gpus=4, memory="min", bandwidth="10kB/s", algo="contiguous")
+    p = pipeline_plan(eight, gpus=4, memory="min", bandwidth="10kB/s", algo="contiguous",
+                      temporaries=False)
     with pytest.raises(InfeasibleBudget, match="contiguous: no plan fits 1500 B") as e:
-        pipeline_plan(eight, gpus=4, memory=1500, bandwidth=1e4, algo="contiguous")
+        pipeline_plan(eight, gpus=4, memory=1500, bandwidth=1e4, algo="contiguous",
+                      temporaries=False)
     assert e.value.min_budget_bytes == p.memory_bytes == 1920
+    # The memory a rank really holds needs more, and the refusal says how much.
+    with pytest.raises(InfeasibleBudget) as e:
+        pipeline_plan(eight, gpus=4, memory=1920, bandwidth=1e4, algo="contiguous")
+    need = e.value.min_budget_bytes
+    assert need > 1920
+    again = pipeline_plan(eight, gpus=4, memory=need, bandwidth=1e4, algo="contiguous")
+    assert again.memory_bytes == need
 
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
@@ -86,6 +96,16 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
                           f"WHERE plan_id = {p.plan_id}").to_pylist()[0]
     assert row == {"algo": "contiguous", "budget_bytes": p.memory_bytes,
                    "makespan_s": pytest.approx(p.period)}
+    # The same request on the same profile gives back the stored plan; replan plans anew.
+    again = pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
+                          microbatches=8)
+    assert again.plan_id == p.plan_id and any("reused plan" in n for n in again.notes)
+    fresh = pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
+                          microbatches=8, replan=True)
+    assert fresh.plan_id != p.plan_id and fresh.stages == p.stages
+    assert chainplan.find_profile(workers.chain(4), x, loss_fn=workers.loss_fn) == prof.run_id
+    # A stored plan draws with its lanes named after the device its profile ran on.
+    assert ">CPU 0<" in p.plot() and ">device 0<" not in p.plot()
     back = PipelinePlan.load(p.plan_id)
     assert (back.stages, back.pattern, back.period) == (p.stages, p.pattern, p.period)
     assert back.layer_param_bytes == p.layer_param_bytes and back.run_id == p.run_id
@@ -96,3 +116,66 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
     assert rotor.plan_id is not None
     with pytest.raises(chainplan.errors.ScheduleError, match="not a pipeline plan"):
         load_plan(rotor.plan_id)
+
+
+def test_one_default_per_parameter(eight: Path, tmp_path: Path) -> None:
+    """The CLI and Python, given the same request and nothing else, plan the same memory:
+    the defaults (algorithm, weight copies, activation model, temporaries, time limit) live
+    in the Go request type, not in either front end."""
+    import json
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).parent / "chainplan"  # the installed console script
+    cli = subprocess.run([str(script), "pipeline", "--chain", str(eight), "--gpus", "4",
+                          "--memory", "min", "--bandwidth", "10000"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    doc = json.loads(cli.stdout)
+    py = pipeline_plan(eight, gpus=4, memory="min", bandwidth=1e4)
+    assert (py.algo, py.weight_copies, py.activation_model, py.temporaries) == \
+        (doc["algo"], doc["weight_copies"], doc["activation_model"], doc["temporaries"]) == \
+        ("madpipe", 2, "saved", True)
+    assert py.memory_bytes == doc["memory_bytes"]
+    assert list(py.memory_per_gpu) == doc["memory_per_gpu"]
+    assert [(s.first, s.last, s.gpu) for s in py.stages] == \
+        [(s["first"], s["last"], s["gpu"]) for s in doc["stages"]]
+
+
+def test_faster_headroom_checkpoint(eight: Path) -> None:
+    """memory="faster" gives a plan faster than one device, and at its smallest memory;
+    headroom leaves a share of the memory free; checkpointing lowers the smallest memory
+    and makes stages recompute; the plans say their speed-ups."""
+    fast = pipeline_plan(eight, gpus=4, memory="faster", bandwidth=1e4, algo="contiguous")
+    assert fast.speedup > 1
+    assert fast.sequential_time == sum(3 * f for f in (1, 1, 4, 1, 1, 4, 1, 1))
+    slow = pipeline_plan(eight, gpus=4, memory="min", bandwidth=1e4, algo="contiguous")
+    assert slow.speedup < 1 < fast.speedup and slow.memory_bytes < fast.memory_bytes
+    assert 0 < slow.memory_cost < fast.memory_cost <= 1
+    assert "x one device" in str(slow)
+    roomy = pipeline_plan(eight, gpus=4, memory=10_000, bandwidth=1e4, algo="contiguous",
+                          headroom=0.5)
+    assert roomy.headroom == 0.5 and roomy.memory_limit == 5000
+    assert max(roomy.memory_per_gpu) <= 5000
+    ck = pipeline_plan(eight, gpus=4, memory="min", bandwidth=1e4, algo="contiguous",
+                       checkpoint=True)
+    assert ck.checkpoint and ck.memory_bytes < slow.memory_bytes
+    recomputing = [s for s in ck.stages if s.recompute is not None]
+    assert recomputing, ck
+    r = recomputing[0].recompute
+    assert r is not None and r.budget_bytes > 0 and r.sequence[-1].kind == "B"
+    assert r.sequence[-1].stage == 1  # the backward ends with the stage's first layer
+    with pytest.raises(PlanError, match=r"headroom must be a share of the memory in \[0, 1\)"):
+        pipeline_plan(eight, gpus=4, memory=10_000, bandwidth=1e4, headroom=1.0)
+    with pytest.raises(ArgumentTypeError, match="checkpoint must be True or False"):
+        pipeline_plan(eight, gpus=4, memory=10_000, bandwidth=1e4, checkpoint="yes")  # type: ignore[arg-type]
+
+
+def test_madpipe_refusal_names_where_it_plans(eight: Path) -> None:
+    """MadPipe's refusal gives the smallest memory at which it plans, found directly (not a
+    lower bound far below), and planning there succeeds."""
+    with pytest.raises(InfeasibleBudget) as e:
+        pipeline_plan(eight, gpus=4, memory=500, bandwidth=1e4, time_limit_s=5)
+    need = e.value.min_budget_bytes
+    assert need > 500
+    again = pipeline_plan(eight, gpus=4, memory=need, bandwidth=1e4, time_limit_s=5)
+    assert again.memory_bytes == need

@@ -87,7 +87,7 @@ def planned(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The Go planners' plans of tests/pipeline/chains.py on four devices."""
     eight = chains.write(tmp_path_factory.mktemp("chain") / "eight.json")
     return {algo: pipeline_plan(eight, gpus=4, memory=mem, bandwidth=1e4, algo=algo,
-                                time_limit_s=5)
+                                time_limit_s=5, temporaries=False)
             for algo, mem in [("contiguous", 2500), ("pipedream", 4000), ("madpipe", 10000)]}
 
 

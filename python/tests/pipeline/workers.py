@@ -186,6 +186,15 @@ KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "sends": sends}
 
 
+def _kind(name: str) -> Callable[..., dict[str, Any]]:
+    """The scenario function of a kind (those on models as written in model_workers)."""
+    if name in KINDS:
+        return KINDS[name]
+    from tests.pipeline import model_workers
+
+    return model_workers.KINDS[name]
+
+
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
     """Entry point of one spawned rank: run every scenario of the spec file in turn.
 
@@ -206,7 +215,7 @@ def run_session(rank: int, world: int, port: int, spec_path: str, results: str) 
             plan = PipelinePlan.from_dict(sc["plan"], plan_id=sc.get("plan_id"),
                                           layer_param_bytes=sc.get("layer_param_bytes"))
             try:
-                got[sc["name"]] = KINDS[sc["kind"]](plan, **sc["options"])
+                got[sc["name"]] = _kind(sc["kind"])(plan, **sc["options"])
             except Exception as e:  # reported to the parent, which asserts on it
                 got[sc["name"]] = {"error": f"{type(e).__name__}: {e}",
                                    "trace": traceback.format_exc()}

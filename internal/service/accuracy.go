@@ -1,0 +1,190 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/chainplan/chainplan/store"
+)
+
+// AdviceMeasurement is a measured run of an advised candidate, as both front ends record
+// it (chainplan advice record, Advice.record).
+type AdviceMeasurement struct {
+	// Candidate is the candidate's position in the stored result (its list index from 0;
+	// −1 for search3d's Megatron pick).
+	Candidate int `json:"candidate"`
+	// Iterations is how many iterations were timed (≥ 1); IterationTimeS their mean time,
+	// the first (warm-up) iteration left out (spec §5.5).
+	Iterations     int     `json:"iterations"`
+	IterationTimeS float64 `json:"iteration_time_s"`
+	// PeakBytes is the measured peak memory of a device, 0 when not measured.
+	PeakBytes int64 `json:"peak_bytes"`
+	// OutOfMemory marks a run that ran out of memory (its time is not an iteration's).
+	OutOfMemory bool              `json:"out_of_memory"`
+	Host        string            `json:"host"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+// RecordAdviceMeasurement stores a measured run of candidate m.Candidate of advice
+// adviceID and returns its id. Errors: ErrNotFound (wrapped) for an unknown advice or
+// candidate; a value out of range (ErrBadInput).
+func (s *Service) RecordAdviceMeasurement(ctx context.Context, adviceID int64, m AdviceMeasurement) (int64, error) {
+	if m.Iterations < 1 {
+		return 0, &inputError{"iterations must be ≥ 1"}
+	}
+	if math.IsNaN(m.IterationTimeS) || math.IsInf(m.IterationTimeS, 0) || m.IterationTimeS <= 0 {
+		return 0, &inputError{"iteration_time_s must be a positive number of seconds"}
+	}
+	if m.PeakBytes < 0 {
+		return 0, &inputError{"peak_bytes must be ≥ 0"}
+	}
+	meta := []byte("{}")
+	if m.Metadata != nil {
+		var err error
+		if meta, err = json.Marshal(m.Metadata); err != nil {
+			return 0, err
+		}
+	}
+	sm := &store.AdviceMeasurement{AdviceID: adviceID, Candidate: m.Candidate, Iterations: m.Iterations,
+		IterationTimeS: m.IterationTimeS, OutOfMemory: m.OutOfMemory, Host: m.Host, MetadataJSON: meta, CreatedAt: time.Now()}
+	if m.PeakBytes > 0 {
+		sm.PeakBytes.Int64, sm.PeakBytes.Valid = m.PeakBytes, true
+	}
+	return s.db.RecordAdviceMeasurement(ctx, sm)
+}
+
+// AccuracyReport compares an advice's predictions with the runs recorded for it (spec
+// §5.5): ParaDL's accuracy per candidate, AMP's ranking quality.
+type AccuracyReport struct {
+	AdviceID int64  `json:"advice_id"`
+	Kind     string `json:"kind"`
+	Model    string `json:"model"`
+	Cluster  string `json:"cluster"`
+	// Candidates are the measured candidates, in the result's order.
+	Candidates []MeasuredCandidate `json:"candidates"`
+	// MeanAccuracy is the mean of 1 − |pred − meas|/meas over the candidates measured
+	// without running out of memory; 0 when there is none.
+	MeanAccuracy float64 `json:"mean_accuracy"`
+	// Spearman is Spearman's ρ between predicted and measured times over those candidates
+	// (average ranks for ties); null with fewer than two.
+	Spearman *float64 `json:"spearman"`
+	// MeasuredBestRank is the predicted rank of the candidate measured fastest (AMP's "the
+	// truly best strategy was ranked 3rd, 2nd and 1st"); 0 when none was measured.
+	MeasuredBestRank int `json:"measured_best_rank"`
+	// OutOfMemory counts the measured candidates that ran out of memory.
+	OutOfMemory int `json:"out_of_memory"`
+}
+
+// MeasuredCandidate is one measured candidate of an AccuracyReport.
+type MeasuredCandidate struct {
+	Candidate  int      `json:"candidate"`
+	Rank       int      `json:"rank"`
+	Strategy   string   `json:"strategy"`
+	Devices    int      `json:"devices"`
+	PredictedS float64  `json:"predicted_iteration_time_s"`
+	MeasuredS  float64  `json:"measured_iteration_time_s"` // 0: every run ran out of memory
+	Runs       int      `json:"runs"`
+	OOMRuns    int      `json:"out_of_memory_runs"`
+	Accuracy   *float64 `json:"accuracy"`
+	// PredictedMemoryBytes and MeasuredPeakBytes (0: not measured) are per device.
+	PredictedMemoryBytes int64 `json:"predicted_memory_bytes"`
+	MeasuredPeakBytes    int64 `json:"measured_peak_bytes"`
+}
+
+// Accuracy returns the report of advice adviceID, or an error wrapping ErrNotFound.
+func (s *Service) Accuracy(ctx context.Context, adviceID int64) (*AccuracyReport, error) {
+	a, err := s.db.AdviceByID(ctx, adviceID)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.AdviceAccuracy(ctx, adviceID)
+	if err != nil {
+		return nil, err
+	}
+	rep := &AccuracyReport{AdviceID: a.ID, Kind: a.Kind, Model: a.ModelName, Cluster: a.ClusterName,
+		Candidates: []MeasuredCandidate{}}
+	var pred, meas []float64
+	best, bestRank := math.Inf(1), 0
+	for _, r := range rows {
+		mc := MeasuredCandidate{Candidate: r.Candidate, Rank: r.Rank, Strategy: r.Strategy, Devices: r.Devices,
+			PredictedS: r.PredictedS, MeasuredS: r.MeasuredS, Runs: r.Runs, OOMRuns: r.OutOfMemory,
+			PredictedMemoryBytes: r.PredictedMemory, MeasuredPeakBytes: r.MeasuredPeakBytes.Int64}
+		if r.OutOfMemory > 0 {
+			rep.OutOfMemory++
+		}
+		if r.Accuracy.Valid {
+			acc := r.Accuracy.Float64
+			mc.Accuracy = &acc
+			pred, meas = append(pred, r.PredictedS), append(meas, r.MeasuredS)
+			rep.MeanAccuracy += acc
+			if r.MeasuredS < best {
+				best, bestRank = r.MeasuredS, r.Rank
+			}
+		}
+		rep.Candidates = append(rep.Candidates, mc)
+	}
+	if n := len(pred); n > 0 {
+		rep.MeanAccuracy /= float64(n)
+		rep.MeasuredBestRank = bestRank
+	}
+	if len(pred) >= 2 {
+		rho := spearman(pred, meas)
+		rep.Spearman = &rho
+	}
+	return rep, nil
+}
+
+// spearman returns Spearman's rank correlation of x and y (same length ≥ 2): the Pearson
+// correlation of their ranks, ties given their average rank; NaN when either is constant.
+func spearman(x, y []float64) float64 {
+	rx, ry := ranks(x), ranks(y)
+	mean := func(v []float64) float64 {
+		var s float64
+		for _, a := range v {
+			s += a
+		}
+		return s / float64(len(v))
+	}
+	mx, my := mean(rx), mean(ry)
+	var sxy, sxx, syy float64
+	for i := range rx {
+		dx, dy := rx[i]-mx, ry[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
+
+// ranks returns the 1-based ranks of v, ties averaged.
+func ranks(v []float64) []float64 {
+	idx := make([]int, len(v))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int {
+		switch {
+		case v[a] < v[b]:
+			return -1
+		case v[a] > v[b]:
+			return 1
+		}
+		return 0
+	})
+	out := make([]float64, len(v))
+	for i := 0; i < len(idx); {
+		j := i
+		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
+			j++
+		}
+		r := float64(i+j)/2 + 1
+		for k := i; k <= j; k++ {
+			out[idx[k]] = r
+		}
+		i = j + 1
+	}
+	return out
+}

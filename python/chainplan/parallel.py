@@ -1,0 +1,238 @@
+"""Past one device: :func:`advise` (ParaDL's strategy ranking) and :func:`search3d` (AMP's
+3-D search with a memory filter), in-process through the Go planners.
+
+Usage::
+
+    import chainplan
+    prof = chainplan.profile(model, sample, loss_fn=loss_fn, target=y, optimizer=torch.optim.Adam)
+    adv = chainplan.advise(prof, "examples/clusters/abci.yaml", dataset_size=1_281_167,
+                           batch_per_device=64, devices=[4, 16, 64, 256, 1024])
+    print(adv.best.strategy, adv.best.devices, adv.best.epoch_time_s)
+    s3 = chainplan.search3d(prof, "examples/clusters/amp-het-cluster.yaml", global_batch=32,
+                            device_speed={"T4-16GB": 0.35})
+    for stage in s3.best.stages:
+        print(stage.first_name, stage.last_name, stage.devices)
+
+Both go through the service the CLI uses (``chainplan advise``, ``chainplan search3d``); a
+stored profile's result is recorded (``advice_id``) so that measured runs can be added and
+compared (:meth:`~chainplan.advice.Advice.record`, :meth:`~chainplan.advice.Advice.accuracy`).
+This module never imports torch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from chainplan import _bind
+from chainplan.advice import Advice, Search3D
+from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
+
+if TYPE_CHECKING:
+    from chainplan.profiler.run import Profile
+
+__all__ = ["advise", "search3d"]
+
+ClusterArg = str | os.PathLike[str] | Mapping[str, Any]
+
+
+def _typed(value: object) -> str:
+    return f"{value!r} ({type(value).__name__})"
+
+
+def _cluster_text(cluster: ClusterArg) -> str:
+    """The cluster description's text: a file (YAML or JSON), or a mapping written as JSON."""
+    if isinstance(cluster, Mapping):
+        return json.dumps(dict(cluster))
+    if not isinstance(cluster, (str, os.PathLike)):
+        raise ArgumentTypeError("cluster must be a cluster file (YAML or JSON) or a mapping "
+                                f"(got {_typed(cluster)})")
+    path = Path(cluster)
+    try:
+        return path.read_text()
+    except FileNotFoundError as err:
+        raise NotFoundError(f"cluster file {str(cluster)!r} does not exist "
+                            "(examples/clusters/ has examples)") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise PlanError(f"cannot read the cluster file {str(cluster)!r}: {err}") from err
+
+
+def _source(source: object, batch: int | None) -> dict[str, Any]:
+    """The workload arguments of pybind.Advise/Search3D: a stored run, a profile file, or a
+    chain file with the batch it was measured at."""
+    # A Profile, read by its attributes: importing its class would import torch.
+    if not isinstance(source, (int, str, os.PathLike)) and hasattr(source, "run_id") \
+            and hasattr(source, "path"):
+        run_id = source.run_id
+        if run_id is None:
+            return {"run_id": 0, "profile_path": str(source.path)}
+        source = run_id
+    if isinstance(source, int) and not isinstance(source, bool):
+        if source < 1:
+            raise PlanError(f"a run id is a positive integer (got {source})")
+        return {"run_id": source}
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists():
+            raise NotFoundError(f"{str(source)!r} is no file (want a chain file, a profile file, "
+                                "a Profile or a run id)")
+        if path.suffix in (".arrow", ".arrows", ".feather"):
+            return {"run_id": 0, "profile_path": str(path)}
+        if batch is None:
+            raise PlanError("a chain file does not record the batch it was measured at: "
+                            "give batch=N")
+        return {"run_id": 0, "chain_json": path.read_text(), "name": path.stem, "batch": batch}
+    raise ArgumentTypeError("the model to plan must be a Profile, a run id, a profile file or a "
+                            f"chain file (got {_typed(source)})")
+
+
+def _check_int(name: str, value: object, *, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
+    if value < low:
+        raise PlanError(f"{name} must be ≥ {low} (got {value})")
+    return value
+
+
+def advise(
+    source: Profile | int | str | os.PathLike[str],
+    cluster: ClusterArg,
+    *,
+    dataset_size: int,
+    global_batch: int | None = None,
+    batch_per_device: int | None = None,
+    strategies: Sequence[str] | None = None,
+    devices: Sequence[int] | None = None,
+    goal: str = "time",
+    gamma: float | None = None,
+    optimizer: str = "auto",
+    checkpointing: bool = False,
+    offloading: bool = False,
+    segments: int = 0,
+    slots: int = 0,
+    batch: int | None = None,
+    dtype_bytes: int = 4,
+) -> Advice:
+    """Rank parallel training strategies with ParaDL's model (docs/parallel.md).
+
+    Args:
+        source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, a profile file
+            (``.arrow``), or a chain file (then ``batch`` is required).
+        cluster: a cluster description file (YAML or JSON) or a mapping of its fields.
+
+    Keyword Args:
+        dataset_size: samples per epoch, D.
+        global_batch: B for every device count (strong scaling); or
+        batch_per_device: b, with B = b·p (weak scaling). Give exactly one.
+        strategies: names to evaluate (default: all that the profile supports).
+        devices: device counts (default: 1, 2, 4, ... up to the cluster's size).
+        goal: ``"time"`` (epoch time, default), ``"cost"`` (devices × time) or ``"memory"``.
+        gamma: memory reuse factor γ (default: calibrated from the profile).
+        optimizer: state counted in memory: ``"auto"`` (profiled, else Adam's), ``"adam"``,
+            ``"momentum"``, ``"sgd"`` or ``"none"``.
+        checkpointing: add ``data+checkpointing`` (rotor when data parallelism does not fit).
+        offloading: add ``data+offloading`` (pofo; the cluster must give ``host_bw``).
+        segments: pipeline micro-batches S (0: min(4p, B)). slots: rotor/pofo slots (0: default).
+        batch: the batch a chain file was measured at. dtype_bytes: its element size (4).
+
+    Returns:
+        The :class:`~chainplan.advice.Advice`, candidates ranked (feasible first).
+
+    Raises:
+        InfeasibleBudget: no candidate fits (``min_budget_bytes``: the least memory per
+            device any needs).
+        PlanError: a bad option, a bad cluster file (the field named), or a strategy named
+            in ``strategies`` that needs a profile field the source lacks.
+        NotFoundError: no such run or file.
+    """
+    req: dict[str, Any] = {"dataset_size": _check_int("dataset_size", dataset_size, low=1),
+                           "goal": goal, "optimizer": optimizer, "checkpoint": checkpointing,
+                           "offload": offloading, "segments": _check_int("segments", segments),
+                           "slots": _check_int("slots", slots)}
+    if (global_batch is None) == (batch_per_device is None):
+        raise PlanError("give global_batch (strong scaling) or batch_per_device (weak scaling)")
+    if global_batch is not None:
+        req["global_batch"] = _check_int("global_batch", global_batch, low=1)
+    if batch_per_device is not None:
+        req["batch_per_device"] = _check_int("batch_per_device", batch_per_device, low=1)
+    if strategies is not None:
+        if isinstance(strategies, str):
+            raise ArgumentTypeError("strategies must be a list of names such as ['data', 'df'] "
+                                    f"(got {_typed(strategies)})")
+        req["strategies"] = [str(s) for s in strategies]
+    if devices is not None:
+        req["devices"] = [_check_int("devices", p, low=1) for p in devices]
+    if gamma is not None:
+        if isinstance(gamma, bool) or not isinstance(gamma, (int, float)) or not gamma > 0:
+            raise PlanError(f"gamma must be a positive number, or None to calibrate "
+                            f"(got {gamma!r})")
+        req["gamma"] = float(gamma)
+    src = _source(source, batch)
+    doc = json.loads(_bind.advise(src, _cluster_text(cluster), req,
+                                  dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
+    return Advice.from_json(doc["advice"], advice_id=int(doc["advice_id"]))
+
+
+def search3d(
+    source: Profile | int | str | os.PathLike[str],
+    cluster: ClusterArg,
+    *,
+    global_batch: int,
+    tmp_max: int = 0,
+    schedule: str = "1f1b",
+    memory_check: str = "rotor",
+    cut: str = "amp",
+    top_k: int = 10,
+    blocks: int = 0,
+    device_speed: Mapping[str, float] | None = None,
+    optimizer: str = "auto",
+    slots: int = 0,
+    batch: int | None = None,
+    dtype_bytes: int = 4,
+) -> Search3D:
+    """Search pipeline, data and tensor degrees, micro-batch and cuts, AMP's way, with a
+    memory filter (docs/parallel.md).
+
+    Args:
+        source, cluster: as for :func:`advise`.
+
+    Keyword Args:
+        global_batch: samples per iteration, gbs.
+        tmp_max: the largest tensor degree (0: the smallest node's devices).
+        schedule: ``"1f1b"`` (default) or ``"gpipe"``: micro-batches in flight per stage.
+        memory_check: ``"rotor"`` (checkpoint a stage over capacity, default), ``"drop"``, or
+            ``"off"`` (keep every candidate, AMP's; ``Candidate3D.fits`` says which fit).
+        cut: ``"amp"`` (the exact DP, default), ``"madpipe"`` (memory-aware contiguous) or
+            ``"best"``.
+        top_k: candidates returned (-1: all). blocks: coarsen into this many (0: 64).
+        device_speed: each device type's speed relative to the profiled device, e.g.
+            ``{"T4-16GB": 0.35}`` (default 1).
+        optimizer, slots, batch, dtype_bytes: as for :func:`advise`.
+
+    Returns:
+        The :class:`~chainplan.advice.Search3D`, candidates best first.
+
+    Raises:
+        InfeasibleBudget: no candidate fits the devices' memory.
+        PlanError: a bad option or cluster file (the field named).
+    """
+    if top_k == 0:
+        raise PlanError("top_k must be ≥ 1, or -1 for every candidate (got 0)")
+    req: dict[str, Any] = {"global_batch": _check_int("global_batch", global_batch, low=1),
+                           "tmp_max": _check_int("tmp_max", tmp_max), "schedule": schedule,
+                           "memory_check": memory_check, "cut": cut,
+                           "top_k": _check_int("top_k", top_k, low=-1),
+                           "blocks": _check_int("blocks", blocks), "optimizer": optimizer,
+                           "slots": _check_int("slots", slots)}
+    if device_speed is not None:
+        if not isinstance(device_speed, Mapping):
+            raise ArgumentTypeError("device_speed must map device types to relative speeds "
+                                    f"(got {_typed(device_speed)})")
+        req["device_speed"] = {str(k): float(v) for k, v in device_speed.items()}
+    src = _source(source, batch)
+    doc = json.loads(_bind.search3d(src, _cluster_text(cluster), req,
+                                    dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
+    return Search3D.from_json(doc["result"], advice_id=int(doc["advice_id"]))

@@ -1,0 +1,266 @@
+"""Profiling a model of towers joined at the loss: each tower once, then the join.
+
+``chainplan.profile(model, images, tokens, loss_fn=...)`` comes here when the model is towers
+joined at the loss (:func:`chainplan.towers.detect.find_towers`). Each distinct tower is cut
+into stages (:mod:`chainplan.towers.parts`) and measured stage by stage on the input of the
+first branch that runs it, with the recipe of a chain (``chainplan.profiler.measure``): a
+tower several inputs go through (a Siamese network) is measured once. The join and the loss
+are the loss stage (:mod:`chainplan.towers.measure`).
+
+The profile file has the stages of each tower in turn (names prefixed with the tower's
+path), then the loss, and says in its schema metadata which tower each branch runs and the
+size of each branch's input (key ``towers``, docs/formats.md): the Go side turns it into a
+``chainplan.multichain/v1`` bundle. A branch whose input needs a gradient keeps it
+(``keep_input_grad``). Memory held through the whole step (a tower's side values, e.g. a
+mask a graph-captured tower reads) is added to every operation's overheads, as for a chain.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as _dt
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+from torch.utils import _pytree as pytree
+
+from chainplan.errors import ProfileError
+from chainplan.graph.split import side_bytes
+from chainplan.profiler.measure import StageMeasurement, measure_stage
+from chainplan.profiler.run import (
+    Profile,
+    compute_dtype,
+    default_profile_dir,
+    device_name,
+    naming_stage,
+)
+from chainplan.profiler.signature import model_signature
+from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.spread import warn_if_spread
+from chainplan.profiler.stored import call_signature, find_stored
+from chainplan.reuse import loss_name
+from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
+from chainplan.towers.detect import TowerSplit
+from chainplan.towers.measure import measure_join
+from chainplan.towers.parts import TowerChain, given_towers, tower_chain
+
+_log = logging.getLogger("chainplan.profile")
+
+__all__ = ["TowersProfile", "profile_towers"]
+
+LossFn = Callable[..., torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TowersProfile(Profile):
+    """The profile of a model of towers joined at the loss.
+
+    Attributes:
+        towers: the towers found and the branches that run them.
+        tower_stages: the number of stages of each tower, in order.
+    """
+
+    towers: TowerSplit | None = field(default=None, compare=False)
+    tower_stages: tuple[int, ...] = ()
+
+    @property
+    def branch_stages(self) -> tuple[int, ...]:
+        """L_j, the stages of each branch."""
+        assert self.towers is not None
+        return tuple(self.tower_stages[b.tower] for b in self.towers.branches)
+
+
+def join_of(model: nn.Module, split: TowerSplit, inputs: Sequence[Any], kwargs: dict[str, Any],
+            loss_fn: LossFn | None, target: torch.Tensor | None) -> Callable[..., object]:
+    """The join: ``model(*inputs, **kwargs)`` with the towers' results given, then the loss
+    (``loss_fn(*outputs[, target])`` for a tuple of outputs, ``loss_fn(output[, target])``
+    for one)."""
+    def join(*outs: torch.Tensor) -> object:
+        with given_towers(split, outs, inputs):
+            result = model(*inputs, **kwargs)
+        if loss_fn is None:
+            return result
+        parts = tuple(result) if isinstance(result, (tuple, list)) else (result,)
+        return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
+    return join
+
+
+def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
+                   kwargs: dict[str, Any], *, loss_fn: LossFn | None,
+                   target: torch.Tensor | None, repeats: int, warmup: int, name: str,
+                   path: Any, ingest: bool, progress: bool,
+                   spread_warning: float | None, reuse: bool = False) -> TowersProfile:
+    """Measure ``model``'s towers and join (module docstring); the arguments are
+    :func:`chainplan.profile`'s. With ``reuse`` (and ``ingest``, no ``path``), the stored
+    profile of the same call is returned instead, as for a chain
+    (:mod:`chainplan.profiler.stored`: the call signature covers every input's shape).
+
+    Raises:
+        ProfileError: a stage or the join fails while measured (naming it).
+    """
+    start = time.perf_counter()
+    device = inputs[split.branches[0].input].device
+    meta = _metadata(model, split, inputs, kwargs, name=name, loss=loss_name(loss_fn),
+                     target=target, repeats=repeats, warmup=warmup)
+    if reuse and ingest and path is None:
+        stored = _stored(meta, split, inputs, loss_name(loss_fn))
+        if stored is not None:
+            stored_id, stored_path, stored_rows, stored_names, stored_lengths = stored
+            _log.info("profile of %s: reused the stored profile of the same call (run %d)",
+                      name, stored_id)
+            return TowersProfile(path=stored_path, run_id=stored_id, model_name=name,
+                                 stage_names=stored_names, rows=tuple(stored_rows),
+                                 seconds=time.perf_counter() - start, reused=True,
+                                 towers=split, tower_stages=stored_lengths)
+    chains: list[TowerChain] = []
+    measured: list[list[tuple[StageMeasurement, int]]] = []
+    outputs: list[torch.Tensor | None] = [None] * len(split.branches)
+    a0: list[int] = [0] * len(split.branches)
+    resident = 0
+    total = 0
+    for t, tower in enumerate(split.towers):
+        calls = split.calls_of(t)
+        first = split.branches[calls[0]]
+        chain = tower_chain(tower, split.names[t], first, inputs)
+        chains.append(chain)
+        with contextlib.ExitStack() as bound:
+            x, side = chain.bind(first, inputs)
+            if side is not None:
+                bound.enter_context(side.scope())
+                resident += side_bytes(side, tower)
+            rows: list[tuple[StageMeasurement, int]] = []
+            for stage, sname in zip(chain.stages, chain.names, strict=True):
+                total += 1
+                with naming_stage(total, sname):
+                    m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                rows.append((m, nbytes(x)))
+                x = m.output
+            measured.append(rows)
+        for j in calls:  # a shared tower: each branch's own input, the same output shape
+            xj, _ = chain.bind(split.branches[j], inputs)
+            a0[j] = nbytes(xj)
+            outputs[j] = x if j == calls[0] else _tower_output(tower, split, j, inputs, kwargs)
+    outs = [o for o in outputs if o is not None]
+    with naming_stage(total + 1, "join"):
+        jm = measure_join(join_of(model, split, inputs, kwargs, loss_fn, target), outs,
+                          model=model, repeats=repeats, warmup=warmup, device=device)
+    rows_out = _rows(measured, chains, jm, outs, resident, loss_name(loss_fn))
+    lengths = [len(c.stages) for c in chains]
+    keep = [bool(inputs[b.input].requires_grad) for b in split.branches]
+    towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
+                   "input_bytes": a0, "names": list(split.names), "keep_input_grad": keep}
+    if path is None:
+        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+        path = default_profile_dir() / f"{name}-{stamp}.arrow"
+    out = write_profile(Path(path), rows_out,
+                        {**meta.as_dict(), "towers": json.dumps(towers_meta)})
+    run_id = None
+    if ingest:
+        from chainplan import _bind
+
+        run_id = _bind.ingest(str(out))
+    prof = TowersProfile(path=out, run_id=run_id, model_name=name,
+                         stage_names=tuple(n for c in chains for n in c.names),
+                         rows=tuple(rows_out), seconds=time.perf_counter() - start,
+                         side_bytes=resident, towers=split, tower_stages=tuple(lengths))
+    warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
+    return prof
+
+
+def _metadata(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
+              kwargs: dict[str, Any], *, name: str, loss: str, target: torch.Tensor | None,
+              repeats: int, warmup: int) -> ProfileMetadata:
+    """The profile's metadata: the first tower input's shape, and the call signature of the
+    whole call (every input), which finds it again (:mod:`chainplan.profiler.stored`)."""
+    first_input = inputs[split.branches[0].input]
+    device = first_input.device
+    call = call_signature(tuple(inputs), kwargs, loss=loss, target=target,
+                          device_name=device_name(device))
+    return ProfileMetadata(
+        model_name=name, model_signature=model_signature(model, device),
+        torch_version=torch.__version__, device=str(device), device_name=device_name(device),
+        dtype=compute_dtype(model, first_input),
+        batch_size=int(first_input.shape[0]) if first_input.dim() > 0 else 1,
+        input_shape=list(first_input.shape), threads=torch.get_num_threads(),
+        timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
+        warmup_reps=warmup, reps=repeats, extra={"call_signature": call})
+
+
+def _stored(meta: ProfileMetadata, split: TowerSplit, inputs: Sequence[Any], loss: str
+            ) -> tuple[int, Path, list[ProfileRow], tuple[str, ...], tuple[int, ...]] | None:
+    """The stored profile of this call (its run, file, rows, stage names and tower lengths)
+    when its towers are these towers cut as now; None when there is none."""
+    chains = [tower_chain(tower, split.names[t], split.branches[split.calls_of(t)[0]], inputs)
+              for t, tower in enumerate(split.towers)]
+    names = [n for c in chains for n in c.names]
+    found = find_stored(meta, loss, names)
+    if found is None:
+        return None
+    run_id, path, rows = found
+    return run_id, path, rows, tuple(names), tuple(len(c.stages) for c in chains)
+
+
+def _tower_output(tower: nn.Module, split: TowerSplit, j: int, inputs: Sequence[Any],
+                  kwargs: dict[str, Any]) -> torch.Tensor:
+    """The output of a shared tower for branch ``j``, computed without a graph: the join is
+    measured on every branch's own output."""
+    b = split.branches[j]
+    args, kw = b.bind(inputs)
+    with torch.no_grad():
+        out = tower(inputs[b.input], *args, **kw)
+    if not isinstance(out, torch.Tensor):
+        raise ProfileError(f"tower {split.names[b.tower]} returns {type(out).__name__}")
+    return out.detach()
+
+
+def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[TowerChain],
+          jm: Any, outs: list[torch.Tensor], resident: int, loss_name: str) -> list[ProfileRow]:
+    """One row per stage of each tower and repetition, then the join's."""
+    rows: list[ProfileRow] = []
+    k = 0
+    for tower_rows, chain in zip(measured, chains, strict=True):
+        for (m, in_bytes), sname in zip(tower_rows, chain.names, strict=True):
+            k += 1
+            bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
+            for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
+                rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, m.saved_bytes,
+                                       m.fwd_tmp_bytes + resident, m.bwd_tmp_bytes + resident,
+                                       m.param_bytes))
+    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
+    for r, (f, b) in enumerate(zip(jm.fwd_times_s, jm.bwd_times_s, strict=True)):
+        rows.append(ProfileRow(k + 1, loss_name, r, f, b, in_bytes, 0, 0,
+                               jm.fwd_tmp_bytes + resident, jm.bwd_tmp_bytes + resident, 0,
+                               stage_kind="loss"))
+    return rows
+
+
+
+def profile_towers_if_any(model: nn.Module, inputs: Sequence[Any], kwargs: dict[str, Any],
+                          **options: Any) -> TowersProfile | None:
+    """:func:`profile_towers` when ``model(*inputs, **kwargs)`` is towers joined at the loss
+    (:func:`chainplan.towers.detect.find_towers`, the model in training mode), else None:
+    the caller profiles it as one chain."""
+    from chainplan.towers.detect import find_towers
+
+    was = model.training
+    model.train()
+    try:
+        split = find_towers(model, inputs, kwargs)
+        if split is None:
+            return None
+        _check_loss_fn(options.get("loss_fn"))
+        return profile_towers(model, split, inputs, kwargs, **options)
+    finally:
+        model.train(was)
+
+
+def _check_loss_fn(loss_fn: object) -> None:
+    if loss_fn is not None and not callable(loss_fn):
+        raise ProfileError(f"loss_fn must be callable (got {type(loss_fn).__name__})")

@@ -1,0 +1,214 @@
+"""chainplan.advise and chainplan.search3d: the parallel fields the profiler records, typed
+results, stored advice with measured runs, and errors that name the problem."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+import chainplan
+from chainplan import _bind
+from chainplan.advice import Advice, Search3D
+from chainplan.errors import InfeasibleBudget, NotFoundError, PlanError, ProfileError
+from chainplan.profiler.run import Profile
+from tests.graph.models import make_gpt
+
+ROOT = Path(__file__).resolve().parents[2]
+CLUSTERS = ROOT / "examples" / "clusters"
+
+# Two nodes of four devices: small enough that every strategy applies to a tiny CNN.
+SMALL = {"name": "small", "nodes": [{"name": "n", "count": 2, "gpu": "X", "gpus": 4,
+                                     "gpu_mem": "2GB", "intra_bw": "50GB/s",
+                                     "inter_bw": "5GB/s", "host_bw": "10GB/s"}],
+         "latency": {"intra_s": 5e-6, "inter_s": 2e-5}}
+
+
+def cnn() -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 16, 3, padding=1),
+                         nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(16 * 4 * 4, 10))
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> Profile:
+    """The CNN profiled once for the module (not stored: each test has its own database)."""
+    torch.manual_seed(0)
+    x, y = torch.randn(4, 3, 8, 8), torch.randint(0, 10, (4,))
+    return chainplan.profile(cnn(), x, loss_fn=nn.functional.cross_entropy, target=y, repeats=2,
+                             warmup=1, batch_sizes=[2, 8], optimizer=torch.optim.Adam,
+                             spread_warning=None, ingest=False,
+                             path=tmp_path_factory.mktemp("profile") / "cnn.arrow")
+
+
+@pytest.fixture
+def profiled(measured: Profile) -> Profile:
+    """The profile, stored in this test's database."""
+    return dataclasses.replace(measured, run_id=_bind.ingest(str(measured.path)))
+
+
+def test_profile_records_the_parallel_fields(profiled: Profile) -> None:
+    first = next(r for r in profiled.rows if r.stage_index == 1)
+    assert json.loads(first.in_shape or "") == [4, 3, 8, 8]
+    assert json.loads(first.out_shape or "") == [4, 8, 8, 8]
+    assert (first.weight_count, first.bias_count) == (3 * 8 * 9, 8)
+    (conv,) = json.loads(first.modules_json or "")
+    assert conv["type"] == "Conv2d" and conv["kernel"] == [3, 3] and conv["in_channels"] == 3
+    times = json.loads(first.batch_times_json or "")
+    assert times["batch_sizes"] == [2, 8] and len(times["fwd_time_s"]) == 2
+    linear = next(r for r in profiled.rows if r.stage_index == 7)
+    assert json.loads(linear.modules_json or "")[0]["out_channels"] == 10
+    # Go reads them back from the store (the optimizer from the metadata).
+    rows = chainplan.query("SELECT stage_index, weight_count FROM stage_parallel "
+                           "ORDER BY stage_index").to_pylist()
+    assert rows[0] == {"stage_index": 1, "weight_count": 216}
+    meta = json.loads(chainplan.query("SELECT metadata_json FROM runs").to_pylist()[0]
+                      ["metadata_json"])
+    assert meta["optimizer"] == "Adam" and int(meta["optimizer_state_bytes"]) > 0
+    assert meta["parallel_fields"] == "1"
+
+
+def test_the_profiler_leaves_the_model_alone() -> None:
+    model = cnn()
+    before = [p.detach().clone() for p in model.parameters()]
+    chainplan.profile(model, torch.randn(2, 3, 8, 8), repeats=1, warmup=0,
+                      optimizer=lambda ps: torch.optim.SGD(ps, lr=1.0),
+                      spread_warning=None, ingest=False)
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))
+
+
+def test_advise_a_profile(profiled: Profile) -> None:
+    adv = chainplan.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    assert isinstance(adv, Advice) and adv.advice_id == 1
+    strategies = {c.strategy for c in adv.candidates}
+    assert {"data", "filter", "spatial", "df", "ds", "pipeline"} <= strategies
+    assert adv.optimizer == "Adam (profiled)" and adv.gamma > 0
+    best = adv.best
+    assert best is not None and best.rank == 1 and best.feasible
+    assert best.epoch_time_s == pytest.approx(best.compute_s + best.comm_s)
+    assert all(c.memory_bytes <= c.capacity_bytes for c in adv.feasible)
+    # Measured runs against the predictions (spec §5.5).
+    adv.record(adv.feasible[0], iteration_time_s=adv.feasible[0].iteration_time_s * 1.25,
+               iterations=9)
+    adv.record(adv.feasible[1].index, iteration_time_s=adv.feasible[1].iteration_time_s,
+               iterations=9)
+    acc = adv.accuracy()
+    assert [c.candidate for c in acc.candidates] == [0, adv.feasible[1].index]
+    assert acc.candidates[0].accuracy == pytest.approx(0.8)
+    assert acc.mean_accuracy == pytest.approx(0.9) and acc.spearman is not None
+    assert chainplan.query("SELECT count(*) AS n FROM advice_accuracy").to_pylist() == [{"n": 2}]
+
+
+def test_search3d_a_profile(profiled: Profile) -> None:
+    s3 = chainplan.search3d(profiled, SMALL, global_batch=16, cut="best")
+    assert isinstance(s3, Search3D) and s3.advice_id == 1 and s3.enumerated > 0
+    best = s3.best
+    assert best is not None and best.fits and best.devices == 8
+    assert best.stages[0].first_layer == 1 and best.stages[-1].last_layer == 7
+    assert sum(len(st.devices) for st in best.stages) == 8
+    assert s3.raw["format"] == "chainplan.search3d/v1"
+
+
+def test_chain_files_and_example_clusters(tmp_path: Path) -> None:
+    chain = ROOT / "examples" / "gpt2-medium.json"
+    s3 = chainplan.search3d(chain, CLUSTERS / "amp-het-cluster.yaml", global_batch=32, batch=1,
+                            device_speed={"T4-16GB": 0.35}, top_k=3)
+    assert s3.advice_id == 0 and len(s3.candidates) == 3 and s3.enumerated == 53
+    assert s3.megatron is not None and s3.megatron.dp == 16
+    top = s3.candidates[0]
+    assert top.mbs == 1 and top.tmp == 1 and top.pp in (4, 8)
+    with pytest.raises(PlanError, match="not stored"):
+        s3.record(0, iteration_time_s=1.0)
+    adv = chainplan.advise(str(ROOT / "examples" / "vgg16.json"), CLUSTERS / "abci.yaml",
+                           dataset_size=1_281_167, batch_per_device=32, batch=128,
+                           devices=[4, 64], strategies=["data", "pipeline"])
+    assert adv.advice_id == 0 and {c.strategy for c in adv.candidates} == {"data", "pipeline"}
+
+
+def test_errors_name_the_problem(profiled: Profile, tmp_path: Path) -> None:
+    bad = {"name": "x", "nodes": [{"gpu": "X", "gpus": 2, "gpu_mem": "1GB", "intra_bw_gbps": -1}]}
+    with pytest.raises(PlanError, match=r"nodes\[0\]\.intra_bw_gbps"):
+        chainplan.advise(profiled, bad, dataset_size=10, global_batch=4)
+    with pytest.raises(NotFoundError, match="cluster file"):
+        chainplan.advise(profiled, tmp_path / "none.yaml", dataset_size=10, global_batch=4)
+    with pytest.raises(PlanError, match="batch=N"):
+        chainplan.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10, global_batch=4)
+    with pytest.raises(PlanError, match="global_batch .* or batch_per_device"):
+        chainplan.advise(profiled, SMALL, dataset_size=10)
+    with pytest.raises(PlanError, match="unknown strategy"):
+        chainplan.advise(profiled, SMALL, dataset_size=10, global_batch=4, strategies=["tensor"])
+    with pytest.raises(PlanError, match="modules_json"):
+        chainplan.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10,
+                         global_batch=4, batch=128, strategies=["filter"])
+    with pytest.raises(PlanError, match="memory_check"):
+        chainplan.search3d(profiled, SMALL, global_batch=8, memory_check="maybe")
+    tiny = {"name": "tiny", "nodes": [{"gpu": "X", "gpus": 2, "gpu_mem": "1kB",
+                                       "intra_bw": "1GB/s"}]}
+    with pytest.raises(InfeasibleBudget) as err:
+        chainplan.advise(profiled, tiny, dataset_size=10, global_batch=4)
+    assert err.value.min_budget_bytes > 1000
+    with pytest.raises(InfeasibleBudget, match="no candidate fits"):
+        chainplan.search3d(profiled, tiny, global_batch=4)
+    with pytest.raises(ProfileError, match="batch_sizes"):
+        chainplan.profile(cnn(), torch.randn(2, 3, 8, 8), batch_sizes=[0], ingest=False)
+    assert json.loads(_bind.check_cluster(json.dumps(SMALL)))["nodes"][1]["name"] == "n-1"
+
+
+def test_a_model_split_from_its_graph_records_its_modules() -> None:
+    """A regression: stages cut from a captured graph call no nn.Conv2d or nn.Linear of their
+    own, so hooks on the stage found nothing and advise refused filter parallelism for a GPT;
+    the modules are found on the model as written and matched to stages by their weights."""
+    case = make_gpt(batch=2, seq=8, blocks=2)
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=1, warmup=0, spread_warning=None, **case.kwargs)
+    per_stage = [json.loads(r.modules_json or "[]") for r in prof.rows
+                 if r.stage_kind == "stage" and r.rep == 0]
+    names = [m["name"] for mods in per_stage for m in mods]
+    assert any(n.endswith("qkv") or "attn" in n for n in names), names
+    assert per_stage[-1] and per_stage[-1][-1]["type"] == "Linear"  # the head
+    adv = chainplan.advise(prof, SMALL, dataset_size=1000, batch_per_device=2, devices=[4],
+                           strategies=["filter", "df"])
+    assert {c.strategy for c in adv.candidates} == {"filter", "df"}
+
+
+def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> None:
+    s3 = chainplan.search3d(ROOT / "examples" / "gpt-7b-40.json", CLUSTERS / "a100-64.yaml",
+                            global_batch=512, batch=1, top_k=5)
+    mixed = [c for c in s3.candidates if c.pp > 1 and c.dp > 1 and c.tmp > 1]
+    assert mixed, [(c.pp, c.dp, c.tmp) for c in s3.candidates]
+    for c in (*s3.candidates, s3.megatron):
+        assert c is not None
+        groups = c.process_groups()
+        for kind, size in (("tensor", c.tmp), ("data", c.dp), ("pipeline", c.pp)):
+            gs = getattr(groups, kind)
+            assert all(len(g) == size for g in gs), (kind, gs)
+            assert sorted(r for g in gs for r in g) == list(range(c.devices)), (kind, gs)
+        for rank in range(c.devices):
+            lay = c.layout(rank)
+            st = c.stages[lay.stage]
+            assert st.devices[lay.data_index * c.tmp + lay.tensor_index] == rank
+            assert (lay.first_layer, lay.last_layer) == (st.first_layer, st.last_layer)
+            assert lay.tensor_group in groups.tensor and lay.data_group in groups.data
+            assert lay.pipeline_group in groups.pipeline and lay.pipeline_group[lay.stage] == rank
+            assert all(lay.pipeline_group[j] in c.stages[j].devices for j in range(c.pp))
+            assert lay.previous_rank == (lay.pipeline_group[lay.stage - 1] if lay.stage else None)
+            if c.placement == "megatron":  # rank = t + tmp·d + tmp·dp·j (spec §3.6)
+                assert rank == lay.tensor_index + c.tmp * lay.data_index + c.tmp * c.dp * lay.stage
+    # The JSON a training script reads (chainplan search3d -o FILE) loads back.
+    out = tmp_path / "s3.json"
+    out.write_text(json.dumps(s3.raw))
+    again = Search3D.load(out)
+    assert again.candidates == s3.candidates and again.advice_id == 0
+    best = mixed[0]
+    with pytest.raises(PlanError, match=f"rank {best.devices} is not a device"):
+        best.layout(best.devices)
+    broken = dataclasses.replace(best, stages=(dataclasses.replace(
+        best.stages[0], devices=best.stages[1].devices), *best.stages[1:]))
+    with pytest.raises(PlanError, match="stage 1 lists device"):
+        broken.process_groups()
+    out.write_text("[1]")
+    with pytest.raises(PlanError, match="not a search3d document"):
+        Search3D.load(out)
