@@ -197,7 +197,6 @@ def measure_stage(
 
     with preserved(module, dev) as restore:
         preallocate_grads(module)
-        rng = RNGState(dev)
         for _ in range(warmup):
             out = forward()
             if out.requires_grad:
@@ -249,11 +248,16 @@ def measure_stage(
         if bwd is not None:
             bwd_tmp_bytes = max(0, bwd.peak_bytes - out_bytes - input_grad_bytes)
 
+        # Whether the stage's forward draws random numbers: the state around the timed
+        # forwards only, since the profiler's own random gradients (random_like,
+        # random_as) draw from the same generator.
+        rng = RNGState(dev)
         fwd_times: list[float] = []
         for _ in range(repeats):
             out, elapsed = timed(forward, dev)
             fwd_times.append(elapsed)
             del out
+        draws_random = rng.consumed()
         bwd_times: list[float] = []
         if has_backward:
             for _ in range(repeats):
@@ -264,7 +268,6 @@ def measure_stage(
                 x_in.grad = None
                 del out, delta
         rec = measure_recompute(module, x_in, repeats=repeats, dev=dev)
-        draws_random = rng.consumed()
         # What the recomputation leaves is ā without an output nothing saved.
         left = saved_bytes - (0 if output_kept else out_bytes)
         recompute_tmp_bytes = max(0, rec.peak_bytes - left)
