@@ -153,7 +153,8 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
     """
     if not isinstance(algo, str) or not getattr(algorithms().get(algo), "frontier", False):
         names = [a.name for a in algorithms().values() if a.frontier]
-        raise PlanError(f'no frontier for algorithm "{algo}": only {" and ".join(names)} have one')
+        listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        raise PlanError(f'no frontier for algorithm "{algo}": only {listed} have one')
     req = {"algo": algo, "slots": _slots(slots)}
     return Frontier.from_json(_bind.frontier(chain_json(source, "frontier"), req))
 
