@@ -304,6 +304,8 @@ class CheckpointedChain(nn.Module):
                     x = compiled.stage_call(callback, stage, x)
             return x
         warn_if_shape_differs(self.plan, x)
+        if side is not None:
+            side = side.attached()  # one graph per step: the side values' gradients flow
         step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
                      self.plan.choices)
         with _scope(side):
