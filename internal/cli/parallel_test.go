@@ -135,6 +135,16 @@ func TestSearch3DChain(t *testing.T) {
 		if !c.Fits || len(c.Stages) != c.PP || c.Stages[0].FirstLayer != 1 || c.Stages[c.PP-1].LastLayer != 26 {
 			t.Fatalf("candidate %+v", c)
 		}
+		if (c.Simulated != nil) != (c.PP > 1) {
+			t.Fatalf("candidate %d (pp=%d): pipesim check %+v", c.Rank, c.PP, c.Simulated)
+		}
+	}
+	// The text shows the simulated time beside the prediction, and per stage of the best.
+	code, text, errs := run(t, "search3d", "--chain", "../../examples/gpt2-medium.json", "--batch", "1",
+		"--cluster", clusters+"amp-het-cluster.yaml", "--global-batch", "32", "--device-speed", "T4-16GB=0.35",
+		"--top-k", "3", "--format", "text")
+	if code != 0 || !strings.Contains(text, "  simulated  ") || (r.Candidates[0].PP > 1 && !strings.Contains(text, "; simulated ")) {
+		t.Fatalf("text: exit %d: %s\n%s", code, errs, text)
 	}
 }
 

@@ -143,7 +143,7 @@ func writeSearch3DText(w io.Writer, r *amp.Result) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "rank\tpp\tdp\ttmp\tmbs\tgas\titeration\tpipeline\tdp sync\tbottleneck\tfits\tcut\tplacement\tboundaries\t")
+	fmt.Fprintln(tw, "rank\tpp\tdp\ttmp\tmbs\tgas\titeration\tpipeline\tsimulated\tdp sync\tbottleneck\tfits\tcut\tplacement\tboundaries\t")
 	row := func(label string, c *amp.Candidate) {
 		fits := "yes"
 		if !c.Fits {
@@ -151,8 +151,15 @@ func writeSearch3DText(w io.Writer, r *amp.Result) error {
 		} else if c.Checkpointed > 0 {
 			fits = fmt.Sprintf("ckpt %d", c.Checkpointed)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t\n", label, c.PP, c.DP, c.TMP, c.MBS, c.GAS,
-			secondsText(c.IterationTimeS), secondsText(c.PipelineTimeS), secondsText(c.DPSyncS), secondsText(c.BottleneckS),
+		sim := "-"
+		if c.Simulated != nil {
+			sim = fmt.Sprintf("%s (%+.1f%%)", secondsText(c.Simulated.PipelineTimeS), 100*c.Simulated.Divergence)
+			if !c.Simulated.Fits {
+				sim += " OOM"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t\n", label, c.PP, c.DP, c.TMP, c.MBS, c.GAS,
+			secondsText(c.IterationTimeS), secondsText(c.PipelineTimeS), sim, secondsText(c.DPSyncS), secondsText(c.BottleneckS),
 			fits, c.Cut, c.Placement, c.Boundaries)
 	}
 	for i := range r.Candidates {
@@ -164,6 +171,9 @@ func writeSearch3DText(w io.Writer, r *amp.Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn)
+	}
 	if len(r.Candidates) > 0 {
 		c := &r.Candidates[0]
 		fmt.Fprintf(w, "\nbest: pp=%d dp=%d tmp=%d mbs=%d, %s per iteration\n", c.PP, c.DP, c.TMP, c.MBS, secondsText(c.IterationTimeS))
@@ -171,6 +181,10 @@ func writeSearch3DText(w io.Writer, r *amp.Result) error {
 			ck := ""
 			if st.Checkpoint != nil {
 				ck = fmt.Sprintf(", rotor within %s (+%s)", chainplan.FormatBytes(st.Checkpoint.BudgetBytes), secondsText(st.RecomputeS))
+			}
+			if c.Simulated != nil {
+				sst := c.Simulated.Stages[j]
+				ck += fmt.Sprintf("; simulated %s, %d in flight, %.0f%% idle", chainplan.FormatBytes(sst.PeakBytes), sst.InFlight, 100*sst.Bubble)
 			}
 			fmt.Fprintf(w, "  stage %d: layers %d-%d (%s .. %s) on devices %v (%s): %s per micro-batch, %s of %s, %d in flight%s\n",
 				j, st.FirstLayer, st.LastLayer, st.FirstName, st.LastName, st.Devices, st.DeviceType, secondsText(st.TimeS),

@@ -3,23 +3,14 @@ package amp_test
 import (
 	"testing"
 
-	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/amp"
-	"github.com/chainplan/chainplan/planner/workload"
 )
 
 // BenchmarkSearch64 is search3d's target (issue 26): a 40-block model (examples/gpt-7b-40.json)
 // on 64 devices (examples/clusters/a100-64.yaml) at gbs 512 in under 10 s, with and without
 // the memory filter and with both cuts. docs/parallel-eval.md reports the same search.
 func BenchmarkSearch64(b *testing.B) {
-	c, err := chainplan.ReadChain("../../examples/gpt-7b-40.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	m, err := workload.FromChain(c, "gpt-7b-40", 1, 4)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := exampleModel(b, "gpt-7b-40")
 	cl := readCluster(b, "a100-64.yaml")
 	for _, tt := range []struct {
 		name string

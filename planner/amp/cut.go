@@ -56,12 +56,8 @@ func (s *searcher) madpipeCut(lay *layout) ([]int, error) {
 	for _, l := range lay.stageLink {
 		bw = math.Min(bw, l.Bandwidth)
 	}
-	copies := 2
-	if params := s.preParams[len(s.preParams)-1]; params > 0 {
-		copies += int(math.Ceil(float64(s.optState) / float64(params)))
-	}
 	pr, err := pipeline.NewProblem(ch, pipeline.Options{GPUs: g.PP, MemoryBytes: s.c.MinMemoryBytes() * int64(g.TMP),
-		Bandwidth: bw, WeightCopies: copies, ActivationModel: pipeline.ActivationsSaved})
+		Bandwidth: bw, WeightCopies: s.weightCopies(), ActivationModel: pipeline.ActivationsSaved})
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +83,16 @@ func (s *searcher) madpipeCut(lay *layout) ([]int, error) {
 		bounds = slices.Insert(bounds, widest+1, mid)
 	}
 	return bounds, nil
+}
+
+// weightCopies is the optimizer state as pipeline's weight copies: the weights, their
+// gradients and the state rounded up to whole copies (Adam: 4).
+func (s *searcher) weightCopies() int {
+	copies := 2
+	if params := s.preParams[len(s.preParams)-1]; params > 0 {
+		copies += int(math.Ceil(float64(s.optState) / float64(params)))
+	}
+	return copies
 }
 
 // blockChain returns the model as a chain of its blocks at mbs: times summed, the last

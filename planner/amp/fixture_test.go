@@ -1,10 +1,12 @@
 package amp_test
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/amp"
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/workload"
@@ -52,18 +54,34 @@ func TestMemoryFilterNeverOverCapacity(t *testing.T) {
 	if testing.Short() {
 		n = 12
 	}
+	recomputed := map[string]int{}
 	for trial := range n {
 		m := randomModel(r)
 		c := randomCluster(t, r)
 		for _, check := range []string{amp.MemoryRotor, amp.MemoryDrop} {
 			res, err := amp.Search(m, c, amp.Options{GlobalBatch: int64(4 << r.IntN(4)), MemoryCheck: check, TopK: -1,
 				Cut: []string{amp.CutAMP, amp.CutBest}[r.IntN(2)], Optimizer: "adam"})
-			if err != nil {
-				continue // nothing fits: ErrInfeasible, also a correct answer
+			if errors.Is(err, chainplan.ErrInfeasible) {
+				continue // nothing fits: also a correct answer
+			} else if err != nil {
+				t.Fatalf("trial %d (%s): %v", trial, check, err)
 			}
 			for _, cand := range res.Candidates {
 				if !cand.Fits {
 					t.Fatalf("trial %d (%s): candidate %+v does not fit", trial, check, cand)
+				}
+				// The pipesim check agrees with the filter on the micro-batches in flight.
+				if sim := cand.Simulated; sim != nil {
+					for j, st := range sim.Stages {
+						if st.InFlight > cand.Stages[j].InFlight {
+							t.Fatalf("trial %d (%s): stage %d held %d in flight, the filter assumed %d", trial, check, j, st.InFlight, cand.Stages[j].InFlight)
+						}
+						if st.Recompute != "" {
+							recomputed[st.Recompute]++
+						}
+					}
+				} else if cand.PP > 1 {
+					t.Fatalf("trial %d (%s): candidate %+v not simulated", trial, check, cand)
 				}
 				for _, st := range cand.Stages {
 					if st.MemoryBytes > st.CapacityBytes {
@@ -72,6 +90,10 @@ func TestMemoryFilterNeverOverCapacity(t *testing.T) {
 				}
 			}
 		}
+	}
+	t.Logf("checkpointed stages simulated: %v", recomputed)
+	if recomputed[amp.RecomputeRotor] == 0 {
+		t.Errorf("no checkpointed stage simulated with rotor's sequence (%v): the trials miss the case", recomputed)
 	}
 }
 

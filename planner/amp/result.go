@@ -32,7 +32,11 @@ type Result struct {
 	// model and memory check, for comparison; nil when none fits.
 	Megatron *Candidate `json:"megatron,omitempty"`
 	Notes    []string   `json:"notes"`
-	SolveMS  float64    `json:"solve_ms"`
+	// Warnings name the candidates whose pipesim check disagrees with the prediction: a
+	// pipeline time off by more than SimDivergence, a simulated peak over capacity, more
+	// micro-batches in flight than the memory filter assumed (docs/parallel.md).
+	Warnings []string `json:"warnings,omitempty"`
+	SolveMS  float64  `json:"solve_ms"`
 }
 
 // Candidate is one strategy, AMP's 6-tuple (pp, dp, tmp, placement, mbs, assignment),
@@ -66,6 +70,9 @@ type Candidate struct {
 	Fits bool `json:"fits"`
 	// Checkpointed counts the stages rotor checkpoints to fit.
 	Checkpointed int `json:"checkpointed"`
+	// Simulated is pipesim's run of the candidate's pipeline (SimCheck), for the returned
+	// candidates and Megatron's pick with pp > 1; nil otherwise.
+	Simulated *SimCheck `json:"simulated,omitempty"`
 
 	overCapacity bool  // a stage needed more than its devices have before checkpointing
 	needBytes    int64 // the most demanding stage's memory before checkpointing

@@ -109,6 +109,9 @@ func Search(m *workload.Model, c *cluster.Cluster, o Options) (*Result, error) {
 		return nil, err
 	}
 	res.Megatron = mg
+	if err := s.checkPipelines(res); err != nil {
+		return nil, err
+	}
 	res.Notes = s.notes
 	if res.Notes == nil {
 		res.Notes = []string{}

@@ -101,3 +101,41 @@ func TestParseStages(t *testing.T) {
 		}
 	}
 }
+
+// Per-boundary links replace the problem's bandwidth and latency on their boundary: one
+// micro-batch over two stages lasts f0 + t + f1 + b1 + t + b0 with t = α + a/β of the
+// boundary's own link. Bad links name the option.
+func TestBoundaryLinks(t *testing.T) {
+	f, b, a := []float64{1, 1}, []float64{2, 2}, []int64{0, 10, 10}
+	for _, tt := range []struct {
+		links []pipesim.BoundaryLink
+		want  float64
+	}{
+		{nil, 6 + 2*10}, // the problem's β = 1, no latency
+		{[]pipesim.BoundaryLink{{Bandwidth: 5, LatencyS: 1}}, 6 + 2*(1+10.0/5)},
+	} {
+		su := mustSetup(t, f, b, a, 1, pipesim.SetupOptions{Boundaries: tt.links})
+		r, err := pipesim.Simulate(su, pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 1, Minibatches: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Makespan != tt.want {
+			t.Errorf("links %v: makespan %v, want %v", tt.links, r.Makespan, tt.want)
+		}
+	}
+	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, nil, a), pipeline.Options{GPUs: 2, Bandwidth: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []pipesim.SetupOptions{
+		{Boundaries: []pipesim.BoundaryLink{{Bandwidth: 1}}},
+		{Links: true, Boundaries: []pipesim.BoundaryLink{{Bandwidth: 1}, {Bandwidth: 1}}},
+		{Links: true, Boundaries: []pipesim.BoundaryLink{{Bandwidth: 0}}},
+		{Links: true, Boundaries: []pipesim.BoundaryLink{{Bandwidth: 1, LatencyS: -1}}},
+	} {
+		var oe *pipesim.OptionError
+		if _, err := pipesim.NewSetup(pr, stagesOf(2), bad); !errors.As(err, &oe) || oe.Field != "boundaries" {
+			t.Errorf("%+v: %v, want an option error on boundaries", bad, err)
+		}
+	}
+}

@@ -22,6 +22,14 @@ type Setup struct {
 	links  bool
 	alphaS float64
 	ckpt   []bool
+	bounds []BoundaryLink // per boundary, overriding the problem's β and alphaS; nil: none
+}
+
+// BoundaryLink is the link of one stage boundary (both directions, one link each): its
+// bandwidth in bytes per second and its latency in seconds.
+type BoundaryLink struct {
+	Bandwidth float64
+	LatencyS  float64
 }
 
 // SetupOptions say how transfers and recomputation are modelled.
@@ -40,6 +48,11 @@ type SetupOptions struct {
 	// the forward's time longer and the stage stores a_{first−1} per micro-batch in flight
 	// instead of ā, plus ā of the micro-batches being back-propagated.
 	Checkpointed []int
+	// Boundaries, when given (one per boundary, len(stages) − 1, with Links), gives each
+	// boundary its own link: a transfer across boundary k (after stage k) lasts
+	// Boundaries[k].LatencyS + a/Boundaries[k].Bandwidth instead of AlphaS + a/β (a 3-D
+	// search's stages sit on links of different speeds).
+	Boundaries []BoundaryLink
 }
 
 // NewSetup returns the setup of stages on pr: they must cover layers 1..L in order, each
@@ -65,6 +78,22 @@ func NewSetup(pr *pipeline.Problem, stages []pipeline.Stage, o SetupOptions) (*S
 	if o.AlphaS > 0 && !o.Links {
 		return nil, optionErr("alpha", "a latency needs the link model (a bandwidth)")
 	}
+	if len(o.Boundaries) > 0 {
+		if !o.Links {
+			return nil, optionErr("boundaries", "per-boundary links need the link model (Links)")
+		}
+		if len(o.Boundaries) != len(stages)-1 {
+			return nil, optionErr("boundaries", "%d links for %d boundaries (one per pair of consecutive stages)", len(o.Boundaries), len(stages)-1)
+		}
+		for k, l := range o.Boundaries {
+			if b := l.Bandwidth; math.IsNaN(b) || math.IsInf(b, 0) || b <= 0 {
+				return nil, optionErr("boundaries", "boundary %d: want a positive, finite bandwidth (got %v)", k, b)
+			}
+			if a := l.LatencyS; math.IsNaN(a) || math.IsInf(a, 0) || a < 0 {
+				return nil, optionErr("boundaries", "boundary %d: want a finite latency ≥ 0 in seconds (got %v)", k, a)
+			}
+		}
+	}
 	ckpt := make([]bool, len(stages))
 	for _, k := range o.Checkpointed {
 		if k < 0 || k >= len(stages) {
@@ -75,7 +104,8 @@ func NewSetup(pr *pipeline.Problem, stages []pipeline.Stage, o SetupOptions) (*S
 		}
 		ckpt[k] = true
 	}
-	return &Setup{pr: pr, stages: slices.Clone(stages), links: o.Links, alphaS: o.AlphaS, ckpt: ckpt}, nil
+	return &Setup{pr: pr, stages: slices.Clone(stages), links: o.Links, alphaS: o.AlphaS, ckpt: ckpt,
+		bounds: slices.Clone(o.Boundaries)}, nil
 }
 
 // PlanSetup returns the setup that replays plan p on pr, the problem the plan was made for

@@ -198,8 +198,13 @@ func (s *sim) costs(links bool) error {
 			s.rDur[st] = n * s.fDur[st]
 		}
 		if links && s.fwdLink[st] >= 0 {
-			s.cfDur[st] = su.alphaS + pr.Transfer(g.Last)
-			s.cbDur[st] = su.alphaS + n*pr.Transfer(g.Last)
+			alpha, transfer := su.alphaS, pr.Transfer(g.Last)
+			if su.bounds != nil {
+				l := su.bounds[st]
+				alpha, transfer = l.LatencyS, float64(pr.Out(g.Last))/l.Bandwidth
+			}
+			s.cfDur[st] = alpha + transfer
+			s.cbDur[st] = alpha + n*transfer
 		}
 	}
 	return nil

@@ -34,10 +34,10 @@ from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
     from chainplan.advice import Advice, Search3D
-    from chainplan.api import measure, plan, profile, query, record, runs
+    from chainplan.api import measure, plan, profile, record
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
-    from chainplan.history import plot_history
+    from chainplan.history import plot_history, query, runs
     from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.reuse import find_profile
@@ -80,10 +80,10 @@ _WHERE = {
     "pipesim": "chainplan.simulating",
     "profile": "chainplan.api",
     "plan": "chainplan.api",
-    "query": "chainplan.api",
+    "query": "chainplan.history",
     "record": "chainplan.api",
     "measure": "chainplan.api",
-    "runs": "chainplan.api",
+    "runs": "chainplan.history",
     "stages": "chainplan.stages",
     "frontier": "chainplan.tradeoff",
     "min_budget": "chainplan.tradeoff",

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from chainplan import _bind
+from chainplan.advicerecord import Accuracy, MeasuredCandidate, StoredResult
 from chainplan.errors import PlanError
 from chainplan.jsonfields import Fields
 
 if TYPE_CHECKING:
     from chainplan.layout3d import ProcessGroups, RankLayout
 
-__all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "Accuracy",
-           "MeasuredCandidate"]
+__all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "SimCheck3D",
+           "SimStage3D", "Accuracy", "MeasuredCandidate"]
 
 
 @dataclass(frozen=True)
@@ -96,44 +95,8 @@ class StrategyEstimate:
                    warnings=tuple(str(w) for w in f.items("warnings")))
 
 
-class _Stored:
-    """What a stored result does: record measured runs of its candidates and compare."""
-
-    advice_id: int
-
-    def record(self, candidate: StrategyEstimate | Candidate3D | int, *,
-               iteration_time_s: float, iterations: int = 1, peak_bytes: int = 0,
-               out_of_memory: bool = False) -> int:
-        """Store what a candidate measured when it ran; returns the measurement's id.
-
-        Args:
-            candidate: the candidate, or its index in :attr:`candidates`.
-
-        Keyword Args:
-            iteration_time_s: mean time of one iteration, the first left out (seconds).
-            iterations: iterations it is the mean of (default: 1).
-            peak_bytes: the measured peak memory of a device (0: not measured).
-            out_of_memory: the run ran out of memory.
-        """
-        if self.advice_id <= 0:
-            raise PlanError("this result is not stored (advise and search3d store the results "
-                            "of stored profiles only): nothing to record against")
-        index = candidate if isinstance(candidate, int) else candidate.index
-        return _bind.record_advice_measurement(self.advice_id, {
-            "candidate": index, "iterations": iterations, "iteration_time_s": iteration_time_s,
-            "peak_bytes": peak_bytes, "out_of_memory": out_of_memory,
-            "host": socket.gethostname()})
-
-    def accuracy(self) -> Accuracy:
-        """Predictions against the recorded runs (spec §5.5): ParaDL's accuracy per
-        candidate, Spearman's ρ, the predicted rank of the measured best."""
-        if self.advice_id <= 0:
-            raise PlanError("this result is not stored: no runs were recorded against it")
-        return _accuracy(self.advice_id)
-
-
 @dataclass(frozen=True)
-class Advice(_Stored):
+class Advice(StoredResult):
     """What :func:`chainplan.advise` returns: the ranked candidates (feasible first).
 
     Attributes:
@@ -219,9 +182,49 @@ class Stage3D:
 
 
 @dataclass(frozen=True)
+class SimStage3D:
+    """What pipesim measured of one stage of a :class:`SimCheck3D`: the most micro-batches
+    in flight, the peak bytes of one of its devices, its idle share, and how a checkpointed
+    stage recomputed (``rotor``, ``rotor-least``, ``whole``; empty when it did not)."""
+
+    in_flight: int
+    peak_bytes: int
+    bubble: float
+    recompute: str
+
+    @classmethod
+    def _read(cls, f: Fields) -> SimStage3D:
+        return cls(in_flight=f.integer("in_flight"), peak_bytes=f.integer("peak_bytes"),
+                   bubble=f.number("bubble"), recompute=f.string("recompute", ""))
+
+
+@dataclass(frozen=True)
+class SimCheck3D:
+    """pipesim's run of a candidate's pipeline (docs/parallel.md, "The pipesim check"):
+    one iteration of ``microbatches`` under ``schedule`` with the candidate's stage times.
+    ``divergence`` is (simulated − predicted) / predicted pipeline time; ``fits`` is False
+    when a stage's simulated peak exceeds its devices' memory."""
+
+    schedule: str
+    microbatches: int
+    pipeline_time_s: float
+    divergence: float
+    stages: tuple[SimStage3D, ...]
+    fits: bool
+
+    @classmethod
+    def _read(cls, f: Fields) -> SimCheck3D:
+        return cls(schedule=f.string("schedule"), microbatches=f.integer("microbatches", low=1),
+                   pipeline_time_s=f.number("pipeline_time_s"), divergence=f.number("divergence"),
+                   stages=tuple(SimStage3D._read(s) for s in f.objects("stages")),
+                   fits=f.boolean("fits"))
+
+
+@dataclass(frozen=True)
 class Candidate3D:
     """One strategy of :func:`chainplan.search3d`: AMP's (pp, dp, tmp, placement, mbs,
-    boundaries), priced (Eq. 4) and checked against memory (``fits``)."""
+    boundaries), priced (Eq. 4) and checked against memory (``fits``); ``simulated`` is
+    pipesim's check of its pipeline (None for pp = 1 and for documents without it)."""
 
     index: int
     rank: int
@@ -241,6 +244,7 @@ class Candidate3D:
     p2p_s: float
     fits: bool
     checkpointed: int
+    simulated: SimCheck3D | None = None
 
     @property
     def devices(self) -> int:
@@ -272,11 +276,12 @@ class Candidate3D:
                    iteration_time_s=f.number("iteration_time_s"),
                    pipeline_time_s=f.number("pipeline_time_s"), dp_sync_s=f.number("dp_sync_s"),
                    bottleneck_s=f.number("bottleneck_s"), p2p_s=f.number("p2p_s"),
-                   fits=f.boolean("fits"), checkpointed=f.integer("checkpointed", 0))
+                   fits=f.boolean("fits"), checkpointed=f.integer("checkpointed", 0),
+                   simulated=SimCheck3D._read(sim) if (sim := f.object("simulated")) else None)
 
 
 @dataclass(frozen=True)
-class Search3D(_Stored):
+class Search3D(StoredResult):
     """What :func:`chainplan.search3d` returns: the top-K candidates by predicted time per
     iteration, Megatron's pick for comparison, and how the search went.
 
@@ -284,6 +289,7 @@ class Search3D(_Stored):
         advice_id: where it is stored (0 when not).
         candidates: the best ``top_k``, best first. megatron: Megatron's heuristic's pick.
         enumerated, evaluated, over_capacity, checkpointed, dropped: the search's counts.
+        warnings: the candidates whose pipesim check disagrees with the prediction.
         raw: the whole ``chainplan.search3d/v1`` document (what a training script reads).
     """
 
@@ -303,6 +309,7 @@ class Search3D(_Stored):
     notes: tuple[str, ...]
     solve_ms: float
     raw: dict[str, Any] = field(repr=False, compare=False)
+    warnings: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Search3D:
@@ -319,7 +326,7 @@ class Search3D(_Stored):
                                     for i, c in enumerate(f.objects("candidates"))),
                    megatron=Candidate3D._read(mg, -1) if mg else None,
                    notes=tuple(str(n) for n in f.items("notes")), solve_ms=f.number("solve_ms"),
-                   raw=doc)
+                   raw=doc, warnings=tuple(str(w) for w in f.items("warnings")))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Search3D:
@@ -340,46 +347,3 @@ class Search3D(_Stored):
     def best(self) -> Candidate3D | None:
         """The best candidate, or None."""
         return next(iter(self.candidates), None)
-
-
-@dataclass(frozen=True)
-class MeasuredCandidate:
-    """A measured candidate: its prediction, the mean of its runs, ParaDL's accuracy."""
-
-    candidate: int
-    rank: int
-    strategy: str
-    devices: int
-    predicted_iteration_time_s: float
-    measured_iteration_time_s: float
-    runs: int
-    out_of_memory_runs: int
-    accuracy: float | None
-
-
-@dataclass(frozen=True)
-class Accuracy:
-    """How an advice's predictions compare with its recorded runs (spec §5.5)."""
-
-    mean_accuracy: float
-    spearman: float | None
-    measured_best_rank: int
-    out_of_memory: int
-    candidates: tuple[MeasuredCandidate, ...]
-
-
-def _accuracy(advice_id: int) -> Accuracy:
-    doc = json.loads(_bind.advice_accuracy(advice_id))
-    f = Fields(doc)
-    rows = tuple(MeasuredCandidate(
-        candidate=c.integer("candidate"), rank=c.integer("rank"), strategy=c.string("strategy"),
-        devices=c.integer("devices"),
-        predicted_iteration_time_s=c.number("predicted_iteration_time_s"),
-        measured_iteration_time_s=c.number("measured_iteration_time_s"), runs=c.integer("runs"),
-        out_of_memory_runs=c.integer("out_of_memory_runs"),
-        accuracy=c.number("accuracy") if c.has("accuracy") else None)
-        for c in f.objects("candidates"))
-    return Accuracy(mean_accuracy=f.number("mean_accuracy"),
-                    spearman=f.number("spearman") if f.has("spearman") else None,
-                    measured_best_rank=f.integer("measured_best_rank"),
-                    out_of_memory=f.integer("out_of_memory"), candidates=rows)

@@ -1,5 +1,4 @@
-"""The public entry points: profile, plan, query, record, measure (``Checkpointed`` is in
-:mod:`chainplan.checkpointed`)."""
+"""profile, plan, record, measure: the entry points of a training script."""
 
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
 from chainplan.shapecheck import profile_input_shape, run_input_shape
 
-__all__ = ["profile", "plan", "query", "record", "runs", "measure", "Execution"]
+__all__ = ["profile", "plan", "record", "measure", "Execution"]
 
 Budget = int | str
 LossFn = Callable[..., torch.Tensor]
@@ -41,9 +40,8 @@ def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int,
     the planner's registry (:func:`chainplan.algorithms.check_algorithm`).
 
     A budget is a positive int (bytes), a size string read by the Go parser with the CLI's
-    rule (docs/CLI.md, "Sizes and bandwidths": ``"2GiB"``, ``"2GB"``, ``"1e9"``), or
-    ``"min"``. A float is refused, also a whole one: a size in a string keeps its exact
-    spelling (``"2.5GB"``, ``"1e9"``) where a float would round.
+    rule (docs/CLI.md, "Sizes and bandwidths": ``"2GiB"``, ``"1e9"``), or ``"min"``. A float
+    is refused, also a whole one: a string keeps its exact spelling where a float rounds.
     """
     if not isinstance(algo, str):
         raise ArgumentTypeError(f"algo must be a str such as 'rotor' (got {_typed(algo)})")
@@ -256,36 +254,6 @@ def _bandwidth(value: float | str, source: object) -> float:
     device = str(_bind.run(run_id)["device"])
     bps, method = measure_bandwidth(device)
     return _bind.record_bandwidth(run_id, bps, device, method)
-
-
-def query(sql: str) -> Any:
-    """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
-
-    The database is ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
-    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``; docs/sql.md lists the tables,
-    views and example queries, which run unchanged on both. A statement that would write
-    is refused (:class:`~chainplan.errors.QueryError`) and changes nothing.
-    """
-    import pyarrow as pa
-
-    data = _bind.query(sql)
-    return pa.ipc.open_file(pa.py_buffer(data)).read_all()
-
-
-def runs(*, model: str = "", limit: int = 0) -> list[dict[str, Any]]:
-    """The stored profiles (runs), newest first.
-
-    Keyword Args:
-        model: only the runs of this model name (default: all).
-        limit: at most this many (default: 0, all).
-
-    Returns:
-        One dict per run: ``run_id``, ``model_name``, ``model_signature``, ``created_at``,
-        ``device``, ``dtype``, ``torch_version``, ``num_stages``, ``batch_size``,
-        ``input_shape`` (a list, empty when not recorded), ``fwd_time_s``, ``bwd_time_s``
-        (totals) and ``source_path``.
-    """
-    return _bind.runs(model_name=model, limit=limit)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,8 @@ into an unchanged training loop. What it decides per input shape, and why:
   (:mod:`chainplan.reuse`), an estimate that costs no measurement;
 * otherwise the model is profiled on the input itself.
 
-Each decision is logged (logger ``chainplan.checkpointed``), and a shape met after the
-first also raises a :class:`~chainplan.shapecheck.ShapeWarning`: the memory figures of
-the new plan are not those of the first.
+Each decision is logged (logger ``chainplan.checkpointed``); a shape met after the first
+also raises a :class:`~chainplan.shapecheck.ShapeWarning` (the new plan's memory differs).
 """
 
 from __future__ import annotations
@@ -30,7 +29,8 @@ from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
-from chainplan.profiler.run import compute_dtype, default_profile_dir, profile_model
+from chainplan.profiler.labels import compute_dtype
+from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
 from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
 from chainplan.schedule import Plan

@@ -1,4 +1,5 @@
-"""The history of plans against their executions, drawn from the store.
+"""The history in the store: SQL over it (:func:`query`), its runs (:func:`runs`), and the
+plans against their executions.
 
 :func:`plot_history` is ``chainplan plot history`` for Python: predicted against measured peak
 and step time for the stored plans that ran, of one run (a profile) or of every run of a
@@ -8,7 +9,7 @@ model. The picture is made by the Go side (``internal/plot``), the same as the C
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.errors import PlanError
@@ -17,7 +18,7 @@ from chainplan.tradeoff import write_svg
 if TYPE_CHECKING:
     from chainplan.profiler.run import Profile
 
-__all__ = ["plot_history"]
+__all__ = ["plot_history", "query", "runs"]
 
 
 def plot_history(run: Profile | int | None = None, *, model: str = "",
@@ -65,3 +66,33 @@ def plot_history(run: Profile | int | None = None, *, model: str = "",
             raise PlanError("the store holds no run yet: profile a model first")
         run_id = int(newest[0]["run_id"])
     return write_svg(path, _bind.plot_history(run_id, model))
+
+
+def query(sql: str) -> Any:
+    """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
+
+    The database is ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
+    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``; docs/sql.md lists the tables,
+    views and example queries, which run unchanged on both. A statement that would write
+    is refused (:class:`~chainplan.errors.QueryError`) and changes nothing.
+    """
+    import pyarrow as pa
+
+    data = _bind.query(sql)
+    return pa.ipc.open_file(pa.py_buffer(data)).read_all()
+
+
+def runs(*, model: str = "", limit: int = 0) -> list[dict[str, Any]]:
+    """The stored profiles (runs), newest first.
+
+    Keyword Args:
+        model: only the runs of this model name (default: all).
+        limit: at most this many (default: 0, all).
+
+    Returns:
+        One dict per run: ``run_id``, ``model_name``, ``model_signature``, ``created_at``,
+        ``device``, ``dtype``, ``torch_version``, ``num_stages``, ``batch_size``,
+        ``input_shape`` (a list, empty when not recorded), ``fwd_time_s``, ``bwd_time_s``
+        (totals) and ``source_path``.
+    """
+    return _bind.runs(model_name=model, limit=limit)

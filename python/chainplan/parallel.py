@@ -213,7 +213,9 @@ def search3d(
         optimizer, slots, batch, dtype_bytes: as for :func:`advise`.
 
     Returns:
-        The :class:`~chainplan.advice.Search3D`, candidates best first.
+        The :class:`~chainplan.advice.Search3D`, candidates best first; each with pp > 1
+        carries pipesim's check of its pipeline (``Candidate3D.simulated``), and
+        ``Search3D.warnings`` names those whose simulation disagrees with the prediction.
 
     Raises:
         InfeasibleBudget: no candidate fits the devices' memory.

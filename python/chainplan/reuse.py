@@ -49,7 +49,7 @@ def find_profile(model: Any, sample: Any, *, loss_fn: Callable[..., object] | No
     """
     import torch
 
-    from chainplan.profiler.run import compute_dtype
+    from chainplan.profiler.labels import compute_dtype
     from chainplan.profiler.signature import model_signature
 
     if not isinstance(sample, torch.Tensor):

@@ -197,6 +197,28 @@ def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> Non
             assert lay.previous_rank == (lay.pipeline_group[lay.stage - 1] if lay.stage else None)
             if c.placement == "megatron":  # rank = t + tmp·d + tmp·dp·j (spec §3.6)
                 assert rank == lay.tensor_index + c.tmp * lay.data_index + c.tmp * c.dp * lay.stage
+    # pipesim's check of every pipeline (docs/parallel.md, "The pipesim check").
+    for c in (*s3.candidates, s3.megatron):
+        assert c is not None
+        if c.pp == 1:
+            assert c.simulated is None
+            continue
+        sim = c.simulated
+        assert sim is not None and sim.schedule == "1f1b-flush" and sim.microbatches == c.gas
+        assert sim.pipeline_time_s > 0 and len(sim.stages) == c.pp
+        assert sim.divergence == pytest.approx(
+            (sim.pipeline_time_s - c.pipeline_time_s) / c.pipeline_time_s)
+        pairs = zip(sim.stages, c.stages, strict=True)
+        assert all(0 < st.in_flight <= cs.in_flight for st, cs in pairs)
+        assert all(st.peak_bytes > 0 for st in sim.stages)
+    assert all("pipesim" in w or "stage" in w for w in s3.warnings)
+    # A document written before the check (no "simulated", no "warnings") still loads.
+    old = json.loads(json.dumps(s3.raw))
+    old.pop("warnings", None)
+    for c in old["candidates"]:
+        c.pop("simulated", None)
+    legacy = Search3D.from_json(old)
+    assert all(c.simulated is None for c in legacy.candidates) and legacy.warnings == ()
     # The JSON a training script reads (chainplan search3d -o FILE) loads back.
     out = tmp_path / "s3.json"
     out.write_text(json.dumps(s3.raw))

@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.labels import compute_dtype, device_name
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.stored import call_signature
 from chainplan.schema import ProfileMetadata
@@ -67,18 +68,16 @@ def profile_metadata(model: nn.Module, sample: torch.Tensor, name: str, repeats:
     from chainplan.graph.call import training_call
 
     device = sample.device
-    from chainplan.profiler.run import _device_name, compute_dtype
-
-    device_name = _device_name(device)
+    name_of_device = device_name(device)
     if not isinstance(model, nn.Sequential):
         args, kwargs = training_call(model, args, kwargs)
-    call = call_signature(args, kwargs, loss=loss, target=target, device_name=device_name)
+    call = call_signature(args, kwargs, loss=loss, target=target, device_name=name_of_device)
     return ProfileMetadata(
         model_name=name,
         model_signature=model_signature(model, device),
         torch_version=torch.__version__,
         device=str(device),
-        device_name=device_name,
+        device_name=name_of_device,
         dtype=compute_dtype(model, sample),
         batch_size=int(sample.shape[0]) if sample.dim() > 0 else 1,
         input_shape=list(sample.shape),

@@ -41,15 +41,10 @@ from torch import nn
 from torch.utils.hooks import RemovableHandle
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.labels import compute_dtype, device_name, stage_name
 from chainplan.profiler.recorded import Clock, Step, recorded_rows
 from chainplan.profiler.recordroute import ChainRoute
-from chainplan.profiler.run import (
-    Profile,
-    _device_name,
-    _stage_name,
-    compute_dtype,
-    default_profile_dir,
-)
+from chainplan.profiler.run import Profile, default_profile_dir
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
@@ -82,7 +77,7 @@ class Recording:
         self.profile: Profile | None = None
         self.warmup = warmup
         self.memory: StepMemory | None = None  # the measured step's, once complete
-        self.names = [_stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
+        self.names = [stage_name(model, st, k) for k, st in enumerate(stages, start=1)]
         self._loss_module = loss_fn if isinstance(loss_fn, nn.Module) else None
         self._loss_name = "none" if loss_fn is None else getattr(
             loss_fn, "__name__", type(loss_fn).__name__)
@@ -380,7 +375,7 @@ def record_model(
     shape = list(measured.input_shape)
     meta = ProfileMetadata(
         model_name=name, model_signature=model_signature(model, device),
-        torch_version=torch.__version__, device=str(device), device_name=_device_name(device),
+        torch_version=torch.__version__, device=str(device), device_name=device_name(device),
         dtype=measured.dtype, batch_size=shape[0] if shape else 1, input_shape=shape,
         threads=torch.get_num_threads(),
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",

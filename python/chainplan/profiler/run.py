@@ -19,7 +19,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from torch import nn
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
+from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.parallel import (
@@ -49,14 +50,14 @@ from chainplan.profiler.spread import (
     warn_if_spread,
 )
 from chainplan.profiler.stored import find_stored
-from chainplan.schema import PARALLEL_REVISION, ProfileRow, cpu_name, file_stem, write_profile
+from chainplan.schema import PARALLEL_REVISION, ProfileRow, file_stem, write_profile
 
 if TYPE_CHECKING:
     from chainplan.graph.describe import ChainSplit
 
 _log = logging.getLogger("chainplan.profile")
 
-__all__ = ["Profile", "profile_model", "default_profile_dir", "device_name", "naming_stage"]
+__all__ = ["Profile", "profile_model", "default_profile_dir"]
 
 LossFn = Callable[..., torch.Tensor]
 
@@ -140,19 +141,6 @@ def default_profile_dir() -> Path:
 
 def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
-
-
-def _device_name(device: torch.device) -> str:
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    return cpu_name()
-
-
-def _stage_name(model: nn.Module, stage: nn.Module, k: int) -> str:
-    for name, mod in model.named_modules():
-        if mod is stage and name:
-            return f"{name}:{type(stage).__name__}"
-    return f"{k}:{type(stage).__name__}"
 
 
 def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
@@ -371,7 +359,7 @@ def profile_model(
                                stage_names=tuple(names), rows=tuple(stored_rows),
                                seconds=time.perf_counter() - start,
                                side_bytes=chain.side_bytes, split=chain.split, reused=True)
-        modules = _split_modules(model, args, kwargs, device)
+        modules, split_error = _split_modules(model, args, kwargs, device)
         from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -379,11 +367,11 @@ def profile_model(
         with bar:
             for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
                 bar.set_postfix_str(sname, refresh=False)
-                with _naming_stage(k, sname):
+                with naming_stage(k, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
-                    structures.append(stage_structure(stage, x, m.output, modules))
+                    structures.append(stage_structure(stage, x, m.output, modules or []))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
                                             warmup=warmup, device=device) for b in batches]
                 bfwd.append([o.fwd_times_s for o in others])
@@ -391,9 +379,11 @@ def profile_model(
                 measured.append((m, _nbytes(x)))
                 x = m.output
                 bar.update()
+            if split_error is not None:  # every stage ran: the whole forward's error stands
+                raise split_error
             lm = None
             if loss is not None:
-                with _naming_stage(len(stages) + 1, f"loss {loss_name}"):
+                with naming_stage(len(stages) + 1, f"loss {loss_name}"):
                     lm = measure_loss(loss[0], x, target if target is not None else torch.empty(0),
                                       repeats=repeats, warmup=warmup, device=device)
                 if chain.holds_end:  # the output object keeps a_L to the end of the step
@@ -446,9 +436,11 @@ def show_progress(progress: bool | None) -> bool:
 
 
 def _split_modules(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any],
-                   device: torch.device) -> list[SplitModule]:
+                   device: torch.device) -> tuple[list[SplitModule] | None, ProfileError | None]:
     """The model's convolutions and linear layers, from one forward of the call a training
-    step makes (:func:`chainplan.profiler.parallel.split_modules`)."""
+    step makes (:func:`chainplan.profiler.parallel.split_modules`), or the error that
+    forward raised. The caller raises it only after measuring the stages, so that a
+    failing stage is named by the stage's own error first."""
     from chainplan.graph.call import training_call
 
     if not isinstance(model, nn.Sequential):
@@ -456,32 +448,12 @@ def _split_modules(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, An
             warnings.simplefilter("ignore")
             args, kwargs = training_call(model, args, kwargs)
     try:
-        return split_modules(model, args, kwargs, device)
+        return split_modules(model, args, kwargs, device), None
     except Exception as err:
-        raise ProfileError(f"the model's forward failed while its convolutions and linear "
-                           f"layers were recorded: {type(err).__name__}: {err}") from err
-
-
-@contextlib.contextmanager
-def _naming_stage(k: int, name: str) -> Iterator[None]:
-    """Re-raise an error of measuring stage ``k`` as a :class:`ProfileError` naming it.
-
-    A stage's own exception (a shape mismatch, a dtype error, an out-of-memory) reaches the
-    user from inside the profiler's measuring loop, with nothing saying which of perhaps
-    hundreds of stages raised; the original stays the ``__cause__``.
-    """
-    try:
-        yield
-    except Exception as err:
-        raise ProfileError(f"stage {k} ({name}) failed while profiling: "
-                           f"{type(err).__name__}: {err}", stage_index=k,
-                           stage_name=name) from err
-
-
-# The profiler of towers joined at the loss (chainplan.towers.profile) names its stages and
-# devices as this one does.
-naming_stage = _naming_stage
-device_name = _device_name
+        error = ProfileError(f"the model's forward failed while its convolutions and linear "
+                             f"layers were recorded: {type(err).__name__}: {err}")
+        error.__cause__ = err
+        return None, error
 
 
 def _check_spread_warning(value: float | None) -> None:
@@ -491,25 +463,3 @@ def _check_spread_warning(value: float | None) -> None:
         raise ProfileError(f"spread_warning must be a number ≥ 0 or None (got {value!r})")
     if not value >= 0:
         raise ProfileError(f"spread_warning must be ≥ 0 (got {value!r})")
-
-
-def compute_dtype(model: nn.Module, sample: torch.Tensor) -> str:
-    """The dtype a profile's stages compute in, as stored in the run's ``dtype`` column.
-
-    Under ``torch.autocast`` for the sample's device it is ``"autocast:<dtype>"`` (e.g.
-    ``"autocast:bfloat16"``: the parameters stay in their dtype, the eligible operations
-    run in the autocast dtype); otherwise the sample's floating dtype, or the parameters'
-    dtype for integer samples (token ids).
-    """
-    if torch.is_autocast_enabled(sample.device.type):
-        dtype = torch.get_autocast_dtype(sample.device.type)
-        return "autocast:" + str(dtype).removeprefix("torch.")
-    if sample.is_floating_point():
-        return str(sample.dtype).removeprefix("torch.")
-    return _param_dtype(model)
-
-
-def _param_dtype(model: nn.Module) -> str:
-    for p in model.parameters():
-        return str(p.dtype).removeprefix("torch.")
-    return "float32"

@@ -33,14 +33,9 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
 from chainplan.graph.split import side_bytes
+from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
 from chainplan.profiler.measure import StageMeasurement, measure_stage
-from chainplan.profiler.run import (
-    Profile,
-    compute_dtype,
-    default_profile_dir,
-    device_name,
-    naming_stage,
-)
+from chainplan.profiler.run import Profile, default_profile_dir
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
