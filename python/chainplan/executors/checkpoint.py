@@ -201,7 +201,11 @@ class _Step:
         saves = self.saves.get(k)
         fill = op.kind == "F_all" and saves is not None and saves.empty > 0
         early = i in self.program.early
-        only = self._option(k, x).mask if fill and op.option else None
+        # The option's pack map is the first forward's, whose input needed a gradient as
+        # recorded then (a_{k-1} is held detached here): the mask must index its packs.
+        grad = self.input_grad.get(k, False) and x.is_floating_point()
+        only = (self._option(k, x.detach().requires_grad_(grad)).mask
+                if fill and op.option else None)
         with self._replaying(k, stage):
             if not fill:
                 if early:

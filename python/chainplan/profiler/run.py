@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as _dt
-import json
 import logging
 import os
 import sys
@@ -30,7 +29,7 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.labels import naming_stage
-from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
+from chainplan.profiler.lossmeasure import chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.parallel import (
     OptimizerFactory,
@@ -49,6 +48,7 @@ from chainplan.profiler.spread import (
     stage_spreads,
     warn_if_spread,
 )
+from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
 from chainplan.schema import PARALLEL_REVISION, ProfileRow, file_stem, write_profile
 
@@ -141,90 +141,6 @@ def default_profile_dir() -> Path:
 
 def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
-
-
-def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
-                lm: LossMeasurement | None, resident: int = 0,
-                options: list[str | None] | None = None,
-                extra: list[int] | None = None) -> list[ProfileRow]:
-    """One row per stage and repetition; the last stage's memory as the executor runs it;
-    ``resident`` bytes held through the whole step (side values) in every overhead;
-    ``options`` the stages' operation-level options (``options_json``); ``extra`` more bytes
-    in each stage's overheads (:func:`_held_during`)."""
-    rows: list[ProfileRow] = []
-    options = options or [None] * len(measured)
-    extra = extra or [0] * len(measured)
-    end = chain_end(measured[-1][0], lm)
-    for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
-        held = end.held_bytes + resident + extra[k - 1]
-        saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
-        if k == len(measured):
-            saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
-        bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
-        rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
-        for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
-            rows.append(ProfileRow(
-                k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                fwd_tmp + held, m.bwd_tmp_bytes + held, m.param_bytes,
-                saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
-                else None, recompute_time_s=u,
-                recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
-                else m.recompute_tmp_bytes + held,
-                options_json=_held(options[k - 1], held)))
-    return rows
-
-
-def _held(options: str | None, extra: int) -> str | None:
-    """Options JSON with ``extra`` bytes held through the step added to each overhead."""
-    if options is None or not extra:
-        return options
-    opts = json.loads(options)
-    for o in opts:
-        o["fwd_tmp_bytes"] += extra
-    return json.dumps(opts)
-
-
-def _held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, int]],
-                 device: torch.device) -> list[int]:
-    """Per stage, bytes the executor holds during its operations that no stage measures:
-
-    * a parameter read by several stages (a language model's embedding tied to its
-      head): autograd holds the gradient the later stage's backward gives it until the
-      earlier stage's backward adds its own, as in a plain backward; it counts in the
-      overheads of the stages from the first reader up to, not including, the last;
-    * the random-number state (5 KiB on the CPU) the executor keeps for each stage that
-      draws random numbers (dropout) and is recomputed, to replay it: counted, for every
-      such stage, in every stage's overheads (which stages are recomputed is the plan's),
-      with two more for the states taken while a forward runs (the state before it, to
-      keep, and ``torch.random.fork_rng``'s around a recomputation).
-    """
-    n = len(stages)
-    extra = [0] * n
-    readers: dict[int, tuple[nn.Parameter, list[int]]] = {}
-    for k, stage in enumerate(stages):
-        for p in stage.parameters():
-            readers.setdefault(id(p), (p, []))[1].append(k)
-    for p, ks in readers.values():
-        if len(set(ks)) > 1:
-            for k in range(min(ks), max(ks)):
-                extra[k] += p.numel() * p.element_size()
-    random = sum(1 for m, _ in measured if m.draws_random)
-    if random:
-        state = int(torch.get_rng_state().numel())
-        if device.type == "cuda":
-            state += int(torch.cuda.get_rng_state(device).numel())
-        extra = [e + (random + 2) * state for e in extra]
-    return extra
-
-
-def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
-               fwd_tmp: int, resident: int = 0) -> list[ProfileRow]:
-    if lm is None:  # no loss given: the loss stage costs nothing
-        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, resident, resident, 0,
-                           stage_kind="loss")]
-    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp + resident,
-                       lm.bwd_tmp_bytes + resident, 0, stage_kind="loss")
-            for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
 
 
 def profile_model(
@@ -388,10 +304,10 @@ def profile_model(
                                       repeats=repeats, warmup=warmup, device=device)
                 if chain.holds_end:  # the output object keeps a_L to the end of the step
                     lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
-            rows = _stage_rows(measured, names, lm, chain.side_bytes, options,
-                               _held_during(list(stages), measured, device))
+            rows = stage_rows(measured, names, lm, chain.side_bytes, options,
+                              held_during(list(stages), measured, device))
             end = chain_end(measured[-1][0], lm)
-            rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
+            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
                                    end.loss_fwd_tmp_bytes, chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
