@@ -230,7 +230,7 @@ class _Step:
                 saves.close()
                 del self.saves[k]
                 self.options.pop(k, None)
-            elif early:
+            elif early and only is None:  # an option's rest is filled before B (_rest)
                 raise ScheduleError(f"op {i} ({op}): the recomputation of stage {k} saved "
                                     f"{saves.empty} tensors fewer than its first forward")
             if not early:

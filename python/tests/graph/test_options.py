@@ -90,3 +90,43 @@ def test_every_kept_set_gives_the_plain_gradients(name: str, which: str) -> None
                                            msg=f"stage {k} ({s.stage_name}), keep {keep}")
             checked += 1
     assert checked >= 8 if name == "mlp" else checked >= 2 * MAX_SETS
+
+
+def _recomputed_plan(stages: int, k: int, keep: tuple[int, ...]) -> Plan:
+    """Stage k checkpointed (F_ck), then recomputed with the option keeping ``keep``
+    right before its backward; every other stage stores everything."""
+    fwd = [Op("F_ck" if s == k else "F_all", s) for s in range(1, stages + 2)]
+    bwd = [op for s in range(stages + 1, 0, -1)
+           for op in ([Op("F_all", s, 1), Op("B", s)] if s == k else [Op("B", s)])]
+    return Plan("rotor-ops", 0.0, 0, 0, tuple(fwd + bwd), choices={k: keep})
+
+
+@pytest.mark.parametrize("name", ["mlp", "llama"])
+def test_a_recomputed_option_gives_the_plain_gradients(name: str) -> None:
+    """The option's recomputation after an F_ck first forward: a_{k-1} is held detached
+    there, and the option must still index the packs of a forward whose input needed a
+    gradient (it once took a no-grad input's map: wrong tensors, or an error)."""
+    case = CASES[name]()
+    model = case.model.train()
+    reference = copy.deepcopy(model)
+    want = _step(reference, case)
+    want_grads = [p.grad for p in reference.parameters()]
+    chain = extract(model, case.args, case.kwargs)
+    x, side = chain.bind(case.args, case.kwargs)
+    inputs = []
+    with torch.no_grad(), side.scope():
+        for s in chain.stages:
+            inputs.append(x)
+            x = s(x)
+    k = 3  # a stage whose input needs a gradient (the MLP's third layer, a Llama block)
+    s = chain.stages[k - 1]
+    assert isinstance(s, GraphStage)
+    with side.scope():
+        sets = _kept_sets(s, inputs[k - 1].detach().requires_grad_(True))
+    for keep in sets[1:3]:
+        model.zero_grad(set_to_none=True)
+        got = _step(_recomputed_plan(len(chain.stages), k, keep).wrap(model), case)
+        assert torch.equal(got, want), keep
+        for p, w in zip(model.parameters(), want_grads, strict=True):
+            torch.testing.assert_close(p.grad, w, rtol=1e-5, atol=1e-6,
+                                       msg=f"stage {k} ({s.stage_name}), keep {keep}")
