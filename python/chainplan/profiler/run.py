@@ -202,7 +202,8 @@ def profile_model(
         reuse: return the stored profile of the same call when there is one, instead of
             measuring again (default: True; only with ``ingest`` and no ``path``): the same
             model signature, arguments, loss, compute dtype, device, torch version, thread
-            count and stages (:mod:`chainplan.profiler.stored`). False always measures; a
+            count, stages and ``stage_options`` (:mod:`chainplan.profiler.stored`; a file
+            older than that key counts as made without options). False always measures; a
             call with ``batch_sizes`` or ``optimizer`` always measures too.
         batch_sizes: other batch sizes to time every stage at (the sample sliced, or
             repeated), for the parallel planners (default: none; docs/formats.md,
@@ -265,6 +266,10 @@ def profile_model(
         loss_name = loss[1] if loss is not None else "none"
         meta = profile_metadata(model, sample, name, repeats, warmup, args, kwargs, loss_name,
                                 target)
+        # Whether the stages' operation-level options are measured: a stored profile is
+        # reused only when it answers the same question (find_stored).
+        with_options = "true" if stage_options and chain.split is not None else "false"
+        meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options})
         if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
