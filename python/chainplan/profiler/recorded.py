@@ -20,7 +20,7 @@ from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
 from chainplan.profiler.measure import StageMeasurement
 from chainplan.profiler.sizes import nbytes
-from chainplan.profiler.stagerows import loss_rows, stage_rows
+from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.schema import ProfileRow
 
@@ -117,7 +117,12 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
     lm = _loss_measurement(timed, memory, clock)
     if lm is not None and holds_end:
         lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + measured[-1][0].out_bytes)
-    rows = stage_rows(measured, names, lm, resident)
+    # What the executor holds beside the stages' own measurements, as profile() counts it
+    # (a tied weight's gradient). The recorded rows have no recomputation fields, so a
+    # random stage's replayed state has nowhere to go: draws_random stays False here.
+    device = torch.device("cuda" if clock.cuda else "cpu")
+    rows = stage_rows(measured, names, lm, resident,
+                      held=held_during(list(stages), measured, device))
     end = chain_end(measured[-1][0], lm)
     rows.extend(loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name,
                            end.loss_fwd_tmp_bytes, resident))
