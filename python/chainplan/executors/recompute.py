@@ -126,5 +126,13 @@ def not_a_leaf(x: torch.Tensor) -> torch.Tensor:
     output of an operation, cast at each use, and the casts' gradients are summed in fp32.
     BERT under bf16 autocast differed by 5e-7 after one step (its q, k and v projections
     read the layer input). Through a view, autograd passes the gradient on unchanged.
+
+    The view is made with gradients enabled: a recomputation runs inside the backward,
+    where they are off, and a view made there is one autograd does not track (no
+    ``grad_fn``): the stage's operations then saw an input needing no gradient and saved
+    other tensors than in the first forward (a Llama RMSNorm stage under bf16 autocast).
     """
-    return x.view_as(x) if x.requires_grad and x.is_leaf else x
+    if not (x.requires_grad and x.is_leaf):
+        return x
+    with torch.enable_grad():
+        return x.view_as(x)

@@ -55,14 +55,20 @@ def choose_boundaries(g: ChainGraph, min_stages: int = MIN_STAGES, *,
     levels = sorted(set(g.level.values()))
     chosen: list[int] = [g.cuts[-1]]
     level = 0
-    for lv in levels:
+    for lv in levels:  # the level from module boundaries alone (step 1)
         cuts = [i for i in g.cuts if g.level[i] <= lv or i == g.cuts[-1]]
-        if residual:
-            cuts = sorted(set(cuts) | {i for i in g.cuts if g.level[i] == lv + 1
-                                       and _residual(g, i)})
         chosen, level = _merge_tiny(g, cuts, total), lv
         if len(chosen) >= min_stages:
             break
+    if residual:  # then the residual additions inside its blocks (step 2)
+        # Not before choosing the level: a model wrapping its layers in one module
+        # (LlamaForCausalLM.model) has its layers' last additions one level down, which
+        # would reach min_stages at the wrapper's level and leave the layers whole, the
+        # embedding merged into the first.
+        cuts = [i for i in g.cuts if g.level[i] <= level or i == g.cuts[-1]]
+        cuts = sorted(set(cuts) | {i for i in g.cuts if g.level[i] == level + 1
+                                   and _residual(g, i)})
+        chosen = _merge_tiny(g, cuts, total)
     return chosen, level
 
 

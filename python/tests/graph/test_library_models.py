@@ -105,9 +105,11 @@ def test_stage_names_say_which_layers() -> None:
     """Item 6: every stage of a transformers model was named transformer (part), model
     (part) or bert (part)."""
     want = {
-        "llama": ["model.embed_tokens:Embedding", "model.layers.0:LlamaDecoderLayer",
-                  "model.layers.1:LlamaDecoderLayer", "model.norm:LlamaRMSNorm",
-                  "lm_head:Linear"],
+        "llama": ["model.embed_tokens:Embedding",
+                  *[n for i in range(2) for n in (
+                      f"model.layers.{i}.input_layernorm+model.layers.{i}.self_attn",
+                      f"model.layers.{i}.post_attention_layernorm+model.layers.{i}.mlp")],
+                  "model.norm:LlamaRMSNorm", "lm_head:Linear"],
         "resnet18": ["conv1+bn1+relu+maxpool", "layer1.0:BasicBlock", "layer1.1:BasicBlock",
                      "layer2.0:BasicBlock", "layer2.1:BasicBlock", "layer3.0:BasicBlock",
                      "layer3.1:BasicBlock", "layer4.0:BasicBlock", "layer4.1+avgpool+fc"],
