@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import itertools
 import random
+from typing import Any
 
 import pytest
 import torch
@@ -55,21 +56,29 @@ def _step(net: torch.nn.Module, case: Case) -> torch.Tensor:
     return loss.detach()
 
 
-@pytest.mark.parametrize(("name", "which"), [("mlp", ""), ("gpt", "blocks.0.")])
-def test_every_kept_set_gives_the_plain_gradients(name: str, which: str) -> None:
-    """``which``: the stages checked, by name (the GPT's: the two halves of a block)."""
-    case = CASES[name]()
-    model = case.model.train()
-    reference = copy.deepcopy(model)
+def _reference(case: Case) -> tuple[torch.Tensor, list[torch.Tensor | None], Any, Any,
+                                      list[torch.Tensor]]:
+    """The plain step's loss and gradients (on a copy), the model's chain, its side values
+    and each stage's input."""
+    reference = copy.deepcopy(case.model.train())
     want = _step(reference, case)
     want_grads = [p.grad for p in reference.parameters()]
-    chain = extract(model, case.args, case.kwargs)
+    chain = extract(case.model, case.args, case.kwargs)
     x, side = chain.bind(case.args, case.kwargs)
     inputs = []
     with torch.no_grad(), side.scope():
         for s in chain.stages:
             inputs.append(x)
             x = s(x)
+    return want, want_grads, chain, side, inputs
+
+
+@pytest.mark.parametrize(("name", "which"), [("mlp", ""), ("gpt", "blocks.0.")])
+def test_every_kept_set_gives_the_plain_gradients(name: str, which: str) -> None:
+    """``which``: the stages checked, by name (the GPT's: the two halves of a block)."""
+    case = CASES[name]()
+    model = case.model.train()
+    want, want_grads, chain, side, inputs = _reference(case)
     checked, seen = 0, set()
     for k, (s, a) in enumerate(zip(chain.stages, inputs, strict=True), start=1):
         if not isinstance(s, GraphStage) or which not in s.stage_name:
@@ -108,16 +117,7 @@ def test_a_recomputed_option_gives_the_plain_gradients(name: str) -> None:
     gradient (it once took a no-grad input's map: wrong tensors, or an error)."""
     case = CASES[name]()
     model = case.model.train()
-    reference = copy.deepcopy(model)
-    want = _step(reference, case)
-    want_grads = [p.grad for p in reference.parameters()]
-    chain = extract(model, case.args, case.kwargs)
-    x, side = chain.bind(case.args, case.kwargs)
-    inputs = []
-    with torch.no_grad(), side.scope():
-        for s in chain.stages:
-            inputs.append(x)
-            x = s(x)
+    want, want_grads, chain, side, inputs = _reference(case)
     k = 3  # a stage whose input needs a gradient (the MLP's third layer, a Llama block)
     s = chain.stages[k - 1]
     assert isinstance(s, GraphStage)
