@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from chainplan import _bind
+from chainplan.algodefault import default_algo, profiles_towers
 from chainplan.algorithms import check_algorithm
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
 from chainplan.profiler.hooks import record_model
@@ -136,17 +137,6 @@ def plan(
                  origin="python")
 
 
-def default_algo(source: object) -> str:
-    """The default algorithm for ``source``: ``multichain`` for towers joined at the loss,
-    ``rotor-ops`` for the profile of a model captured from its graph (the stages have
-    operation-level options), else ``rotor``."""
-    if _profiles_towers(source):
-        return "multichain"
-    if isinstance(source, Profile) and any(r.options_json for r in source.rows):
-        return "rotor-ops"
-    return "rotor"
-
-
 def _plan(
     source: Profile | int | str | os.PathLike[str] | nn.Module,
     *,
@@ -175,7 +165,7 @@ def _plan(
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
-            towers = _profiles_towers(source)  # a bundle, not a chain: no chain_json
+            towers = profiles_towers(source)  # a bundle, not a chain: no chain_json
             return Plan.from_json(_bind.solve_file(str(source.path), req),
                                   input_shape=profile_input_shape(source.path),
                                   chain_json=None if towers
@@ -190,23 +180,6 @@ def _plan(
         return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
-
-
-def _profiles_towers(source: object) -> bool:
-    """Whether ``source`` is a profile (or stored run) of towers joined at the loss, whose
-    default algorithm is ``multichain``."""
-    from chainplan.towers.profile import TowersProfile
-
-    if isinstance(source, TowersProfile):
-        return True
-    if isinstance(source, Profile):
-        return False
-    if isinstance(source, int) and not isinstance(source, bool):
-        try:
-            return bool(_bind.run(source).get("towers", False))
-        except NotFoundError:
-            return False  # planning reports the missing run
-    return False
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:
