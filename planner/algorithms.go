@@ -25,19 +25,26 @@ var entries = []Entry{
 	{Name: "rotor", Family: Checkpointing, Format: formatSchedule,
 		Summary: "optimal memory-persistent checkpointing (the rotor DP; default)",
 		Takes:   []Field{FieldSlots}, Schedule: rotorFuncs(false)},
+	{Name: "rotor-ops", Family: Checkpointing, Format: formatSchedule,
+		Summary: "rotor choosing one operation-level option per stage (chains with options)",
+		Takes:   []Field{FieldSlots}, Schedule: rotorOpsFuncs()},
 	{Name: "optimal", Family: Checkpointing, Format: formatSchedule,
 		Summary: "exact optimum without the persistence restriction (short chains only)",
-		Takes:   []Field{FieldSlots}, Schedule: &ScheduleFuncs{
+		// The floating DP reads the chain as version 1 (docs/rotor.md): its plans are
+		// valid in the exact memory model, which only frees memory earlier.
+		Takes: []Field{FieldSlots}, Schedule: &ScheduleFuncs{
 			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
-				return rotor.SolveFloating(c, req.BudgetBytes, rotorOptions(req, false))
+				return rotor.SolveFloating(c.Conservative(), req.BudgetBytes, rotorOptions(req, false))
 			},
 			MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
-				return rotor.MinBudgetFloating(c, rotorOptions(req, false))
+				return rotor.MinBudgetFloating(c.Conservative(), rotorOptions(req, false))
 			},
 			SolveMin: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
-				return rotor.SolveFloatingMin(c, rotorOptions(req, false))
+				return rotor.SolveFloatingMin(c.Conservative(), rotorOptions(req, false))
 			},
-			Simulate: replaySequence,
+			Simulate: func(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
+				return replaySequence(c.Conservative(), p, limitBytes)
+			},
 		}},
 	{Name: "revolve", Family: Checkpointing, Format: formatSchedule,
 		Summary: "AD-style checkpointing: F_all only right before its backward",
@@ -98,6 +105,26 @@ func rotorOptions(req Request, revolve bool) rotor.Options {
 	return rotor.Options{Slots: req.Slots, Revolve: revolve}
 }
 
+// rotorOpsFuncs are the functions of the persistent DP with operation-level options.
+func rotorOpsFuncs() *ScheduleFuncs {
+	opts := func(req Request) rotor.Options { return rotor.Options{Slots: req.Slots, StageOptions: true} }
+	return &ScheduleFuncs{
+		Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+			return rotor.Solve(c, req.BudgetBytes, opts(req))
+		},
+		MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
+			return rotor.MinBudget(c, opts(req))
+		},
+		SolveMin: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+			return rotor.SolveMin(c, opts(req))
+		},
+		Simulate: replaySequence,
+		Frontier: func(c *chainplan.Chain, req Request) (*rotor.Frontier, error) {
+			return rotor.SolveFrontier(c, opts(req))
+		},
+	}
+}
+
 // rotorFuncs are the functions of the persistent DP, rotor or its revolve variant.
 func rotorFuncs(revolve bool) *ScheduleFuncs {
 	return &ScheduleFuncs{
@@ -119,6 +146,9 @@ func rotorFuncs(revolve bool) *ScheduleFuncs {
 
 // offloading is the entry of an offloading algorithm (package offload): it
 // needs the bandwidth, takes the listed fields, and has no search that Solve could reuse.
+// Its executor (OffloadedChain) recomputes whole stages and holds each stage's output to
+// the stage's backward, so it plans on the chain read as version 1 (Chain.Conservative):
+// the exact memory model and the options are the checkpointing executor's.
 func offloading(name, summary string,
 	solve offload.Solver, minBudget func(*chainplan.Chain, offload.Options) (int64, error), takes ...Field) Entry {
 	opts := func(req Request) offload.Options {
@@ -127,11 +157,13 @@ func offloading(name, summary string,
 	return Entry{Name: name, Family: Offloading, Format: formatOffload, Summary: summary,
 		Needs: []Field{FieldBandwidth}, Takes: takes, Schedule: &ScheduleFuncs{
 			Solve: func(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
-				return solve(c, req.BudgetBytes, opts(req))
+				return solve(c.Conservative(), req.BudgetBytes, opts(req))
 			},
 			MinBudget: func(c *chainplan.Chain, req Request) (int64, error) {
-				return minBudget(c, opts(req))
+				return minBudget(c.Conservative(), opts(req))
 			},
-			Simulate: replayOffload,
+			Simulate: func(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
+				return replayOffload(c.Conservative(), p, limitBytes)
+			},
 		}}
 }
