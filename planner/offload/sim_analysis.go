@@ -41,7 +41,7 @@ type xfer struct {
 // Analysis is the outcome of the logical pass of spec §5.2: the validity of the operations
 // and transfers, the stored instances and what each operation reads, the static memory S_k
 // before each operation, its transient T_k (output and overhead) and its duration d_k. It
-// does not depend on timing. The heuristics (planner/heuristic) read it to choose what to
+// does not depend on timing. The heuristics (autocapper.go, opportunist.go) read it to choose what to
 // offload; the simulator times and checks the schedule from it.
 type Analysis struct {
 	Ops    []chainplan.Op
