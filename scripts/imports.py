@@ -64,6 +64,17 @@ def _targets(stmt: ast.stmt, module: str, is_package: bool) -> list[str]:
     return [base] + [f"{base}.{a.name}" for a in stmt.names]
 
 
+def _needs(stmt: ast.stmt, module: str, is_package: bool, files: set[str]) -> set[str]:
+    """The modules of files an import statement needs loaded: ``from pkg import sub``
+    of submodules only needs them, not pkg's own code (which may be loading)."""
+    targets = [t for t in _targets(stmt, module, is_package) if t in files]
+    if isinstance(stmt, ast.ImportFrom) and targets:
+        base, subs = targets[0], targets[1:]
+        if len(subs) == len(stmt.names) and base not in subs:
+            return set(subs)
+    return set(targets)
+
+
 def deferred(paths: list[Path], package: Path, own: bool = False) -> list[str]:
     """The deferred imports of paths; own: only those of chainplan modules."""
     found = []
@@ -84,8 +95,7 @@ def circles(package: Path, with_deferred: bool = False) -> list[list[str]]:
             if with_deferred or not d:
                 # The package's own __init__ is the façade that re-exports everything:
                 # an edge to it is not a layer's dependency.
-                graph[m] |= {t for t in _targets(stmt, m, p.name == "__init__.py")
-                             if t in files and t not in (m, "chainplan")}
+                graph[m] |= _needs(stmt, m, p.name == "__init__.py", set(files)) - {m, "chainplan"}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
