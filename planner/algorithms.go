@@ -4,14 +4,11 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/baseline"
 	"github.com/chainplan/chainplan/planner/contiguous"
-	"github.com/chainplan/chainplan/planner/heuristic"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/multichain"
 	"github.com/chainplan/chainplan/planner/offload"
-	"github.com/chainplan/chainplan/planner/offplan"
 	"github.com/chainplan/chainplan/planner/pipedream"
 	"github.com/chainplan/chainplan/planner/pipesim"
-	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -78,15 +75,15 @@ var entries = []Entry{
 			Simulate: replaySequence,
 		}},
 	offloading("pofo", "optimal offloading + rematerialization (POFO; default grid by chain length, 50-243 slots)",
-		pofo.Solve, pofo.MinBudget, FieldSlots),
+		offload.SolvePOFO, offload.MinBudgetPOFO, FieldSlots),
 	offloading("offload", "optimal offloading only (DYNPROG, 500 slots by default)",
-		offload.Solve, offload.MinBudget, FieldSlots),
+		offload.SolveDynProg, offload.MinBudgetDynProg, FieldSlots),
 	offloading("greedy", "offload the shortest prefix of activations that fits (GREEDY)",
 		offload.SolveGreedy, offload.MinBudgetGreedy),
 	offloading("autocapper", "rotor schedules capped by offloading (AUTOCAPPER heuristic)",
-		heuristic.SolveAutoCapper, heuristic.MinBudgetAutoCapper, FieldSlots),
+		offload.SolveAutoCapper, offload.MinBudgetAutoCapper, FieldSlots),
 	offloading("opportunist", "offload while the link is free (OPPORTUNIST heuristic)",
-		heuristic.SolveOpportunist, heuristic.MinBudgetOpportunist, FieldSlots),
+		offload.SolveOpportunist, offload.MinBudgetOpportunist, FieldSlots),
 	multichainEntry("multichain", "the fastest of the multi-chain DP, rotor on the towers concatenated, "+
 		"and no recomputation", multichain.Best),
 	multichainEntry("multichain-linear", "rotor on the towers concatenated, in every order", multichain.Linear),
@@ -147,16 +144,15 @@ func rotorFuncs(revolve bool) *ScheduleFuncs {
 	}
 }
 
-// offloading is the entry of an offloading algorithm (packages pofo, offload, heuristic): it
+// offloading is the entry of an offloading algorithm (package offload): it
 // needs the bandwidth, takes the listed fields, and has no search that Solve could reuse.
 // Its executor (OffloadedChain) recomputes whole stages and holds each stage's output to
 // the stage's backward, so it plans on the chain read as version 1 (Chain.Conservative):
 // the exact memory model and the options are the checkpointing executor's.
 func offloading(name, summary string,
-	solve func(*chainplan.Chain, int64, offplan.Options) (*chainplan.Plan, error),
-	minBudget func(*chainplan.Chain, offplan.Options) (int64, error), takes ...Field) Entry {
-	opts := func(req Request) offplan.Options {
-		return offplan.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
+	solve offload.Solver, minBudget func(*chainplan.Chain, offload.Options) (int64, error), takes ...Field) Entry {
+	opts := func(req Request) offload.Options {
+		return offload.Options{BandwidthBytesPerS: req.Bandwidth, Slots: req.Slots}
 	}
 	return Entry{Name: name, Family: Offloading, Format: formatOffload, Summary: summary,
 		Needs: []Field{FieldBandwidth}, Takes: takes, Schedule: &ScheduleFuncs{
