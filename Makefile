@@ -108,8 +108,8 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzParseBytes$$' -fuzztime=$$((30000*$(FUZZSCALE)))x .
 	$(FUZZ) -fuzz='^FuzzReadProfile$$' -fuzztime=$$((5000*$(FUZZSCALE)))x ./profiler
 	$(FUZZ) -fuzz='^FuzzParse$$' -fuzztime=$$((50000*$(FUZZSCALE)))x ./profile/pipedream
-	$(FUZZ) -fuzz='^FuzzSimulate$$' -fuzztime=$$((40000*$(FUZZSCALE)))x ./planner/offsim
-	$(FUZZ) -fuzz='^FuzzSolve$$' -fuzztime=$$((4000*$(FUZZSCALE)))x ./planner/pofo
+	$(FUZZ) -fuzz='^FuzzSimulate$$' -fuzztime=$$((40000*$(FUZZSCALE)))x ./planner/offload
+	$(FUZZ) -fuzz='^FuzzSolve$$' -fuzztime=$$((4000*$(FUZZSCALE)))x ./planner/offload
 	$(FUZZ) -fuzz='^FuzzParse$$' -fuzztime=$$((50000*$(FUZZSCALE)))x ./planner/pipeline
 	$(FUZZ) -fuzz='^FuzzValidate$$' -fuzztime=$$((30000*$(FUZZSCALE)))x ./planner/pipeline
 	$(FUZZ) -fuzz='^FuzzParseMultiChain$$' -fuzztime=$$((50000*$(FUZZSCALE)))x .

@@ -10,7 +10,8 @@ import (
 	"strings"
 )
 
-// ChainFormat is the format tag of version 1 of the chain file.
+// ChainFormat is the format tag of version 1 of the chain file (ChainFormatV2 adds the
+// exact memory model).
 const ChainFormat = "chainplan.chain/v1"
 
 // Chain is a model profiled into L stages plus a loss, in the form every planner reads.
@@ -32,6 +33,16 @@ type Stage struct {
 	FwdTmpBytes int64   `json:"fwd_tmp_bytes"` // o_F: temporary peak of the forward
 	BwdTmpBytes int64   `json:"bwd_tmp_bytes"` // o_B: temporary peak of the backward
 	ParamBytes  int64   `json:"param_bytes"`   // weights; unused by checkpointing planners
+
+	// The exact memory model (ChainFormatV2; nil in version 1, read as the conservative
+	// answer by InputSaved, OutputSaved and Recompute).
+	SavesInput    *bool    `json:"saves_input,omitempty"`    // B needs a_{ℓ-1}
+	SavesOutput   *bool    `json:"saves_output,omitempty"`   // B needs a_ℓ
+	RecomputeTime *float64 `json:"recompute_time,omitempty"` // u_R: recomputation right before B
+	// o_R: the recomputation's peak above what it leaves for B (its ā without an unsaved
+	// output); unknown means a_ℓ (when not saved) + o_F, the whole forward's peak.
+	RecomputeTmpBytes *int64        `json:"recompute_tmp_bytes,omitempty"`
+	Options           []StageOption `json:"options,omitempty"` // operation-level options 1..
 }
 
 // Loss holds the costs of the loss stage L+1. Its output and saved sizes are 0 by the chain
@@ -62,9 +73,13 @@ func (c *Chain) Validate() error { return c.validate(0) }
 
 // validate is Validate for a chain on its own (branch 0) or for branch branch of a
 // multichain bundle, which may have no stages (an input that goes straight into the joint
-// loss) and whose errors name the branch.
+// loss) and whose errors name the branch. A branch is a version 1 chain: the multichain
+// planners read the conservative model (Chain.Conservative gives it).
 func (c *Chain) validate(branch int) error {
-	if c.Format != ChainFormat {
+	switch {
+	case branch == 0 && c.Format != ChainFormat && c.Format != ChainFormatV2:
+		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", c.Format, ChainFormat, ChainFormatV2)}
+	case branch > 0 && c.Format != ChainFormat:
 		return &ChainError{Branch: branch, Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", c.Format, ChainFormat)}
 	}
 	if c.InputBytes < 0 {
@@ -100,6 +115,9 @@ func (c *Chain) validate(branch int) error {
 		if s.SavedBytes < s.OutBytes && i < len(c.Stages)-1 {
 			return bad("saved_bytes", fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
 				s.SavedBytes, s.OutBytes))
+		}
+		if err := validateExact(i+1, &c.Stages[i]); err != nil {
+			return err
 		}
 	}
 	if branch > 0 && c.Loss != (Loss{}) {
@@ -146,14 +164,19 @@ func checkTime(v float64) string {
 // are optional.
 var requiredStageFields = []string{"fwd_time", "bwd_time", "out_bytes", "saved_bytes", "fwd_tmp_bytes", "bwd_tmp_bytes"}
 
-// ParseChain decodes and validates a chainplan.chain/v1 document. Unknown fields, missing
-// required fields, fractional byte counts and non-finite numbers are errors that name the
-// stage and the field.
+// v2StageFields are the optional stage fields of version 2, checked apart from the numbers.
+var v2StageFields = map[string]bool{"saves_input": true, "saves_output": true, "recompute_time": true,
+	"recompute_tmp_bytes": true, "options": true}
+
+// ParseChain decodes and validates a chainplan.chain/v1 or v2 document. Unknown fields
+// (the version 2 fields in a version 1 document among them), missing required fields,
+// fractional byte counts and non-finite numbers are errors that name the stage and the
+// field.
 func ParseChain(data []byte) (*Chain, error) { return parseChain(data, 0) }
 
 // parseChain is ParseChain for a chain on its own (branch 0) or for branch branch of a
-// multichain bundle: there the format may be left out, the stages may be empty, and every
-// error names the branch.
+// multichain bundle: there the format may be left out, the stages may be empty, every
+// error names the branch, and the chain is a version 1 chain.
 func parseChain(data []byte, branch int) (*Chain, error) {
 	// A first pass over raw messages finds the stage and field of any problem that
 	// encoding/json would otherwise report only as a byte offset.
@@ -172,9 +195,12 @@ func parseChain(data []byte, branch int) (*Chain, error) {
 	switch {
 	case raw.Format == nil && branch == 0:
 		return nil, chainErr(0, "", "format", fmt.Sprintf("missing; want %q", ChainFormat))
-	case raw.Format != nil && *raw.Format != ChainFormat:
+	case raw.Format != nil && branch == 0 && *raw.Format != ChainFormat && *raw.Format != ChainFormatV2:
+		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q or %q", *raw.Format, ChainFormat, ChainFormatV2))
+	case raw.Format != nil && branch > 0 && *raw.Format != ChainFormat:
 		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q", *raw.Format, ChainFormat))
 	}
+	v2 := raw.Format != nil && *raw.Format == ChainFormatV2
 	if raw.InputBytes == nil {
 		return nil, chainErr(0, "", "input_bytes", "missing")
 	}
@@ -199,6 +225,16 @@ func parseChain(data []byte, branch int) (*Chain, error) {
 			}
 		}
 		for f, v := range st {
+			if v2StageFields[f] {
+				if !v2 {
+					return nil, chainErr(i+1, name, f,
+						fmt.Sprintf("unknown field in a %s chain (it is a field of %s)", ChainFormat, ChainFormatV2))
+				}
+				if msg := checkV2Field(f, v); msg != "" {
+					return nil, chainErr(i+1, name, f, msg)
+				}
+				continue
+			}
 			integer, known := stageKinds[f]
 			if !known {
 				return nil, chainErr(i+1, name, f, "unknown field")
@@ -324,12 +360,11 @@ func ReadChain(path string) (*Chain, error) {
 	return c, nil
 }
 
-// MarshalIndent returns the chain as an indented chainplan.chain/v1 document.
+// MarshalIndent returns the chain as an indented chainplan.chain/v1 document, or v2 when a
+// stage carries the exact memory model (FormatTag).
 func (c *Chain) MarshalIndent() ([]byte, error) {
 	out := *c
-	if out.Format == "" {
-		out.Format = ChainFormat
-	}
+	out.Format = c.FormatTag()
 	b, err := json.MarshalIndent(&out, "", "  ")
 	if err != nil {
 		return nil, err

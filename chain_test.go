@@ -2,6 +2,7 @@ package chainplan_test
 
 import (
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -49,7 +50,7 @@ func TestParseChainValid(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round trip: %v", err)
 	}
-	if c2.Stages[1] != c.Stages[1] || c2.Loss != c.Loss || c2.InputBytes != c.InputBytes {
+	if !reflect.DeepEqual(c2.Stages[1], c.Stages[1]) || c2.Loss != c.Loss || c2.InputBytes != c.InputBytes {
 		t.Fatalf("round trip changed the chain: %+v vs %+v", c2, c)
 	}
 }
@@ -71,7 +72,7 @@ func TestParseChainErrors(t *testing.T) {
 		{"UnknownField", `"param_bytes": 9408`, `"param_bytes": 9408, "fwd_tme": 3`, `stage 1 ("conv1"): field "fwd_tme": unknown field`},
 		{"FractionalBytes", `"out_bytes": 40,`, `"out_bytes": 40.5,`, `stage 2 ("fc"): field "out_bytes": 40.5 is not a whole number of bytes`},
 		{"StringNumber", `"out_bytes": 40,`, `"out_bytes": "40",`, `stage 2 ("fc"): field "out_bytes": not a number`},
-		{"UnknownVersion", `chainplan.chain/v1`, `chainplan.chain/v2`, `field "format": unknown format "chainplan.chain/v2"`},
+		{"UnknownVersion", `chainplan.chain/v1`, `chainplan.chain/v3`, `field "format": unknown format "chainplan.chain/v3"`},
 		{"MissingFormat", `"format": "chainplan.chain/v1",`, ``, `field "format": missing`},
 		{"MissingInput", `"input_bytes": 4096,`, ``, `field "input_bytes": missing`},
 		{"NegativeInput", `"input_bytes": 4096`, `"input_bytes": -4096`, `field "input_bytes": negative`},

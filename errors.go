@@ -93,6 +93,20 @@ func (e *InfeasibleError) Hint() string {
 // Unwrap makes errors.Is(err, ErrInfeasible) true.
 func (e *InfeasibleError) Unwrap() error { return ErrInfeasible }
 
+// SmallestFeasibleBytes is MinBudgetBytes (Infeasibility).
+func (e *InfeasibleError) SmallestFeasibleBytes() int64 { return max(e.MinBudgetBytes, 0) }
+
+// Infeasibility is what a family's infeasibility error tells beyond its message (each
+// family has one: *InfeasibleError for the checkpointing and offloading budgets,
+// *service.NoCandidateError for the parallel strategies): the smallest memory, in the
+// request's terms (a budget, a memory per device), at which a plan fits, 0 when that is not
+// known or none does. errors.Is(err, ErrInfeasible) holds for every one, so the CLI exits
+// 3; the bindings read the smallest memory through this interface with errors.As.
+type Infeasibility interface {
+	error
+	SmallestFeasibleBytes() int64
+}
+
 // bytesAndUnit writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
 func bytesAndUnit(n int64) string {
 	if n < 1024 {
@@ -100,3 +114,17 @@ func bytesAndUnit(n int64) string {
 	}
 	return fmt.Sprintf("%d B (%s)", n, FormatBytes(n))
 }
+
+// OptionError reports a bad option of a planner's request: Planner names the request
+// (advise, search3d), Field the request field as its JSON form and the CLI spell it.
+// errors.Is(err, ErrUnsupported) holds.
+type OptionError struct {
+	Planner string
+	Field   string
+	Msg     string
+}
+
+func (e *OptionError) Error() string { return fmt.Sprintf("%s: %s: %s", e.Planner, e.Field, e.Msg) }
+
+// Unwrap makes errors.Is(err, ErrUnsupported) true.
+func (e *OptionError) Unwrap() error { return ErrUnsupported }

@@ -3,6 +3,7 @@ package chainplan_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -41,7 +42,7 @@ func TestParseMultiChain(t *testing.T) {
 	if err != nil {
 		t.Fatalf("round trip: %v\n%s", err, b)
 	}
-	if back.Branches[0].Stages[0] != m.Branches[0].Stages[0] || back.Loss != m.Loss || !back.Keep(2) {
+	if !reflect.DeepEqual(back.Branches[0].Stages[0], m.Branches[0].Stages[0]) || back.Loss != m.Loss || !back.Keep(2) {
 		t.Fatalf("round trip changed the bundle: %+v", back)
 	}
 	if !chainplan.IsMultiChain(b) || chainplan.IsMultiChain([]byte(`{"format": "chainplan.chain/v1"}`)) {

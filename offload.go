@@ -195,7 +195,7 @@ type Offload struct {
 	// Estimates holds the simulated makespan and peak under both memory models.
 	Estimates []Estimate `json:"estimates,omitempty"`
 	// Positions says, one entry per transfer in link order, where the offloading executor
-	// issues, waits for and releases it (planner/offsim.Positions). The planners always
+	// issues, waits for and releases it (planner/offload.Positions). The planners always
 	// write it; it is absent from documents written before it existed.
 	Positions []Position `json:"positions,omitempty"`
 }
@@ -220,7 +220,7 @@ type Position struct {
 // one per transfer, in range, the fields of its direction, issued in link order, an offload
 // not before its anchor and released after it is issued, a prefetch waited for after it is
 // issued and not before its anchor. Whether they are the ones the transfers and the timing
-// give is planner/offsim's check.
+// give is planner/offload's check.
 func checkPositions(ps []Position, ts []Transfer, n int) error {
 	if len(ps) != len(ts) {
 		return fmt.Errorf("positions: %d entries for %d transfers", len(ps), len(ts))

@@ -10,7 +10,7 @@ import (
 // transfer with the fields of its direction, in range, issued in link order, an offload
 // not before its anchor and released after it is issued, a prefetch waited for after it is
 // issued and not before its anchor. Whether they are the positions the transfers and the
-// timing give is planner/offsim's check (TestPositionsEventOrder, TestCheckPositions).
+// timing give is planner/offload's check (TestPositionsEventOrder, TestCheckPositions).
 func TestParsePlanPositions(t *testing.T) {
 	// F_all 1, F_all 2 (the loss), B 2, B 1, with a0 offloaded from the start and
 	// prefetched before B 1; the executor issues the prefetch after the loss.

@@ -30,15 +30,19 @@ const (
 // Valid reports whether k is one of the four operations of a chain's sequence.
 func (k OpKind) Valid() bool { return k == FAll || k == FCk || k == FNone || k == B }
 
-// Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1.
+// Op is one operation of a sequence. Stage is 1-based; the loss is stage L+1. Option, on
+// an F_all, is the stage's operation-level option (chainplan.chain/v2, StageOption): 1..
+// keeps only what that option keeps and recomputes the rest right before the stage's
+// backward; 0, the default, keeps everything.
 //
 // In a multichain plan (Plan.Multichain) every operation also names its Branch, 1..K, and
 // Stage counts within the branch; the joint loss is branch 0, stage 0, and FreeGrad has
-// stage 0 (docs/formats-schedule.md).
+// stage 0 (docs/formats-schedule.md). Multichain plans choose no options.
 type Op struct {
 	Kind   OpKind `json:"op"`
 	Branch int    `json:"branch,omitempty"`
 	Stage  int    `json:"stage"`
+	Option int    `json:"option,omitempty"`
 }
 
 func (o Op) String() string {
@@ -49,13 +53,24 @@ func (o Op) String() string {
 		return fmt.Sprintf("%s %d.%d", o.Kind, o.Branch, o.Stage)
 	case o.Stage == 0:
 		return fmt.Sprintf("%s loss", o.Kind)
+	case o.Option > 0:
+		return fmt.Sprintf("%s %d/%d", o.Kind, o.Stage, o.Option)
 	}
 	return fmt.Sprintf("%s %d", o.Kind, o.Stage)
 }
 
-// MarshalJSON writes {"op", "stage"} for an operation of a chain's sequence and {"op",
-// "branch", "stage"} for one of a multichain sequence, where the joint loss (branch 0,
-// stage 0) carries its branch too.
+// StageChoice is an operation-level option a plan runs: the stage, its option (Op.Option)
+// and the positions of the nodes of the stage's captured graph that the option keeps
+// (StageOption.Keep), so that an executor needs nothing but the plan.
+type StageChoice struct {
+	Stage  int   `json:"stage"`
+	Option int   `json:"option"`
+	Keep   []int `json:"keep"`
+}
+
+// MarshalJSON writes {"op", "stage"} for an operation of a chain's sequence (with "option"
+// when it runs one) and {"op", "branch", "stage"} for one of a multichain sequence, where
+// the joint loss (branch 0, stage 0) carries its branch too.
 func (o Op) MarshalJSON() ([]byte, error) {
 	kind, err := json.Marshal(string(o.Kind))
 	if err != nil {
@@ -66,6 +81,9 @@ func (o Op) MarshalJSON() ([]byte, error) {
 		b = append(append(b, `,"branch":`...), strconv.Itoa(o.Branch)...)
 	}
 	b = append(append(b, `,"stage":`...), strconv.Itoa(o.Stage)...)
+	if o.Option != 0 {
+		b = append(append(b, `,"option":`...), strconv.Itoa(o.Option)...)
+	}
 	return append(b, '}'), nil
 }
 
@@ -90,6 +108,9 @@ type Plan struct {
 	// are absent from other plans (docs/formats-schedule.md).
 	Chosen     string      `json:"chosen,omitempty"`
 	Candidates []Candidate `json:"candidates,omitempty"`
+	// Choices lists the operation-level options the sequence runs (Op.Option > 0), one per
+	// stage; absent when it runs none.
+	Choices []StageChoice `json:"options,omitempty"`
 	// Multichain is the multichain part of a plan for K towers joined at the loss (its
 	// sequence's operations name their branch); absent from other plans.
 	Multichain *MultichainPlan `json:"multichain,omitempty"`
@@ -141,9 +162,24 @@ func ParsePlan(data []byte) (*Plan, error) {
 		if o.Stage < 1 {
 			return nil, fmt.Errorf("%w: sequence[%d]: stage %d (stages are numbered from 1)", ErrInvalidPlan, i, o.Stage)
 		}
+		if o.Option < 0 || (o.Option > 0 && o.Kind != FAll) {
+			return nil, fmt.Errorf("%w: sequence[%d]: option %d (an option is a number ≥ 1 on an F_all)", ErrInvalidPlan, i, o.Option)
+		}
 		if o.Branch != 0 {
 			return nil, fmt.Errorf("%w: sequence[%d]: branch %d in a plan without a multichain section", ErrInvalidPlan, i, o.Branch)
 		}
+	}
+	if p.Multichain != nil {
+		for i, o := range p.Sequence {
+			if o.Option != 0 {
+				return nil, fmt.Errorf("%w: sequence[%d]: option %d in a multichain plan (its towers run no options)", ErrInvalidPlan, i, o.Option)
+			}
+		}
+		if len(p.Choices) > 0 {
+			return nil, fmt.Errorf("%w: options in a multichain plan (its towers run no options)", ErrInvalidPlan)
+		}
+	} else if err := checkChoices(p.Sequence, p.Choices); err != nil {
+		return nil, fmt.Errorf("%w: options: %v", ErrInvalidPlan, err)
 	}
 	if p.Offload != nil {
 		if err := p.Offload.check(len(p.Sequence)); err != nil {
@@ -178,4 +214,36 @@ func StoreAllSequence(l int) []Op {
 		seq = append(seq, Op{Kind: B, Stage: k})
 	}
 	return seq
+}
+
+// checkChoices checks that choices lists exactly the options seq runs, one per stage.
+func checkChoices(seq []Op, choices []StageChoice) error {
+	want := map[int]int{}
+	for _, o := range seq {
+		if o.Option > 0 {
+			if prev, ok := want[o.Stage]; ok && prev != o.Option {
+				return fmt.Errorf("stage %d runs options %d and %d", o.Stage, prev, o.Option)
+			}
+			want[o.Stage] = o.Option
+		}
+	}
+	seen := map[int]bool{}
+	for i, c := range choices {
+		opt, ok := want[c.Stage]
+		switch {
+		case seen[c.Stage]:
+			return fmt.Errorf("[%d]: stage %d listed twice", i, c.Stage)
+		case !ok:
+			return fmt.Errorf("[%d]: the sequence runs no option of stage %d", i, c.Stage)
+		case opt != c.Option:
+			return fmt.Errorf("[%d]: stage %d runs option %d, not %d", i, c.Stage, opt, c.Option)
+		}
+		seen[c.Stage] = true
+	}
+	for st, opt := range want {
+		if !seen[st] {
+			return fmt.Errorf("option %d of stage %d is not listed", opt, st)
+		}
+	}
+	return nil
 }

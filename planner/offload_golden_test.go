@@ -84,7 +84,8 @@ func planDigest(t *testing.T, p *chainplan.Plan) string {
 // TestOffloadPlansGolden pins every offloading algorithm's plans (sequence, transfers,
 // timing, estimates, candidates) and smallest budgets on a handful of chains, budgets and
 // bandwidths to the digests in testdata/offload-plans.golden, which were generated before
-// planner/pofo was split into packages (issue 10): a refactoring that changes any plan
+// planner/pofo was split into packages (issue 10); they still hold since those were merged
+// into one family package, planner/offload (issue 22): a refactoring that changes any plan
 // fails here. Regenerate with `go test ./planner -run TestOffloadPlansGolden -update` and
 // read the diff.
 func TestOffloadPlansGolden(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
 
@@ -25,28 +25,19 @@ func replaySequence(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Re
 	return Replay{Makespan: rep.Makespan, PeakBytes: rep.Peak}, nil
 }
 
-// replayOffload is the Simulate of the offloading algorithms: the offloading simulator
-// replays the sequence and its transfers in the plan's memory model, and checks the
-// executor's positions the plan carries against its transfers and timing.
+// replayOffload is the Simulate of the offloading algorithms: the family's validator
+// (offload.Validate) replays the sequence and its transfers in the plan's memory model and
+// checks the executor's positions the plan carries against its transfers and timing.
 func replayOffload(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
-	o := p.Offload
-	if o == nil {
-		return Replay{}, fmt.Errorf("%w: a %s plan needs its offload section", chainplan.ErrInvalidPlan, p.Algo)
-	}
-	rep, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{
-		BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limitBytes, Model: o.MemoryModel})
+	v, err := offload.Validate(c, p, limitBytes)
 	if err != nil {
 		return Replay{}, err
 	}
-	if err := rep.Err(); err != nil {
+	if err := v.Main.Err(); err != nil {
 		return Replay{}, err
 	}
-	is, err := offsim.CheckPositions(c, p)
-	if err != nil {
-		return Replay{}, err
+	if len(v.Positions) > 0 {
+		return Replay{}, simulate.IssuesError("plan", v.Positions)
 	}
-	if len(is) > 0 {
-		return Replay{}, simulate.IssuesError("plan", is)
-	}
-	return Replay{Makespan: rep.Makespan, PeakBytes: rep.PeakBytes}, nil
+	return Replay{Makespan: v.Main.Makespan, PeakBytes: v.Main.PeakBytes}, nil
 }

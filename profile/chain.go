@@ -7,8 +7,9 @@ import (
 )
 
 // ChainOf turns aggregated stages (in index order, the loss last, as StagesOf returns
-// them) into a validated chainplan.chain/v1 chain: the chain input a_0 is stage 1's
-// InBytes, and the loss is all zero when absent. A stage whose saved or temporary sizes
+// them) into a validated chain: chainplan.chain/v2 when the profile measured the exact
+// memory model of some stage (Exact), else v1. The chain input a_0 is stage 1's InBytes,
+// and the loss is all zero when absent. A stage whose saved or temporary sizes
 // were never measured (null) makes a *chainplan.ChainError naming the stage and the field,
 // since no planner can use it; stages out of order wrap chainplan.ErrInvalidChain.
 func ChainOf(stages []Stage) (*chainplan.Chain, error) {
@@ -43,8 +44,12 @@ func ChainOf(stages []Stage) (*chainplan.Chain, error) {
 		if i == 0 {
 			c.InputBytes = s.InBytes
 		}
+		if err := applyExact(&st, s); err != nil {
+			return nil, err
+		}
 		c.Stages = append(c.Stages, st)
 	}
+	c.Format = c.FormatTag()
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}

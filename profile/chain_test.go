@@ -2,6 +2,7 @@ package profile_test
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/chainplan/chainplan"
@@ -59,7 +60,7 @@ func TestChainOf(t *testing.T) {
 				t.Errorf("InputBytes=%d, want %d (stage 1's in_bytes)", got, want)
 			}
 			if got, want := c.Stages[1], (chainplan.Stage{Name: "s", FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 6,
-				FwdTmpBytes: 1, BwdTmpBytes: 2, ParamBytes: 9}); got != want {
+				FwdTmpBytes: 1, BwdTmpBytes: 2, ParamBytes: 9}); !reflect.DeepEqual(got, want) {
 				t.Errorf("Stages[1]=%+v, want %+v", got, want)
 			}
 			wantLoss := chainplan.Loss{}

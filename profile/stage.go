@@ -46,6 +46,7 @@ type Measures struct {
 	FwdTmpBytes NullInt64 // o_F, temporary peak of the forward
 	BwdTmpBytes NullInt64 // o_B, temporary peak of the backward
 	ParamBytes  int64     // the stage's weights
+	Exact                 // the exact memory model and options (chainplan.chain/v2)
 }
 
 // Row is one measurement of one stage: a row of a profile file and of the store's
@@ -125,6 +126,7 @@ func StagesOf(rows []Row) []Stage {
 				FwdTmpBytes: medN(func(m *Measures) NullInt64 { return m.FwdTmpBytes }, idx),
 				BwdTmpBytes: medN(func(m *Measures) NullInt64 { return m.BwdTmpBytes }, idx),
 				ParamBytes:  medN(func(m *Measures) NullInt64 { return valid(m.ParamBytes) }, idx).Int64,
+				Exact:       aggregateExact(rows, idx),
 			},
 			Parallel: aggregateParallel(rows, idx)})
 	}

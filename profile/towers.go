@@ -114,7 +114,7 @@ func MultiChainOf(stages []Stage, t *Towers) (*chainplan.MultiChain, error) {
 			if err != nil {
 				return nil, fmt.Errorf("tower %d: %w", i, err)
 			}
-			towers[i] = *c
+			towers[i] = *c.Conservative() // the multichain planners read version 1
 		} else {
 			towers[i] = chainplan.Chain{Format: chainplan.ChainFormat}
 		}

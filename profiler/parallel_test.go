@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestReadParallelFields(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Len() != want.Len() || got.Stages[3] != want.Stages[3] {
+	if got.Len() != want.Len() || !reflect.DeepEqual(got.Stages[3], want.Stages[3]) {
 		t.Fatalf("chain differs from resnet.chain.json: %+v", got.Stages[3])
 	}
 	o, ok, err := profile.OptimizerOf(p.Meta.Map())

@@ -173,6 +173,11 @@ func (d *decoder) setSchema(s *arrow.Schema) error {
 			return columnError(c.name, fmt.Sprintf("has type %s, want %s", s.Field(i).Type, c.kind))
 		}
 	}
+	for _, c := range optionalColumns {
+		if i, ok := d.idx[c.name]; ok && !kindAccepts(c.kind, s.Field(i).Type) {
+			return columnError(c.name, fmt.Sprintf("has type %s, want %s", s.Field(i).Type, c.kind))
+		}
+	}
 	return d.checkParallelSchema(s)
 }
 
@@ -183,6 +188,8 @@ func kindAccepts(k colKind, t arrow.DataType) bool {
 		return arrow.IsInteger(t.ID())
 	case kindFloat:
 		return t.ID() == arrow.FLOAT64 || t.ID() == arrow.FLOAT32
+	case kindBool:
+		return t.ID() == arrow.BOOL
 	default:
 		if dt, ok := t.(*arrow.DictionaryType); ok {
 			t = dt.ValueType
@@ -237,6 +244,10 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		v, err := getInt(col, i)
 		return profile.NullInt64{Int64: v, Valid: err == nil}, err
 	}
+	exact, err := newExactReader(d, rec, n)
+	if err != nil {
+		return err
+	}
 	parallel, err := d.parallelReader(rec, base, n)
 	if err != nil {
 		return err
@@ -281,7 +292,13 @@ func (d *decoder) addBatch(rec arrow.RecordBatch) error {
 		if r.BwdTmpBytes, err = getNull(ColBwdTmpBytes, i); err != nil {
 			return err
 		}
+		if err := exact.read(&r, i, base+i); err != nil {
+			return err
+		}
 		if err := checkRow(&r, base+i); err != nil {
+			return err
+		}
+		if err := checkExact(&r, base+i); err != nil {
 			return err
 		}
 		if err := parallel(i, &r); err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func assertChainEqual(t *testing.T, got, want *chainplan.Chain) {
 			t.Fatalf("stage %d times = %g, %g; want %g, %g", i+1, g.FwdTime, g.BwdTime, w.FwdTime, w.BwdTime)
 		}
 		g.FwdTime, g.BwdTime = w.FwdTime, w.BwdTime
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("stage %d = %+v, want %+v", i+1, g, w)
 		}
 	}

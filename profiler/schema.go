@@ -31,6 +31,7 @@ const (
 	kindInt    colKind = iota // any signed or unsigned integer type
 	kindFloat                 // float32 or float64
 	kindString                // utf8, large_utf8, string_view, or a dictionary of those
+	kindBool                  // bool
 )
 
 func (k colKind) String() string {
@@ -39,6 +40,8 @@ func (k colKind) String() string {
 		return "an integer type (int64 preferred)"
 	case kindFloat:
 		return "float64 (or float32)"
+	case kindBool:
+		return "bool"
 	default:
 		return "utf8 (or large_utf8, string_view, dictionary<utf8>)"
 	}

@@ -28,12 +28,13 @@ type WriteOptions struct {
 	BatchRows   int    // rows per record batch; 0 writes all rows in one batch
 }
 
-// schema returns the Arrow schema of version 1 with the given metadata, and the optional
-// columns of the parallel fields when withParallel is set.
+// schema returns the Arrow schema of version 1 with the given metadata: the required
+// columns, the optional columns of the exact memory model, and those of the parallel
+// fields when withParallel is set.
 func schema(meta *profile.Metadata, withParallel bool) *arrow.Schema {
-	cols := columns
+	cols := append(slices.Clip(columns), optionalColumns...)
 	if withParallel {
-		cols = append(slices.Clip(cols), parallelColumns...)
+		cols = append(cols, parallelColumns...)
 	}
 	fields := make([]arrow.Field, len(cols))
 	for i, c := range cols {
@@ -43,6 +44,8 @@ func schema(meta *profile.Metadata, withParallel bool) *arrow.Schema {
 			t = arrow.PrimitiveTypes.Int64
 		case kindFloat:
 			t = arrow.PrimitiveTypes.Float64
+		case kindBool:
+			t = arrow.FixedWidthTypes.Boolean
 		default:
 			t = arrow.BinaryTypes.String
 		}
@@ -147,7 +150,13 @@ func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 			}
 		}
 	}
-	for i := len(columns); i < len(s.Fields()); i++ {
+	for i, c := range optionalColumns {
+		fb := b.Field(len(columns) + i)
+		for j := range rows {
+			appendExact(fb, c.name, &rows[j])
+		}
+	}
+	for i := len(columns) + len(optionalColumns); i < len(s.Fields()); i++ {
 		appendParallel(b.Field(i), s.Field(i).Name, rows)
 	}
 	return b.NewRecordBatch()

@@ -18,10 +18,10 @@ func codedError(err error) error {
 		return nil
 	}
 	msg := strings.TrimPrefix(err.Error(), "chainplan: ")
-	var ie *chainplan.InfeasibleError
+	var ie chainplan.Infeasibility
 	switch {
 	case errors.As(err, &ie):
-		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=%d]: %s", ie.MinBudgetBytes, msg)
+		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=%d]: %s", ie.SmallestFeasibleBytes(), msg)
 	case errors.Is(err, chainplan.ErrInfeasible):
 		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=0]: %s", msg)
 	case errors.Is(err, chainplan.ErrInvalidChain):

@@ -60,8 +60,12 @@ func parseFrontierRequest(s string) (planner.Entry, planner.Request, error) {
 				names = append(names, e.Name)
 			}
 		}
+		list := strings.Join(names, ", ")
+		if i := strings.LastIndex(list, ", "); i >= 0 {
+			list = list[:i] + " and " + list[i+2:]
+		}
 		return planner.Entry{}, planner.Request{}, fmt.Errorf("%w: no frontier for algorithm %q: only %s have one",
-			errBadRequest, r.Algo, strings.Join(names, " and "))
+			errBadRequest, r.Algo, list)
 	}
 	// rotor reads negative slots as "exact bytes", which would build a table as large as
 	// the peak in bytes; Python never asks for it, so refuse it rather than run out of memory.

@@ -3,9 +3,7 @@ package pybind
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
@@ -51,21 +49,11 @@ func parallelInput(runID int64, profilePath, chainJSON, name string, batch, dtyp
 	return in, err
 }
 
-// parallelError codes err, keeping the least memory of an advice without a feasible
-// candidate as the Python InfeasibleBudget's min_budget_bytes.
-func parallelError(err error) error {
-	var nc *service.NoCandidateError
-	if errors.As(err, &nc) {
-		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=%d]: %s", max(nc.LeastBytes, 0), strings.TrimPrefix(err.Error(), "chainplan: "))
-	}
-	return codedError(err)
-}
-
 // runParallel runs fn on the workload of a stored run (its database opened at dbPath) or
 // of a chain, and returns the coded error.
 func runParallel(dbPath string, in service.ParallelInput, fn func(ctx context.Context, s *service.Service, in service.ParallelInput) error) error {
 	if in.RunID == 0 {
-		return parallelError(fn(context.Background(), nil, in))
+		return codedError(fn(context.Background(), nil, in))
 	}
 	var runErr error
 	err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
@@ -78,7 +66,7 @@ func runParallel(dbPath string, in service.ParallelInput, fn func(ctx context.Co
 		return runErr
 	})
 	if runErr != nil {
-		return parallelError(runErr)
+		return codedError(runErr)
 	}
 	return err
 }

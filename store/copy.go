@@ -248,25 +248,42 @@ func insertCopies(ctx context.Context, tx txn, table string, cols []string, pare
 // insertMissing inserts those of rows (values of cols) that table lacks among the rows of
 // parent parentID, compared on every column but the parent, and returns how many.
 func insertMissing(ctx context.Context, tx txn, table string, cols []string, parent string, parentID int64, rows [][]any) (int, error) {
+	idx, err := missingRows(ctx, tx, table, cols, parent, parentID, rows)
+	if err != nil || len(idx) == 0 {
+		return 0, err
+	}
+	missing := make([][]any, len(idx))
+	for i, j := range idx {
+		missing[i] = rows[j]
+	}
+	return len(missing), insertCopies(ctx, tx, table, cols, parent, parentID, missing)
+}
+
+// missingRows returns the indices of those of rows (values of cols) that table lacks among
+// the rows of parent parentID, compared on every column but the parent; of rows equal to
+// each other, only the first. It is the one rule by which Copy decides that a row of a run
+// or plan dst holds already is not copied again (bandwidths, executions, simulations,
+// measured advice).
+func missingRows(ctx context.Context, tx txn, table string, cols []string, parent string, parentID int64, rows [][]any) ([]int, error) {
 	if len(rows) == 0 {
-		return 0, nil
+		return nil, nil
 	}
 	have, err := selectRows(ctx, txReader{tx}, table, cols, parent+" = ?", parentID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	seen := map[string]bool{}
 	for _, r := range have {
 		seen[rowKey(cols, r, parent)] = true
 	}
-	var missing [][]any
-	for _, r := range rows {
+	var missing []int
+	for i, r := range rows {
 		if k := rowKey(cols, r, parent); !seen[k] {
 			seen[k] = true
-			missing = append(missing, r)
+			missing = append(missing, i)
 		}
 	}
-	return len(missing), insertCopies(ctx, tx, table, cols, parent, parentID, missing)
+	return missing, nil
 }
 
 // rowKey identifies a row by its values of cols, the parent column left out.

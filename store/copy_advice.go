@@ -88,23 +88,17 @@ func copyOneAdvice(ctx context.Context, dst, src *DB, cols map[string][]string, 
 			copied = 1
 		}
 		// The measurements dst lacks, each with an id of dst's.
-		have, err := selectRows(ctx, txReader{tx}, "advice_measurements", cols["advice_measurements"], "advice_id = ?", newID)
+		mCols := cols["advice_measurements"]
+		missing, err := missingRows(ctx, tx, "advice_measurements", mCols, "advice_id", newID, measured)
 		if err != nil {
 			return err
 		}
-		seen := map[string]bool{}
-		for _, r := range have {
-			seen[rowKey(cols["advice_measurements"], r, "advice_id")] = true
-		}
-		for _, r := range measured {
-			if k := rowKey(cols["advice_measurements"], r, "advice_id"); !seen[k] {
-				seen[k] = true
-				r = replaceColumn(cols["advice_measurements"], r, "advice_id", newID)
-				if _, err := insertWithID(ctx, tx, "advice_measurements", "measurement_id", cols["advice_measurements"], r); err != nil {
-					return err
-				}
-				measurements++
+		for _, i := range missing {
+			r := replaceColumn(mCols, measured[i], "advice_id", newID)
+			if _, err := insertWithID(ctx, tx, "advice_measurements", "measurement_id", mCols, r); err != nil {
+				return err
 			}
+			measurements++
 		}
 		return nil
 	})

@@ -39,35 +39,30 @@ func copySimulations(ctx context.Context, tx txn, cols map[string][]string, runI
 		return nil
 	}
 	simCols := cols["simulations"]
-	have, err := selectRows(ctx, txReader{tx}, "simulations", simCols, "run_id = ?", runID)
-	if err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for _, r := range have {
-		seen[rowKey(simCols, r, "run_id")] = true
-	}
-	for _, r := range sims.rows {
-		srcID := r[0].(int64)
-		values := replaceColumn(simCols, r[1:], "run_id", runID)
+	// Compared as dst will hold them: in run runID, with dst's copy of their plan.
+	values := make([][]any, len(sims.rows))
+	for i, r := range sims.rows {
+		v := replaceColumn(simCols, r[1:], "run_id", runID)
 		var plan any
-		if p, ok := values[slices.Index(simCols, "plan_id")].(int64); ok {
+		if p, ok := v[slices.Index(simCols, "plan_id")].(int64); ok {
 			if dstPlan, found := planIDs[p]; found {
 				plan = dstPlan
 			}
 		}
-		values = replaceColumn(simCols, values, "plan_id", plan)
-		key := rowKey(simCols, values, "run_id")
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
+		values[i] = replaceColumn(simCols, v, "plan_id", plan)
+	}
+	missing, err := missingRows(ctx, tx, "simulations", simCols, "run_id", runID, values)
+	if err != nil {
+		return err
+	}
+	for _, i := range missing {
 		var newID int64
 		err := tx.queryRow(ctx, "INSERT INTO simulations ("+strings.Join(simCols, ", ")+") VALUES (?"+
-			repeat(", ?", len(simCols)-1)+") RETURNING simulation_id", values...).Scan(&newID)
+			repeat(", ?", len(simCols)-1)+") RETURNING simulation_id", values[i]...).Scan(&newID)
 		if err != nil {
 			return fmt.Errorf("insert simulation: %w", err)
 		}
+		srcID := sims.rows[i][0].(int64)
 		if err := insertCopies(ctx, tx, "simulation_stages", cols["simulation_stages"], "simulation_id", newID, sims.stages[srcID]); err != nil {
 			return err
 		}

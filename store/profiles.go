@@ -201,21 +201,23 @@ func repeat(s string, n int) string {
 
 func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.Stage) error {
 	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
-		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 13, len(stages),
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 13+5, len(stages),
 		func(i int, dst []any) []any {
 			s := &stages[i]
-			return append(dst, runID, s.Index, s.Name, s.Kind, s.Reps, s.FwdTimeS, s.BwdTimeS, s.InBytes, s.OutBytes,
+			dst = append(dst, runID, s.Index, s.Name, s.Kind, s.Reps, s.FwdTimeS, s.BwdTimeS, s.InBytes, s.OutBytes,
 				s.SavedBytes, s.FwdTmpBytes, s.BwdTmpBytes, s.ParamBytes)
+			return appendExact(dst, &s.Exact)
 		})
 }
 
 func insertMeasurements(ctx context.Context, tx txn, runID int64, ms []profile.Row) (int, error) {
 	err := insertRows(ctx, tx, "measurements", `run_id, stage_index, rep, fwd_time_s, bwd_time_s, in_bytes,
-		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes`, 11, len(ms),
+		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 11+5, len(ms),
 		func(i int, dst []any) []any {
 			m := &ms[i]
-			return append(dst, runID, m.StageIndex, m.Rep, m.FwdTimeS, m.BwdTimeS, m.InBytes, m.OutBytes,
+			dst = append(dst, runID, m.StageIndex, m.Rep, m.FwdTimeS, m.BwdTimeS, m.InBytes, m.OutBytes,
 				m.SavedBytes, m.FwdTmpBytes, m.BwdTmpBytes, m.ParamBytes)
+			return appendExact(dst, &m.Exact)
 		})
 	if err != nil {
 		return 0, err
@@ -230,7 +232,7 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 		return nil, err
 	}
 	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
-		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+stageParallelColumns+`
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns+`, `+stageParallelColumns+`
 		FROM stages LEFT JOIN stage_parallel USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
@@ -239,11 +241,14 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 	var out []profile.Stage
 	for rows.Next() {
 		var s profile.Stage
+		var opts sql.NullString
 		var par parallelRow
 		if err := rows.Scan(append([]any{&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
-			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes}, par.dest()...)...); err != nil {
+			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes,
+			&s.SavesInput, &s.SavesOutput, &s.RecomputeTimeS, &s.RecomputeTmpBytes, &opts}, par.dest()...)...); err != nil {
 			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 		}
+		s.OptionsJSON = opts.String
 		s.Parallel = par.parallel()
 		out = append(out, s)
 	}
@@ -261,7 +266,8 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 		return nil, err
 	}
 	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, rep, m.fwd_time_s, m.bwd_time_s,
-		m.in_bytes, m.out_bytes, m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes, m.param_bytes
+		m.in_bytes, m.out_bytes, m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes, m.param_bytes,
+		m.saves_input, m.saves_output, m.recompute_time_s, m.recompute_tmp_bytes, m.options_json
 		FROM measurements m JOIN stages USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index, rep`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
@@ -270,14 +276,39 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 	var out []profile.Row
 	for rows.Next() {
 		var m profile.Row
+		var opts sql.NullString
 		if err := rows.Scan(&m.StageIndex, &m.StageName, &m.StageKind, &m.Rep, &m.FwdTimeS, &m.BwdTimeS, &m.InBytes, &m.OutBytes,
-			&m.SavedBytes, &m.FwdTmpBytes, &m.BwdTmpBytes, &m.ParamBytes); err != nil {
+			&m.SavedBytes, &m.FwdTmpBytes, &m.BwdTmpBytes, &m.ParamBytes,
+			&m.SavesInput, &m.SavesOutput, &m.RecomputeTimeS, &m.RecomputeTmpBytes, &opts); err != nil {
 			return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
 		}
+		m.OptionsJSON = opts.String
 		out = append(out, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
 	}
 	return out, nil
+}
+
+// exactColumns are the columns of the exact memory model (migration 0006), in the order
+// appendExact writes them.
+const exactColumns = `saves_input, saves_output, recompute_time_s, recompute_tmp_bytes, options_json`
+
+// appendExact appends the values of exactColumns: the flags as 0 or 1 (both dialects store
+// them as integers) and nulls for what was not measured.
+func appendExact(dst []any, e *profile.Exact) []any {
+	var opts sql.NullString
+	if e.OptionsJSON != "" {
+		opts = sql.NullString{String: e.OptionsJSON, Valid: true}
+	}
+	return append(dst, nullFlag(e.SavesInput), nullFlag(e.SavesOutput), e.RecomputeTimeS, e.RecomputeTmpBytes, opts)
+}
+
+// nullFlag is b as 0 or 1, or nil for a null.
+func nullFlag(b profile.NullBool) any {
+	if !b.Valid {
+		return nil
+	}
+	return flag(b.Bool)
 }

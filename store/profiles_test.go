@@ -23,6 +23,13 @@ func TestIngestRoundTrip(t *testing.T) {
 		p := sampleProfile(1, 0, 4)
 		p.Stages[2].SavedBytes = profile.NullInt64{} // nulls survive
 		p.Measurements[8].SavedBytes = profile.NullInt64{}
+		// The exact memory model of migration 0006 survives too.
+		exact := profile.Exact{SavesInput: profile.NullBool{Bool: false, Valid: true},
+			SavesOutput:    profile.NullBool{Bool: true, Valid: true},
+			RecomputeTimeS: profile.NullFloat64{Float64: 0.25, Valid: true}, RecomputeTmpBytes: nullInt(7),
+			OptionsJSON: `[{"saved_bytes":3,"fwd_tmp_bytes":0,"recompute_time":0.1,"keep":[1]}]`}
+		p.Stages[1].Exact = exact
+		p.Measurements[5].Exact = exact
 		before := time.Now().Add(-time.Second)
 		res, err := db.Ingest(ctx, p)
 		if err != nil {

@@ -6,10 +6,10 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/offload"
 )
 
-// fallbacks are the candidates of pofo.Solve besides its DP, as the benchmark names them.
+// fallbacks are the candidates of offload.SolvePOFO besides its DP, as the benchmark names them.
 var fallbacks = []string{"rotor", "autocapper", "opportunist"}
 
 // candidate returns the fractional makespan ratio of one of POFO's candidates at a point
@@ -23,11 +23,13 @@ func candidate(p point, name string) float64 {
 
 // dpAlone returns the ratio of POFO's DP at a point: the better of its two roundings.
 func dpAlone(p point) float64 {
-	return min(candidate(p, pofo.CandidatePOFO), candidate(p, pofo.CandidatePOFONearest))
+	return min(candidate(p, offload.CandidatePOFO), candidate(p, offload.CandidatePOFONearest))
 }
 
 // isDP reports whether a candidate name is one of the DP's.
-func isDP(name string) bool { return name == pofo.CandidatePOFO || name == pofo.CandidatePOFONearest }
+func isDP(name string) bool {
+	return name == offload.CandidatePOFO || name == offload.CandidatePOFONearest
+}
 
 // choiceCell is the table cell naming the candidate POFO returned, with the DP's own
 // ratio when another one won.
@@ -99,7 +101,7 @@ func candidateSection(studies []*study) string {
 		if dpAlone(pt) <= fb*(1+1e-9) {
 			dpWins++
 		}
-		if candidate(pt, pofo.CandidatePOFO) <= fb*(1+1e-9) {
+		if candidate(pt, offload.CandidatePOFO) <= fb*(1+1e-9) {
 			upWins++
 		}
 	})
@@ -114,19 +116,19 @@ func candidateSection(studies []*study) string {
 		}
 	}
 	p("## POFO's candidates\n\n")
-	p("`pofo.Solve` returns the fastest of its DP with new backlogs rounded up (`pofo`, spec §4.9) and rounded to the nearest unit ")
+	p("`offload.SolvePOFO` returns the fastest of its DP with new backlogs rounded up (`pofo`, spec §4.9) and rounded to the nearest unit ")
 	p("(`pofo-nearest`), each timed with and without the synchronization at the loss, rotor, AUTOCAPPER and OPPORTUNIST, all replayed ")
 	p("in the fractional model; the plan's `chosen` names it (docs/pofo.md). The column \"POFO chose\" above gives it, with the DP's own ")
 	p("ratio when a fallback won.\n\n")
 	var parts []string
-	for _, name := range []string{pofo.CandidatePOFO, pofo.CandidatePOFONearest, pofo.CandidateRotor, pofo.CandidateAutoCapper, pofo.CandidateOpportunist} {
+	for _, name := range []string{offload.CandidatePOFO, offload.CandidatePOFONearest, offload.CandidateRotor, offload.CandidateAutoCapper, offload.CandidateOpportunist} {
 		parts = append(parts, fmt.Sprintf("`%s` %d", name, counts[name]))
 	}
 	p("* Chosen, over %d configurations: %s. The DP (either rounding) is at least as fast as every fallback in %d.\n", total, strings.Join(parts, ", "), dpWins)
-	acUp, gridUp := beats(studies, "autocapper", func(pt point) float64 { return candidate(pt, pofo.CandidatePOFO) })
+	acUp, gridUp := beats(studies, "autocapper", func(pt point) float64 { return candidate(pt, offload.CandidatePOFO) })
 	acDP, gridDP := beats(studies, "autocapper", dpAlone)
-	opUp, _ := beats(studies, "opportunist", func(pt point) float64 { return candidate(pt, pofo.CandidatePOFO) })
-	roUp, _ := beats(studies, "rotor", func(pt point) float64 { return candidate(pt, pofo.CandidatePOFO) })
+	opUp, _ := beats(studies, "opportunist", func(pt point) float64 { return candidate(pt, offload.CandidatePOFO) })
+	roUp, _ := beats(studies, "rotor", func(pt point) float64 { return candidate(pt, offload.CandidatePOFO) })
 	p("* The DP with its backlogs rounded up, the only one before the candidates, is at least as fast as every fallback in %d; ", upWins)
 	p("AUTOCAPPER beats it in %d, OPPORTUNIST in %d, rotor in %d. ", acUp, opUp, roUp)
 	p("Of AUTOCAPPER's wins, %d remain when its schedule is timed synchronized at the loss like the DP's: ", gridUp)

@@ -137,7 +137,7 @@ func claims(studies []*study, times []solverTime) []claim {
 				"POFO returns the fastest of its DP, rotor, AUTOCAPPER and OPPORTUNIST, so it is never slower than rotor; offload-only (DYNPROG, %d slots) is not among its candidates, "+
 				"and its unsynchronized schedules may offload the loss input, which the DP never does, while the DP's grid is coarser (%s); "+
 				"at the same discretization the DP is never slower than rotor, nor than a synchronized offload-only schedule that keeps the loss input (tests).",
-			wins, total, 100*worst, firstFew(where), offload.DefaultSlots, defaultGrids(studies))
+			wins, total, 100*worst, firstFew(where), offload.DynProgSlots, defaultGrids(studies))
 	}
 	// C4-5: at high memory AUTOCAPPER ≈ POFO, sometimes marginally better; at lower
 	// memory POFO is much better. The claim is about the DP: POFO itself returns

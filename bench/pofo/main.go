@@ -22,11 +22,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/heuristic"
 	"github.com/chainplan/chainplan/planner/offload"
-	"github.com/chainplan/chainplan/planner/offplan"
-	"github.com/chainplan/chainplan/planner/offsim"
-	"github.com/chainplan/chainplan/planner/pofo"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -93,7 +89,7 @@ func run(names []string, out string, timing bool) error {
 		if err != nil {
 			return err
 		}
-		st := &study{name: name, chain: c, low: pofo.LowBudget(c), high: pofo.StoreAllPeak(c), seq: c.SumTime()}
+		st := &study{name: name, chain: c, low: offload.LowBudget(c), high: rotor.StoreAllPeak(c), seq: c.SumTime()}
 		st.saved = float64(c.InputBytes)
 		for _, s := range c.Stages {
 			st.saved += float64(s.SavedBytes)
@@ -134,13 +130,13 @@ func run(names []string, out string, timing bool) error {
 // bisection between POFO's smallest feasible budget and M^high, assuming the makespan does
 // not grow with the budget (spec §4.12.5).
 func smallestBudgetUnder(st *study, limit, beta float64) (int64, error) {
-	opts := offplan.Options{BandwidthBytesPerS: beta}
-	lo, err := pofo.MinBudget(st.chain, opts)
+	opts := offload.Options{BandwidthBytesPerS: beta}
+	lo, err := offload.MinBudgetPOFO(st.chain, opts)
 	if err != nil {
 		return 0, err
 	}
 	under := func(b int64) bool {
-		p, err := pofo.Solve(st.chain, b, opts)
+		p, err := offload.SolvePOFO(st.chain, b, opts)
 		return err == nil && p.Makespan <= limit*st.seq
 	}
 	if under(lo) {
@@ -168,7 +164,7 @@ func (r result) summary() string {
 // evaluate plans the chain at budget b and bandwidth beta and replays the plan in both
 // memory models.
 func evaluate(st *study, algo string, b int64, beta float64) result {
-	opts := offplan.Options{BandwidthBytesPerS: beta}
+	opts := offload.Options{BandwidthBytesPerS: beta}
 	start := time.Now()
 	var p *chainplan.Plan
 	var err error
@@ -176,13 +172,13 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 	case "rotor":
 		p, err = rotor.Solve(st.chain, b, rotor.Options{})
 	case "offload":
-		p, err = offload.Solve(st.chain, b, opts)
+		p, err = offload.SolveDynProg(st.chain, b, opts)
 	case "autocapper":
-		p, err = heuristic.SolveAutoCapper(st.chain, b, opts)
+		p, err = offload.SolveAutoCapper(st.chain, b, opts)
 	case "opportunist":
-		p, err = heuristic.SolveOpportunist(st.chain, b, opts)
+		p, err = offload.SolveOpportunist(st.chain, b, opts)
 	default:
-		p, err = pofo.Solve(st.chain, b, opts)
+		p, err = offload.SolvePOFO(st.chain, b, opts)
 	}
 	el := time.Since(start)
 	if err != nil {
@@ -192,10 +188,10 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 		}
 		return result{err: msg, solve: el}
 	}
-	s := offsim.ScheduleOf(p)
+	s := offload.ScheduleOf(p)
 	r := result{ok: true, solve: el}
 	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
-		rep, err := offsim.Simulate(st.chain, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b, Model: m})
+		rep, err := offload.Simulate(st.chain, s, offload.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b, Model: m})
 		if err != nil || !rep.Valid {
 			return result{err: fmt.Sprintf("replay (%s): %v %v", m, err, rep.Err())}
 		}
@@ -221,7 +217,7 @@ func evaluate(st *study, algo string, b int64, beta float64) result {
 		r.seq, r.transfers = s.Compute, s.Transfers
 		s.SyncAtLoss = true
 		r.sync = math.Inf(1)
-		if rep, err := offsim.Simulate(st.chain, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b}); err == nil && rep.Valid {
+		if rep, err := offload.Simulate(st.chain, s, offload.SimOptions{BandwidthBytesPerS: beta, LimitBytes: b}); err == nil && rep.Valid {
 			r.sync = rep.Makespan / st.seq
 		}
 	}
@@ -235,16 +231,16 @@ type solverTime struct {
 	wall   time.Duration
 }
 
-// measureSolver times pofo.Solve on seeded random chains of 50 and 100 stages at the
+// measureSolver times offload.SolvePOFO on seeded random chains of 50 and 100 stages at the
 // default discretization (the chains of BenchmarkPOFO).
 func measureSolver() []solverTime {
 	var out []solverTime
 	for _, l := range []int{50, 100} {
 		c, beta := randomChain(l)
 		for _, alpha := range []float64{0.2, 0.5, 0.8} {
-			b := int64((1-alpha)*float64(pofo.LowBudget(c)) + alpha*float64(pofo.StoreAllPeak(c)))
+			b := int64((1-alpha)*float64(offload.LowBudget(c)) + alpha*float64(rotor.StoreAllPeak(c)))
 			start := time.Now()
-			if _, err := pofo.Solve(c, b, offplan.Options{BandwidthBytesPerS: beta}); err != nil {
+			if _, err := offload.SolvePOFO(c, b, offload.Options{BandwidthBytesPerS: beta}); err != nil {
 				fmt.Fprintln(os.Stderr, "solver time:", err)
 				continue
 			}

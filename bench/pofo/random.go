@@ -7,7 +7,7 @@ import (
 	"github.com/chainplan/chainplan"
 )
 
-// randomChain returns the chain of BenchmarkPOFO in planner/pofo/bench_test.go: the draw of
+// randomChain returns the chain of BenchmarkPOFO in planner/offload/pofo_bench_test.go: the draw of
 // testchains.Random (planner/internal/testchains, which this command cannot import) with
 // seed (l, 42), sizes up to 64 MiB, overheads up to 8 MiB and fractional times, and a
 // bandwidth that moves the mean saved activation in about the mean forward time.

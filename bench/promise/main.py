@@ -1,261 +1,257 @@
-"""The memory promise against PyTorch's own checkpointing, measured on running models.
+"""chainplan against PyTorch's own checkpointing and torch.compile, on running models.
 
 For each model (bench/promise/models.py): the measured activation peak and step time of the
-plain model, of ``torch.utils.checkpoint.checkpoint_sequential`` at every segment count, of
-chainplan's ``sequential`` baseline at the same counts, and of rotor given, as its budget,
-each checkpoint_sequential's measured peak; then the smallest plan. Every variant is timed
-in one process, alternating: round r runs one step of every variant in turn, and the
-figure is the median over the rounds. Peaks come from ``chainplan.measure`` (CPU allocator
-events; parameters, gradients and optimizer state excluded, the input included).
+plain model, of every alternative a user would reach for (bench/promise/systems.py:
+``checkpoint_sequential(k)`` or grouped blocks for every k, per-block checkpointing, per-block
+selective activation checkpointing), of chainplan given, as its budget, each alternative's
+measured peak, and of chainplan at budgets spread from its smallest to store-all (the
+frontier). Every variant of a model is timed in one process, alternating: round r runs one
+step of every variant in turn, and the figure is the median over the rounds, so a busy
+machine slows all of them alike; ratios to the plain step are what the report compares.
+Peaks come from ``chainplan.measure`` (CPU allocator events, or ``max_memory_allocated`` on
+CUDA; parameters, gradients and optimizer state excluded, the input included).
 
-With ``--compile``, on the GPT: ``torch.compile`` at several
-``torch._functorch.config.activation_memory_budget`` values, a compiled wrapped plan
-(``torch.compile(plan.wrap(model))``) and chainplan with compiled stages.
+With ``--compile``: ``torch.compile`` at several ``activation_memory_budget`` values, and
+chainplan's plans compiled (``torch.compile(plan.wrap(model))``), each model in processes of
+its own (the partitioner's caches keep the first budget's choice within a process).
 
 Run from the repository root after ``make bind``::
 
-    .venv/bin/python bench/promise/main.py [--models gpt,resnet,cnn-head] [--rounds 9]
-        [--compile] [-o docs/promise-bench.md]
+    .venv/bin/python bench/promise/main.py [--models gpt,llama,resnet,vit,cnn-head]
+        [--rounds 7] [--compile] [--device cpu|cuda] [-o docs/promise-bench.md]
+
+The report's tables and the frontier picture (docs/promise-frontier.svg, drawn by
+``go run ./bench/promise/frontier``) go to ``-o`` and beside it.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from pathlib import Path
 
 import torch
-from torch import nn
 
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
-from models import MODELS, Case  # noqa: E402
+from models import MODELS, Bench  # noqa: E402
+from report import Result, Variant, report_model, summarize  # noqa: E402
+from systems import grouped, per_block  # noqa: E402
 
 import chainplan  # noqa: E402
 from chainplan.stages import flatten_stages  # noqa: E402
 from tests.models import CheckpointSequential  # noqa: E402
 
-MiB = 2**20
-MAX_SEGMENTS = 12  # segment counts 2..12: beyond, checkpoint_sequential only gets slower
+MAX_SEGMENTS = 12
+SWEEP = 6  # chainplan budgets between its smallest and store-all, for the frontier
 
 
-@dataclass
-class Variant:
-    name: str
-    net: nn.Module
-    peak: int = 0
-    times: list[float] | None = None
-    note: str = ""
-
-    @property
-    def ms(self) -> float:
-        assert self.times
-        return statistics.median(self.times) * 1e3
+def to_device(case: Bench, device: str) -> Bench:
+    case.model.to(device)
+    case.args = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in case.args)
+    case.kwargs = {k: v.to(device) if isinstance(v, torch.Tensor) else v
+                   for k, v in case.kwargs.items()}
+    case.target = case.target.to(device)
+    return case
 
 
-def step_fn(v: Variant, x: torch.Tensor, y: torch.Tensor,
-            loss_fn: nn.Module) -> Callable[[], None]:
-    def step() -> None:
-        loss_fn(v.net(x), y).backward()
-    return step
+def step(v: Variant, case: Bench) -> None:
+    case.loss_fn(v.net(*case.args, **case.kwargs), case.target).backward()
 
 
-def measure_all(variants: list[Variant], model: nn.Module, x: torch.Tensor, y: torch.Tensor,
-                loss_fn: nn.Module, rounds: int) -> None:
+def measure_peaks(variants: list[Variant], case: Bench) -> None:
     for v in variants:
-        v.peak = chainplan.measure(v.net, x, loss_fn=loss_fn, target=y, steps=1,
-                                   store=False).peak_bytes
+        if v.peak == 0:
+            v.peak = chainplan.measure(v.net, *case.args, loss_fn=case.loss_fn,
+                                       target=case.target, steps=1, store=False,
+                                       **case.kwargs).peak_bytes
+
+
+def time_rounds(variants: list[Variant], case: Bench, rounds: int) -> None:
+    sync = torch.cuda.synchronize if case.target.is_cuda else (lambda: None)
+    for v in variants:  # one untimed step each: allocations, lazy captures, compilation
+        step(v, case)
         v.times = []
-    steps = [step_fn(v, x, y, loss_fn) for v in variants]
     for _ in range(rounds):
-        for v, step in zip(variants, steps, strict=True):
+        for v in variants:
+            sync()
             t0 = time.perf_counter()
-            step()
-            assert v.times is not None
+            step(v, case)
+            sync()
             v.times.append(time.perf_counter() - t0)
-        model.zero_grad(set_to_none=False)
+            for p in v.net.parameters():
+                p.grad = None
 
 
-def bench_model(name: str, case: Case, rounds: int, out: list[str]) -> dict[str, float]:
-    model, x, y, loss_fn = case
-    model.train()
-    # checkpoint_sequential splits the top-level modules; chainplan flattens nested
-    # Sequentials into stages. Both get the same flattened chain (the same parameters), so
-    # that k segments mean the same split for both.
-    model = nn.Sequential(*flatten_stages(model))
-    n = len(model)
-    prof = chainplan.profile(model, x, loss_fn=loss_fn, target=y, repeats=5, warmup=2,
-                             progress=False, name=name)
-    variants = [Variant("plain", model)]
-    counts = range(2, min(n, MAX_SEGMENTS) + 1)
-    for k in counts:
-        variants.append(Variant(f"checkpoint_sequential({k})", CheckpointSequential(model, k)))
-    for k in counts:
-        p = chainplan.plan(prof, budget="1TiB", algo="sequential", segments=k)
-        variants.append(Variant(f"chainplan sequential({k})", p.wrap(model)))
-    measure_all(variants, model, x, y, loss_fn, 1)  # peaks of the baselines first
-    cs = [v for v in variants if v.name.startswith("checkpoint_sequential")]
-    rotor: list[Variant] = []
-    for v in cs + [variants[0]]:
+def alternatives(name: str, case: Bench) -> list[Variant]:
+    """The plain model and what PyTorch offers (module docstring)."""
+    model = case.model
+    out = [Variant("plain", "plain", model)]
+    if case.sequential:
+        chain = torch.nn.Sequential(*flatten_stages(model))
+        for k in range(2, min(len(chain), MAX_SEGMENTS) + 1):
+            out.append(Variant(f"checkpoint_sequential({k})", "checkpoint_sequential",
+                               CheckpointSequential(chain, k)))
+    else:
+        for k in range(2, len(case.blocks) + 1):
+            out.append(Variant(f"grouped({k})", "checkpoint_sequential",
+                               grouped(model, case.blocks, k)))
+    out.append(Variant("per-block", "per-block", per_block(model, case.blocks)))
+    out.append(Variant("per-block SAC", "per-block SAC", per_block(model, case.blocks, sac=True)))
+    return out
+
+
+def chainplan_variants(prof: chainplan.Profile, case: Bench,
+                       alts: list[Variant]) -> list[Variant]:
+    """chainplan at each alternative's measured peak, then at budgets spread from its
+    smallest to store-all; identical plans are run once."""
+    seen: dict[str, Variant] = {}
+    out: list[Variant] = []
+
+    def add(label: str, budget: int | str) -> None:
         try:
-            p = chainplan.plan(prof, budget=v.peak)
+            p = chainplan.plan(prof, budget=budget)
         except chainplan.InfeasibleBudget as e:
-            rotor.append(Variant(f"rotor @ {v.name}", nn.Identity(),
-                                 note=f"infeasible (min {e.min_budget_bytes / MiB:.1f} MiB)"))
-            continue
-        rotor.append(Variant(f"rotor @ {v.name}", p.wrap(model), note=f"{p.budget_bytes}"))
-    smallest = chainplan.plan(prof, budget="min")
-    runnable = variants + [r for r in rotor if not r.note.startswith("infeasible")]
-    runnable.append(Variant("rotor, smallest budget", smallest.wrap(model),
-                            note=f"{smallest.budget_bytes}"))
-    measure_all(runnable, model, x, y, loss_fn, rounds)
+            out.append(Variant(label, "chainplan", None, budget=int(budget),
+                               note=f"infeasible (min {e.min_budget_bytes / 2**20:.1f} MiB)"))
+            return
+        key = str(p) + repr(sorted(p.choices.items()))
+        if key in seen:
+            seen[key].labels.append(label)
+            return
+        v = Variant(label, "chainplan", p.wrap(case.model), budget=p.budget_bytes,
+                    predicted=p.peak_bytes, plan=p)
+        seen[key] = v
+        out.append(v)
 
-    plain = variants[0]
-    out.append(f"## {name} ({n} stages, {sum(p.numel() for p in model.parameters()):,} "
-               f"parameters, input {tuple(x.shape)})\n")
-    out.append("| variant | budget MiB | measured peak MiB | step ms | time / plain |")
-    out.append("|---|---|---|---|---|")
-    for v in runnable + [r for r in rotor if r.note.startswith("infeasible")]:
-        if v.note.startswith("infeasible"):
-            out.append(f"| {v.name} | | {v.note} | | |")
-            continue
-        budget = f"{int(v.note) / MiB:.1f}" if v.note else ""
-        out.append(f"| {v.name} | {budget} | {v.peak / MiB:.1f} | {v.ms:.1f} | "
-                   f"{v.ms / plain.ms:.3f} |")
-    # Rotor against the fastest checkpoint_sequential that fits in rotor's measured memory.
-    ratios = []
-    out.append("")
-    out.append("| budget (a checkpoint_sequential's peak) | rotor peak MiB | rotor ms | "
-               "best checkpoint_sequential within it | its ms | rotor / it |")
-    out.append("|---|---|---|---|---|---|")
-    for r in rotor:
-        if r.note.startswith("infeasible"):
-            continue
-        fits = [c for c in cs + [plain] if c.peak <= r.peak * 1.001]
-        if not fits:
-            continue
-        best = min(fits, key=lambda c: c.ms)
-        ratios.append(r.ms / best.ms)
-        out.append(f"| {r.name.removeprefix('rotor @ ')} ({int(r.note) / MiB:.1f} MiB) | "
-                   f"{r.peak / MiB:.1f} | {r.ms:.1f} | {best.name} ({best.peak / MiB:.1f} MiB)"
-                   f" | {best.ms:.1f} | {ratios[-1]:.3f} |")
-    best_cs = min(c.peak for c in cs)
-    small = runnable[-1]
-    summary = {"smallest_mib": small.peak / MiB, "best_cs_mib": best_cs / MiB,
-               "geomean": statistics.geometric_mean(ratios) if ratios else float("nan"),
-               "worst": max(ratios) if ratios else float("nan")}
-    out.append("")
-    out.append(f"Smallest plan {summary['smallest_mib']:.1f} MiB measured against the best "
-               f"checkpoint_sequential {summary['best_cs_mib']:.1f} MiB; rotor / best "
-               f"checkpoint_sequential within the same measured memory: geometric mean "
-               f"{summary['geomean']:.3f}, worst {summary['worst']:.3f}.\n")
-    return summary
+    for a in alts:
+        add(f"chainplan @ {a.name}", a.peak)
+    lo = chainplan.plan(prof, budget="min").budget_bytes
+    hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
+    add("chainplan, smallest", "min")
+    for j in range(1, SWEEP + 1):
+        add(f"chainplan sweep {j}", lo + (hi - lo) * j // (SWEEP + 1))
+    return out
 
 
-def compile_one(budget: float, rounds: int) -> dict[str, float]:
-    """Measure ``torch.compile`` of the GPT at one activation-memory budget, alternating
-    with the eager model, in this (fresh) process."""
+def bench_model(name: str, case: Bench, rounds: int) -> Result:
+    case.model.train()
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=5, warmup=2, progress=False, name=name,
+                             spread_warning=None, **case.kwargs)
+    alts = alternatives(name, case)
+    measure_peaks(alts, case)
+    ours = chainplan_variants(prof, case, alts)
+    runnable = [v for v in alts + ours if v.net is not None]
+    measure_peaks(runnable, case)
+    time_rounds(runnable, case, rounds)
+    return Result(name, case, prof, alts, ours)
+
+
+def compile_run(name: str, budget: float, rounds: int, device: str, run_id: int,
+                plan_budgets: list[int]) -> dict[str, object]:
+    """In a fresh process: torch.compile at one activation_memory_budget (plan_budgets
+    empty), or chainplan's plans at these budgets compiled, each against the eager plain
+    model of the same process."""
     import torch._functorch.config as fconfig
 
-    model, x, y, loss_fn = MODELS["gpt"]()
-    model.train()
-    fconfig.activation_memory_budget = budget
-    compiled = Variant("compiled", torch.compile(copy.deepcopy(model)))
-    chainplan.measure(compiled.net, x, loss_fn=loss_fn, target=y, steps=1, store=False)
-    plain = Variant("plain", model)
-    measure_all([plain, compiled], model, x, y, loss_fn, rounds)
-    return {"peak": compiled.peak, "ms": compiled.ms, "plain_peak": plain.peak,
-            "plain_ms": plain.ms}
+    torch.manual_seed(0)
+    case = to_device(MODELS[name](), device)
+    case.model.train()
+    plain = Variant("plain", "plain", case.model)
+    variants = [plain]
+    if not plan_budgets:
+        import copy
+
+        fconfig.activation_memory_budget = budget
+        variants.append(Variant("compiled", "torch.compile",
+                                torch.compile(copy.deepcopy(case.model))))
+    for b in plan_budgets:
+        p = chainplan.plan(run_id, budget=b)
+        variants.append(Variant(f"chainplan @ {b}", "chainplan + compile",
+                                torch.compile(p.wrap(case.model)), budget=p.budget_bytes,
+                                predicted=p.peak_bytes))
+    time_rounds(variants, case, 1)  # compile first, then measure compiled memory
+    measure_peaks(variants, case)
+    time_rounds(variants, case, rounds)
+    return {"plain_ms": plain.ms, "rows": [
+        {"name": v.name, "peak": v.peak, "ms": v.ms, "budget": v.budget} for v in variants[1:]]}
 
 
-def bench_compile(rounds: int, threads: int, out: list[str]) -> None:
-    # The partitioner reads activation_memory_budget once per process in practice: its
-    # compiled-graph caches handed every budget the first one's partition (64.6 MiB for all
-    # four), so each budget is measured in a process of its own, alternating with the eager
-    # model there, and reported relative to that process's eager step.
-    t0 = time.perf_counter()
-    rows = []
+def bench_compile(res: Result, rounds: int, device: str) -> None:
+    def sub(budget: float, plans: list[int]) -> dict[str, object]:
+        cmd = [sys.executable, __file__, "--compile-run", res.name, "--compile-budget",
+               str(budget), "--rounds", str(rounds), "--device", device,
+               "--run-id", str(res.prof.run_id), "--plan-budgets",
+               ",".join(str(b) for b in plans)]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
     for budget in (1.0, 0.5, 0.2, 0.05):
-        res = subprocess.run(
-            [sys.executable, __file__, "--compile-budget", str(budget), "--rounds", str(rounds),
-             "--threads", str(threads)], check=True, capture_output=True, text=True)
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        rows.append((f"torch.compile, activation_memory_budget {budget}", r))
-
-    model, x, y, loss_fn = MODELS["gpt"]()
-    model.train()
-    prof = chainplan.profile(model, x, loss_fn=loss_fn, target=y, repeats=5, warmup=2,
-                             progress=False, name="gpt")
-    plain = Variant("eager plain", model)
-    variants = [plain, Variant("checkpoint_sequential(3)", CheckpointSequential(model, 3))]
-    smallest = chainplan.plan(prof, budget="min")
-    variants.append(Variant("chainplan rotor, smallest budget (eager)", smallest.wrap(model)))
-    variants.append(Variant("torch.compile(plan.wrap(model))",
-                            torch.compile(smallest.wrap(model))))
-    staged = copy.deepcopy(model)
-    for i in range(len(staged)):
-        staged[i] = torch.compile(staged[i])  # type: ignore[assignment]
-    variants.append(Variant("chainplan rotor, smallest budget, compiled stages",
-                            smallest.wrap(staged)))
-    measure_all(variants, model, x, y, loss_fn, rounds)
-    seconds = time.perf_counter() - t0
-    out.append(f"## torch.compile on the GPT (compile and measure {seconds:.0f} s)\n")
-    out.append("Each activation_memory_budget runs in a process of its own, alternating with "
-               "the eager model there; the other rows alternate in one process. Time / eager is "
-               "relative to the eager step of the same process.\n")
-    out.append("| variant | measured peak MiB | step ms | time / eager |")
-    out.append("|---|---|---|---|")
-    for name, r in rows:
-        out.append(f"| {name} | {r['peak'] / MiB:.1f} | {r['ms']:.1f} | "
-                   f"{r['ms'] / r['plain_ms']:.3f} |")
-    for v in variants:
-        out.append(f"| {v.name} | {v.peak / MiB:.1f} | {v.ms:.1f} | {v.ms / plain.ms:.3f} |")
-    out.append("")
+        r = sub(budget, [])
+        for row in r["rows"]:  # type: ignore[union-attr]
+            res.compiled.append(Variant(f"torch.compile, budget {budget}", "torch.compile",
+                                        None, peak=row["peak"],
+                                        ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
+    plans = sorted({v.budget for v in res.ours if v.net is not None and v.budget})
+    r = sub(1.0, plans)
+    for row in r["rows"]:  # type: ignore[union-attr]
+        res.compiled.append(Variant(f"chainplan + compile @ {row['budget'] / 2**20:.1f} MiB",
+                                    "chainplan + compile", None, peak=row["peak"],
+                                    budget=row["budget"],
+                                    ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--models", default=",".join(MODELS))
-    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("-o", "--output", default="")
-    ap.add_argument("--compile-budget", type=float, default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--compile-run", default="", help=argparse.SUPPRESS)
+    ap.add_argument("--compile-budget", type=float, default=1.0, help=argparse.SUPPRESS)
+    ap.add_argument("--run-id", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--plan-budgets", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    if args.compile_budget is not None:
-        print(json.dumps(compile_one(args.compile_budget, args.rounds)))
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("bench/promise: --device cuda, but no CUDA device is present", file=sys.stderr)
+        return 2
+    if args.compile_run:
+        budgets = [int(b) for b in args.plan_budgets.split(",") if b]
+        print(json.dumps(compile_run(args.compile_run, args.compile_budget, args.rounds,
+                                     args.device, args.run_id, budgets)))
         return 0
-    out = ["# The memory promise against checkpoint_sequential and torch.compile", "",
-           f"Generated by `.venv/bin/python bench/promise/main.py {' '.join(sys.argv[1:])}` "
-           f"on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-           f"{args.threads} thread(s), torch {torch.__version__}, "
-           f"{time.strftime('%Y-%m-%d')}. Do not edit by hand.", "",
-           "Peaks are measured activation memory of one training step (CPU allocator events; "
-           "parameters, gradients and optimizer state excluded, the input included); times "
-           f"are medians over {args.rounds} alternating rounds.", ""]
-    summaries = {}
+    t0 = time.perf_counter()
+    results = []
     for name in args.models.split(","):
         torch.manual_seed(0)
-        summaries[name] = bench_model(name, MODELS[name](), args.rounds, out)
-        print("\n".join(out[-3:]), flush=True)
-    if args.compile:
-        bench_compile(args.rounds, args.threads, out)
-    text = "\n".join(out) + "\n"
+        res = bench_model(name, to_device(MODELS[name](), args.device), args.rounds)
+        if args.compile:
+            bench_compile(res, args.rounds, args.device)
+        results.append(res)
+        print(f"{name}: done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
+    header = (f"Generated by `.venv/bin/python bench/promise/main.py {' '.join(sys.argv[1:])}` "
+              f"on {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+              f"{args.threads} thread(s), device {args.device}, torch {torch.__version__}, "
+              f"{time.strftime('%Y-%m-%d')}, in {time.perf_counter() - t0:.0f} s. Do not edit "
+              "by hand.")
+    out = Path(args.output) if args.output else None
+    picture = out.with_name("promise-frontier.svg") if out else None
+    text = summarize(results, header, args.rounds, picture)
+    text += "".join(report_model(r) for r in results)
     print(text)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+    if out:
+        out.write_text(text)
     return 0
 
 

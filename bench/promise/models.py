@@ -1,10 +1,16 @@
-"""The benchmark's models, each an ``nn.Sequential`` chain with its input, target and loss.
+"""The benchmark's models, as people write them, each with a sample call, a loss and the
+modules PyTorch's own checkpointing wraps ("blocks").
 
-* ``gpt``: a small GPT (token and position embedding, pre-norm causal blocks, a large
-  vocabulary head); the head's logits dominate the activation memory;
-* ``resnet``: a ResNet-like CNN of basic residual blocks (homogeneous stages);
-* ``cnn-head``: a heterogeneous VGG-like CNN, large early activations, cheap late stages and
-  a fully connected classifier head.
+* ``gpt``: nanoGPT's shape (blocks in a ModuleList, a mask argument, a tied 8192-word head),
+  the tests' GPT at width 128, 4 blocks, sequence 64, batch 8;
+* ``llama``: a Llama-like decoder (RMSNorm, rotary tables, SwiGLU), the tests' at width 128;
+* ``resnet``: the tests' bottleneck ResNet (in-place additions and ReLUs) on 64x64 images;
+* ``vit``: the tests' ViT at width 128 on 32x32 images;
+* ``cnn-head``: the 26-stage CNN (wide early convolutions, a classifier head), an
+  ``nn.Sequential`` of declared stages.
+
+The first four are captured from their graph by chainplan (stages cut where every path
+crosses, operation-level options); the last is the chain of its stages.
 """
 
 from __future__ import annotations
@@ -12,63 +18,82 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-from tests.models import Block, Embed, Head  # noqa: E402  (the tests' GPT, at a larger size)
+from tests.graph.models import GPT, Llama, ResNet, ViT  # noqa: E402
 
-__all__ = ["MODELS", "Case"]
-
-Case = tuple[nn.Sequential, torch.Tensor, torch.Tensor, nn.Module]
+__all__ = ["MODELS", "Bench"]
 
 
-def gpt(vocab: int = 8192, width: int = 128, blocks: int = 4, seq: int = 64,
-        batch: int = 8) -> Case:
-    """The issue's GPT: an 8192-word head, width 128, 4 blocks, sequence 64, batch 8."""
-    model = nn.Sequential(Embed(vocab, width, seq), *[Block(width, 4) for _ in range(blocks)],
-                          Head(width, vocab))
-    x = torch.randint(0, vocab, (batch, seq))
-    return model, x, torch.randint(0, vocab, (batch * seq,)), nn.CrossEntropyLoss()
+@dataclass
+class Bench:
+    """A model, a sample call, its loss, and what per-block checkpointing wraps."""
+
+    model: nn.Module
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+    loss_fn: Callable[..., torch.Tensor]
+    target: torch.Tensor
+    blocks: list[str]  # module names: what per-block (and grouped) checkpointing wraps
+    transformer: bool = False
+    sequential: bool = False  # a chain of declared stages (checkpoint_sequential applies)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-class Residual(nn.Module):
-    def __init__(self, c: int) -> None:
-        super().__init__()
-        self.body = nn.Sequential(
-            nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU(),
-            nn.Conv2d(c, c, 3, padding=1, bias=False), nn.BatchNorm2d(c))
+def gpt() -> Bench:
+    vocab, seq, batch = 8192, 64, 8
+    model = GPT(vocab=vocab, width=128, heads=4, blocks=4, seq=seq)
+    idx = torch.randint(0, vocab, (batch, seq))
+    mask = torch.ones(seq, seq, dtype=torch.bool).tril()
+    return Bench(model, (idx,), {"mask": mask}, F.cross_entropy,
+                 torch.randint(0, vocab, (batch * seq,)), [f"blocks.{i}" for i in range(4)],
+                 transformer=True)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x + self.body(x))
+
+def llama() -> Bench:
+    vocab, seq, batch = 8192, 64, 8
+    model = Llama(vocab=vocab, width=128, heads=4, layers=4, max_seq=seq)
+    idx = torch.randint(0, vocab, (batch, seq))
+    return Bench(model, (idx,), {}, F.cross_entropy, torch.randint(0, vocab, (batch * seq,)),
+                 [f"layers.{i}" for i in range(4)], transformer=True)
 
 
-def resnet(batch: int = 16) -> Case:
-    """A stem and eight residual blocks at 32 channels, 32×32 images, a linear head."""
-    model = nn.Sequential(
-        nn.Sequential(nn.Conv2d(3, 32, 3, padding=1, bias=False), nn.BatchNorm2d(32), nn.ReLU()),
-        *[Residual(32) for _ in range(8)],
-        nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10)))
-    return model, torch.randn(batch, 3, 32, 32), torch.randint(0, 10, (batch,)), \
-        nn.CrossEntropyLoss()
+def resnet() -> Bench:
+    return Bench(ResNet(), (torch.randn(16, 3, 64, 64),), {}, F.cross_entropy,
+                 torch.randint(0, 10, (16,)),
+                 ["layer1.0", "layer1.1", "layer2.0", "layer2.1"])
+
+
+def vit() -> Bench:
+    model = ViT(width=128, patch=4, image=32, depth=4)
+    return Bench(model, (torch.randn(32, 3, 32, 32),), {}, F.cross_entropy,
+                 torch.randint(0, 10, (32,)), [f"blocks.{i}" for i in range(4)],
+                 transformer=True)
 
 
 def conv(cin: int, cout: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
 
 
-def cnn_head(batch: int = 16) -> Case:
-    """A heterogeneous chain: wide early convolutions at full resolution, narrower ones
-    after each pooling, and a two-layer classifier head."""
+def cnn_head() -> Bench:
+    """Wide early convolutions at full resolution, narrower ones after each pooling, and a
+    two-layer classifier head: 26 stages once nested Sequentials are flattened."""
     model = nn.Sequential(
         conv(3, 32), conv(32, 32), nn.MaxPool2d(2),
         conv(32, 64), conv(64, 64), nn.MaxPool2d(2),
         conv(64, 128), conv(128, 128), nn.MaxPool2d(2),
         nn.Flatten(), nn.Sequential(nn.Linear(128 * 8 * 8, 512), nn.ReLU(), nn.Dropout(0.1)),
         nn.Linear(512, 100))
-    return model, torch.randn(batch, 3, 64, 64), torch.randint(0, 100, (batch,)), \
-        nn.CrossEntropyLoss()
+    return Bench(model, (torch.randn(16, 3, 64, 64),), {}, F.cross_entropy,
+                 torch.randint(0, 100, (16,)), ["0", "1", "3", "4", "6", "7"],
+                 sequential=True)
 
 
-MODELS: dict[str, Callable[[], Case]] = {"gpt": gpt, "resnet": resnet, "cnn-head": cnn_head}
+MODELS: dict[str, Callable[[], Bench]] = {
+    "gpt": gpt, "llama": llama, "resnet": resnet, "vit": vit, "cnn-head": cnn_head}

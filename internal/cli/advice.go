@@ -14,20 +14,13 @@ import (
 )
 
 func newAdviceCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "advice",
-		Short: "Record measured runs of advised candidates and compare them with the predictions",
-		Long: `Stored advice (chainplan advise --run, chainplan search3d --run, chainplan.advise and
+	return groupCmd("advice", "Record measured runs of advised candidates and compare them with the predictions",
+		`Stored advice (chainplan advise --run, chainplan search3d --run, chainplan.advise and
 chainplan.search3d on a stored profile) keeps every candidate's prediction. Record what a
 candidate measured when you ran it, then compare (docs/parallel.md, "Accuracy"): ParaDL's
 accuracy 1 − |predicted − measured| / measured per candidate, Spearman's ρ between the
 predicted and measured times, and the predicted rank of the measured best (AMP's ranking
-quality). The advice_accuracy view holds the same for SQL.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newAdviceRecordCmd(e), newAdviceAccuracyCmd(e))
-	return cmd
+quality). The advice_accuracy view holds the same for SQL.`, newAdviceRecordCmd(e), newAdviceAccuracyCmd(e))
 }
 
 func parseAdviceID(s string) (int64, error) {
@@ -154,12 +147,6 @@ func newAdviceAccuracyCmd(e *env) *cobra.Command {
 }
 
 func newClusterCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "cluster",
-		Short: "Check a cluster description",
-		Args:  noArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
 	var format string
 	check := &cobra.Command{
 		Use:   "check FILE",
@@ -197,8 +184,7 @@ the field and its line.`,
 		},
 	}
 	check.Flags().StringVar(&format, "format", "json", "output format: json (canonical) or text")
-	cmd.AddCommand(check)
-	return cmd
+	return groupCmd("cluster", "Check a cluster description", "", check)
 }
 
 // bandwidthText writes bytes per second in GB ("12.5 GB").

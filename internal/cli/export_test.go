@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ func TestExport(t *testing.T) {
 			t.Fatalf("stage %d times %g, %g; want %g, %g", i+1, g.FwdTime, g.BwdTime, w.FwdTime, w.BwdTime)
 		}
 		g.FwdTime, g.BwdTime = w.FwdTime, w.BwdTime
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Fatalf("stage %d = %+v, want %+v", i+1, g, w)
 		}
 	}

@@ -12,16 +12,9 @@ import (
 )
 
 func newImportCmd(e *env) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "import",
-		Short: "Turn another tool's profile into a chain file",
-		Long: `Turn a profile written by another tool into a chainplan.chain/v1 chain file, which
-chainplan solve and chainplan pipeline read.`,
-		Args: noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newImportPipeDreamCmd(e))
-	return cmd
+	return groupCmd("import", "Turn another tool's profile into a chain file",
+		`Turn a profile written by another tool into a chainplan.chain/v1 chain file, which
+chainplan solve and chainplan pipeline read.`, newImportPipeDreamCmd(e))
 }
 
 func newImportPipeDreamCmd(e *env) *cobra.Command {

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strings"
 
@@ -11,7 +10,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload"
 )
 
 // This file holds the offloading side of solve and simulate (docs/pofo.md): the
@@ -129,56 +128,21 @@ type offloadSimulation struct {
 	OffloadedBytes int64                 `json:"offloaded_bytes"`
 	IdleTime       float64               `json:"idle_time"`
 	Estimates      []chainplan.Estimate  `json:"estimates"`
-	Issues         []offsim.Issue        `json:"issues"`
+	Issues         []offload.Issue       `json:"issues"`
 }
 
-// runSimulateOffload replays an offloading plan with the pofo simulator in both memory
-// models. The plan's memory model decides validity and is compared with the plan's
-// claimed makespan and peak; a timing in the plan is checked as given.
+// runSimulateOffload reports the family's validation of an offloading plan
+// (offload.Validate): the replay in both memory models, the plan's memory model deciding
+// validity, its timing checked as given, its positions and its claims.
 func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f simulateFlags, limit int64) error {
-	s := offsim.ScheduleOf(p)
 	o := p.Offload
-	out := offloadSimulation{MemoryModel: o.MemoryModel, BudgetBytes: limit, Operations: len(p.Sequence), Transfers: len(o.Transfers)}
-	var main *offsim.Report
-	for _, m := range []chainplan.MemoryModel{chainplan.Fractional, chainplan.Integral} {
-		r, err := offsim.Simulate(c, s, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: m})
-		if err != nil {
-			return err
-		}
-		out.Estimates = append(out.Estimates, chainplan.Estimate{MemoryModel: m, Valid: r.Valid, Makespan: r.Makespan, PeakBytes: r.PeakBytes})
-		if m == o.MemoryModel {
-			main = r
-		}
+	v, err := offload.Validate(c, p, limit)
+	if err != nil {
+		return err
 	}
-	out.Valid, out.Makespan, out.PeakBytes = main.Valid, main.Makespan, main.PeakBytes
-	out.OffloadedBytes, out.IdleTime = main.OffloadedBytes, main.IdleTime
-	out.Issues = append([]offsim.Issue{}, main.Issues...)
-	if o.Timing != nil && main.Valid {
-		r, err := offsim.Check(c, s, *o.Timing, offsim.SimOptions{BandwidthBytesPerS: o.BandwidthBytesPerS, LimitBytes: limit, Model: o.MemoryModel})
-		if err != nil {
-			return err
-		}
-		for _, is := range r.Issues {
-			is.Msg = "the plan's timing: " + is.Msg
-			out.Issues = append(out.Issues, is)
-		}
-	}
-	if main.Valid {
-		is, err := offsim.CheckPositions(c, p)
-		if err != nil {
-			return err
-		}
-		out.Issues = append(out.Issues, is...)
-	}
-	claim := func(format string, args ...any) {
-		out.Issues = append(out.Issues, offsim.Issue{Op: -1, Transfer: -1, Msg: fmt.Sprintf(format, args...)})
-	}
-	if main.Valid && p.Makespan != 0 && math.Abs(p.Makespan-main.Makespan) > 1e-9*math.Abs(main.Makespan) {
-		claim("the plan claims makespan %.9g, the replay gives %.9g", p.Makespan, main.Makespan)
-	}
-	if main.Valid && p.PeakBytes != 0 && p.PeakBytes != main.PeakBytes {
-		claim("the plan claims a peak of %d B, the replay gives %d B", p.PeakBytes, main.PeakBytes)
-	}
+	out := offloadSimulation{MemoryModel: o.MemoryModel, BudgetBytes: limit, Operations: len(p.Sequence), Transfers: len(o.Transfers),
+		Valid: v.Main.Valid, Makespan: v.Main.Makespan, PeakBytes: v.Main.PeakBytes,
+		OffloadedBytes: v.Main.OffloadedBytes, IdleTime: v.Main.IdleTime, Estimates: v.Estimates, Issues: v.Issues()}
 	out.Valid = len(out.Issues) == 0
 	if f.format == "json" {
 		if err := writeJSON(w, out); err != nil {

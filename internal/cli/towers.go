@@ -61,7 +61,7 @@ func readTowers(f towerFlags) (*chainplan.MultiChain, error) {
 			return nil, &usageError{fmt.Errorf("--chain %s (branch %d) has a loss of its own: a tower's output goes "+
 				"to the joint loss, which --loss gives; set that chain's loss to zero or leave it out", path, j+1)}
 		}
-		mc.Branches = append(mc.Branches, *c)
+		mc.Branches = append(mc.Branches, *c.Conservative()) // the multichain planners read version 1
 	}
 	if f.loss != "" {
 		data, err := os.ReadFile(f.loss)

@@ -54,10 +54,19 @@ var algoColors = map[string]color.RGBA{
 	"autocapper":  palette[2],
 	"opportunist": palette[6],
 	"greedy":      palette[8],
+	"rotor-ops":   {0x08, 0x30, 0x6b, 0xff},
+	// The systems of bench/promise (PyTorch's checkpointing, torch.compile, chainplan).
+	// "per-block" is also the multichain pictures' per-block sequence: one colour for both.
+	"plain":                 {0x00, 0x00, 0x00, 0xff},
+	"checkpoint_sequential": palette[7],
+	"per-block":             palette[1],
+	"per-block SAC":         palette[4],
+	"chainplan":             palette[0],
+	"torch.compile":         palette[3],
+	"chainplan + compile":   palette[2],
 	// The multichain pictures never show the offloading planners: their colours repeat.
 	"multichain":        palette[3],
 	"multichain-linear": palette[0],
-	"per-block":         palette[7],
 	// The pipeline planners never share a picture with the others: their colours repeat.
 	"madpipe":    palette[0],
 	"contiguous": palette[2],

@@ -4,13 +4,13 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
 
 // TimelineOf computes the memory timeline of plan p on chain c with the simulators: for a
 // checkpointing plan simulate.Trace (each operation in sequence order and the memory it
-// needs while it runs), for an offloading plan offsim.Trace on the plan's timing (the
+// needs while it runs), for an offloading plan offload.Trace on the plan's timing (the
 // memory as the transfers release and reserve it, the transfers on the link lane). It
 // marks the peak; measuredPeak is what executions of the plan measured (0: none). A plan
 // the simulator finds invalid fails with an error wrapping chainplan.ErrInvalidPlan.
@@ -48,17 +48,17 @@ func opLabel(op chainplan.Op) string {
 
 // offloadTimelineOf is TimelineOf for a plan with an offload section: the compute
 // operations and the transfers placed by the plan's timing (the simulator's no-wait timing
-// when the plan has none), the memory sampled by offsim.Trace.
+// when the plan has none), the memory sampled by offload.Trace.
 func offloadTimelineOf(c *chainplan.Chain, p *chainplan.Plan, measuredPeak int64) (*TimelineData, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	off := p.Offload
-	s := offsim.ScheduleOf(p)
-	opts := offsim.SimOptions{BandwidthBytesPerS: off.BandwidthBytesPerS, LimitBytes: -1, Model: off.MemoryModel}
+	s := offload.ScheduleOf(p)
+	opts := offload.SimOptions{BandwidthBytesPerS: off.BandwidthBytesPerS, LimitBytes: -1, Model: off.MemoryModel}
 	tm := off.Timing
 	if tm == nil {
-		r, err := offsim.Simulate(c, s, opts)
+		r, err := offload.Simulate(c, s, opts)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func offloadTimelineOf(c *chainplan.Chain, p *chainplan.Plan, measuredPeak int64
 		}
 		tm = r.Timing
 	}
-	samples, _, err := offsim.Trace(c, s, *tm, opts)
+	samples, _, err := offload.Trace(c, s, *tm, opts)
 	if err != nil {
 		return nil, fmt.Errorf("timeline of the %s plan: %w", p.Algo, err)
 	}

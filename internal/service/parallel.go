@@ -186,6 +186,10 @@ func (e *NoCandidateError) Hint() string {
 // Unwrap makes errors.Is(err, chainplan.ErrInfeasible) true (exit status 3).
 func (e *NoCandidateError) Unwrap() error { return chainplan.ErrInfeasible }
 
+// SmallestFeasibleBytes is the least memory per device any candidate needs, 0 when no
+// strategy applies (chainplan.Infeasibility).
+func (e *NoCandidateError) SmallestFeasibleBytes() int64 { return max(e.LeastBytes, 0) }
+
 // CheckFeasible returns a *NoCandidateError when no candidate of a is feasible.
 func CheckFeasible(a *paradl.Advice) error {
 	if len(a.Candidates) == 0 {

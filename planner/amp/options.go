@@ -62,16 +62,14 @@ type Options struct {
 	Slots int64 `json:"slots,omitempty"`
 }
 
-// OptionError reports a bad option; Field is the request field's name.
-type OptionError struct {
-	Field string
-	Msg   string
+// OptionError reports a bad option of the search3d request; Field is the request field's
+// name. It is the one chainplan.OptionError.
+type OptionError = chainplan.OptionError
+
+// optionError is the OptionError of field.
+func optionError(field, msg string) error {
+	return &OptionError{Planner: "search3d", Field: field, Msg: msg}
 }
-
-func (e *OptionError) Error() string { return fmt.Sprintf("search3d: %s: %s", e.Field, e.Msg) }
-
-// Unwrap makes errors.Is(err, chainplan.ErrUnsupported) true.
-func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
 
 const (
 	defaultTopK   = 10
@@ -82,13 +80,13 @@ const (
 
 func (o Options) withDefaults(devicesPerNode int) (Options, error) {
 	if o.GlobalBatch < 1 || o.GlobalBatch > maxGBS {
-		return o, &OptionError{"global_batch", fmt.Sprintf("want the samples of one iteration, 1..%d (got %d)", maxGBS, o.GlobalBatch)}
+		return o, optionError("global_batch", fmt.Sprintf("want the samples of one iteration, 1..%d (got %d)", maxGBS, o.GlobalBatch))
 	}
 	switch {
 	case o.TMPMax == 0:
 		o.TMPMax = devicesPerNode
 	case o.TMPMax < 0:
-		return o, &OptionError{"tmp_max", fmt.Sprintf("want ≥ 1, or 0 for the devices per node (got %d)", o.TMPMax)}
+		return o, optionError("tmp_max", fmt.Sprintf("want ≥ 1, or 0 for the devices per node (got %d)", o.TMPMax))
 	}
 	if err := oneOf(&o.Schedule, "schedule", Schedule1F1B, ScheduleGPipe); err != nil {
 		return o, err
@@ -109,15 +107,15 @@ func (o Options) withDefaults(devicesPerNode int) (Options, error) {
 	case o.Blocks == 0:
 		o.Blocks = defaultBlocks
 	case o.Blocks < 1 || o.Blocks > maxBlocks:
-		return o, &OptionError{"blocks", fmt.Sprintf("want 1..%d blocks (got %d)", maxBlocks, o.Blocks)}
+		return o, optionError("blocks", fmt.Sprintf("want 1..%d blocks (got %d)", maxBlocks, o.Blocks))
 	}
 	for t, s := range o.DeviceSpeed {
 		if math.IsNaN(s) || math.IsInf(s, 0) || s <= 0 {
-			return o, &OptionError{"device_speed", fmt.Sprintf("device type %q: want a positive relative speed (got %v)", t, s)}
+			return o, optionError("device_speed", fmt.Sprintf("device type %q: want a positive relative speed (got %v)", t, s))
 		}
 	}
 	if o.Slots < 0 {
-		return o, &OptionError{"slots", fmt.Sprintf("want ≥ 1, or 0 for rotor's default (got %d)", o.Slots)}
+		return o, optionError("slots", fmt.Sprintf("want ≥ 1, or 0 for rotor's default (got %d)", o.Slots))
 	}
 	return o, nil
 }
@@ -129,7 +127,7 @@ func oneOf(v *string, field string, allowed ...string) error {
 		return nil
 	}
 	if !slices.Contains(allowed, *v) {
-		return &OptionError{field, fmt.Sprintf("unknown value %q (want %s)", *v, strings.Join(allowed, ", "))}
+		return optionError(field, fmt.Sprintf("unknown value %q (want %s)", *v, strings.Join(allowed, ", ")))
 	}
 	return nil
 }

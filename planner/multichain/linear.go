@@ -3,6 +3,7 @@ package multichain
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/chainplan/chainplan"
@@ -123,7 +124,7 @@ func sameChain(a, b *chainplan.Chain) bool {
 	for i := range a.Stages {
 		x, y := a.Stages[i], b.Stages[i]
 		x.Name, y.Name = "", ""
-		if x != y {
+		if !reflect.DeepEqual(x, y) { // the v2 fields are pointers and a slice
 			return false
 		}
 	}

@@ -3,7 +3,7 @@ package offload
 import (
 	"math"
 
-	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
 // dynChain is the discretized chain of DYNPROG (spec §3.4.5): overheads and gradients
@@ -20,10 +20,10 @@ type dynChain struct {
 	delta      []int64   // δ_0..δ_n, rounded up (δ_n = 0)
 	oF, oB     []int64   // 1..n
 	capF, capB []int64   // ⌊u·β⌋ per stage, from rounded prefix sums
-	exact      *unitchain.Chain
+	exact      *units.Chain
 }
 
-func newDynChain(c *unitchain.Chain, budget, slots int64, beta float64) *dynChain {
+func newDynChain(c *units.Chain, budget, slots int64, beta float64) *dynChain {
 	n := c.N
 	unit := max(1, budget/max(1, slots))
 	if slots <= 0 {

@@ -8,9 +8,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
-	"github.com/chainplan/chainplan/planner/internal/unitchain"
-	"github.com/chainplan/chainplan/planner/offplan"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
 // randomCount is the number of random chains of the property tests; -short keeps
@@ -24,7 +22,7 @@ func randomCount() int {
 
 // dynValue runs Algorithm 5 in exact bytes.
 func dynValue(c *chainplan.Chain, m, beta float64, cheap bool) ([]bool, float64, bool) {
-	return newDynChain(unitchain.Exact(c), int64(m), -1, beta).table(cheap)
+	return newDynChain(units.Exact(c), int64(m), -1, beta).table(cheap)
 }
 
 // TestDynprogSpecVectors checks the DYNPROG and LB columns of spec §5.8 (chain scaled by 2).
@@ -96,7 +94,7 @@ func TestDynprogPartition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		c, m, beta := partitionChain(tt.x)
-		if got := unitchain.Exact(c).StoreAllPeak(); got != 1.5*m {
+		if got := units.Exact(c).StoreAllPeak(); got != 1.5*m {
 			t.Fatalf("%v: M_peak %v, want 3V = %v", tt.x, got, 1.5*m)
 		}
 		_, got, ok := dynValue(c, m, beta, false)
@@ -114,7 +112,7 @@ func TestDynprogMatchesSimulator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(31, 32))
 	for i := 0; i < randomCount(); i++ {
 		c := testchains.Random(rng, 1+rng.IntN(7), testchains.RandomOptions{MaxSize: 8})
-		ex := unitchain.Exact(c)
+		ex := units.Exact(c)
 		peak := ex.StoreAllPeak()
 		m := float64(rng.IntN(int(peak) + 2))
 		beta := float64(1 + rng.IntN(4))
@@ -125,7 +123,7 @@ func TestDynprogMatchesSimulator(t *testing.T) {
 			if !ok {
 				continue
 			}
-			r := offsim.Replay(ex, offsim.StoreAll(ex, off, cheap), offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
+			r := Replay(ex, StoreAll(ex, off, cheap), SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
 			if !r.Valid || math.Abs(r.Makespan-v) > 1e-7*v {
 				t.Fatalf("chain %d (M=%v β=%v cheap=%v): DP %v, simulated %v (%v), offloads %v", i, m, beta, cheap, v, r.Makespan, r.Err(), off)
 			}
@@ -147,7 +145,7 @@ func TestGreedy(t *testing.T) {
 	checked := 0
 	for i := 0; i < randomCount(); i++ {
 		c := testchains.Random(rng, 1+rng.IntN(7), testchains.RandomOptions{MaxSize: 8})
-		ex := unitchain.Exact(c)
+		ex := units.Exact(c)
 		peak := ex.StoreAllPeak()
 		m := float64(rng.IntN(int(peak) + 2))
 		beta := float64(1 + rng.IntN(4))
@@ -157,7 +155,7 @@ func TestGreedy(t *testing.T) {
 		}
 		var sum float64
 		for j, tr := range s.Transfers[:len(s.Transfers)/2] {
-			if tr.Tensor != offsim.TensorOf(j, true) {
+			if tr.Tensor != tensorOf(j, true) {
 				t.Fatalf("chain %d: offload %d is %v, not a prefix", i, j, tr.Tensor)
 			}
 			sum += ex.ABar[j]
@@ -165,7 +163,7 @@ func TestGreedy(t *testing.T) {
 		if q := peak - m; sum < q || len(s.Transfers) > 0 && sum-ex.ABar[len(s.Transfers)/2-1] >= q {
 			t.Fatalf("chain %d: offloads %v bytes for Q = %v: not the shortest prefix", i, sum, q)
 		}
-		r := offsim.Replay(ex, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
+		r := Replay(ex, s, SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: chainplan.Fractional})
 		_, dv, ok := dynValue(c, m, beta, false)
 		if !ok || dv > r.Makespan+1e-7*dv {
 			t.Fatalf("chain %d (M=%v β=%v): DYNPROG %v slower than GREEDY %v", i, m, beta, dv, r.Makespan)
@@ -180,7 +178,7 @@ func TestGreedy(t *testing.T) {
 	}
 }
 
-// TestSolveOffloadReplays runs Solve and SolveGreedy at their default
+// TestSolveOffloadReplays runs SolveDynProg and SolveGreedy at their default
 // discretization: plans replay within the budget with their reported makespan, and an
 // infeasible budget reports a smallest budget that works.
 func TestSolveOffloadReplays(t *testing.T) {
@@ -191,10 +189,10 @@ func TestSolveOffloadReplays(t *testing.T) {
 	}
 	for i := 0; i < n; i++ {
 		c := testchains.Random(rng, 1+rng.IntN(9), testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18, Float: true})
-		peak := int64(unitchain.Exact(c).StoreAllPeak())
+		peak := int64(units.Exact(c).StoreAllPeak())
 		b := peak/3 + rng.Int64N(peak*2/3)
-		opts := offplan.Options{BandwidthBytesPerS: float64(1<<20) * (0.5 + 4*rng.Float64())}
-		for _, solve := range []func(*chainplan.Chain, int64, offplan.Options) (*chainplan.Plan, error){Solve, SolveGreedy} {
+		opts := Options{BandwidthBytesPerS: float64(1<<20) * (0.5 + 4*rng.Float64())}
+		for _, solve := range []func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error){SolveDynProg, SolveGreedy} {
 			p, err := solve(c, b, opts)
 			if err != nil {
 				var ie *chainplan.InfeasibleError
@@ -206,7 +204,7 @@ func TestSolveOffloadReplays(t *testing.T) {
 				}
 				continue
 			}
-			r, err := offsim.Simulate(c, offsim.ScheduleOf(p), offsim.SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
+			r, err := Simulate(c, ScheduleOf(p), SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: b})
 			if err != nil || !r.Valid || r.Makespan != p.Makespan || p.PeakBytes > b {
 				t.Fatalf("chain %d %s: plan %v/%d, replay %+v (%v)", i, p.Algo, p.Makespan, p.PeakBytes, r, err)
 			}
@@ -218,7 +216,7 @@ func TestSolveOffloadReplays(t *testing.T) {
 // rounds some saved sizes down, bump rounds up the one closest to its ceiling, and a
 // chain with every value rounded up has none left.
 func TestDynprogBump(t *testing.T) {
-	c := &unitchain.Chain{N: 3, A: []float64{10, 10, 10, 0}, ABar: []float64{10, 14, 13, 0},
+	c := &units.Chain{N: 3, A: []float64{10, 10, 10, 0}, ABar: []float64{10, 14, 13, 0},
 		UF: []float64{0, 1, 1, 1}, UB: []float64{0, 1, 1, 1}, OF: make([]float64, 4), OB: make([]float64, 4)}
 	d := newDynChain(c, 40, 4, 1) // unit 10: ā/unit = 1, 1.4, 1.3 → prefix 1, 2.4, 3.7
 	if got, want := d.abar[:3], []int64{1, 2, 1}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {

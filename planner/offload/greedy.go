@@ -4,9 +4,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/internal/unitchain"
-	"github.com/chainplan/chainplan/planner/offplan"
-	"github.com/chainplan/chainplan/planner/offsim"
+	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
 // SolveGreedy returns the GREEDY schedule of spec §3.3 (L1757), the heuristic for
@@ -19,36 +17,36 @@ import (
 // backward phase). Errors: *chainplan.InfeasibleError when even the longest prefix does
 // not fit (with the smallest budget at which GREEDY works), ErrInvalidChain,
 // ErrUnsupported. The time complexity is O(L²) plus the replay.
-func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts offplan.Options) (*chainplan.Plan, error) {
+func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
 	start := time.Now()
 	if err := opts.Check(c, budgetBytes); err != nil {
 		return nil, err
 	}
-	exact := unitchain.Exact(c)
+	exact := units.Exact(c)
 	s, ok := greedySchedule(exact, float64(budgetBytes), opts.BandwidthBytesPerS, opts.MemoryModel())
 	if !ok {
-		return offplan.Infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) { return MinBudgetGreedy(c, opts) }, SolveGreedy)
+		return Infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) { return MinBudgetGreedy(c, opts) }, SolveGreedy)
 	}
-	return offplan.Finish("greedy", c, budgetBytes, 0, s, opts, start)
+	return finish("greedy", c, budgetBytes, 0, s, opts, start)
 }
 
 // MinBudgetGreedy returns the smallest budget at which SolveGreedy finds a schedule, by
 // bisection on the replay of GREEDY's schedule (to the byte where that is monotone).
 // Errors: ErrInvalidChain, ErrUnsupported for bad options.
-func MinBudgetGreedy(c *chainplan.Chain, opts offplan.Options) (int64, error) {
+func MinBudgetGreedy(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := opts.Check(c, 1); err != nil {
 		return 0, err
 	}
-	exact := unitchain.Exact(c)
+	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return offplan.SearchBudget(1, hi, 1, func(b int64) bool {
+	return searchBudget(1, hi, 1, func(b int64) bool {
 		_, ok := greedySchedule(exact, float64(b), opts.BandwidthBytesPerS, opts.MemoryModel())
 		return ok
 	}), nil
 }
 
 // greedySchedule builds the GREEDY schedule for limit m and reports whether it replays.
-func greedySchedule(c *unitchain.Chain, m, beta float64, model chainplan.MemoryModel) (offsim.Schedule, bool) {
+func greedySchedule(c *units.Chain, m, beta float64, model chainplan.MemoryModel) (Schedule, bool) {
 	off := make([]bool, c.N)
 	q := c.StoreAllPeak() - m
 	var sum float64
@@ -57,8 +55,8 @@ func greedySchedule(c *unitchain.Chain, m, beta float64, model chainplan.MemoryM
 		sum += c.ABar[k]
 	}
 	if sum < q {
-		return offsim.Schedule{}, false
+		return Schedule{}, false
 	}
-	s := offsim.StoreAll(c, off, false)
-	return s, offsim.Replay(c, s, offsim.SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: model}).Valid
+	s := StoreAll(c, off, false)
+	return s, Replay(c, s, SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: model}).Valid
 }

@@ -2,7 +2,7 @@ package offload
 
 import (
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/internal/unitchain"
+	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
 // LowerBound returns the lower bound of Proposition 3 (spec §3.1) on the makespan of any
@@ -14,10 +14,10 @@ import (
 // link twice. The thesis prints the second term as a power of two; the proof says twice
 // (spec §8, L1672). The chain is assumed valid.
 func LowerBound(c *chainplan.Chain, budgetBytes int64, beta float64) float64 {
-	ex := unitchain.Exact(c)
+	ex := units.Exact(c)
 	return lowerBound(ex, float64(budgetBytes), beta)
 }
 
-func lowerBound(c *unitchain.Chain, m, beta float64) float64 {
+func lowerBound(c *units.Chain, m, beta float64) float64 {
 	return max(c.SumTime(), 2*(c.StoreAllPeak()-m)/beta)
 }

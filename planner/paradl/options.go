@@ -51,17 +51,15 @@ type Options struct {
 	Slots int64 `json:"slots,omitempty"`
 }
 
-// OptionError reports a bad option; Field is the request field's name (dataset_size,
-// global_batch, strategies, devices, goal, gamma, optimizer, segments, slots).
-type OptionError struct {
-	Field string
-	Msg   string
+// OptionError reports a bad option of the advise request; Field is the request field's
+// name (dataset_size,
+// global_batch, strategies, devices, goal, gamma, optimizer, segments, slots). It is the one chainplan.OptionError.
+type OptionError = chainplan.OptionError
+
+// optionError is the OptionError of field.
+func optionError(field, msg string) error {
+	return &OptionError{Planner: "advise", Field: field, Msg: msg}
 }
-
-func (e *OptionError) Error() string { return fmt.Sprintf("advise: %s: %s", e.Field, e.Msg) }
-
-// Unwrap makes errors.Is(err, chainplan.ErrUnsupported) true.
-func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
 
 // maxDatasetSize bounds D: epochs of 2⁴⁰ samples keep every product far from overflow.
 const maxDatasetSize = 1 << 40
@@ -69,17 +67,17 @@ const maxDatasetSize = 1 << 40
 // withDefaults checks o against a cluster of n devices and fills in the defaults.
 func (o Options) withDefaults(n int) (Options, error) {
 	if o.DatasetSize < 1 || o.DatasetSize > maxDatasetSize {
-		return o, &OptionError{"dataset_size", fmt.Sprintf("want the samples of one epoch, 1..%d (got %d)", int64(maxDatasetSize), o.DatasetSize)}
+		return o, optionError("dataset_size", fmt.Sprintf("want the samples of one epoch, 1..%d (got %d)", int64(maxDatasetSize), o.DatasetSize))
 	}
 	switch {
 	case o.GlobalBatch == 0 && o.BatchPerDevice == 0:
-		return o, &OptionError{"global_batch", "give the global batch (strong scaling) or the batch per device (weak scaling)"}
+		return o, optionError("global_batch", "give the global batch (strong scaling) or the batch per device (weak scaling)")
 	case o.GlobalBatch != 0 && o.BatchPerDevice != 0:
-		return o, &OptionError{"global_batch", "give the global batch or the batch per device, not both"}
+		return o, optionError("global_batch", "give the global batch or the batch per device, not both")
 	case o.GlobalBatch < 0 || o.GlobalBatch > maxDatasetSize:
-		return o, &OptionError{"global_batch", fmt.Sprintf("want ≥ 1 samples (got %d)", o.GlobalBatch)}
+		return o, optionError("global_batch", fmt.Sprintf("want ≥ 1 samples (got %d)", o.GlobalBatch))
 	case o.BatchPerDevice < 0 || o.BatchPerDevice > maxDatasetSize/(1<<16):
-		return o, &OptionError{"batch_per_device", fmt.Sprintf("want ≥ 1 samples (got %d)", o.BatchPerDevice)}
+		return o, optionError("batch_per_device", fmt.Sprintf("want ≥ 1 samples (got %d)", o.BatchPerDevice))
 	}
 	if o.Strategies == nil {
 		for _, s := range Strategies {
@@ -91,7 +89,7 @@ func (o Options) withDefaults(n int) (Options, error) {
 	}
 	for _, s := range o.Strategies {
 		if !slices.Contains(Strategies, s) {
-			return o, &OptionError{"strategies", fmt.Sprintf("unknown strategy %q (want one of %s)", s, strategyList())}
+			return o, optionError("strategies", fmt.Sprintf("unknown strategy %q (want one of %s)", s, strategyList()))
 		}
 	}
 	if o.Devices == nil {
@@ -101,7 +99,7 @@ func (o Options) withDefaults(n int) (Options, error) {
 	}
 	for _, p := range o.Devices {
 		if p < 1 || p > n {
-			return o, &OptionError{"devices", fmt.Sprintf("device count %d is outside 1..%d, the cluster's devices", p, n)}
+			return o, optionError("devices", fmt.Sprintf("device count %d is outside 1..%d, the cluster's devices", p, n))
 		}
 	}
 	o.Devices = slices.Compact(slices.Sorted(slices.Values(o.Devices)))
@@ -110,23 +108,23 @@ func (o Options) withDefaults(n int) (Options, error) {
 		o.Goal = GoalTime
 	case GoalTime, GoalCost, GoalMemory:
 	default:
-		return o, &OptionError{"goal", fmt.Sprintf("unknown goal %q (want time, cost or memory)", o.Goal)}
+		return o, optionError("goal", fmt.Sprintf("unknown goal %q (want time, cost or memory)", o.Goal))
 	}
 	if math.IsNaN(o.Gamma) || math.IsInf(o.Gamma, 0) || o.Gamma < 0 {
-		return o, &OptionError{"gamma", fmt.Sprintf("want a positive factor, or 0 to calibrate (got %v)", o.Gamma)}
+		return o, optionError("gamma", fmt.Sprintf("want a positive factor, or 0 to calibrate (got %v)", o.Gamma))
 	}
 	switch o.Optimizer {
 	case "":
 		o.Optimizer = OptimizerAuto
 	case OptimizerAuto, OptimizerAdam, OptimizerMomentum, OptimizerSGD, OptimizerNone:
 	default:
-		return o, &OptionError{"optimizer", fmt.Sprintf("unknown optimizer %q (want auto, adam, momentum, sgd or none)", o.Optimizer)}
+		return o, optionError("optimizer", fmt.Sprintf("unknown optimizer %q (want auto, adam, momentum, sgd or none)", o.Optimizer))
 	}
 	if o.Segments < 0 {
-		return o, &OptionError{"segments", fmt.Sprintf("want ≥ 1 micro-batches, or 0 for min(4p, B) (got %d)", o.Segments)}
+		return o, optionError("segments", fmt.Sprintf("want ≥ 1 micro-batches, or 0 for min(4p, B) (got %d)", o.Segments))
 	}
 	if o.Slots < 0 {
-		return o, &OptionError{"slots", fmt.Sprintf("want ≥ 1 slots, or 0 for the default (got %d)", o.Slots)}
+		return o, optionError("slots", fmt.Sprintf("want ≥ 1 slots, or 0 for the default (got %d)", o.Slots))
 	}
 	return o, nil
 }
@@ -165,7 +163,7 @@ func ParseStrategies(s string) ([]Strategy, error) {
 	for _, part := range strings.Split(s, ",") {
 		st := Strategy(strings.TrimSpace(part))
 		if !slices.Contains(Strategies, st) {
-			return nil, &OptionError{"strategies", fmt.Sprintf("unknown strategy %q (want one of %s)", st, strategyList())}
+			return nil, optionError("strategies", fmt.Sprintf("unknown strategy %q (want one of %s)", st, strategyList()))
 		}
 		if !slices.Contains(out, st) {
 			out = append(out, st)

@@ -6,8 +6,7 @@ import (
 	"math"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/offplan"
-	"github.com/chainplan/chainplan/planner/pofo"
+	"github.com/chainplan/chainplan/planner/offload"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
 
@@ -57,8 +56,8 @@ func (e *evaluator) dataSaved(p int, s Strategy) (c Candidate, ok bool, err erro
 	} else {
 		// pofo's smallest budget is a search of DP runs, each far dearer than rotor's:
 		// it is searched only when the budget falls short (Solve's error carries it).
-		po := offplan.Options{BandwidthBytesPerS: e.hostBandwidth(p), Slots: e.o.Slots}
-		plan, err = pofo.Solve(ch, budget, po)
+		po := offload.Options{BandwidthBytesPerS: e.hostBandwidth(p), Slots: e.o.Slots}
+		plan, err = offload.SolvePOFO(ch, budget, po)
 		var short *chainplan.InfeasibleError
 		if errors.As(err, &short) {
 			plan, err, sv.MinBudgetBytes = nil, nil, short.MinBudgetBytes

@@ -77,12 +77,14 @@ func (p *Problem) lossKeep(j int) int64 {
 
 // Stored returns the bytes one mini-batch in flight keeps on the device of stage (i..j)
 // when the stage records its graph: Σ_{ℓ=i..j} a_{ℓ−1} under ActivationsInput, a_{i−1} +
-// Σ saved_bytes under ActivationsSaved, plus what the loss keeps on the last stage.
+// Σ saved_bytes under ActivationsSaved, less the outputs of layers i..j−1 that neither
+// they nor the next layer saved (Layer.Freed; the stage's own output stays), plus what the
+// loss keeps on the last stage.
 func (p *Problem) Stored(i, j int) int64 {
 	if p.opts.ActivationModel == ActivationsInput {
 		return p.sumIn[j] - p.sumIn[i-1] + p.lossKeep(j)
 	}
-	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1] + p.lossKeep(j)
+	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1] + p.layers[j-1].Freed + p.lossKeep(j)
 }
 
 // Transients returns the memory the forward and the backward of stage (i..j) hold on top

@@ -21,6 +21,9 @@ type Layer struct {
 	Param  int64   // W_ℓ, one copy of the weights
 	FwdTmp int64   // o_F, the forward's temporaries on top of its input and ā
 	BwdTmp int64   // o_B, the backward's temporaries on top of ā and both gradients
+	// Freed is a_ℓ when neither this layer nor the next saved it (chainplan.chain/v2): a
+	// stage that goes on past ℓ does not keep it for its backward. 0 otherwise.
+	Freed int64
 }
 
 // Problem is the model of spec §1: a chain of L layers and a platform of P devices of
@@ -65,6 +68,9 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 	for i, s := range c.Stages {
 		ly := Layer{Fwd: s.FwdTime, Bwd: s.BwdTime, Out: s.OutBytes, Saved: s.SavedBytes, Param: s.ParamBytes,
 			FwdTmp: s.FwdTmpBytes, BwdTmp: s.BwdTmpBytes}
+		if i+1 < l && !s.OutputSaved() && !c.Stages[i+1].InputSaved() && s.SavedBytes >= s.OutBytes {
+			ly.Freed = s.OutBytes
+		}
 		if i == l-1 {
 			ly.Fwd += c.Loss.FwdTime
 			ly.Bwd += c.Loss.BwdTime
@@ -74,7 +80,7 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 		p.sumB[i+1] = p.sumB[i] + ly.Bwd
 		p.sumW[i+1] = p.sumW[i] + ly.Param
 		p.sumIn[i+1] = p.sumIn[i] + prevOut
-		p.sumSav[i+1] = p.sumSav[i] + ly.Saved
+		p.sumSav[i+1] = p.sumSav[i] + ly.Saved - ly.Freed
 		for _, t := range []struct {
 			field string
 			v     int64

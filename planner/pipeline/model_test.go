@@ -145,3 +145,37 @@ func TestModel(t *testing.T) {
 		t.Error("InfeasibleError message")
 	}
 }
+
+// TestModelExact: with the exact memory model (chainplan.chain/v2) a stage does not keep
+// the output of an inner layer that neither it nor the next layer saved; its own output
+// stays, and a version 1 reading of the chain keeps everything.
+func TestModelExact(t *testing.T) {
+	c := &chainplan.Chain{Format: chainplan.ChainFormatV2, InputBytes: 10, Stages: []chainplan.Stage{
+		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 6, SavesOutput: chainplan.Bool(false)},
+		{FwdTime: 3, BwdTime: 4, OutBytes: 5, SavedBytes: 9, SavesInput: chainplan.Bool(false)},
+		{FwdTime: 5, BwdTime: 6, OutBytes: 7, SavedBytes: 7},
+	}}
+	opts := pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2}
+	exact, err := pipeline.NewProblem(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v1, err := pipeline.NewProblem(c.Conservative(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want int64
+	}{
+		{"Stored(1,3): a_0 + saved_1 − a_1 + saved_2 + saved_3", exact.Stored(1, 3), 10 + 6 - 4 + 9 + 7},
+		{"Stored(1,1): the stage's own output stays", exact.Stored(1, 1), 10 + 6},
+		{"Stored(2,3)", exact.Stored(2, 3), 4 + 9 + 7},
+		{"Stored(1,3) version 1", v1.Stored(1, 3), 10 + 6 + 9 + 7},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+}

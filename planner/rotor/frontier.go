@@ -48,21 +48,21 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 	slots := opts.slots(peak)
 	dc := discretize.ForBudget(c, peak, slots)
 	top := dc.Units(peak) - dc.A[0]
-	need := minMemory(dc, opts.Revolve)
+	need := minMemory(dc, opts.variant())
 	if opts.Revolve {
 		// Sizes rounded up to the peak's unit may need a few units more than the rounded-down
 		// peak; revolve has no exact-bytes store-all schedule to fall back on, so its
 		// frontier starts at its first feasible budget on this grid even above the peak.
-		top = max(top, need.at(1, dc.N))
+		top = max(top, need.at(1, dc.N, 0))
 	}
 	f := &Frontier{Algo: opts.algo(), Slots: slots, UnitBytes: dc.Unit, SumTime: c.SumTime(), StoreAllPeakByte: peak}
-	tb, err := buildTable(dc, need, top, opts.Revolve)
+	tb, err := buildTable(dc, need, top, opts.variant())
 	if err != nil {
 		return nil, err
 	}
 	prev := math.Inf(1)
-	for m := max(0, tb.need.at(1, dc.N)); m <= top; m++ {
-		v := tb.value(1, dc.N, m)
+	for m := max(0, tb.need.at(1, dc.N, 0)); m <= top; m++ {
+		v := tb.value(1, dc.N, 0, m)
 		if drops(v, prev) {
 			f.Points = append(f.Points, f.point(dc.Bytes(m+dc.A[0]), v))
 			prev = v

@@ -60,8 +60,8 @@ type minSearch struct {
 
 func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 	exact := discretize.Exact(c)
-	exactNeed := minMemory(exact, opts.Revolve)
-	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N))
+	exactNeed := minMemory(exact, opts.variant())
+	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N, 0))
 	type probe struct {
 		dc   *discretize.Chain
 		need *needTable
@@ -72,14 +72,14 @@ func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 		p, ok := probes[unit]
 		if !ok {
 			dc := discretize.WithUnit(c, unit)
-			p = probe{dc, minMemory(dc, opts.Revolve)}
+			p = probe{dc, minMemory(dc, opts.variant())}
 			probes[unit] = p
 		}
 		return p
 	}
 	fits := func(b int64) bool {
 		p := at(b)
-		return p.dc.A[0]+p.need.at(1, p.dc.N) <= p.dc.Units(b)
+		return p.dc.A[0]+p.need.at(1, p.dc.N, 0) <= p.dc.Units(b)
 	}
 	best := lo
 	if !fits(lo) {

@@ -29,17 +29,17 @@ func TestTableMatchesNaive(t *testing.T) {
 		dc := discretize.Exact(c)
 		m := int64(rng.IntN(80))
 		for _, revolve := range []bool{false, true} {
-			tb, err := newTable(dc, m, revolve)
+			tb, err := newTable(dc, m, variant{revolve: revolve})
 			if err != nil {
 				t.Fatal(err)
 			}
 			nv := newNaive(dc, revolve)
 			for mm := int64(0); mm <= m; mm++ {
-				got, want := tb.value(1, dc.N, mm), nv.C(1, dc.N, mm)
+				got, want := tb.value(1, dc.N, 0, mm), nv.C(1, dc.N, mm)
 				if !(got == want || math.Abs(got-want) <= 1e-9*math.Abs(want)) {
 					t.Fatalf("chain %d m=%d revolve=%v: table %v, naive %v", i, mm, revolve, got, want)
 				}
-				if need := tb.need.at(1, dc.N); (mm >= need) != !math.IsInf(got, 1) {
+				if need := tb.need.at(1, dc.N, 0); (mm >= need) != !math.IsInf(got, 1) {
 					t.Fatalf("chain %d m=%d: need %d disagrees with value %v", i, mm, need, got)
 				}
 			}
@@ -116,14 +116,14 @@ func TestZeroRecomputeThreshold(t *testing.T) {
 		dc := discretize.Exact(c)
 		peak := StoreAllPeak(c)
 		m := peak - dc.A[0]
-		tb, err := newTable(dc, m, false)
+		tb, err := newTable(dc, m, variant{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := tb.value(1, dc.N, m), c.SumTime(); got != want {
+		if got, want := tb.value(1, dc.N, 0, m), c.SumTime(); got != want {
 			t.Fatalf("chain %d: C at M_peak=%d is %v, want Σ %v", i, peak, got, want)
 		}
-		if got := tb.value(1, dc.N, m-1); !(got > c.SumTime()) {
+		if got := tb.value(1, dc.N, 0, m-1); !(got > c.SumTime()) {
 			t.Fatalf("chain %d: C just below M_peak=%d is %v, want more than Σ %v", i, peak, got, c.SumTime())
 		}
 	}

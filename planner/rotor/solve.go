@@ -21,6 +21,15 @@ type Options struct {
 	// Revolve restricts F_all to run right before its own backward: the AD-style
 	// "revolve" baseline of spec §4.2. Such plans are named "revolve".
 	Revolve bool
+	// StageOptions lets F_s^all run each of stage s's operation-level options
+	// (chainplan.chain/v2): the DP then picks one option per stage together with its
+	// checkpoints. Such plans are named "rotor-ops" (docs/rotor.md).
+	StageOptions bool
+}
+
+// variant returns the recurrences the options select.
+func (o Options) variant() variant {
+	return variant{revolve: o.Revolve, options: o.StageOptions && !o.Revolve}
 }
 
 func (o Options) slots(budget int64) int64 {
@@ -34,8 +43,11 @@ func (o Options) slots(budget int64) int64 {
 }
 
 func (o Options) algo() string {
-	if o.Revolve {
+	switch {
+	case o.Revolve:
 		return "revolve"
+	case o.StageOptions:
+		return "rotor-ops"
 	}
 	return "rotor"
 }
@@ -65,17 +77,17 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		}
 	}
 	dc := discretize.ForBudget(c, budgetBytes, slots)
-	return solveWith(c, budgetBytes, dc, minMemory(dc, opts.Revolve), opts, start)
+	return solveWith(c, budgetBytes, dc, minMemory(dc, opts.variant()), opts, start)
 }
 
 // solveWith is Solve past the store-all shortcut, given the budget's discretization dc and
 // its feasibility DP.
 func solveWith(c *chainplan.Chain, budgetBytes int64, dc *discretize.Chain, need *needTable, opts Options, start time.Time) (*chainplan.Plan, error) {
 	m := dc.Units(budgetBytes) - dc.A[0]
-	if m < 0 || need.at(1, dc.N) > m {
+	if m < 0 || need.at(1, dc.N, 0) > m {
 		return nil, infeasible(c, budgetBytes, opts)
 	}
-	tb, err := buildTable(dc, need, m, opts.Revolve)
+	tb, err := buildTable(dc, need, m, opts.variant())
 	if err != nil {
 		return nil, err
 	}
@@ -83,7 +95,7 @@ func solveWith(c *chainplan.Chain, budgetBytes int64, dc *discretize.Chain, need
 	if err != nil {
 		return nil, err
 	}
-	return finishPlan(c, opts.algo(), budgetBytes, opts.slots(budgetBytes), tb.value(1, dc.N, m), seq, start)
+	return finishPlan(c, opts.algo(), budgetBytes, opts.slots(budgetBytes), tb.value(1, dc.N, 0, m), seq, start)
 }
 
 // finishPlan measures the exact peak of seq and assembles the plan. A peak over the
@@ -96,7 +108,7 @@ func finishPlan(c *chainplan.Chain, algo string, budgetBytes, slots int64, makes
 	return &chainplan.Plan{
 		Algo: algo, Feasible: true, Makespan: makespan,
 		PeakBytes: rep.Peak, BudgetBytes: budgetBytes, Slots: slots,
-		SolveMS: msSince(start), Sequence: seq,
+		SolveMS: msSince(start), Sequence: seq, Choices: chainplan.ChoicesOf(c, seq),
 	}, nil
 }
 

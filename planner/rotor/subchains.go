@@ -47,7 +47,7 @@ func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error)
 	slots = max(1, min(slots, int64(maxSubChainTableBytes/(rows*10))-1))
 	dc := discretize.ForBudget(c, max(maxBytes, 1), slots)
 	m := dc.Units(max(maxBytes, 1))
-	tb, err := newTable(dc, m, false)
+	tb, err := newTable(dc, m, variant{}) // no operation-level options: the pipeline runner recomputes whole stages
 	if err != nil {
 		return nil, err
 	}
@@ -82,14 +82,14 @@ func (sc *SubChains) Time(s, t int, budgetBytes int64) float64 {
 	if m < 0 {
 		return math.Inf(1)
 	}
-	return sc.tb.value(s, t, m)
+	return sc.tb.value(s, t, 0, m) // plane 0: the sub-chain's input is given, not pinned
 }
 
 // Need returns the smallest budget in bytes at which Time(s, t, ·) is finite (a whole
 // number of units), or −1 when even the table's largest budget is too small.
 func (sc *SubChains) Need(s, t int) int64 {
 	sc.check(s, t)
-	u := sc.tb.need.at(s, t)
+	u := sc.tb.need.at(s, t, 0)
 	if u >= sc.cols {
 		return -1
 	}

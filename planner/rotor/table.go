@@ -15,10 +15,24 @@ import (
 // Choice codes stored in the table (spec §3.2: "store the argmin during the DP").
 const (
 	choiceNone = -1 // infeasible
-	choiceAll  = 0  // F_s^all, then (s+1, t) on m − ā_s, then B_s
+	choiceAll  = 0  // F_s^all, then (s+1, t) on m − ā_s (+ the credit), then B_s
 	// A positive code s' means F_s^ck F_{s+1}^∅ … F_{s'}^∅, then (s'+1, t) on m − a_{s'},
-	// then (s, s') on m.
+	// then (s, s') on m. A code below choiceNone, choiceNone − o, means F_s^all with the
+	// stage's option o ≥ 1, then (s+1, t) on m − ā_s(o), then B_s.
 )
+
+// optionChoice returns the code of option o ≥ 1, and optionOf decodes it (0 for the others).
+func optionChoice(o int) int16 { return int16(choiceNone - o) }
+func optionOf(code int16) int {
+	if code < choiceNone {
+		return int(choiceNone - code)
+	}
+	return 0
+}
+
+// variant selects the recurrences: revolve allows F_all only right before its backward
+// (spec §4.2); options lets F_s^all use each of the stage's operation-level options.
+type variant struct{ revolve, options bool }
 
 // maxTableBytes bounds the memory of one persistent table; a larger request is refused
 // with ErrUnsupported rather than letting the process be killed.
@@ -37,35 +51,44 @@ const startBlock = 8
 // table is the persistent DP C_MP(s, t, m) for 1 ≤ s ≤ t ≤ N and 0 ≤ m ≤ M, with the
 // choice that reaches each value.
 type table struct {
-	c       *discretize.Chain
-	n       int
-	cols    int // M+1
-	need    *needTable
-	revolve bool
-	val     []float64
-	choice  []int16
+	c    *discretize.Chain
+	n    int
+	cols int   // M+1+pad: the budgets of the table
+	top  int64 // M: the largest budget asked for
+	need *needTable
+	variant
+	val    []float64
+	choice []int16
+	// pinned[s] is the first row of the pinned plane of start s (memory.go), -1 where it
+	// is the same as plane 0.
+	pinned []int
 }
 
-// rowIndex returns the row of sub-chain (s, t), rows ordered by s then t.
-func (tb *table) rowIndex(s, t int) int {
+// rowIndex returns the row of sub-chain (s, t) in plane p: plane 0 first, ordered by s then
+// t, then the pinned rows of the starts that have them.
+func (tb *table) rowIndex(s, t, p int) int {
+	if p == 1 && tb.pinned[s] >= 0 {
+		return tb.pinned[s] + (t - s)
+	}
 	// Rows of starts 1..s−1 come first: Σ_{k<s} (N−k+1) of them.
 	return (s-1)*(tb.n+1) - (s-1)*s/2 + (t - s)
 }
 
-func (tb *table) row(s, t int) []float64 {
-	r := tb.rowIndex(s, t)
+func (tb *table) row(s, t, p int) []float64 {
+	r := tb.rowIndex(s, t, p)
 	return tb.val[r*tb.cols : (r+1)*tb.cols]
 }
 
-func (tb *table) choices(s, t int) []int16 {
-	r := tb.rowIndex(s, t)
+func (tb *table) choices(s, t, p int) []int16 {
+	r := tb.rowIndex(s, t, p)
 	return tb.choice[r*tb.cols : (r+1)*tb.cols]
 }
 
-// tableBytes is the memory the table of a chain of n stages (loss included) with budget m
-// needs: one float64 value and one int16 choice per entry.
-func tableBytes(n int, m int64) float64 {
-	return float64(n) * float64(n+1) / 2 * float64(m+1) * 10
+// tableBytes is the memory a table of rows sub-chains (N(N+1)/2 for N stages, the loss
+// included, plus the pinned rows) with budget m needs: one float64 value and one int16
+// choice per entry.
+func tableBytes(rows int, m int64) float64 {
+	return float64(rows) * float64(m+1) * 10
 }
 
 // newTable fills the persistent table for budgets 0..m (units, input excluded).
@@ -78,12 +101,12 @@ func tableBytes(n int, m int64) float64 {
 // a block computing column t once the previous block has finished it.
 //
 // The time complexity is O(M·N³), the memory O(M·N²).
-func newTable(c *discretize.Chain, m int64, revolve bool) (*table, error) {
-	return buildTable(c, minMemory(c, revolve), m, revolve)
+func newTable(c *discretize.Chain, m int64, v variant) (*table, error) {
+	return buildTable(c, minMemory(c, v), m, v)
 }
 
 // buildTable is newTable with the sub-chains' smallest budgets already computed.
-func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*table, error) {
+func buildTable(c *discretize.Chain, need *needTable, m int64, v variant) (*table, error) {
 	if m < 0 {
 		m = -1
 	}
@@ -91,15 +114,33 @@ func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*t
 	if n > math.MaxInt16 {
 		return nil, fmt.Errorf("%w: a chain of %d stages is too long for the persistent DP", chainplan.ErrUnsupported, n)
 	}
-	if b := tableBytes(n, m); b > maxTableBytes {
+	rows := n * (n + 1) / 2
+	pinned := make([]int, n+1)
+	for s := 1; s <= n; s++ {
+		pinned[s] = -1
+		if c.Pinnable(s) {
+			pinned[s] = rows
+			rows += n - s + 1
+		}
+	}
+	if b := tableBytes(rows, m); b > maxTableBytes {
 		return nil, fmt.Errorf("%w: the DP table for %d stages and %d memory slots would take %s (limit %s); use fewer slots",
 			chainplan.ErrUnsupported, n, m+1, chainplan.FormatBytes(int64(b)), chainplan.FormatBytes(maxTableBytes))
 	}
 	dpcount.Table.Add(1)
-	cols := int(m + 1)
-	rows := n * (n + 1) / 2
+	// A sub-chain after an F_all that frees its input (credit) may have more room than
+	// its caller: the table extends past m by the most those credits can add up to, so
+	// that every entry up to m reads only entries computed from the recurrences.
+	var pad int64
+	for s := 1; s <= n; s++ {
+		pad += max(0, -held(c, s, 0, 0))
+	}
+	cols := int(m + 1 + pad)
+	if m < 0 {
+		cols = 0
+	}
 	tb := &table{
-		c: c, n: n, cols: cols, revolve: revolve,
+		c: c, n: n, cols: cols, top: m, variant: v, pinned: pinned,
 		need:   need,
 		val:    make([]float64, rows*cols),
 		choice: make([]int16, rows*cols),
@@ -131,7 +172,10 @@ func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*t
 					runtime.Gosched()
 				}
 				for s := min(hi, t); s >= lo; s-- {
-					tb.fillRow(s, t, prefix)
+					tb.fillRow(s, t, 0, prefix)
+					if pinned[s] >= 0 {
+						tb.fillRow(s, t, 1, prefix)
+					}
 				}
 				done[b].Store(int64(t))
 			}
@@ -152,20 +196,25 @@ func buildTable(c *discretize.Chain, need *needTable, m int64, revolve bool) (*t
 }
 
 // fillRow computes C(s, t, ·) by (2.9)/(2.10). Ties: candidates are tried in the order
-// F_ck with s' = s, s+1, …, t−1, then F_all, and only a strictly smaller value replaces
-// the current one, so the checkpoint branch with the smallest s' wins every tie (rotor's
-// rule, spec §3.2).
-func (tb *table) fillRow(s, t int, prefix []float64) {
+// F_ck with s' = s, s+1, …, t−1, then F_all, then F_all with options 1, 2, …, and only a
+// strictly smaller value replaces the current one, so the checkpoint branch with the
+// smallest s' wins every tie (rotor's rule, spec §3.2).
+//
+// The exact memory model (docs/rotor.md) changes three things: the base case (s, s) is
+// F_s^all right before B_s on a stage an earlier forward recorded, which recomputes only
+// until it has the saved tensors (u_R(s)); F_s^all gives the sub-chain (s+1, t) the credit
+// of its input when it frees it; and B_s's memory (mAll).
+func (tb *table) fillRow(s, t, p int, prefix []float64) {
 	c := tb.c
-	out, ch := tb.row(s, t), tb.choices(s, t)
+	out, ch := tb.row(s, t, p), tb.choices(s, t, p)
 	for i := range out {
 		out[i] = math.Inf(1)
 		ch[i] = choiceNone
 	}
 	end := int64(tb.cols)
 	if s == t {
-		v := c.UF[s] + c.UB[s]
-		for m := mAll(c, s, s); m < end; m++ {
+		v := c.Recompute(s) + c.UB[s]
+		for m := mAll(c, s, s, p); m < end; m++ {
 			out[m], ch[m] = v, choiceAll
 		}
 		return
@@ -173,19 +222,28 @@ func (tb *table) fillRow(s, t int, prefix []float64) {
 	me := mEmpty(c, s, t)
 	for sp := s; sp < t; sp++ {
 		as := c.A[sp]
-		lo := max(me, as+tb.need.at(sp+1, t), tb.need.at(s, sp))
+		lo := max(me, as+tb.need.at(sp+1, t, 0), tb.need.at(s, sp, p))
 		if lo >= end {
 			continue
 		}
-		p := prefix[sp] - prefix[s-1] // Σ_{k=s}^{s'} u_F(k)
-		relaxSum(out[lo:], ch[lo:], tb.row(s, sp)[lo:], tb.row(sp+1, t)[lo-as:end-as], p, int16(sp))
+		f := prefix[sp] - prefix[s-1] // Σ_{k=s}^{s'} u_F(k)
+		relaxSum(out[lo:], ch[lo:], tb.row(s, sp, p)[lo:], tb.row(sp+1, t, 0)[lo-as:end-as], f, int16(sp))
 	}
 	if tb.revolve {
 		return
 	}
-	ab := c.ABar[s]
-	if lo := max(mAll(c, s, t), ab+tb.need.at(s+1, t)); lo < end {
-		relaxShift(out[lo:], ch[lo:], tb.row(s+1, t)[lo-ab:end-ab], c.UF[s]+c.UB[s])
+	q := after(c, s)
+	ab := held(c, s, 0, p)
+	// With a credit (ab < 0) the top -ab budgets would read past the row; they lie in the
+	// padding, beyond what any entry up to the requested budget reads.
+	if lo, hi := max(mAll(c, s, t, p), ab+tb.need.at(s+1, t, q)), min(end, end+ab); lo < hi {
+		relaxShift(out[lo:hi], ch[lo:hi], tb.row(s+1, t, q)[lo-ab:hi-ab], c.UF[s]+c.UB[s], choiceAll)
+	}
+	for o := 1; tb.options && o <= len(c.Options(s)); o++ {
+		ab := held(c, s, o, p)
+		if lo := max(mOpt(c, s, t, o), ab+tb.need.at(s+1, t, q)); lo < end {
+			relaxShift(out[lo:], ch[lo:], tb.row(s+1, t, q)[lo-ab:end-ab], c.UF[s]+c.Option(s, o).UR+c.UB[s], optionChoice(o))
+		}
 	}
 }
 
@@ -200,29 +258,29 @@ func relaxSum(out []float64, ch []int16, left, right []float64, p float64, code 
 	}
 }
 
-// relaxShift lowers out[i] to u + right[i] where that is strictly smaller and records the
-// F_all choice.
-func relaxShift(out []float64, ch []int16, right []float64, u float64) {
+// relaxShift lowers out[i] to u + right[i] where that is strictly smaller and records code,
+// an F_all choice.
+func relaxShift(out []float64, ch []int16, right []float64, u float64, code int16) {
 	_, _ = ch[len(out)-1], right[len(out)-1]
 	for i := range out {
 		if v := u + right[i]; v < out[i] {
-			out[i], ch[i] = v, choiceAll
+			out[i], ch[i] = v, code
 		}
 	}
 }
 
-// value returns C(s, t, m), +Inf when m is out of the table or infeasible.
-func (tb *table) value(s, t int, m int64) float64 {
-	if m < 0 || m >= int64(tb.cols) {
+// value returns C(s, t, m) in plane p, +Inf when m is out of the table or infeasible.
+func (tb *table) value(s, t, p int, m int64) float64 {
+	if m < 0 || m > tb.top {
 		return math.Inf(1)
 	}
-	return tb.row(s, t)[m]
+	return tb.row(s, t, p)[m]
 }
 
-// choiceAt returns the choice of C(s, t, m), choiceNone when out of the table.
-func (tb *table) choiceAt(s, t int, m int64) int16 {
+// choiceAt returns the choice of C(s, t, m) in plane p, choiceNone when out of the table.
+func (tb *table) choiceAt(s, t, p int, m int64) int16 {
 	if m < 0 || m >= int64(tb.cols) {
-		return choiceNone
+		return choiceNone // the backtrack reads the padding, which the top entries need
 	}
-	return tb.choices(s, t)[m]
+	return tb.choices(s, t, p)[m]
 }

@@ -153,12 +153,12 @@ func TestRevolveReduction(t *testing.T) {
 	}
 	for n, row := range want {
 		for _, revolve := range []bool{false, true} {
-			tb, err := newTable(reductionChain(n, x, 1, 1), x+12, revolve)
+			tb, err := newTable(reductionChain(n, x, 1, 1), x+12, variant{revolve: revolve})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for i, k := range ks {
-				if got := tb.value(1, n, x+k); got != row[i] {
+				if got := tb.value(1, n, 0, x+k); got != row[i] {
 					t.Errorf("n=%d k=%d revolve=%v: C=%v, want %v", n, k, revolve, got, row[i])
 				}
 			}
@@ -191,13 +191,13 @@ func TestRevolveClosedForm(t *testing.T) {
 	const x = 1000
 	for _, u := range [][2]float64{{1, 0}, {1, 1}, {2, 3}} {
 		for n := 2; n <= 25; n++ {
-			tb, err := newTable(reductionChain(n, x, u[0], u[1]), x+11, false)
+			tb, err := newTable(reductionChain(n, x, u[0], u[1]), x+11, variant{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for k := int64(3); k <= 11; k++ {
 				want := float64(revolveAdvances(int64(n), k-2))*u[0] + float64(n)*(u[0]+u[1])
-				if got := tb.value(1, n, x+k); got != want {
+				if got := tb.value(1, n, 0, x+k); got != want {
 					t.Fatalf("u=%v n=%d k=%d: C=%v, want %v", u, n, k, got, want)
 				}
 			}

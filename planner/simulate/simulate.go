@@ -30,6 +30,8 @@ type Report struct {
 	PeakIndex int     `json:"peak_index"` // the operation that reached the peak (-1: the start)
 	Limit     int64   `json:"limit"`      // the memory limit replayed against; negative means none
 	Issues    []Issue `json:"issues,omitempty"`
+
+	curOp int // the operation being replayed
 }
 
 // Err returns nil for a valid replay and otherwise an error listing the issues.
@@ -68,10 +70,16 @@ func Run(c *discretize.Chain, seq []chainplan.Op, limit int64) *Report {
 // run is Run, calling onStep (when not nil) after each operation in range with what it
 // did to the clock and the memory (Trace). With gradHeld, δ_N (c.Grad(N)) is in memory
 // from the start: the state of RunFrom, whose last stage is a layer, not a loss.
+//
+// Validity follows rotor spec §2.5: the sets of plain activations a_i and of ā_i that the
+// model says are present. Memory and time follow the executor (liveness.go): copies of the
+// activations with their holders, the rest of each ā_i from the forward that fills the
+// stage's graph to its backward, and u_R for an F_all right before its backward that
+// recomputes a stage an earlier forward recorded.
 func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step), gradHeld bool) *Report {
 	n := c.N
-	inA := make([]bool, n+1)    // a_i present
-	inAbar := make([]bool, n+1) // ā_i present
+	inA := make([]bool, n+1)    // a_i present (validity)
+	inAbar := make([]bool, n+1) // ā_i present (validity)
 	inA[0] = true
 	d := n // current gradient index; δ_N has size 0 unless gradHeld
 	size := c.A[0]
@@ -82,27 +90,33 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 	add := func(i int, op chainplan.Op, msg string, args ...any) {
 		r.Issues = append(r.Issues, Issue{Index: i, Op: op, Msg: fmt.Sprintf(msg, args...)})
 	}
-	setA := func(i int, on bool) {
-		if inA[i] != on {
-			inA[i] = on
-			if on {
-				size += c.A[i]
-			} else {
-				size -= c.A[i]
-			}
+	lastRead, reads := readers(c, seq)
+	copies := make(map[int]*copyInfo) // by the index of the forward that made them
+	// The graph of each stage: whether it holds its saved tensors, the option it holds
+	// them with, and the copies of its output and input it holds.
+	filled := make([]bool, n+1)
+	option := make([]int, n+1)
+	heldOut := make([]int, n+1)
+	heldIn := make([]int, n+1)
+	recorded := make([]bool, n+1) // a forward of the stage ran
+	// a_0 leaves with the first F_none 1 or B 1, as in rotor spec §2.5 (its memory stays
+	// with the caller, outside the step, after that).
+	a0 := true
+	dropInput := func() {
+		if a0 {
+			a0 = false
+			size -= c.A[0]
 		}
 	}
-	setAbar := func(i int, on bool) {
-		if inAbar[i] != on {
-			inAbar[i] = on
-			if on {
-				size += c.ABar[i]
-			} else {
-				size -= c.ABar[i]
-			}
+	release := func(id int) {
+		cp := copies[id]
+		if cp != nil && cp.live && cp.graph == 0 && cp.lastOp <= r.curOp {
+			cp.live = false
+			size -= cp.size
 		}
 	}
-	var during int64 // what the current operation needs while it runs
+	rest := func(l, opt int) int64 { return c.Option(l, opt).ABar - c.A[l] } // ā − a
+	var during int64                                                         // what the current operation needs while it runs
 	reach := func(i int, op chainplan.Op, peak int64) {
 		during = peak
 		if peak > r.Peak {
@@ -113,6 +127,7 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 		}
 	}
 	for i, op := range seq {
+		r.curOp = i
 		l := op.Stage
 		if l < 1 || l > n {
 			add(i, op, "stage %d out of range 1..%d (the loss is stage %d)", l, n, n)
@@ -120,33 +135,80 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 		}
 		start, before := r.Makespan, size
 		switch op.Kind {
-		case chainplan.FAll, chainplan.FCk:
-			if !inA[l-1] && !inAbar[l-1] {
+		case chainplan.FAll, chainplan.FCk, chainplan.FNone:
+			if op.Kind == chainplan.FNone {
+				if !inA[l-1] {
+					if inAbar[l-1] {
+						add(i, op, "F_none cannot read ā_%d; it needs the plain activation a_%d", l-1, l-1)
+					} else {
+						add(i, op, "input a_%d is not in memory", l-1)
+					}
+				}
+			} else if !inA[l-1] && !inAbar[l-1] {
 				add(i, op, "input a_%d is not in memory", l-1)
 			}
-			out := c.A[l]
-			if op.Kind == chainplan.FAll {
-				out = c.ABar[l]
+			if op.Option > len(c.Options(l)) || (op.Option > 0 && op.Kind != chainplan.FAll) {
+				add(i, op, "stage %d has no option %d", l, op.Option)
+				op.Option = 0
 			}
-			reach(i, op, size+out+c.OF[l])
-			if op.Kind == chainplan.FAll {
-				setAbar(l, true)
+			fills := op.Kind == chainplan.FAll && !filled[l]
+			// F_all right before its own backward, on a stage an earlier forward recorded:
+			// the recomputation stops once it has the saved tensors, and makes a_l only if
+			// the stage saved it.
+			early := fills && recorded[l] && i+1 < len(seq) && seq[i+1].Kind == chainplan.B && seq[i+1].Stage == l && l < n
+			makes := l < n && (!early || c.OutSaved(l))
+			var added int64
+			if makes {
+				added += c.A[l]
+			}
+			if fills {
+				added += rest(l, op.Option)
+			}
+			if early {
+				reach(i, op, size+c.EarlyPeak(l))
 			} else {
-				setA(l, true)
+				reach(i, op, size+added+c.Option(l, op.Option).OF)
 			}
-			r.Makespan += c.UF[l]
-		case chainplan.FNone:
-			if !inA[l-1] {
-				if inAbar[l-1] {
-					add(i, op, "F_none cannot read ā_%d; it needs the plain activation a_%d", l-1, l-1)
-				} else {
-					add(i, op, "input a_%d is not in memory", l-1)
+			if early {
+				r.Makespan += c.Recompute(l)
+			} else {
+				r.Makespan += c.UF[l]
+			}
+			recorded[l] = true
+			size += added
+			if makes {
+				copies[i] = &copyInfo{stage: l, size: c.A[l], lastOp: lastRead[i], live: true}
+			}
+			if fills {
+				filled[l], option[l] = true, op.Option
+				heldOut[l], heldIn[l] = -1, -1
+				if makes && c.OutSaved(l) {
+					heldOut[l] = i
+					copies[i].graph++
+				}
+				if in := reads[i]; in >= 0 && c.InSaved(l) && copies[in] != nil && copies[in].live {
+					heldIn[l] = in
+					copies[in].graph++
 				}
 			}
-			reach(i, op, size+c.A[l]+c.OF[l])
-			setA(l, true)
-			setA(l-1, false)
-			r.Makespan += c.UF[l]
+			// validity sets, as rotor spec §2.5
+			switch op.Kind {
+			case chainplan.FAll:
+				inAbar[l] = true
+			case chainplan.FCk:
+				inA[l] = true
+			case chainplan.FNone:
+				inA[l] = true
+				inA[l-1] = false
+			}
+			if in := reads[i]; in >= 0 {
+				release(in)
+			} else if in == -1 && op.Kind == chainplan.FNone {
+				dropInput()
+			}
+			if makes {
+				release(i)
+			}
 		case chainplan.B:
 			switch {
 			case l > d:
@@ -160,9 +222,37 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 			if !inA[l-1] && !inAbar[l-1] {
 				add(i, op, "input a_%d is not in memory", l-1)
 			}
-			reach(i, op, size+c.Grad(l-1)+c.OB[l])
-			setAbar(l, false)
-			setA(l-1, false)
+			opt := option[l]
+			recompute := int64(0)
+			if filled[l] && opt > 0 {
+				if reads[i] == -2 {
+					add(i, op, "input a_%d is not in memory for the recomputation of option %d", l-1, opt)
+				}
+				// The option's recomputation restores ā_l; its temporaries are bounded by
+				// the option's o_F.
+				size += rest(l, 0) - rest(l, opt)
+				r.Makespan += c.Option(l, opt).UR
+				recompute = c.Option(l, opt).OF
+			}
+			reach(i, op, size+max(c.Grad(l-1)+c.OB[l], recompute))
+			if filled[l] {
+				size -= rest(l, 0)
+				filled[l], option[l] = false, 0
+				for _, id := range []int{heldOut[l], heldIn[l]} {
+					if cp := copies[id]; id >= 0 && cp != nil {
+						cp.graph--
+						release(id)
+					}
+				}
+			}
+			if reads[i] >= 0 {
+				release(reads[i]) // the option's recomputation may have been its last reader
+			}
+			if l == 1 {
+				dropInput()
+			}
+			inAbar[l] = false
+			inA[l-1] = false
 			// The gradient δ_l is replaced by δ_{l-1}.
 			if l <= d {
 				size += c.Grad(l-1) - c.Grad(d)

@@ -242,6 +242,13 @@ def frontier(chain_json: str, request: dict[str, Any]) -> str:
     return str(call(_go().Frontier, chain_json, json.dumps(request)))
 
 
+def stage_options(graph: dict[str, Any], points: int = 0) -> dict[str, Any]:
+    """The operation-level options of one stage's graph (``pybind.StageOptions``,
+    ``planner/stageopt``): ``{"options": [...], "notes": [...]}``."""
+    out: dict[str, Any] = json.loads(str(call(_go().StageOptions, json.dumps(graph), points)))
+    return out
+
+
 def profile_chain(file_path: str) -> str:
     """The ``chainplan.chain/v1`` JSON of a profile file, without storing it."""
     return str(call(_go().ProfileChain, file_path))

@@ -11,19 +11,34 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from chainplan.advicerecord import Accuracy, MeasuredCandidate, StoredResult
 from chainplan.errors import PlanError
 from chainplan.jsonfields import Fields
-
-if TYPE_CHECKING:
-    from chainplan.layout3d import ProcessGroups, RankLayout
+from chainplan.layout3d import ProcessGroups, RankLayout, process_groups, rank_layout
 
 __all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "SimCheck3D",
            "SimStage3D", "Accuracy", "MeasuredCandidate"]
+
+
+_C = TypeVar("_C")
+
+
+def _result(doc: dict[str, Any], fmt: str, what: str) -> Fields:
+    """The fields of a stored result, refused unless its format is ``fmt``."""
+    f = Fields(doc)
+    if f.string("format") != fmt:
+        raise PlanError(f"not {what} document (format {f.string('format')!r})")
+    return f
+
+
+def _candidates(f: Fields, read: Callable[[Fields, int], _C]) -> tuple[_C, ...]:
+    """The ``candidates`` list of a result, each read with its index."""
+    return tuple(read(c, i) for i, c in enumerate(f.objects("candidates")))
 
 
 @dataclass(frozen=True)
@@ -123,17 +138,14 @@ class Advice(StoredResult):
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Advice:
-        f = Fields(doc)
-        if f.string("format") != "chainplan.advice/v1":
-            raise PlanError(f"not an advice document (format {f.string('format')!r})")
+        f = _result(doc, "chainplan.advice/v1", "an advice")
         return cls(advice_id=advice_id, model=f.string("model"), cluster=f.string("cluster"),
                    goal=f.string("goal"), dataset_size=f.integer("dataset_size"),
                    scaling=f.string("scaling"), gamma=f.number("gamma"),
                    gamma_source=f.string("gamma_source"), optimizer=f.string("optimizer"),
                    optimizer_state_bytes=f.integer("optimizer_state_bytes"),
                    notes=tuple(str(n) for n in f.items("notes")),
-                   candidates=tuple(StrategyEstimate._read(c, i)
-                                    for i, c in enumerate(f.objects("candidates"))),
+                   candidates=_candidates(f, StrategyEstimate._read),
                    solve_ms=f.number("solve_ms"), raw=doc)
 
     @property
@@ -254,15 +266,11 @@ class Candidate3D:
     def layout(self, rank: int) -> RankLayout:
         """Where process ``rank`` (a device index) works: stage, layers, replica, shard,
         groups (:func:`chainplan.layout3d.rank_layout`)."""
-        from chainplan.layout3d import rank_layout
-
         return rank_layout(self, rank)
 
     def process_groups(self) -> ProcessGroups:
         """Every tensor, data and pipeline group, in the order every process creates them
         (:func:`chainplan.layout3d.process_groups`)."""
-        from chainplan.layout3d import process_groups
-
         return process_groups(self)
 
     @classmethod
@@ -313,17 +321,14 @@ class Search3D(StoredResult):
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Search3D:
-        f = Fields(doc)
-        if f.string("format") != "chainplan.search3d/v1":
-            raise PlanError(f"not a search3d document (format {f.string('format')!r})")
+        f = _result(doc, "chainplan.search3d/v1", "a search3d")
         mg = f.object("megatron")
         return cls(advice_id=advice_id, model=f.string("model"), cluster=f.string("cluster"),
                    devices=f.integer("devices"), global_batch=f.integer("global_batch"),
                    blocks=f.integer("blocks"), enumerated=f.integer("enumerated"),
                    evaluated=f.integer("evaluated"), over_capacity=f.integer("over_capacity"),
                    checkpointed=f.integer("checkpointed"), dropped=f.integer("dropped"),
-                   candidates=tuple(Candidate3D._read(c, i)
-                                    for i, c in enumerate(f.objects("candidates"))),
+                   candidates=_candidates(f, Candidate3D._read),
                    megatron=Candidate3D._read(mg, -1) if mg else None,
                    notes=tuple(str(n) for n in f.items("notes")), solve_ms=f.number("solve_ms"),
                    raw=doc, warnings=tuple(str(w) for w in f.items("warnings")))

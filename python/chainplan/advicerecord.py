@@ -11,14 +11,20 @@ from __future__ import annotations
 import json
 import socket
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from chainplan import _bind
 from chainplan.errors import PlanError
 from chainplan.jsonfields import Fields
 
-if TYPE_CHECKING:
-    from chainplan.advice import Candidate3D, StrategyEstimate
+
+class _Candidate(Protocol):
+    """A candidate of a stored result (:class:`~chainplan.advice.StrategyEstimate`,
+    :class:`~chainplan.advice.Candidate3D`; chainplan.advice imports this module): its
+    index in the result's list."""
+
+    @property
+    def index(self) -> int: ...
 
 __all__ = ["StoredResult", "Accuracy", "MeasuredCandidate"]
 
@@ -28,7 +34,7 @@ class StoredResult:
 
     advice_id: int
 
-    def record(self, candidate: StrategyEstimate | Candidate3D | int, *,
+    def record(self, candidate: _Candidate | int, *,
                iteration_time_s: float, iterations: int = 1, peak_bytes: int = 0,
                out_of_memory: bool = False) -> int:
         """Store what a candidate measured when it ran; returns the measurement's id.

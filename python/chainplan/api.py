@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 from chainplan import _bind
+from chainplan.algodefault import default_algo, profiles_towers
 from chainplan.algorithms import check_algorithm
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
 from chainplan.profiler.hooks import record_model
@@ -101,10 +102,12 @@ def plan(
             smallest feasible budget. Sizes follow the CLI's rule (docs/CLI.md, "Sizes and
             bandwidths"): ``k``, ``M``, ``G``, ``T`` with or without ``B`` are powers of
             1000, ``Ki``, ``Mi``, ``Gi``, ``Ti`` powers of 1024, case-insensitive.
-        algo: ``rotor`` (the default for one chain), ``optimal``, ``revolve``,
-            ``sequential`` or ``store-all``, an offloading algorithm, or for a model of
-            towers joined at the loss ``multichain`` (its default) or ``multichain-linear``
-            (docs/multichain.md); names are lower-case.
+        algo: ``rotor``, ``rotor-ops``, ``optimal``, ``revolve``, ``sequential`` or
+            ``store-all``, an offloading algorithm, or for a model of towers joined at the
+            loss ``multichain`` (its default) or ``multichain-linear`` (docs/multichain.md);
+            names are lower-case. Default for one chain: ``rotor-ops`` for a profile of a
+            model captured from its graph (its stages have operation-level options:
+            docs/rotor.md, "Which algorithm"), else ``rotor``.
         slots: memory slots of the discretization (default: the algorithm's own: 500 for
             the rematerialization algorithms and ``offload``, a grid sized to the chain's
             length for ``pofo``, 50 to 243 slots).
@@ -155,14 +158,14 @@ def _plan(
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
-    if algo is None and _profiles_towers(source):
-        req = _budget_request(budget, "multichain", slots, segments,
+    if algo is None:
+        req = _budget_request(budget, default_algo(source), slots, segments,
                               bandwidth=bandwidth is not None)
     if bandwidth is not None:
         req["bandwidth"] = _bandwidth(bandwidth, source)
     if isinstance(source, Profile):
         if source.run_id is None:
-            towers = _profiles_towers(source)  # a bundle, not a chain: no chain_json
+            towers = profiles_towers(source)  # a bundle, not a chain: no chain_json
             return Plan.from_json(_bind.solve_file(str(source.path), req),
                                   input_shape=profile_input_shape(source.path),
                                   chain_json=None if towers
@@ -177,23 +180,6 @@ def _plan(
         return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
     raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
                     f"(got {type(source).__name__})")
-
-
-def _profiles_towers(source: object) -> bool:
-    """Whether ``source`` is a profile (or stored run) of towers joined at the loss, whose
-    default algorithm is ``multichain``."""
-    from chainplan.towers.profile import TowersProfile
-
-    if isinstance(source, TowersProfile):
-        return True
-    if isinstance(source, Profile):
-        return False
-    if isinstance(source, int) and not isinstance(source, bool):
-        try:
-            return bool(_bind.run(source).get("towers", False))
-        except NotFoundError:
-            return False  # planning reports the missing run
-    return False
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:

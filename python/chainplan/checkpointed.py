@@ -109,8 +109,8 @@ class Checkpointed(metaclass=_CheckpointedType):
     Keyword Args:
         budget: activation memory budget (chain input included): bytes, a size such as
             ``"2GiB"``, or ``"min"`` for the algorithm's smallest.
-        algo: the planning algorithm, as for :func:`chainplan.plan` (default: ``rotor``
-            for a chain, ``multichain`` for towers joined at the loss).
+        algo: as for :func:`chainplan.plan` (default: ``multichain`` for towers joined
+            at the loss; ``rotor-ops`` for a captured model; else ``rotor``).
         bandwidth: host-device copy bandwidth of the offloading algorithms (``pofo``,
             ...), as for :func:`chainplan.plan`: bytes per second, ``"12GB/s"``, or
             ``"auto"`` (measured once and recorded with the run). Default: None (required

@@ -120,6 +120,15 @@ class Fields:
             out.append(float(v))
         return tuple(out)
 
+    def integers(self, key: str) -> tuple[int, ...]:
+        """A list of non-negative integers, each named by its index when bad."""
+        out = []
+        for i, v in enumerate(self.items(key)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ScheduleError(f"{self.path(key)}[{i}]: want an integer ≥ 0 (got {v!r})")
+            out.append(v)
+        return tuple(out)
+
     def objects(self, key: str) -> list[Fields]:
         """A list of objects, each read with its path ``key[i]``."""
         return [Fields(v, f"{self.path(key)}[{i}]") for i, v in enumerate(self.items(key))]

@@ -20,15 +20,42 @@ ones a rank belongs to. This module never imports torch.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from chainplan.errors import PlanError
 
-if TYPE_CHECKING:
-    from chainplan.advice import Candidate3D
-
 __all__ = ["RankLayout", "ProcessGroups", "rank_layout", "process_groups"]
+
+
+class _Stage(Protocol):
+    """What the layout reads of a stage (:class:`~chainplan.advice.Stage3D`)."""
+
+    @property
+    def devices(self) -> tuple[int, ...]: ...
+    @property
+    def first_layer(self) -> int: ...
+    @property
+    def last_layer(self) -> int: ...
+
+
+class _Candidate(Protocol):
+    """What the layout reads of a candidate (:class:`~chainplan.advice.Candidate3D`,
+    which imports this module: the layout depends on the shape, not on the class)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def pp(self) -> int: ...
+    @property
+    def dp(self) -> int: ...
+    @property
+    def tmp(self) -> int: ...
+    @property
+    def devices(self) -> int: ...
+    @property
+    def stages(self) -> Sequence[_Stage]: ...
 
 
 @dataclass(frozen=True)
@@ -69,7 +96,7 @@ class RankLayout:
     next_rank: int | None
 
 
-def _grid(c: Candidate3D) -> list[tuple[int, ...]]:
+def _grid(c: _Candidate) -> list[tuple[int, ...]]:
     """The stages' device lists, checked: pp stages of dp·tmp devices, every device of
     0..pp·dp·tmp−1 exactly once."""
     if len(c.stages) != c.pp:
@@ -88,7 +115,7 @@ def _grid(c: Candidate3D) -> list[tuple[int, ...]]:
     return [st.devices for st in c.stages]
 
 
-def process_groups(c: Candidate3D) -> ProcessGroups:
+def process_groups(c: _Candidate) -> ProcessGroups:
     """Every tensor, data and pipeline group of ``c`` (module docstring).
 
     Raises:
@@ -103,7 +130,7 @@ def process_groups(c: Candidate3D) -> ProcessGroups:
     return ProcessGroups(tensor=tensor, data=data, pipeline=pipeline)
 
 
-def rank_layout(c: Candidate3D, rank: int) -> RankLayout:
+def rank_layout(c: _Candidate, rank: int) -> RankLayout:
     """Where ``rank`` works in ``c``: its stage and layers, its replica and shard, its
     groups and pipeline neighbours.
 

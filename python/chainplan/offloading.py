@@ -5,8 +5,10 @@ docs/formats-schedule.md): a plan of an offloading algorithm keeps its compute s
 adds an :class:`Offload` section, the link's bandwidth and its :class:`Transfer` list in
 link order, with the no-wait :class:`Timing`, the simulated :class:`Estimate` of each
 memory model, and the :class:`Position` at which the executor issues, waits for and
-releases each transfer (computed by the Go planner, ``planner/offsim``).
-:meth:`Offload.from_dict` reads and checks the section of a plan document; the executor
+releases each transfer (computed by the Go planner, ``planner/offload``).
+:meth:`Offload.from_dict` reads the section of a plan document once, into these frozen,
+typed views, checking it once (``trusted=True`` skips the range checks for a document the Go
+planner returned, whose simulator checked more); the executor
 (:mod:`chainplan.executors.linkplan`) consumes the result.
 
 This module never imports torch.
@@ -15,7 +17,7 @@ This module never imports torch.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from chainplan.errors import ScheduleError
@@ -194,17 +196,30 @@ class Offload:
     timing: Timing | None = None
     estimates: tuple[Estimate, ...] = ()
     positions: tuple[Position, ...] | None = None
+    # The (ops, stages) this section was checked against, so that the check the decoder
+    # runs is not run again by Plan.validate (which every executor calls); a copy made by
+    # dataclasses.replace is checked anew.
+    _checked: tuple[int, int] | None = field(default=None, init=False, compare=False,
+                                             repr=False)
 
     @classmethod
-    def from_dict(cls, obj: object, *, ops: int, stages: int,
-                  where: str = "offload") -> Offload:
-        """Read and check the ``offload`` section of a plan document.
+    def from_dict(cls, obj: object, *, ops: int, stages: int, where: str = "offload",
+                  trusted: bool = False) -> Offload:
+        """Read and check the ``offload`` section of a plan document, once.
+
+        Reading checks each field's type (the error names the field); the ranges
+        (:meth:`check`) are checked here, and :meth:`check` for the same sequence is then
+        free. ``trusted`` is for a document the Go planner of this installation has just
+        returned through ``chainplan._bind``: Go replayed its transfers and checked its
+        positions with the simulator, a stricter check than :meth:`check`, so the ranges
+        are not checked again.
 
         Args:
             obj: the decoded section.
             ops: the number of operations of the plan's sequence.
             stages: L, the number of stages without the loss.
             where: the section's path, for messages.
+            trusted: the document comes from the Go planner, not from a file.
 
         Raises:
             ScheduleError: naming the field at fault (``offload.transfers[2].tensor: ...``).
@@ -236,7 +251,10 @@ class Offload:
                 for e in f.objects("estimates")),
             positions=positions,
         )
-        off.check(ops=ops, stages=stages, where=where)
+        if trusted:
+            object.__setattr__(off, "_checked", (ops, stages))
+        else:
+            off.check(ops=ops, stages=stages, where=where)
         return off
 
     def check(self, *, ops: int, stages: int, where: str = "offload") -> None:
@@ -252,6 +270,12 @@ class Offload:
         Raises:
             ScheduleError: naming the field at fault.
         """
+        if self._checked == (ops, stages):
+            return
+        self._check_ranges(ops, stages, where)
+        object.__setattr__(self, "_checked", (ops, stages))
+
+    def _check_ranges(self, ops: int, stages: int, where: str) -> None:
         if not self.bandwidth_bytes_per_s > 0:
             raise ScheduleError(f"{where}.bandwidth_bytes_per_s: want a positive number "
                                 f"(got {self.bandwidth_bytes_per_s!r})")

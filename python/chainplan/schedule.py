@@ -41,11 +41,16 @@ class Op:
             tower's input).
         stage: 1-based stage index; the loss is stage L+1. In a multichain plan, the stage
             within the branch, and 0 for the joint loss and ``free_grad``.
+        option: on an ``F_all``, the stage's operation-level option (1, 2, ...: its first
+            forward keeps what the option keeps and the rest is recomputed right before
+            its backward; :attr:`Plan.choices` says what); 0, the default, keeps everything.
+            Multichain plans run none.
         branch: in a multichain plan, the tower (1..K; 0 for the joint loss); else 0.
     """
 
     kind: OpKind
     stage: int
+    option: int = 0
     branch: int = 0
 
     def __str__(self) -> str:
@@ -55,6 +60,8 @@ class Op:
             return f"{self.kind} loss"
         if self.branch:
             return f"{self.kind} {self.branch}.{self.stage}"
+        if self.option:
+            return f"{self.kind} {self.stage}/{self.option}"
         return f"{self.kind} {self.stage}"
 
 
@@ -102,9 +109,12 @@ class Plan:
             candidate this plan is; else empty.
         candidates: the outcome of every candidate compared, in tie-breaking order.
         raw: the document as read, for compatibility; the typed attributes are the API.
-        chain_json: the ``chainplan.chain/v1`` document of the chain the plan was made
-            for, when :func:`chainplan.plan` knew it (chain and profile files); stored
+        chain_json: the ``chainplan.chain/v1`` (or v2) document of the chain the plan was
+            made for, when :func:`chainplan.plan` knew it (chain and profile files); stored
             plans find theirs in the database. :meth:`plot` draws on it.
+        choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
+            the positions of the nodes of the stage's captured graph that its first
+            forward keeps (docs/formats-schedule.md); empty for other plans.
         multichain: for a plan of towers joined at the loss (the ``multichain``
             algorithms), its section: the operations then name their branch; else None.
     """
@@ -125,6 +135,7 @@ class Plan:
     candidates: tuple[Candidate, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     chain_json: str | None = field(default=None, compare=False, repr=False)
+    choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
     multichain: Multichain | None = None
 
     @property
@@ -157,11 +168,12 @@ class Plan:
             raise ScheduleError("plan has no 'sequence' list")
         towers = f.object("multichain")
         if towers is None:
-            ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1))
+            ops = tuple(Op(cast(OpKind, o.choice("op", _KINDS)), o.integer("stage", low=1),
+                           o.integer("option", 0, low=0))
                         for o in f.objects("sequence"))
         else:
             ops = tuple(Op(cast(OpKind, o.choice("op", _TOWER_KINDS)), o.integer("stage", low=0),
-                           o.integer("branch", low=0)) for o in f.objects("sequence"))
+                           branch=o.integer("branch", low=0)) for o in f.objects("sequence"))
         if not ops:
             raise ScheduleError("plan has an empty sequence")
         num_stages = max(op.stage for op in ops) - 1
@@ -189,6 +201,8 @@ class Plan:
                 for c in f.objects("candidates")),
             raw=doc,
             chain_json=chain_json,
+            choices={c.integer("stage", low=1): tuple(c.integers("keep"))
+                     for c in f.objects("options")},
             multichain=None if towers is None else Multichain.from_fields(towers),
         )
 
@@ -221,6 +235,10 @@ class Plan:
         loss = [i for i, op in enumerate(self.sequence) if op.stage == n]
         if len(loss) != 2 or self.sequence[loss[0]].kind != "F_all" or loss[1] != loss[0] + 1:
             raise ScheduleError(f"the loss (stage {n}) must appear as F_all {n} then B {n}")
+        for i, op in enumerate(self.sequence):
+            if op.option and (op.kind != "F_all" or op.stage not in self.choices):
+                raise ScheduleError(f"op {i} ({op}): an option needs an F_all and the plan's "
+                                    f"'options' entry for stage {op.stage}")
         if self.offload is not None:
             self.offload.check(ops=len(self.sequence), stages=self.num_stages)
 

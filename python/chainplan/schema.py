@@ -41,6 +41,12 @@ SCHEMA = pa.schema([
     pa.field("fwd_tmp_bytes", pa.int64()),
     pa.field("bwd_tmp_bytes", pa.int64()),
     pa.field("param_bytes", pa.int64(), nullable=False),
+    # The exact memory model (chainplan.chain/v2; optional columns, null when not measured).
+    pa.field("saves_input", pa.bool_()),
+    pa.field("saves_output", pa.bool_()),
+    pa.field("recompute_time_s", pa.float64()),
+    pa.field("recompute_tmp_bytes", pa.int64()),
+    pa.field("options_json", pa.string()),
 ])
 
 # The parallel fields (docs/formats.md, "Parallel fields"): optional columns a reader that
@@ -61,7 +67,10 @@ class ProfileRow:
     """One measurement of one stage (1..L) or of the loss (L+1, ``kind="loss"``).
 
     ``saved_bytes`` and the temporaries are None when not measured (a profile recorded
-    during training with ``chainplan.record``).
+    during training with ``chainplan.record``). The last five fields are the exact memory
+    model (docs/formats.md): whether the stage's backward needs its input and its output,
+    the recomputation that runs right before it (time, temporary peak) and the stage's
+    operation-level options as JSON; None when not measured.
     """
 
     stage_index: int
@@ -76,6 +85,11 @@ class ProfileRow:
     bwd_tmp_bytes: int | None
     param_bytes: int
     stage_kind: str = "stage"
+    saves_input: bool | None = None
+    saves_output: bool | None = None
+    recompute_time_s: float | None = None
+    recompute_tmp_bytes: int | None = None
+    options_json: str | None = None
     in_shape: str | None = None
     out_shape: str | None = None
     weight_count: int | None = None

@@ -131,7 +131,8 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
     sizes round differently, so its makespan may differ from the point's either way; the
     point's ``slots`` reproduce it. Likewise :func:`min_budget`, searched with each
     budget's own unit, may lie a little on either side of the first point. With ``slots``
-    at least the store-all peak in bytes every unit is one byte and all of them agree.
+    at least the store-all peak in bytes every unit is one byte and all of them agree
+    exactly.
 
     Args:
         source: what :func:`chainplan.plan` takes: a
@@ -152,7 +153,8 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
     """
     if not isinstance(algo, str) or not getattr(algorithms().get(algo), "frontier", False):
         names = [a.name for a in algorithms().values() if a.frontier]
-        raise PlanError(f'no frontier for algorithm "{algo}": only {" and ".join(names)} have one')
+        listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
+        raise PlanError(f'no frontier for algorithm "{algo}": only {listed} have one')
     req = {"algo": algo, "slots": _slots(slots)}
     return Frontier.from_json(_bind.frontier(chain_json(source, "frontier"), req))
 

@@ -27,7 +27,7 @@ def test_table_is_the_go_registry() -> None:
     assert table["pofo"].family == "offloading" and table["pofo"].needs == ("bandwidth",)
     assert table["pofo"].format == "chainplan.schedule/v1+offload"
     assert table["sequential"].reads("segments") and not table["rotor"].reads("segments")
-    assert [a.name for a in table.values() if a.frontier] == ["rotor", "revolve"]
+    assert [a.name for a in table.values() if a.frontier] == ["rotor", "rotor-ops", "revolve"]
     assert algorithms() is table  # read once
 
 
@@ -35,7 +35,8 @@ def test_table_is_the_go_registry() -> None:
     ("POFO", {"bandwidth": True},
      r'^unknown algorithm "POFO" \(names are lower-case: did you mean "pofo"\? '
      r'want one of rotor, '),
-    ("magic", {}, r'^unknown algorithm "magic" \(want one of rotor, optimal, revolve, '),
+    ("magic", {},
+     r'^unknown algorithm "magic" \(want one of rotor, rotor-ops, optimal, revolve, '),
     ("rotor", {"segments": 2}, r'^segments apply to the sequential algorithm only \(got algorithm '
                                r'"rotor"\)$'),
     ("pofo", {}, r'^algorithm "pofo" needs a bandwidth'),

@@ -16,6 +16,7 @@ import torch
 from torch import nn
 
 import chainplan
+from chainplan import _bind
 from chainplan.errors import ScheduleError
 from chainplan.executors import OffloadedChain, planned, wrap
 from chainplan.offloading import Estimate, Offload, Position, Timing, Transfer
@@ -174,6 +175,37 @@ def test_hand_built_plan_checked() -> None:
         q.validate()
 
 
+def test_checked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A section is range-checked once: by the decoder, not again by Plan.validate (which
+    every executor calls); a copy made by dataclasses.replace is checked anew, and a
+    document the Go planner returned (trusted) is not range-checked in Python at all."""
+    calls: list[int] = []
+    real = Offload._check_ranges
+
+    def counting(self: Offload, ops: int, stages: int, where: str) -> None:
+        calls.append(ops)
+        real(self, ops, stages, where)
+
+    monkeypatch.setattr(Offload, "_check_ranges", counting)
+    p = Plan.from_json(json.dumps(EXAMPLE))
+    p.validate()
+    p.validate()
+    assert calls == [11]
+    assert p.offload is not None
+    dataclasses.replace(p, offload=dataclasses.replace(p.offload)).validate()
+    assert calls == [11, 11]
+
+    doc = copy.deepcopy(EXAMPLE["offload"])
+    doc["transfers"][1]["before"] = 40  # out of range: only a range check sees it
+    with pytest.raises(ScheduleError, match=r"before: 40 out of range"):
+        Offload.from_dict(doc, ops=11, stages=4)
+    off = Offload.from_dict(doc, ops=11, stages=4, trusted=True)
+    off.check(ops=11, stages=4)
+    assert off.transfers[1].anchor == 40 and calls == [11, 11, 11]
+    with pytest.raises(ScheduleError, match="want an integer"):  # types are still read
+        Offload.from_dict(dict(doc, offloaded_bytes="many"), ops=11, stages=4, trusted=True)
+
+
 def test_plan_modules_without_torch() -> None:
     """chainplan.schedule and chainplan.offloading import and read a pofo plan with torch
     blocked; Plan.wrap imports the executors (and so torch) only when called."""
@@ -188,9 +220,10 @@ def test_plan_modules_without_torch() -> None:
     assert out.stdout.splitlines() == ["prefetch a0 before 9 (0.0, 15.0)", "wrap needs torch"]
 
 
-def test_pofo_plan_from_the_planner() -> None:
+def test_pofo_plan_from_the_planner(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pofo plan of the Go planner reads into typed classes that lose nothing, and the
-    executor runs it from them alone (an empty ``raw``), with the plain model's gradients."""
+    executor runs it from them alone (an empty ``raw``), with the plain model's gradients,
+    without crossing into Go again."""
     model, x = MODELS["vgg"]()
     y = torch.randint(0, 10, (x.shape[0],))
     ce = nn.CrossEntropyLoss()
@@ -217,8 +250,11 @@ def test_pofo_plan_from_the_planner() -> None:
 
     ref = copy.deepcopy(model)
     ce(ref(x), y).backward()
+    crossings: list[object] = []
+    monkeypatch.setattr(_bind, "call", lambda fn, *args: crossings.append(fn))
     net = wrap(dataclasses.replace(p, raw={}), model)
     assert isinstance(planned(net).executor(x), OffloadedChain)  # type: ignore[union-attr]
     ce(net(x), y).backward()
+    assert crossings == []
     for a, b in zip(ref.parameters(), model.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-5, atol=1e-6)

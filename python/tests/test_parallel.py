@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -110,6 +111,27 @@ def test_search3d_a_profile(profiled: Profile) -> None:
     assert best.stages[0].first_layer == 1 and best.stages[-1].last_layer == 7
     assert sum(len(st.devices) for st in best.stages) == 8
     assert s3.raw["format"] == "chainplan.search3d/v1"
+
+
+def test_one_crossing_each(profiled: Profile, monkeypatch: pytest.MonkeyPatch) -> None:
+    """advise and search3d of a stored profile plan in one crossing into Go each: the result
+    comes back whole, decoded once. Aside: the database path rule, which chainplan._bind
+    asks Go for before each call on the store (DBPath), and the HiGHS program search3d may
+    pass first (UseHighs)."""
+    crossings: list[str] = []
+    real = _bind.call
+
+    def counting(fn: Any, *args: Any) -> Any:
+        crossings.append(getattr(fn, "__name__", repr(fn)))
+        return real(fn, *args)
+
+    monkeypatch.setattr(_bind, "call", counting)
+    chainplan.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    aside = ("DBPath", "UseHighs")
+    assert [c for c in crossings if c not in aside] == ["Advise"], crossings
+    crossings.clear()
+    chainplan.search3d(profiled, SMALL, global_batch=16)
+    assert [c for c in crossings if c not in aside] == ["Search3D"], crossings
 
 
 def test_chain_files_and_example_clusters(tmp_path: Path) -> None:

@@ -23,6 +23,10 @@ type Chain struct {
 	OF   []int64   // o_F(ℓ), ℓ = 1..N
 	OB   []int64   // o_B(ℓ), ℓ = 1..N
 	Unit int64     // bytes per unit
+
+	// The exact memory model and the options (chainplan.chain/v2), nil for a chain
+	// read conservatively; read it through the methods of exact.go.
+	Model *Model
 }
 
 // Unit returns the memory unit for a budget split into slots: max(1, floor(budget/slots)).
@@ -67,6 +71,9 @@ func WithUnit(c *chainplan.Chain, unit int64) *Chain {
 	}
 	d.UF[n], d.UB[n] = c.Loss.FwdTime, c.Loss.BwdTime
 	d.OF[n], d.OB[n] = up(c.Loss.FwdTmpBytes), up(c.Loss.BwdTmpBytes)
+	if c.FormatTag() == chainplan.ChainFormatV2 {
+		d.Model = exactOf(c, d, up)
+	}
 	return d
 }
 

@@ -134,6 +134,12 @@ type RandomOptions struct {
 	MaxTime     int   // times are integers in 0..MaxTime; default 5
 	MaxOverhead int64 // overheads are in 0..MaxOverhead; default 3
 	Float       bool  // draw fractional times instead of integers
+	// Exact draws the exact memory model of each stage (chainplan.chain/v2): whether it
+	// saves its input and its output, and a recomputation time at most its forward time.
+	Exact bool
+	// Options draws up to this many operation-level options per stage (with Exact): ā
+	// between a and the stage's ā, overheads as the stage's, recomputation at most u_F.
+	Options int
 }
 
 // Random returns a chain of l stages plus a loss drawn from rng. Times are integers unless
@@ -164,5 +170,31 @@ func Random(rng *rand.Rand, l int, opts RandomOptions) *chainplan.Chain {
 		c.Stages = append(c.Stages, stage(fmt.Sprintf("s%d", i), t(), t(), a, abar, sz(opts.MaxOverhead), sz(opts.MaxOverhead)))
 	}
 	c.Loss = chainplan.Loss{FwdTime: t(), BwdTime: t(), FwdTmpBytes: sz(opts.MaxOverhead), BwdTmpBytes: sz(opts.MaxOverhead)}
+	if opts.Exact {
+		for i := range c.Stages {
+			addExact(rng, &c.Stages[i], opts, sz)
+		}
+	}
 	return c
+}
+
+// addExact draws the version 2 fields of a stage (RandomOptions.Exact).
+func addExact(rng *rand.Rand, s *chainplan.Stage, opts RandomOptions, sz func(int64) int64) {
+	below := func(u float64) float64 { // a recomputation time in 0..u
+		if opts.Float {
+			return rng.Float64() * u
+		}
+		return float64(rng.IntN(int(u) + 1))
+	}
+	s.SavesInput = chainplan.Bool(rng.IntN(2) == 0)
+	s.SavesOutput = chainplan.Bool(rng.IntN(2) == 0)
+	s.RecomputeTime = chainplan.Float(below(s.FwdTime))
+	if rng.IntN(2) == 0 {
+		s.RecomputeTmpBytes = chainplan.Int(sz(opts.MaxOverhead))
+	}
+	for j := range rng.IntN(opts.Options + 1) {
+		saved := s.OutBytes + sz(s.SavedBytes-s.OutBytes)
+		s.Options = append(s.Options, chainplan.StageOption{SavedBytes: saved, FwdTmpBytes: sz(opts.MaxOverhead),
+			RecomputeTime: below(s.FwdTime), Keep: []int{j}})
+	}
 }

@@ -1,101 +1,253 @@
-"""The rotor executor: run a rematerialization sequence inside autograd.
+"""The checkpointing executor: one graph per step, recomputing only what the backward reads.
 
-A plan's sequence covers one training step: forwards, the loss (``F_all L+1`` then
-``B L+1``) and backwards with the recomputations between them. The training script computes
-the loss itself, so the sequence is cut at the loss:
+:class:`CheckpointedChain` runs a plan's sequence the way PyTorch's non-reentrant
+``torch.utils.checkpoint`` runs a checkpointed region, generalized to the plan:
 
-* the module's ``forward`` runs every operation before ``F_all L+1`` and returns the chain
-  output a_L, which the runner no longer holds: the loss may free it (a cross-entropy keeps
-  its log-softmax, not its input), as the chain model counts it;
-* the backward runs as a chain of autograd nodes, one per backward step ``B_k``. The node of
-  ``B_k`` receives δ_k from autograd, runs the operations after ``B_{k+1}`` up to ``B_k``
-  (recomputations ``F_*``, then ``B_k``, which calls ``torch.autograd.backward`` on the graph
-  its ``F_all`` recorded, so weight gradients accumulate as usual) and returns δ_{k-1}, the
-  gradient of the stage's detached input.
+* the **forward phase** runs every stage once, in order, recording one autograd graph for
+  the whole chain, as a plain forward does. A stage whose forward-phase operation is
+  ``F_all`` keeps its saved tensors (no hook at all: a plan that recomputes nothing is the
+  plain forward); an ``F_ck`` or ``F_none`` stage keeps none (:mod:`chainplan.executors.saved`);
+* the training script computes the loss on the returned output and calls ``backward()``:
+  **autograd runs the backward**, on the graph of the forward phase. Right before the
+  backward of stage k reaches it (a pre-hook on the node that made a_k, or the first
+  unpack of one of its dropped tensors), the executor runs the plan's operations between
+  ``B_{k+1}`` and ``B_k``: activations recomputed without a graph, and recomputations that
+  fill the graphs of the stages whose backward comes next, the last of which stops once
+  it has what the backward reads;
+* the executor holds each activation it computed from its forward to its last reader,
+  then drops it (:class:`~chainplan.executors.program.Program`); what the graphs saved
+  goes as autograd frees it.
 
-One node per step matters for memory: autograd keeps a node's incoming gradient until the
-node returns, so a single node for the whole backward would hold δ_L (the size of the
-logits, for a language model) through every later step. With a node per step each δ_k is
-freed as soon as ``B_k`` has used it, exactly when the chain model frees it. The nodes
-between steps exchange placeholder tensors shaped like a_k whose storage is one element.
+So memory is what ``planner/simulate`` replays (docs/rotor.md, "The exact memory model"):
+an input that no graph saved is gone after the stage's forward, an output its stage did not
+save after the next stage's backward, and each gradient as soon as autograd is done with it.
 
 Recomputations replay the forward's RNG and autocast state and leave BatchNorm statistics
-alone (:mod:`chainplan.executors.runner`).
-
-Stages extracted from a model's graph may read side values (a mask, a timestep embedding);
-``forward(x, side)`` installs the step's :class:`~chainplan.executors.side.SideInputs`
-while the step's operations run, and B_1's node feeds their gradient join.
+alone (:mod:`chainplan.executors.recompute`). Stages extracted from a model's graph may read
+side values (a mask, a timestep embedding); ``forward(x, side)`` installs the step's
+:class:`~chainplan.executors.side.SideInputs` while its operations run, and their gradients
+flow through the graph as in a plain step.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.inputrelease import releasable_after
-from chainplan.executors.runner import Runner
+from chainplan.executors import compiled
+from chainplan.executors.program import Program
+from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
+from chainplan.executors.saved import (
+    StageSaves,
+    StopRecomputation,
+    buffer_storages,
+    dropping,
+    filling,
+)
 from chainplan.executors.side import SideInputs
 from chainplan.schedule import Op, Plan
 from chainplan.shapecheck import warn_if_shape_differs
 
-__all__: list[str] = []
+__all__ = ["CheckpointedChain"]
 
 
 class _Step:
-    """What the autograd node of one backward step needs: the runner and its operations."""
+    """One training step of a :class:`CheckpointedChain`: its activations, its stages'
+    dropped saved tensors, and how far the plan's sequence has run."""
 
-    def __init__(self, runner: Runner, k: int, ops: tuple[Op, ...], first: int,
-                 value: torch.Tensor, side: SideInputs | None = None) -> None:
-        self.runner: Runner | None = runner
-        self.value: torch.Tensor | None = value  # what the node outputs: a_k's placeholder
-        self.k = k
-        self.ops = ops
-        self.first = first
-        self.side = side  # the step's side values, read by the stages of an extracted chain
-        # B_1's node passes a gradient to the side values' join, which runs after it.
-        self.joins = k == 1 and side is not None and side.anchor is not None
+    def __init__(self, stages: Sequence[nn.Module], program: Program, sequence: tuple[Op, ...],
+                 x: torch.Tensor, side: SideInputs | None, callback: Any = None,
+                 choices: dict[int, tuple[int, ...]] | None = None) -> None:
+        self.stages = stages
+        self.choices = choices or {}  # the plan's operation-level options, by stage
+        self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
+        self.callback = callback  # torch.compile's frame evaluation (chainplan.executors.compiled)
+        self.program = program
+        self.sequence = sequence
+        self.side = side
+        self.acts: dict[int, torch.Tensor] = {0: x}
+        self.saves: dict[int, StageSaves] = {}
+        self.rng: dict[int, RNGState] = {}
+        self.input_grad: dict[int, bool] = {}  # whether stage k's forward-phase input needed one
+        self.autocast = AutocastState(x.device)
+        self.device = x.device
+        self.pos = len(program.forward) + 2  # the next backward-phase operation
+        self.busy = False
 
-    def run(self, grad: torch.Tensor) -> torch.Tensor | None:
-        runner = self.runner
-        if runner is None:
-            raise ScheduleError(
-                f"the backward of B {self.k} ran twice: a chainplan step cannot be "
-                "backpropagated a second time (retain_graph is not supported)")
-        self.runner = None  # each step runs once; the runner goes with the last reference
-        runner.delta = grad
-        del grad
-        with _scope(self.side):
-            runner.run_ops(self.ops, self.first)
-        delta = runner.delta
-        runner.delta = None
-        return delta
+    # -- the forward phase -------------------------------------------------------------
 
+    def forward(self) -> torch.Tensor:
+        """Run the forward phase; return the chain output a_L.
 
-class _BackwardStep(torch.autograd.Function):
-    """Autograd node of ``B_k``: forward passes a_k's placeholder (or a_L) on, backward runs it."""
+        The executor keeps detached aliases of the activations for its later readers, so
+        that nothing it holds refers to the graph: the graph refers to it (through its
+        pre-hooks and holders), never the other way round, and it all goes with the graph.
+        """
+        x = self.acts[0]
+        for i, op in self.program.forward:
+            k = op.stage
+            self.input_grad[k] = x.requires_grad
+            out = self._record(k, op, x)
+            self.acts[k] = out.detach()
+            if k in self.program.groups and out.grad_fn is not None:
+                out.grad_fn.register_prehook(self._prehook(k))
+            x = out
+            del out
+            self._drop(i)
+        self.acts.pop(self.program.stages, None)
+        return x
 
-    @staticmethod
-    def forward(ctx: Any, step: _Step, prev: torch.Tensor, anchor: torch.Tensor) -> torch.Tensor:
-        ctx.step = step
-        ctx.prev_differentiable = prev.requires_grad and prev.is_floating_point()
-        ctx.anchor = anchor.new_zeros(0) if step.joins else None
-        value, step.value = step.value, None
-        assert value is not None
-        return value
+    def _record(self, k: int, op: Op, x: torch.Tensor) -> torch.Tensor:
+        stage = self.stages[k - 1]
+        # A stage run with an option recomputes part of its forward before its backward:
+        # it replays its RNG state too (chainplan.graph.partial).
+        replays = k in self.program.recomputed or (op.kind == "F_all" and op.option > 0)
+        state = RNGState(self.device) if replays else None
+        if op.kind == "F_all" and op.option:
+            program = self._option(k, x)
+            saves = StageSaves(k, self.before_backward)
+            with dropping(saves, buffer_storages(stage), program.mask):
+                out = compiled.stage_call(self.callback, stage, x)
+            self.saves[k] = saves
+        elif op.kind == "F_all":
+            out = compiled.stage_call(self.callback, stage, x)
+        else:
+            saves = StageSaves(k, self.before_backward)
+            with dropping(saves, buffer_storages(stage)):
+                out = compiled.stage_call(self.callback, stage, x)
+            if saves.empty:
+                self.saves[k] = saves
+        if state is not None and state.consumed():
+            self.rng[k] = state
+        if not isinstance(out, torch.Tensor):
+            raise ScheduleError(f"stage {k} ({type(stage).__name__}) returned "
+                                f"{type(out).__name__}; a chain stage must return one tensor")
+        return out
 
-    @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor | None,
-                                                      torch.Tensor | None]:
-        step: _Step = ctx.step
-        ctx.step = None  # free the step's tensors as soon as the backward is done
-        delta = step.run(grad)
-        del grad
-        return None, (delta if ctx.prev_differentiable else None), ctx.anchor
+    def _option(self, k: int, x: torch.Tensor) -> Any:
+        """The program of stage k's operation-level option (:mod:`chainplan.graph.partial`)."""
+        keep = self.choices.get(k)
+        stage = self.stages[k - 1]
+        make = getattr(stage, "option_program", None)
+        if keep is None or make is None:
+            raise ScheduleError(f"stage {k} runs an operation-level option, which only a stage "
+                                "cut from a captured graph has (and the plan's 'options' entry)")
+        program = make(keep, x)
+        self.options[k] = program
+        return program
+
+    def _prehook(self, k: int) -> Any:
+        def hook(_grads: Any) -> None:
+            self.before_backward(k)
+        return hook
+
+    # -- the backward phase ------------------------------------------------------------
+
+    def before_backward(self, k: int) -> None:
+        """Run what the plan puts before ``B_k``: the operations since ``B_{k+1}``."""
+        if self.busy:
+            raise ScheduleError(f"the recomputation before B {k} needs a saved tensor of a "
+                                "stage not yet recomputed (the plan is not one of this "
+                                "executor's)")
+        self.busy = True
+        try:
+            with self.side.scope() if self.side is not None else contextlib.nullcontext():
+                self._advance(self.program.backward_at[k])
+                if k in self.options and k in self.saves:
+                    self._rest(k)
+        finally:
+            self.busy = False
+
+    def _rest(self, k: int) -> None:
+        """Run stage k's option program: bring back what its first forward dropped."""
+        saves = self.saves.pop(k)
+        program = self.options.pop(k)
+        stage = self.stages[k - 1]
+        x = self.acts.get(k - 1)
+        if x is None:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
+                                f"input a_{k - 1}, which is not in memory")
+        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
+        if self.autocast.enabled:
+            inp = not_a_leaf(inp)
+        del x
+        with self._replaying(k, stage):
+            program.run(stage.inputs(inp), saves)  # type: ignore[operator]
+        if saves.empty:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option left "
+                                f"{saves.empty} saved tensors missing")
+        saves.close()
+
+    def _advance(self, to: int) -> None:
+        while self.pos < to:
+            i = self.pos
+            op = self.sequence[i]
+            self.pos = i + 1
+            if op.kind != "B":
+                self._recompute(i, op)
+            self._drop(i)
+
+    def _recompute(self, i: int, op: Op) -> None:
+        k = op.stage
+        x = self.acts.get(k - 1)
+        if x is None:
+            raise ScheduleError(f"op {i} ({op}): input a_{k - 1} is not in memory")
+        stage = self.stages[k - 1]
+        saves = self.saves.get(k)
+        fill = op.kind == "F_all" and saves is not None and saves.empty > 0
+        early = i in self.program.early
+        # The option's pack map is the first forward's, whose input needed a gradient as
+        # recorded then (a_{k-1} is held detached here): the mask must index its packs.
+        grad = self.input_grad.get(k, False) and x.is_floating_point()
+        only = (self._option(k, x.detach().requires_grad_(grad)).mask
+                if fill and op.option else None)
+        with self._replaying(k, stage):
+            if not fill:
+                if early:
+                    return  # nothing to recompute: its graph kept what its backward reads
+                with torch.no_grad():
+                    out = compiled.stage_call(self.callback, stage, x.detach())
+                self.acts[k] = out
+                return
+            assert saves is not None
+            inp = x.detach()
+            if self.input_grad.get(k, False):
+                inp.requires_grad_(True)
+            del x
+            if self.autocast.enabled:
+                inp = not_a_leaf(inp)
+            try:
+                with torch.enable_grad(), filling(saves, stop=early, only=only):
+                    out = compiled.stage_call(self.callback, stage, inp)
+            except StopRecomputation:
+                out = None
+            if saves.empty == 0:
+                saves.close()
+                del self.saves[k]
+                self.options.pop(k, None)
+            elif early and only is None:  # an option's rest is filled before B (_rest)
+                raise ScheduleError(f"op {i} ({op}): the recomputation of stage {k} saved "
+                                    f"{saves.empty} tensors fewer than its first forward")
+            if not early:
+                assert out is not None
+                self.acts[k] = out.detach()
+
+    @contextlib.contextmanager
+    def _replaying(self, k: int, stage: nn.Module) -> Iterator[None]:
+        state = self.rng.get(k)
+        with (state.replay() if state is not None else contextlib.nullcontext(),
+              self.autocast.replay(), frozen_buffers(stage)):
+            yield
+
+    def _drop(self, i: int) -> None:
+        for k in self.program.drops.get(i, ()):
+            if k:  # a_0 is the caller's
+                self.acts.pop(k, None)
 
 
 def _scope(side: SideInputs | None) -> contextlib.AbstractContextManager[None]:
@@ -103,35 +255,24 @@ def _scope(side: SideInputs | None) -> contextlib.AbstractContextManager[None]:
     return side.scope() if side is not None else contextlib.nullcontext()
 
 
-def _placeholder(meta: tuple[torch.Size, torch.dtype] | None,
-                 device: torch.device) -> torch.Tensor:
-    """A tensor with a_k's shape and dtype over a one-element storage (zero strides).
-
-    Autograd checks that the gradient a node returns for an input matches the input's shape
-    and dtype; the placeholder carries both without holding a_k. A non-floating a_k has no
-    gradient: a scalar float placeholder keeps the nodes connected.
-    """
-    if meta is None or not meta[1].is_floating_point:
-        return torch.zeros((), device=device)
-    shape, dtype = meta
-    return torch.empty_strided(shape, (0,) * len(shape), dtype=dtype, device=device)
-
-
 class CheckpointedChain(nn.Module):
     """An ``nn.Module`` that runs a chain of stages with a planned schedule.
 
-    In training (grad enabled) a forward runs the plan's forward phase and the backward
-    runs its recomputations and backwards; under ``torch.no_grad()`` it is the plain chain.
-    The returned output is the chain output a_L; the training script computes the loss on it
-    and should keep no other reference to it past the loss (as in ``loss_fn(net(x), y)``),
-    which lets the loss free it as the plan counts.
+    In training (grad enabled) a forward runs the plan's forward phase and returns the
+    chain output a_L; the training script computes the loss on it and calls
+    ``backward()``, during which the plan's recomputations run (module docstring). Under
+    ``torch.no_grad()`` it is the plain chain. The script should keep no other reference to
+    the output past the loss (as in ``loss_fn(net(x), y)``), so that the loss may free it
+    as the plan counts.
 
     Args:
         stages: the stages of the chain, in order (see ``chainplan.stages``).
         plan: a plan for exactly ``len(stages)`` stages.
 
     Raises:
-        ScheduleError: the plan is malformed or is for another number of stages.
+        ScheduleError: the plan is malformed, is for another number of stages, or is not a
+            checkpointing plan this executor runs (its forward phase must run each stage
+            once, in order).
     """
 
     def __init__(self, stages: Sequence[nn.Module], plan: Plan) -> None:
@@ -142,51 +283,34 @@ class CheckpointedChain(nn.Module):
                 f"the plan is for {plan.num_stages} stages, the model has {len(stages)}")
         self.stages = nn.ModuleList(stages)
         self.plan = plan
-        loss = len(stages) + 1
-        cut = plan.sequence.index(Op("F_all", loss))
-        self.forward_ops: tuple[Op, ...] = plan.sequence[:cut]
-        # The operations after B_{L+1}, grouped by the backward that ends each group.
-        self.backward_groups: list[tuple[int, tuple[Op, ...], int]] = []
-        first = cut + 2
-        group: list[Op] = []
-        for i, op in enumerate(plan.sequence[cut + 2:], start=cut + 2):
-            group.append(op)
-            if op.kind == "B":
-                self.backward_groups.append((op.stage, tuple(group), first))
-                group, first = [], i + 1
-        if group:
-            raise ScheduleError(f"the sequence goes on after B 1 ({group[0]}, ...)")
-        forwards = [op.stage for op in plan.sequence if op.kind != "B"]
-        self.recomputed = frozenset(k for k in set(forwards) if forwards.count(k) > 1)
-        self._anchor = torch.empty(0, requires_grad=True)
-        self.release_after = releasable_after(plan.sequence)
+        self.program = Program.of(plan)
 
-    def _runner(self, x: torch.Tensor) -> Runner:
-        """A runner for one training step whose chain input is ``x``."""
-        return Runner(list(self.stages), x, self.recomputed, self.release_after)
+    @property
+    def recomputed(self) -> frozenset[int]:
+        """The stages the plan runs forward more than once (each keeps an RNG state)."""
+        return self.program.recomputed
 
+    @compiled.entry
     def forward(self, x: torch.Tensor, side: SideInputs | None = None) -> torch.Tensor:
         """Run the forward phase on the chain input ``x``; ``side`` holds the step's side
-        values when the stages were extracted from a graph (:mod:`chainplan.graph`)."""
+        values when the stages were extracted from a graph (:mod:`chainplan.graph`).
+
+        Under ``torch.compile`` the executor's own code runs eagerly and the stages compile,
+        each once (:mod:`chainplan.executors.compiled`).
+        """
+        return self._run(x, side, compiled.current())
+
+    @compiled.eager
+    def _run(self, x: torch.Tensor, side: SideInputs | None, callback: Any) -> torch.Tensor:
         if not torch.is_grad_enabled():
             with _scope(side):
                 for stage in self.stages:
-                    x = stage(x)
+                    x = compiled.stage_call(callback, stage, x)
             return x
         warn_if_shape_differs(self.plan, x)
-        runner = self._runner(x)
+        if side is not None:
+            side = side.attached()  # one graph per step: the side values' gradients flow
+        step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
+                     self.plan.choices)
         with _scope(side):
-            runner.run_ops(self.forward_ops, 0)
-        out = runner.hand_over_output()
-        # Nodes from B_1 (fed by the chain input) to B_L (producing a_L). The anchor
-        # requires grad so that autograd calls the nodes even when neither the input nor
-        # the output of the chain would (e.g. integer token ids); B_1's anchor is the side
-        # values' join when they need gradients (chainplan.executors.side).
-        link = x
-        for k, ops, first in reversed(self.backward_groups):
-            value = out if k == len(self.stages) else _placeholder(runner.out_meta.get(k),
-                                                                   x.device)
-            step = _Step(runner, k, ops, first, value, side)
-            anchor = side.anchor if step.joins and side is not None else self._anchor
-            link = _BackwardStep.apply(step, link, anchor)
-        return link
+            return step.forward()

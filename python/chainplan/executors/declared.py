@@ -38,9 +38,9 @@ class DeclaredPlan(Planned):
         self.plan = plan
         stages = flatten_stages(model)
         runner_cls = OffloadedChain if plan.offload is not None else CheckpointedChain
-        self._engine: CheckpointedChain = runner_cls(stages, plan)
+        self._engine: CheckpointedChain | OffloadedChain = runner_cls(stages, plan)
 
-    def executor(self, *args: Any, **kwargs: Any) -> CheckpointedChain:
+    def executor(self, *args: Any, **kwargs: Any) -> CheckpointedChain | OffloadedChain:
         """The executor running the plan (the same for every call)."""
         return self._engine
 

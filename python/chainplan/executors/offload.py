@@ -4,7 +4,7 @@ A plan with an ``offload`` section (pofo spec §5.1; :mod:`chainplan.offloading`
 rotor sequence a list of transfers on one GPU↔host link, in link order: ``offload`` copies a
 stored activation to host memory and frees its device copy, ``prefetch`` brings it back
 before an operation reads it again. :class:`OffloadedChain` runs the sequence exactly as
-:class:`~chainplan.executors.CheckpointedChain` does (same runner, same RNG and BatchNorm
+:class:`~chainplan.executors.stepwise.StepwiseChain` does (same runner, same RNG and BatchNorm
 handling) and issues the transfers between operations, following pofo spec §5.6: one copy
 stream (``torch.cuda.Stream``) runs the transfers in list order.
 
@@ -44,9 +44,9 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.linkplan import LinkPlan
 from chainplan.executors.runner import Runner
+from chainplan.executors.stepwise import StepwiseChain
 from chainplan.executors.storage import Block, Group, Holder, Link, Record, movable, storage_key
 from chainplan.offloading import Transfer
 from chainplan.schedule import Op, Plan
@@ -205,10 +205,10 @@ class OffloadRunner(Runner):
         self.pending.pop(k - 1, None)
 
 
-class OffloadedChain(CheckpointedChain):
+class OffloadedChain(StepwiseChain):
     """An ``nn.Module`` that runs a chain with a pofo schedule: recomputation and offloading.
 
-    The compute sequence runs as in :class:`~chainplan.executors.CheckpointedChain`; the
+    The compute sequence runs as in :class:`~chainplan.executors.stepwise.StepwiseChain`; the
     plan's ``offload`` transfers move activations to host memory and back (module docstring).
 
     Args:

@@ -20,7 +20,7 @@ Recomputation keeps training transparent, as ``torch.utils.checkpoint`` does:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import torch
 from torch import nn
@@ -28,107 +28,11 @@ from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import release_if_unused, saving_aliases
+from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.schedule import Op
 
-__all__ = ["Runner", "AutocastState", "not_a_leaf"]
-
-_BatchNorm = nn.modules.batchnorm._BatchNorm
-
-
-class _RNGState:
-    """The RNG states a forward of a stage started with (CPU, and the CUDA device if used)."""
-
-    def __init__(self, device: torch.device) -> None:
-        self.cpu = torch.get_rng_state()
-        self.cuda: torch.Tensor | None = None
-        self.cuda_device = device if device.type == "cuda" else None
-        if self.cuda_device is not None:
-            self.cuda = torch.cuda.get_rng_state(self.cuda_device)
-
-    def consumed(self) -> bool:
-        """Whether random numbers were drawn since this state was taken."""
-        if not torch.equal(torch.get_rng_state(), self.cpu):
-            return True
-        if self.cuda is not None and self.cuda_device is not None:
-            return not torch.equal(torch.cuda.get_rng_state(self.cuda_device), self.cuda)
-        return False
-
-    @contextlib.contextmanager
-    def replay(self) -> Iterator[None]:
-        devices = [self.cuda_device] if self.cuda_device is not None else []
-        with torch.random.fork_rng(devices=devices):
-            torch.set_rng_state(self.cpu)
-            if self.cuda is not None and self.cuda_device is not None:
-                torch.cuda.set_rng_state(self.cuda, self.cuda_device)
-            yield
-
-
-class AutocastState:
-    """The autocast settings in force when a step's forward ran, for re-entering them.
-
-    ``torch.autocast`` state is thread-local and the backward pass usually runs outside the
-    user's ``with torch.autocast(...)`` block, so a recomputation must re-enter it explicitly
-    (as ``torch.utils.checkpoint`` does) to compute in the same dtypes as the forward.
-    """
-
-    def __init__(self, device: torch.device) -> None:
-        types = ["cpu"] if device.type == "cpu" else [device.type, "cpu"]
-        self.settings: list[tuple[str, bool, torch.dtype]] = [
-            (t, torch.is_autocast_enabled(t), torch.get_autocast_dtype(t)) for t in types]
-        self.cache = torch.is_autocast_cache_enabled()
-
-    @property
-    def enabled(self) -> bool:
-        """Whether autocast was on for any of the step's device types."""
-        return any(on for _, on, _ in self.settings)
-
-    @contextlib.contextmanager
-    def replay(self) -> Iterator[None]:
-        with contextlib.ExitStack() as stack:
-            for device_type, on, dtype in self.settings:
-                stack.enter_context(torch.autocast(device_type, dtype=dtype, enabled=on,
-                                                   cache_enabled=self.cache))
-            yield
-
-
-@contextlib.contextmanager
-def _frozen_batchnorm(stage: nn.Module) -> Iterator[None]:
-    """Recompute a stage without updating BatchNorm running statistics.
-
-    With ``track_running_stats`` off, a training-mode BatchNorm normalizes with the batch
-    statistics exactly as in the first forward but neither touches ``running_mean`` /
-    ``running_var`` nor increments ``num_batches_tracked``. A stage that updates buffers
-    some other way says how to recompute it without doing so with a ``frozen_buffers()``
-    context manager (a stage cut from a captured graph updates copies,
-    :class:`chainplan.graph.stage.GraphStage`).
-    """
-    frozen = getattr(stage, "frozen_buffers", None)
-    if callable(frozen):
-        with frozen():
-            yield
-        return
-    bns = [m for m in stage.modules() if isinstance(m, _BatchNorm) and m.track_running_stats]
-    for m in bns:
-        m.track_running_stats = False
-    try:
-        yield
-    finally:
-        for m in bns:
-            m.track_running_stats = True
-
-
-def not_a_leaf(x: torch.Tensor) -> torch.Tensor:
-    """``x`` as a stage sees it under autocast: an alias that is not a leaf.
-
-    Autocast caches its casts of leaf tensors that need a gradient (it means weights), so a
-    stage input detached as a leaf would be cast to the low precision once for all its uses
-    and its gradient summed in that precision; in the plain model the same tensor is the
-    output of an operation, cast at each use, and the casts' gradients are summed in fp32.
-    BERT under bf16 autocast differed by 5e-7 after one step (its q, k and v projections
-    read the layer input). Through a view, autograd passes the gradient on unchanged.
-    """
-    return x.view_as(x) if x.requires_grad and x.is_leaf else x
+__all__ = ["Runner", "not_a_leaf"]
 
 
 class Runner:
@@ -155,7 +59,7 @@ class Runner:
         self.release_after = release_after
         self.acts: dict[int, torch.Tensor] = {0: x}
         self.saved: dict[int, tuple[torch.Tensor, torch.Tensor | GradientEdge]] = {}
-        self.rng: dict[int, _RNGState] = {}
+        self.rng: dict[int, RNGState] = {}
         self.seen: set[int] = set()
         self.device = x.device
         self.autocast = AutocastState(x.device)
@@ -181,7 +85,7 @@ class Runner:
             self.seen.add(k)
             # Only a stage the plan runs forward more than once, and that draws random
             # numbers, keeps its RNG state (5 KiB on the CPU): the others never replay.
-            state = _RNGState(self.device) if k in self.recomputed else None
+            state = RNGState(self.device) if k in self.recomputed else None
             out = stage(x)
             if state is not None and state.consumed():
                 self.rng[k] = state
@@ -190,7 +94,7 @@ class Runner:
             return out
         state = self.rng.get(k)
         with (state.replay() if state else contextlib.nullcontext(), self.autocast.replay(),
-              _frozen_batchnorm(stage)):
+              frozen_buffers(stage)):
             out = stage(x)  # a recomputation
         return out
 

@@ -86,6 +86,17 @@ class SideInputs:
         finally:
             self.slot.values = before
 
+    def attached(self) -> SideInputs:
+        """These values as one autograd graph reads them (``detach=False``): the sources in
+        place of their detached leaves, so that a step recorded as one graph
+        (:class:`~chainplan.executors.CheckpointedChain`) hands their gradients on itself;
+        ``self`` when no value needs a gradient."""
+        if not self.leaves:
+            return self
+        source = {id(leaf): src for leaf, src in zip(self.leaves, self.sources, strict=True)}
+        values = {name: source.get(id(v), v) for name, v in self.values.items()}
+        return SideInputs(self.slot, values, detach=False)
+
     def leaf_grads(self) -> list[torch.Tensor | None]:
         """The gradients the stages left in the leaves (None where none reached)."""
         return [leaf.grad for leaf in self.leaves]

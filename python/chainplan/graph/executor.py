@@ -19,6 +19,7 @@ from typing import Any
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors import compiled
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
 from chainplan.executors.view import Planned
@@ -49,10 +50,14 @@ class GraphPlan(Planned):
         super().__init__(model)
         plan.validate()
         self.plan = plan
-        self._chains: dict[Hashable, tuple[ExtractedChain, CheckpointedChain]] = {}
+        self._chains: dict[Hashable,
+                           tuple[ExtractedChain, CheckpointedChain | OffloadedChain]] = {}
 
-    def executor(self, *args: Any, **kwargs: Any) -> tuple[ExtractedChain, CheckpointedChain]:
-        """The split and executor for calls like this one (captured now if new)."""
+    @compiled.eager
+    def executor(self, *args: Any,
+                 **kwargs: Any) -> tuple[ExtractedChain, CheckpointedChain | OffloadedChain]:
+        """The split and executor for calls like this one (captured now if new, always
+        outside ``torch.compile``: the capture is torch.export's)."""
         args, kwargs = training_call(self.model, args, kwargs)
         key = input_key(self.model, args, kwargs)
         entry = self._chains.get(key)
@@ -68,6 +73,7 @@ class GraphPlan(Planned):
             entry = self._chains[key] = (chain, runner_cls(chain.stages, self.plan))
         return entry
 
+    @compiled.entry
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         chain, net = self.executor(*args, **kwargs)
         return run_extracted(chain, net, args, kwargs)
@@ -76,10 +82,14 @@ class GraphPlan(Planned):
         return GraphPlan(model, self.plan)
 
 
+@compiled.entry
 def run_extracted(chain: ExtractedChain, net: nn.Module, args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> Any:
-    """One training forward: bind the call, run the chain with ``net``, finish the output."""
-    x, side = chain.bind(args, kwargs)
+    """One training forward: bind the call, run the chain with ``net``, finish the output.
+
+    The checkpointing executor records one graph per step: its stages read the side values
+    themselves. The stage-by-stage one joins their gradients (:class:`SideInputs`)."""
+    x, side = chain.bind(args, kwargs, detach=isinstance(net, OffloadedChain))
     end = net(x, side)
     with side.scope():
         return chain.finish(end)

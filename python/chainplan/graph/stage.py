@@ -32,8 +32,11 @@ import torch
 from torch import fx, nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors import compiled
 from chainplan.executors.side import SideSlot
 from chainplan.graph.capture import Capture, alias_root, writes
+from chainplan.graph.packs import PackMap, record_packs, supported
+from chainplan.graph.partial import OptionProgram
 
 __all__ = ["GraphStage", "Reader", "mutated_buffers", "readers", "run_graph", "state_of"]
 
@@ -116,6 +119,10 @@ class GraphStage(nn.Module):
         self.slot = slot
         self.stage_name = name
         self._recomputing = False
+        # The saved tensors' nodes (option_program), by whether the input requires a
+        # gradient: a stage whose input does not (the chain's first) saves fewer tensors.
+        self._packs: dict[bool, PackMap] = {}
+        self._programs: dict[tuple[tuple[int, ...], bool], OptionProgram] = {}
         for r in reads:
             if r.kind == "state":
                 t = state_of(r)
@@ -145,7 +152,18 @@ class GraphStage(nn.Module):
                 "run the extracted chain through its executor or chainplan.profile, not "
                 "stage by stage") from None
 
+    @compiled.entry
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Run the stage's graph module on ``x`` and its other inputs. Under
+        ``torch.compile`` the frame compiled is the graph module's own, distinct per stage
+        (:mod:`chainplan.executors.compiled`)."""
+        out: torch.Tensor = self.gm(*self.inputs(x))
+        return out
+
+    def inputs(self, x: torch.Tensor) -> list[Any]:
+        """The values of the graph module's placeholders for the stage input ``x``, in
+        order: ``x``, then what :attr:`reads` fetches (copies of updated buffers while
+        :meth:`frozen_buffers` is on)."""
         args: list[Any] = [x]
         for r in self.reads:
             if r.kind == "state":
@@ -154,8 +172,37 @@ class GraphStage(nn.Module):
                 args.append(self._side(r))
             else:
                 args.append(r.value)
-        out: torch.Tensor = self.gm(*args)
-        return out
+        return args
+
+    def pack_map(self, x: torch.Tensor) -> PackMap:
+        """Which node of the stage's graph each tensor autograd saves belongs to
+        (:mod:`chainplan.graph.packs`), found once by running the stage on ``x`` (the
+        random-number streams and buffers left as they were)."""
+        got = self._packs.get(x.requires_grad)
+        if got is None:
+            devices = [x.device] if x.device.type == "cuda" else []
+            with torch.random.fork_rng(devices=devices), self.frozen_buffers():
+                inp = x.detach().requires_grad_(x.requires_grad)
+                got = self._packs[x.requires_grad] = record_packs(self.gm, self.inputs(inp))
+        return got
+
+    def option_program(self, keep: tuple[int, ...], x: torch.Tensor) -> OptionProgram:
+        """The program of the operation-level option keeping the nodes at ``keep``
+        (:mod:`chainplan.graph.partial`), for inputs like ``x`` (:meth:`pack_map`).
+
+        Raises:
+            ScheduleError: the stage's graph has no options (an in-place update, a
+                sub-module call).
+        """
+        got = self._programs.get((keep, x.requires_grad))
+        if got is not None:
+            return got
+        if not supported(self.gm):
+            raise ScheduleError(f"stage {self.stage_name} has no operation-level options "
+                                "(it updates a value in place or calls a sub-module)")
+        program = OptionProgram.build(self.pack_map(x), frozenset(keep))
+        self._programs[(keep, x.requires_grad)] = program
+        return program
 
     @contextlib.contextmanager
     def frozen_buffers(self) -> Iterator[None]:

@@ -16,7 +16,11 @@ gradients are already allocated, and
   is created, minus the two gradients the model already counts;
 * ``u_F``/``u_B`` are medians over ``repeats`` runs after ``warmup`` runs, each backward on a
   fresh forward (only the backward is timed; item 23), with device synchronization and CUDA
-  events on GPUs.
+  events on GPUs;
+* the exact memory model (chainplan.chain/v2): whether the backward needs the input
+  (``input_kept``) and the output (``output_kept``), and the recomputation the checkpointing
+  executor runs right before the backward, which stops at the saved tensors: its time u_R
+  and its temporary peak o_R (:mod:`chainplan.profiler.recompute`).
 
 Memory is measured with :class:`~chainplan.profiler.memory.MemoryProbe` in one forward and
 backward run whose forward starts from the module's original state and random-number stream,
@@ -45,7 +49,7 @@ from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
 from chainplan.errors import ProfileError
-from chainplan.executors.runner import not_a_leaf
+from chainplan.executors.recompute import RNGState, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.profiler.measuring import (
     check_counts,
@@ -60,6 +64,7 @@ from chainplan.profiler.measuring import (
     timed,
 )
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.profiler.recompute import measure_recompute
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
 
@@ -97,6 +102,15 @@ class StageMeasurement:
         output_kept: whether the stage itself keeps its output storage alive for the
             backward (an operation saved it, or it aliases the input).
         output: the stage output, detached, for measuring the next stage.
+        input_kept: whether the stage's backward needs its input (an operation saved it or
+            a view of it); None when not measured (``chainplan.record``).
+        recompute_times_s: every timed recomputation right before the backward, the one
+            that stops at the saved tensors (:mod:`chainplan.profiler.recompute`); u_R is
+            their median. Empty when not measured.
+        recompute_tmp_bytes: o_R, that recomputation's peak above what it leaves for the
+            backward (bytes); None when not measured.
+        draws_random: whether the stage's forward draws random numbers (dropout): the
+            executor then keeps an RNG state to replay it when it recomputes the stage.
     """
 
     fwd_time_s: float
@@ -114,6 +128,10 @@ class StageMeasurement:
     kept_bytes: int
     output_kept: bool
     output: torch.Tensor = field(repr=False, compare=False)
+    input_kept: bool | None = None
+    recompute_times_s: tuple[float, ...] = ()
+    recompute_tmp_bytes: int | None = None
+    draws_random: bool = False
 
 
 def measure_stage(
@@ -197,6 +215,7 @@ def measure_stage(
                 out = forward()
             has_backward = out.requires_grad
             output_kept = saved.is_saved(out) or shares_storage(out, x_in)
+            input_kept = saved.is_packed(x_in)
             # The output goes on to the next stage as a copy, taken before the backward
             # probe (a constant there), so that the backward starts from a_ℓ's gradient
             # edge and autograd frees a_ℓ when the operation that saved it is done with it,
@@ -229,11 +248,16 @@ def measure_stage(
         if bwd is not None:
             bwd_tmp_bytes = max(0, bwd.peak_bytes - out_bytes - input_grad_bytes)
 
+        # Whether the stage's forward draws random numbers: the state around the timed
+        # forwards only, since the profiler's own random gradients (random_like,
+        # random_as) draw from the same generator.
+        rng = RNGState(dev)
         fwd_times: list[float] = []
         for _ in range(repeats):
             out, elapsed = timed(forward, dev)
             fwd_times.append(elapsed)
             del out
+        draws_random = rng.consumed()
         bwd_times: list[float] = []
         if has_backward:
             for _ in range(repeats):
@@ -243,6 +267,10 @@ def measure_stage(
                 bwd_times.append(elapsed)
                 x_in.grad = None
                 del out, delta
+        rec = measure_recompute(module, x_in, repeats=repeats, dev=dev)
+        # What the recomputation leaves is ā without an output nothing saved.
+        left = saved_bytes - (0 if output_kept else out_bytes)
+        recompute_tmp_bytes = max(0, rec.peak_bytes - left)
 
     return StageMeasurement(
         fwd_time_s=statistics.median(fwd_times),
@@ -260,4 +288,8 @@ def measure_stage(
         kept_bytes=saved.saved_bytes,
         output_kept=output_kept,
         output=output,
+        input_kept=input_kept,
+        recompute_times_s=rec.times_s,
+        recompute_tmp_bytes=recompute_tmp_bytes,
+        draws_random=draws_random,
     )

@@ -1,8 +1,8 @@
 """Turning the steps ``chainplan.record`` saw into profile rows (see ``hooks.py``).
 
 Times come from the timed steps, memory from the one measured step, and both go through the
-rules ``profile()`` uses (``run._stage_rows``, ``run._loss_rows``, ``measure.chain_end``), so
-that a recorded and a profiled run of one model have the same columns.
+rules ``profile()`` uses (``stagerows.stage_rows``, ``stagerows.loss_rows``,
+``measure.chain_end``), so that a recorded and a profiled run of one model have the same columns.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
 from chainplan.profiler.measure import StageMeasurement
-from chainplan.profiler.run import _loss_rows, _stage_rows
 from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.schema import ProfileRow
 
@@ -99,7 +99,7 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
     if not timed:
         return None
     sec = clock.seconds
-    # The measurements profile() would make, so that both share _stage_rows, _loss_rows
+    # The measurements profile() would make, so that both share stage_rows, loss_rows
     # and chain_end: one rule for the columns.
     measured: list[tuple[StageMeasurement, int]] = []
     for k, (st, mem) in enumerate(zip(stages, memory.stages(), strict=True), start=1):
@@ -117,9 +117,14 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
     lm = _loss_measurement(timed, memory, clock)
     if lm is not None and holds_end:
         lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + measured[-1][0].out_bytes)
-    rows = _stage_rows(measured, names, lm, resident)
+    # What the executor holds beside the stages' own measurements, as profile() counts it
+    # (a tied weight's gradient). The recorded rows have no recomputation fields, so a
+    # random stage's replayed state has nowhere to go: draws_random stays False here.
+    device = torch.device("cuda" if clock.cuda else "cpu")
+    rows = stage_rows(measured, names, lm, resident,
+                      held=held_during(list(stages), measured, device))
     end = chain_end(measured[-1][0], lm)
-    rows.extend(_loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name,
+    rows.extend(loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name,
                            end.loss_fwd_tmp_bytes, resident))
     return rows
 

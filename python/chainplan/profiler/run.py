@@ -29,7 +29,7 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.labels import naming_stage
-from chainplan.profiler.lossmeasure import LossMeasurement, chain_end, measure_loss
+from chainplan.profiler.lossmeasure import chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.parallel import (
     OptimizerFactory,
@@ -48,6 +48,7 @@ from chainplan.profiler.spread import (
     stage_spreads,
     warn_if_spread,
 )
+from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
 from chainplan.schema import PARALLEL_REVISION, ProfileRow, file_stem, write_profile
 
@@ -142,34 +143,6 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
-                lm: LossMeasurement | None, resident: int = 0) -> list[ProfileRow]:
-    """One row per stage and repetition; the last stage's memory as the executor runs it;
-    ``resident`` bytes held through the whole step (side values) in every overhead."""
-    rows: list[ProfileRow] = []
-    end = chain_end(measured[-1][0], lm)
-    for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
-        saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
-        if k == len(measured):
-            saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
-        bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
-        for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-            rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                                   fwd_tmp + end.held_bytes + resident,
-                                   m.bwd_tmp_bytes + end.held_bytes + resident, m.param_bytes))
-    return rows
-
-
-def _loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
-               fwd_tmp: int, resident: int = 0) -> list[ProfileRow]:
-    if lm is None:  # no loss given: the loss stage costs nothing
-        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, resident, resident, 0,
-                           stage_kind="loss")]
-    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp + resident,
-                       lm.bwd_tmp_bytes + resident, 0, stage_kind="loss")
-            for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
-
-
 def profile_model(
     model: nn.Module,
     *args: Any,
@@ -182,6 +155,7 @@ def profile_model(
     ingest: bool = True,
     progress: bool | None = None,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    stage_options: bool = True,
     reuse: bool = True,
     batch_sizes: Sequence[int] | None = None,
     optimizer: OptimizerFactory | None = None,
@@ -222,10 +196,14 @@ def profile_model(
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
             repeated times spread more than this, as ``(max − min) / median`` (default:
             0.25; None never warns). :attr:`Profile.spread` has every stage's spread.
+        stage_options: for a model split from its graph, compute and measure each stage's
+            operation-level options (:mod:`chainplan.graph.options`; default: True), which
+            the ``rotor-ops`` planner chooses from.
         reuse: return the stored profile of the same call when there is one, instead of
             measuring again (default: True; only with ``ingest`` and no ``path``): the same
             model signature, arguments, loss, compute dtype, device, torch version, thread
-            count and stages (:mod:`chainplan.profiler.stored`). False always measures; a
+            count, stages and ``stage_options`` (:mod:`chainplan.profiler.stored`; a file
+            older than that key counts as made without options). False always measures; a
             call with ``batch_sizes`` or ``optimizer`` always measures too.
         batch_sizes: other batch sizes to time every stage at (the sample sliced, or
             repeated), for the parallel planners (default: none; docs/formats.md,
@@ -272,6 +250,7 @@ def profile_model(
     model.train()
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
+    options: list[str | None] = []  # each stage's operation-level options
     structures: list[StageStructure] = []
     bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
     bbwd: list[list[tuple[float, ...]]] = []
@@ -287,6 +266,10 @@ def profile_model(
         loss_name = loss[1] if loss is not None else "none"
         meta = profile_metadata(model, sample, name, repeats, warmup, args, kwargs, loss_name,
                                 target)
+        # Whether the stages' operation-level options are measured: a stored profile is
+        # reused only when it answers the same question (find_stored).
+        with_options = "true" if stage_options and chain.split is not None else "false"
+        meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options})
         if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
@@ -307,6 +290,8 @@ def profile_model(
                 bar.set_postfix_str(sname, refresh=False)
                 with naming_stage(k, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                    options.append(_options(stage, x, repeats, device) if stage_options
+                                   and chain.split is not None else None)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
                                             warmup=warmup, device=device) for b in batches]
@@ -324,9 +309,10 @@ def profile_model(
                                       repeats=repeats, warmup=warmup, device=device)
                 if chain.holds_end:  # the output object keeps a_L to the end of the step
                     lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
-            rows = _stage_rows(measured, names, lm, chain.side_bytes)
+            rows = stage_rows(measured, names, lm, chain.side_bytes, options,
+                              held_during(list(stages), measured, device))
             end = chain_end(measured[-1][0], lm)
-            rows.extend(_loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
+            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
                                    end.loss_fwd_tmp_bytes, chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
@@ -352,6 +338,17 @@ def profile_model(
                    side_bytes=chain.side_bytes, split=chain.split)
     warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
     return prof
+
+
+def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
+             device: torch.device) -> str | None:
+    """A captured stage's measured options (:mod:`chainplan.graph.options`), with its
+    buffers and the random streams left as they were."""
+    from chainplan.graph.options import stage_options
+    from chainplan.profiler.measuring import preserved
+
+    with preserved(stage, device):
+        return stage_options(stage, x, repeats=repeats, dev=device)
 
 
 def show_progress(progress: bool | None) -> bool:

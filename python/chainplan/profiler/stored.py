@@ -43,8 +43,9 @@ def call_signature(args: tuple[Any, ...], kwargs: dict[str, Any], *, loss: str,
 
 def find_stored(meta: ProfileMetadata, loss: str,
                 names: list[str]) -> tuple[int, Path, list[ProfileRow]] | None:
-    """The newest stored run measured for this call whose stages are ``names``: its run
-    id, file and rows; None when there is none."""
+    """The newest stored run measured for this call whose stages are ``names`` and whose
+    stage options were measured as this call asks (``meta.extra["stage_options"]``): its
+    run id, file and rows; None when there is none."""
     from chainplan import _bind
     from chainplan.errors import NotFoundError
 
@@ -60,12 +61,17 @@ def find_stored(meta: ProfileMetadata, loss: str,
     for run in runs:
         path = Path(str(run["source_path"]))
         try:
-            rows, _ = read_rows(path)
+            rows, stored_meta = read_rows(path)
         except Exception as err:  # gone, moved or damaged: measure instead
             _log.info("stored profile run %s is not readable (%s); passed over",
                       run["run_id"], err)
             continue
         stages = [r.stage_name for r in rows if r.stage_kind == "stage" and r.rep == 0]
+        # Made with other stage options (a file older than the key measured none): its
+        # rows lack, or carry, the options this call asks for.
+        if stored_meta.get("stage_options", "false") != meta.extra.get("stage_options",
+                                                                      "false"):
+            continue
         if stages == names:
             return int(run["run_id"]), path, rows
     return None

@@ -51,3 +51,17 @@ def test_profile_without_autocast_records_sample_dtype() -> None:
                              warmup=0, progress=False)
     dtype = chainplan.query(f"SELECT dtype FROM runs WHERE run_id = {prof.run_id}")
     assert dtype.to_pylist() == [{"dtype": "float64"}]
+
+
+def test_not_a_leaf_is_tracked_inside_the_backward() -> None:
+    """A recomputation runs in the backward, gradients off: the input's alias must still be
+    tracked by autograd, or the stage saves other tensors than its first forward did (the
+    Llama RMSNorm stages under bf16, python/tests/graph/test_libraries.py)."""
+    from chainplan.executors.recompute import not_a_leaf
+
+    x = torch.ones(3, requires_grad=True)
+    with torch.no_grad():
+        v = not_a_leaf(x)
+    assert v.requires_grad and v.grad_fn is not None
+    (v * v).sum().backward()
+    assert torch.equal(x.grad, torch.full((3,), 2.0))

@@ -6,6 +6,7 @@ backward graphs without generating code, to keep the test fast)."""
 from __future__ import annotations
 
 import copy
+import logging
 
 import torch
 from torch import nn
@@ -27,3 +28,55 @@ def test_compiled_wrapped_plan_trains_like_the_model() -> None:
         ce(ref(x), y).backward()
     for (name, a), b in zip(ref.named_parameters(), model.parameters(), strict=True):
         torch.testing.assert_close(b.grad, a.grad, msg=name)
+
+
+def test_compiled_plan_on_a_captured_model() -> None:
+    """``torch.compile(plan.wrap(model))`` on a model captured from its graph (a GPT with
+    dropout, a mask argument, blocks cut at their residual addition) trains like the model
+    from its first call on, and compiles once: the later steps, and the recomputations that
+    run during their backward, reuse what the first step compiled (no recompilation)."""
+    from torch._dynamo.utils import counters
+
+    from tests.graph.models import make_gpt
+
+    case = make_gpt(blocks=1, batch=2, seq=8)
+    model = case.model
+    ref = copy.deepcopy(model)
+    prof = chainplan.profile(model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=1, warmup=0, progress=False, spread_warning=None,
+                             **case.kwargs)
+    plan = chainplan.plan(prof, budget="min")
+    assert len(plan.sequence) > 2 * (prof.num_stages + 1)  # it recomputes
+    torch._dynamo.reset()
+    counters.clear()
+    recompiles: list[str] = []  # what Dynamo's "recompiles" log says
+    handler = _Collect(recompiles)
+    log = logging.getLogger("torch._dynamo.guards.__recompiles")
+    torch._logging.set_logs(recompiles=True)
+    log.addHandler(handler)
+    try:
+        net = torch.compile(plan.wrap(model), backend="eager")  # Dynamo alone: it recompiles
+        graphs = []
+        for _ in range(3):  # the first call compiles; the next ones must not
+            for m in (net, ref):
+                torch.manual_seed(5)  # the same dropout masks
+                case.loss_fn(m(*case.args, **case.kwargs), case.target).backward()
+            for (name, a), b in zip(ref.named_parameters(), model.parameters(), strict=True):
+                torch.testing.assert_close(b.grad, a.grad, msg=name)
+            graphs.append(counters["stats"]["unique_graphs"])
+    finally:
+        log.removeHandler(handler)
+        torch._logging.set_logs()
+    assert not recompiles, recompiles
+    assert graphs[0] > 0, "nothing was compiled"
+    assert graphs[1] == graphs[2] == graphs[0], graphs  # nothing compiled after the first
+    assert graphs[0] <= 2 * (prof.num_stages + 2), graphs  # about one graph per stage
+
+
+class _Collect(logging.Handler):
+    def __init__(self, into: list[str]) -> None:
+        super().__init__()
+        self.into = into
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.into.append(record.getMessage())

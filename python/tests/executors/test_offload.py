@@ -1,6 +1,6 @@
 """The offloading executor runs pofo schedules transparently and really frees memory.
 
-The plans are real plans of the Go planners (planner/pofo through ``chainplan._bind``:
+The plans are real plans of the Go planners (planner/offload through ``chainplan._bind``:
 POFO, DYNPROG (``offload``), GREEDY) for the synthetic chains of the test models
 (``test_transparency.synthetic_chain``), with a link bandwidth of one mean activation per
 unit of forward time, so that transfers take about as long as the computations they overlap.
@@ -262,7 +262,7 @@ def _position(j: int, **kw: Any) -> Callable[[dict[str, Any]], None]:
 # (what, mutation of the offload section, message, refused when the document is read rather
 # than when the executor is built). Whether the transfers fit the sequence (a tensor
 # offloaded while stored, prefetched before it is read, link order) and the positions are
-# those they give is the Go simulator's check (planner/offsim: TestSimulateInvalid,
+# those they give is the Go simulator's check (planner/offload: TestSimulateInvalid,
 # TestPositionsRefused, TestCheckPositions), which every plan of the planner passed.
 MALFORMED: list[tuple[str, Callable[[dict[str, Any]], None], str, bool]] = [
     ("no list", lambda off: off.update(transfers={}), "offload.transfers: want a list", True),

@@ -86,12 +86,21 @@ class GPT(nn.Module):
         return self.head(self.ln_f(x)).flatten(0, 1)
 
 
+def _halves(block: str) -> list[str]:
+    """The two stages of a pre-norm block cut at its residual addition."""
+    return [f"{block}.ln1+{block}.attn",
+            "+".join(f"{block}.{m}" for m in ("ln2", "mlp.0", "mlp.1", "mlp.2"))]
+
+
 def make_gpt(batch: int = 4, seq: int = 16, blocks: int = 4) -> Case:
     model = GPT(seq=seq, blocks=blocks)
     idx = torch.randint(0, 256, (batch, seq))
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
-    names = ["wte+wpe+add+drop", *[f"blocks.{i}:GPTBlock" for i in range(blocks - 1)],
-             f"blocks.{blocks - 1}+ln_f", "head:Linear"]
+    # Each pre-norm block is cut at its residual addition (chainplan.graph.choose).
+    names = ["wte+wpe+add+drop",
+             *[n for i in range(blocks - 1) for n in _halves(f"blocks.{i}")],
+             f"blocks.{blocks - 1}.ln1+blocks.{blocks - 1}.attn",
+             f"blocks.{blocks - 1}.ln2+...+ln_f", "head:Linear"]
     return Case(model, (idx,), {"mask": mask}, F.cross_entropy,
                 torch.randint(0, 256, (batch * seq,)), names, ["mask"])
 
@@ -187,7 +196,9 @@ class Llama(nn.Module):
 def make_llama(batch: int = 4, seq: int = 16) -> Case:
     model = Llama()
     idx = torch.randint(0, 256, (batch, seq))
-    names = ["embed:Embedding", *[f"layers.{i}:LlamaBlock" for i in range(4)],
+    names = ["embed:Embedding",
+             *[n for i in range(4) for n in (f"layers.{i}.attn_norm+layers.{i}.attn",
+                                            f"layers.{i}.mlp_norm+layers.{i}.mlp")],
              "norm:RMSNorm", "lm_head:Linear"]
     return Case(model, (idx,), {}, F.cross_entropy, torch.randint(0, 256, (batch * seq,)),
                 names, ["triu"])
@@ -288,8 +299,8 @@ class ViT(nn.Module):
 
 
 def make_vit(batch: int = 4) -> Case:
-    names = ["patch:Conv2d", "cat+add", "blocks.0:ViTBlock", "blocks.1:ViTBlock",
-             "blocks.2+norm", "head:Linear"]
+    names = ["patch:Conv2d", "cat+add", *_halves("blocks.0"), *_halves("blocks.1"),
+             "blocks.2.ln1+blocks.2.attn", "blocks.2.ln2+...+norm", "head:Linear"]
     return Case(ViT(), (torch.randn(batch, 3, 16, 16),), {}, F.cross_entropy,
                 torch.randint(0, 10, (batch,)), names)
 

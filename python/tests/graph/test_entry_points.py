@@ -34,7 +34,7 @@ def test_profile_plan_wrap() -> None:
     assert list(prof.stage_names) == case.names
     assert prof.side_bytes == 16 * 16  # the bool mask, once
     text = prof.summary()
-    assert "blocks.0:GPTBlock" in text and "   5  blocks.3, ln_f" in text
+    assert "blocks.0.ln1+blocks.0.attn" in text and "   9  blocks.3.ln2+...+ln_f" in text
     assert "mask (argument): bool [16, 16], 256 B" in text
     rows = [r for r in prof.rows if r.stage_kind == "stage"]
     assert all(r.fwd_tmp_bytes is not None and r.fwd_tmp_bytes >= 256 for r in rows)
@@ -80,10 +80,10 @@ def test_plan_for_another_split_is_refused() -> None:
     case = CASES["gpt"]()
     prof = chainplan.profile(case.model, *case.args, repeats=1, warmup=0, progress=False,
                              spread_warning=None, **case.kwargs)
-    smaller = make_gpt(blocks=2)  # the same class with two blocks: five stages
+    smaller = make_gpt(blocks=2)  # the same class with two blocks: seven stages
     net = chainplan.plan(prof, budget="min").wrap(smaller.model)
-    with pytest.raises(ScheduleError, match="the plan is for 6 stages, but the chain "
-                                            "extracted from GPT for this input has 5"):
+    with pytest.raises(ScheduleError, match="the plan is for 10 stages, but the chain "
+                                            "extracted from GPT for this input has 7"):
         net(*smaller.args, **smaller.kwargs)
 
 

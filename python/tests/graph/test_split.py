@@ -30,18 +30,43 @@ def test_split(name: str) -> None:
 
 
 def test_gpt_boundaries() -> None:
-    """The GPT is cut between the ModuleList's blocks; the mask is read by every block and
-    by nothing else; the embeddings' position ids stay inside the first stage."""
+    """The GPT is cut between the ModuleList's blocks and inside each block at its residual
+    addition (between the attention and the MLP); the mask is read by every attention half
+    and by nothing else; the embeddings' position ids stay inside the first stage."""
     case = CASES["gpt"]()
     split = stages(case.model, *case.args, **case.kwargs)
-    assert [s.modules for s in split.stages] == [
-        ("wte", "wpe", "drop"), ("blocks.0",), ("blocks.1",), ("blocks.2",), ("blocks.3", "ln_f"),
-        ("head",)]
-    assert [s.reads for s in split.stages] == [(), *[("mask",)] * 4, ()]
+    halves = [m for i in range(4) for m in (
+        (f"blocks.{i}.ln1", f"blocks.{i}.attn", f"blocks.{i} (part)"),
+        (f"blocks.{i}.ln2", *(f"blocks.{i}.mlp.{j}" for j in range(3)), f"blocks.{i} (part)"))]
+    halves[-1] = (*halves[-1][:-1], "ln_f", "blocks.3 (part)")
+    assert [s.modules for s in split.stages] == [("wte", "wpe", "drop"), *halves, ("head",)]
+    assert [s.reads for s in split.stages] == [(), *[("mask",), ()] * 4, ()]
     assert split.level == 0
     assert split.stages[-1].out_shape == (64, 256)
     text = str(split)
-    assert "blocks.0:GPTBlock" in text and "side value mask (argument): bool [16, 16]" in text
+    assert "blocks.0.ln1+blocks.0.attn" in text
+    assert "side value mask (argument): bool [16, 16]" in text
+
+
+def test_block_cut_inside() -> None:
+    """A block cut inside: every path of a pre-norm block crosses the residual addition
+    ``x + attn(ln1(x))``, which becomes a stage boundary one module level down; without
+    the residual rule the blocks stay whole."""
+    from chainplan.graph.analysis import analyze
+    from chainplan.graph.capture import capture
+    from chainplan.graph.choose import choose_boundaries
+
+    case = CASES["gpt"]()
+    g = analyze(capture(case.model, case.args, case.kwargs))
+    fine, level = choose_boundaries(g)
+    whole, whole_level = choose_boundaries(g, residual=False)
+    assert level == whole_level == 0
+    inner = sorted(set(fine) - set(whole))
+    assert len(fine) == len(whole) + 4 and len(inner) == 4  # one cut inside each block
+    for i in inner:
+        n = g.path[i]
+        assert g.level[i] == 1 and "add" in str(n.target)  # the residual addition
+        assert "attn" in "".join(str(p) for _, p, _ in g.stacks[n.args[1]])
 
 
 def test_long_skips_are_merged_and_reported() -> None:

@@ -101,6 +101,15 @@ def test_measurement_preserves_batchnorm_grads_and_rng() -> None:
     assert torch.equal(m.output, stage(x).detach())
 
 
+def test_draws_random_is_the_stages_own_forward() -> None:
+    """Only a stage whose forward draws random numbers (dropout) is flagged: the profiler's
+    random gradients come from the same generator and must not count (every stage was
+    flagged, and each stage's overheads carried 11 RNG states of a 9-stage MLP)."""
+    x = torch.randn(4, 8)
+    assert not _fast(nn.Sequential(nn.Linear(8, 8), nn.ReLU()), x).draws_random
+    assert _fast(nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5)), x).draws_random
+
+
 def test_integer_input_embedding_stage() -> None:
     stage = nn.Embedding(100, 16)
     ids = torch.randint(0, 100, (4, 8))

@@ -1,0 +1,203 @@
+"""The promise benchmark's figures: per-model tables, the targets of issue 19, the frontier.
+
+Comparisons are made the way a user reads them: chainplan given an alternative's measured
+peak as its budget, against the fastest alternative whose measured peak is at most
+chainplan's measured peak; the smallest measured peak each system reaches within 1.25x the
+plain step; chainplan's prediction against its measurement.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MiB = 2**20
+EAGER = ("checkpoint_sequential", "per-block", "per-block SAC")
+SLOW = 1.25  # "within 1.25x the plain step time"
+
+
+@dataclass
+class Variant:
+    """One way of training the model: its measured peak, step times and, for chainplan,
+    its plan's budget and predicted peak."""
+
+    name: str
+    family: str
+    net: Any
+    peak: int = 0
+    times: list[float] = field(default_factory=list)
+    budget: int = 0
+    predicted: int = 0
+    plan: Any = None
+    note: str = ""
+    ratio: float = 0.0  # time / plain, for rows measured in another process
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def ms(self) -> float:
+        return statistics.median(self.times) * 1e3 if self.times else math.nan
+
+
+@dataclass
+class Result:
+    name: str
+    case: Any
+    prof: Any
+    alts: list[Variant]
+    ours: list[Variant]
+    compiled: list[Variant] = field(default_factory=list)
+
+    @property
+    def plain(self) -> Variant:
+        return self.alts[0]
+
+    def rel(self, v: Variant) -> float:
+        return v.ratio if v.ratio else v.ms / self.plain.ms
+
+    def ran(self) -> list[Variant]:
+        return [v for v in self.ours if v.net is not None]
+
+    def at(self, alt: Variant) -> Variant | None:
+        """chainplan's variant planned at ``alt``'s measured peak."""
+        label = f"chainplan @ {alt.name}"
+        return next((v for v in self.ours if v.name == label or label in v.labels), None)
+
+    def comparisons(self) -> list[tuple[Variant, Variant, Variant, float]]:
+        """(alternative, chainplan at its peak, fastest alternative within chainplan's
+        measured peak, chainplan's time / that one's)."""
+        out = []
+        for a in self.alts[1:]:
+            c = self.at(a)
+            if c is None or c.net is None:
+                continue
+            fits = [b for b in self.alts if b.peak <= c.peak * 1.001]
+            if not fits:
+                continue
+            best = min(fits, key=lambda b: b.ms)
+            out.append((a, c, best, c.ms / best.ms))
+        return out
+
+    def smallest_within(self, family: str) -> Variant | None:
+        pool = (self.ran() if family == "chainplan" else
+                [v for v in self.compiled if v.family == family] if "compile" in family else
+                [v for v in self.alts if v.family == family])
+        fast = [v for v in pool if self.rel(v) <= SLOW]
+        return min(fast, key=lambda v: v.peak) if fast else None
+
+
+def _mib(b: float) -> str:
+    return f"{b / MiB:.1f}"
+
+
+def report_model(r: Result) -> str:
+    """A model's tables (markdown)."""
+    n = r.prof.num_stages
+    params = sum(p.numel() for p in r.case.model.parameters())
+    lines = [f"## {r.name} ({n} stages, {params:,} parameters)", "",
+             "| variant | budget MiB | predicted MiB | measured peak MiB | step ms "
+             "| time / plain |",
+             "|---|---|---|---|---|---|"]
+    for v in r.alts + r.ours:
+        if v.net is None:
+            lines.append(f"| {v.name} | {_mib(v.budget)} | | {v.note} | | |")
+            continue
+        names = ", ".join([v.name, *v.labels])
+        budget = _mib(v.budget) if v.budget else ""
+        pred = _mib(v.predicted) if v.predicted else ""
+        lines.append(f"| {names} | {budget} | {pred} | {_mib(v.peak)} | {v.ms:.1f} | "
+                     f"{r.rel(v):.3f} |")
+    for v in r.compiled:
+        lines.append(f"| {v.name} | {_mib(v.budget) if v.budget else ''} | | {_mib(v.peak)} | "
+                     f"| {v.ratio:.3f} |")
+    lines += ["", "| alternative | its peak MiB | chainplan peak MiB | chainplan / plain | "
+              "fastest alternative within chainplan's peak | its / plain | chainplan / it |",
+              "|---|---|---|---|---|---|---|"]
+    for a, c, best, ratio in r.comparisons():
+        lines.append(f"| {a.name} | {_mib(a.peak)} | {_mib(c.peak)} | {r.rel(c):.3f} | "
+                     f"{best.name} ({_mib(best.peak)} MiB) | {r.rel(best):.3f} | {ratio:.3f} |")
+    lines += ["", "Smallest measured peak within 1.25x the plain step: " + "; ".join(
+        f"{fam} {_mib(v.peak)} MiB ({r.rel(v):.2f}x)" if (v := r.smallest_within(fam)) else
+        f"{fam} none" for fam in ("chainplan", *EAGER, "torch.compile", "chainplan + compile")),
+        ""]
+    return "\n".join(lines) + "\n"
+
+
+def _geomean(xs: list[float]) -> float:
+    return statistics.geometric_mean(xs) if xs else math.nan
+
+
+def summarize(results: list[Result], header: str, rounds: int, picture: Path | None) -> str:
+    """The figures against each target of issue 19, and the frontier picture."""
+    ratios = [c[3] for r in results for c in r.comparisons()]
+    lines = ["# chainplan against PyTorch's own checkpointing and torch.compile", "", header, "",
+             "Peaks are the measured activation memory of one training step (parameters, "
+             "gradients and optimizer state excluded, the input included); times are medians "
+             f"over {rounds} alternating rounds, compared as ratios to the plain step of the "
+             "same process. The machine may have been shared: ratios, not milliseconds, "
+             "carry the comparison.", "", "## Against the targets", "",
+             f"* **Equal measured memory.** chainplan at each alternative's measured peak, "
+             f"against the fastest alternative (checkpoint_sequential or grouped blocks, "
+             f"per-block checkpointing, per-block SAC, plain) within chainplan's measured peak: "
+             f"time ratio geometric mean {_geomean(ratios):.3f}, worst "
+             f"{max(ratios, default=math.nan):.3f} over {len(ratios)} budgets "
+             "(target: at most 0.926, i.e. 8 % faster, and never above 1.03)."]
+    for r in results:
+        rs = [c[3] for c in r.comparisons()]
+        lines.append(f"  * {r.name}: geometric mean {_geomean(rs):.3f}, worst "
+                     f"{max(rs, default=math.nan):.3f}")
+    lines.append("* **Smallest peak within 1.25x the plain step** (chainplan / best eager "
+                 "alternative; target at most 0.8 on the transformer models):")
+    for r in results:
+        ours = r.smallest_within("chainplan")
+        eager = [v for fam in EAGER if (v := r.smallest_within(fam))]
+        best = min(eager, key=lambda v: v.peak) if eager else None
+        if ours and best:
+            lines.append(f"  * {r.name}: chainplan {_mib(ours.peak)} MiB ({r.rel(ours):.2f}x), "
+                         f"{best.name} {_mib(best.peak)} MiB ({r.rel(best):.2f}x): "
+                         f"{ours.peak / best.peak:.2f}")
+    checks = [(r, v) for r in results for v in r.ran()]
+    within = sum(1 for _, v in checks if v.peak <= 1.02 * v.budget)
+    off = [abs(v.peak - v.predicted) / v.predicted for _, v in checks if v.predicted]
+    lines.append(f"* **Predictions.** {within} of {len(checks)} chainplan plans measured within "
+                 f"their budget (+2 %); measured against predicted peak: median "
+                 f"{100 * statistics.median(off) if off else math.nan:.1f} %, worst "
+                 f"{100 * max(off, default=math.nan):.1f} % (target: within 5 %).")
+    for r in results:
+        comp = [v for v in r.compiled if v.family == "torch.compile"]
+        if not comp:
+            continue
+        small = min(v.peak for v in comp)
+        ours = min(v.peak for v in r.ran())
+        lines.append(f"* **torch.compile on {r.name}**: its smallest measured peak "
+                     f"{_mib(small)} MiB; eager chainplan's smallest {_mib(ours)} MiB.")
+        cp = [v for v in r.compiled if v.family == "chainplan + compile"]
+        below = sum(1 for c in comp if any(v.peak <= c.peak and v.ratio <= c.ratio for v in cp))
+        lines.append(f"  chainplan + compile has a point at no more memory and no more time "
+                     f"than {below} of compile's {len(comp)} points.")
+    if picture is not None:
+        _draw(results, picture)
+        lines += ["", f"![frontier]({picture.name})", ""]
+    return "\n".join(lines) + "\n\n"
+
+
+def _draw(results: list[Result], picture: Path) -> None:
+    """The frontier of every system on every model (memory against time / plain), drawn
+    by the Go side's internal/plot (``go run ./bench/promise/frontier``)."""
+    panels = []
+    for r in results:
+        series: dict[str, list[list[float]]] = {}
+        for v in r.alts + r.ran() + r.compiled:
+            if v.peak:
+                series.setdefault(v.family, []).append([v.peak, r.rel(v)])
+        panels.append({"title": r.name, "series": series})
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"panels": panels}, f)
+    root = Path(__file__).resolve().parents[2]
+    subprocess.run(["go", "run", "./bench/promise/frontier", "-in", f.name, "-o", str(picture)],
+                   check=True, cwd=root)

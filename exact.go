@@ -1,0 +1,225 @@
+package chainplan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// ChainFormatV2 is the format tag of version 2 of the chain file: version 1 plus the exact
+// memory model of each stage (which of its saved tensors are its input or its output, the
+// time of the recomputation that regenerates only what the backward reads) and its
+// operation-level options (docs/formats.md, "Chains, version 2"). A version 1 chain still
+// loads: its stages are read as saving both their input and their output, and as
+// recomputing their whole forward, which is what every planner assumed before version 2.
+const ChainFormatV2 = "chainplan.chain/v2"
+
+// StageOption is one operation-level option of a stage: which values of the stage's
+// forward the first forward keeps (Keep, positions of nodes in the stage's captured graph),
+// what that costs in memory (SavedBytes, ā of the option, output included, and
+// FwdTmpBytes, its forward's temporary peak on top of it) and the time of the
+// recomputation that rebuilds the rest right before the stage's backward (RecomputeTime).
+// Option 0 of every stage, implicit, keeps everything: ā, o_F and no recomputation.
+type StageOption struct {
+	SavedBytes    int64   `json:"saved_bytes"`
+	FwdTmpBytes   int64   `json:"fwd_tmp_bytes"`
+	RecomputeTime float64 `json:"recompute_time"`
+	Keep          []int   `json:"keep"`
+}
+
+// FormatTag returns the format a document of c has: version 2 when a stage carries a field
+// of the exact memory model, else version 1.
+func (c *Chain) FormatTag() string {
+	for i := range c.Stages {
+		if c.Stages[i].exact() {
+			return ChainFormatV2
+		}
+	}
+	return ChainFormat
+}
+
+func (s *Stage) exact() bool {
+	return s.SavesInput != nil || s.SavesOutput != nil || s.RecomputeTime != nil || s.RecomputeTmpBytes != nil ||
+		len(s.Options) > 0
+}
+
+// InputSaved reports whether the stage's backward needs its input a_{ℓ-1}: an operation of
+// its forward saved the input or a view of it. Unknown (version 1) means yes.
+func (s *Stage) InputSaved() bool { return s.SavesInput == nil || *s.SavesInput }
+
+// OutputSaved reports whether the stage's backward needs its output a_ℓ: an operation of its
+// forward saved the output or a view of it. Unknown (version 1) means yes.
+func (s *Stage) OutputSaved() bool { return s.SavesOutput == nil || *s.SavesOutput }
+
+// Recompute returns u_R, the time of the recomputation that runs right before the stage's
+// backward when its first forward kept nothing (F_all immediately followed by B): it
+// regenerates the saved tensors and stops as soon as it has them. Unknown (version 1)
+// means the whole forward, u_F.
+func (s *Stage) Recompute() float64 {
+	if s.RecomputeTime == nil {
+		return s.FwdTime
+	}
+	return *s.RecomputeTime
+}
+
+// RecomputeTmp returns o_R, the recomputation's temporary peak on top of what it leaves
+// for the backward (ā_ℓ, less a_ℓ when the stage did not save it). Unknown means the whole
+// forward's: o_F, plus a_ℓ when the recomputation leaves it out.
+func (s *Stage) RecomputeTmp() int64 {
+	if s.RecomputeTmpBytes != nil {
+		return *s.RecomputeTmpBytes
+	}
+	if s.OutputSaved() {
+		return s.FwdTmpBytes
+	}
+	return s.FwdTmpBytes + s.OutBytes
+}
+
+// Int returns a pointer to v, for the optional fields of a Stage.
+func Int(v int64) *int64 { return &v }
+
+// Bool returns a pointer to v, for the optional fields of a Stage.
+func Bool(v bool) *bool { return &v }
+
+// Float returns a pointer to v, for the optional fields of a Stage.
+func Float(v float64) *float64 { return &v }
+
+// Conservative returns a copy of c without the exact memory model and the options: the
+// chain as version 1 reads it. The offloading planners use it, since their executor
+// recomputes whole stages and holds every stage output until the stage's backward. A
+// stage's forward temporary becomes the larger of o_F and o_R, so that a plan made from
+// the copy also fits its budget on the checkpointing executor, whose recomputations stop
+// early and peak at o_R (which may exceed o_F).
+func (c *Chain) Conservative() *Chain {
+	out := *c
+	out.Format = ChainFormat
+	out.Stages = make([]Stage, len(c.Stages))
+	for i, s := range c.Stages {
+		if s.RecomputeTmpBytes != nil && *s.RecomputeTmpBytes > s.FwdTmpBytes {
+			s.FwdTmpBytes = *s.RecomputeTmpBytes
+		}
+		s.SavesInput, s.SavesOutput, s.RecomputeTime, s.RecomputeTmpBytes, s.Options = nil, nil, nil, nil, nil
+		out.Stages[i] = s
+	}
+	return &out
+}
+
+// ValidateOptions checks the options of stage i (1-based) of a chain, as Validate does:
+// non-negative sizes and finite, non-negative times, and distinct node positions. It
+// returns a *ChainError naming the option and field.
+func ValidateOptions(i int, s *Stage) error {
+	return validateExact(i, s)
+}
+
+// validateExact checks the version 2 fields of stage i (1-based) of a chain.
+func validateExact(i int, s *Stage) error {
+	bad := func(field, msg string) error { return &ChainError{Stage: i, Name: s.Name, Field: field, Msg: msg} }
+	if s.RecomputeTime != nil {
+		if msg := checkTime(*s.RecomputeTime); msg != "" {
+			return bad("recompute_time", msg)
+		}
+	}
+	if s.RecomputeTmpBytes != nil && *s.RecomputeTmpBytes < 0 {
+		return bad("recompute_tmp_bytes", fmt.Sprintf("negative value %d", *s.RecomputeTmpBytes))
+	}
+	for j, o := range s.Options {
+		field := func(f string) string { return fmt.Sprintf("options[%d].%s", j, f) }
+		if o.SavedBytes < 0 {
+			return bad(field("saved_bytes"), fmt.Sprintf("negative value %d", o.SavedBytes))
+		}
+		if o.FwdTmpBytes < 0 {
+			return bad(field("fwd_tmp_bytes"), fmt.Sprintf("negative value %d", o.FwdTmpBytes))
+		}
+		if msg := checkTime(o.RecomputeTime); msg != "" {
+			return bad(field("recompute_time"), msg)
+		}
+		seen := make(map[int]bool, len(o.Keep))
+		for _, k := range o.Keep {
+			if k < 0 {
+				return bad(field("keep"), fmt.Sprintf("negative node position %d", k))
+			}
+			if seen[k] {
+				return bad(field("keep"), fmt.Sprintf("node position %d twice", k))
+			}
+			seen[k] = true
+		}
+	}
+	return nil
+}
+
+// Option returns option j of stage k (1-based; option 0 keeps everything) as the sizes and
+// times a planner reads: ā, o_F and the recomputation before the backward.
+func (c *Chain) Option(k, j int) (savedBytes, fwdTmpBytes int64, recompute float64) {
+	s := &c.Stages[k-1]
+	if j == 0 {
+		return s.SavedBytes, s.FwdTmpBytes, 0
+	}
+	o := s.Options[j-1]
+	return o.SavedBytes, o.FwdTmpBytes, o.RecomputeTime
+}
+
+// optionFields are the fields of a StageOption and whether each is a whole number of bytes.
+var optionFields = map[string]bool{"saved_bytes": true, "fwd_tmp_bytes": true, "recompute_time": false}
+
+// checkV2Field returns what is wrong with the raw value of a version 2 stage field, or "".
+func checkV2Field(field string, v json.RawMessage) string {
+	switch field {
+	case "saves_input", "saves_output":
+		var b bool
+		if json.Unmarshal(v, &b) != nil || bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+			return fmt.Sprintf("%s is not true or false", truncate(string(v), 40))
+		}
+	case "recompute_time":
+		return checkNumber(v, false)
+	case "recompute_tmp_bytes":
+		return checkNumber(v, true)
+	case "options":
+		var opts []map[string]json.RawMessage
+		if err := json.Unmarshal(v, &opts); err != nil {
+			return "not a list of options (objects with saved_bytes, fwd_tmp_bytes, recompute_time and keep)"
+		}
+		for j, o := range opts {
+			for f, integer := range optionFields {
+				raw, ok := o[f]
+				if !ok {
+					return fmt.Sprintf("option %d: %s is missing", j, f)
+				}
+				if msg := checkNumber(raw, integer); msg != "" {
+					return fmt.Sprintf("option %d: %s: %s", j, f, msg)
+				}
+			}
+			keep, ok := o["keep"]
+			if !ok {
+				return fmt.Sprintf("option %d: keep is missing", j)
+			}
+			var nodes []int
+			if json.Unmarshal(keep, &nodes) != nil {
+				return fmt.Sprintf("option %d: keep is not a list of node positions", j)
+			}
+			for f := range o {
+				if _, known := optionFields[f]; !known && f != "keep" {
+					return fmt.Sprintf("option %d: unknown field %q", j, f)
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// ChoicesOf returns the StageChoice list of a sequence of c: one entry per stage that runs
+// an option, in stage order, with the nodes the option keeps.
+func ChoicesOf(c *Chain, seq []Op) []StageChoice {
+	var out []StageChoice
+	seen := map[int]bool{}
+	for _, o := range seq {
+		if o.Option == 0 || seen[o.Stage] || o.Stage > len(c.Stages) || o.Option > len(c.Stages[o.Stage-1].Options) {
+			continue
+		}
+		seen[o.Stage] = true
+		keep := append([]int(nil), c.Stages[o.Stage-1].Options[o.Option-1].Keep...)
+		out = append(out, StageChoice{Stage: o.Stage, Option: o.Option, Keep: keep})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
+	return out
+}

@@ -1,5 +1,0 @@
-//go:build !race
-
-package pofo
-
-const raceEnabled = false

@@ -1,0 +1,133 @@
+"""The profile's rows from a chain's stage measurements: one rule for the columns, shared by
+``chainplan.profile`` (:mod:`chainplan.profiler.run`) and profiles read back from recorded
+steps (:mod:`chainplan.profiler.recorded`).
+
+Besides what each stage measures, the executor holds bytes that no stage's own measurement
+sees (:func:`held_during`): they are added where the executor really holds them, so that
+a plan's predicted peak stays the measured one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
+from chainplan.profiler.measure import StageMeasurement
+from chainplan.schema import ProfileRow
+
+__all__ = ["Held", "held_during", "loss_rows", "stage_rows"]
+
+
+@dataclass(frozen=True)
+class Held:
+    """Per stage, bytes the executor holds that the stage's measurement does not see.
+
+    Attributes:
+        step: held during every operation of the stage, whatever the plan (a tied
+            weight's gradient): added to each of its overheads.
+        replay: held only when the plan recomputes the stage or runs it with an
+            operation-level option, which replays its random-number state: added to its
+            recomputation's overhead (``recompute_tmp_bytes``) and to its options' forward
+            overheads, never to the store-all path.
+    """
+
+    step: list[int]
+    replay: list[int]
+
+
+def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
+               lm: LossMeasurement | None, resident: int = 0,
+               options: list[str | None] | None = None,
+               held: Held | None = None) -> list[ProfileRow]:
+    """One row per stage and repetition; the last stage's memory as the executor runs it;
+    ``resident`` bytes held through the whole step (side values) in every overhead;
+    ``options`` the stages' operation-level options (``options_json``); ``held`` more bytes
+    the executor holds (:func:`held_during`)."""
+    rows: list[ProfileRow] = []
+    n = len(measured)
+    options = options or [None] * n
+    held = held or Held([0] * n, [0] * n)
+    end = chain_end(measured[-1][0], lm)
+    for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
+        always = end.held_bytes + resident + held.step[k - 1]
+        replaying = always + held.replay[k - 1]
+        saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
+        if k == n:
+            saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
+        bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
+        rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
+        for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
+            rows.append(ProfileRow(
+                k, sname, r, f, b, in_bytes, m.out_bytes, saved,
+                fwd_tmp + always, m.bwd_tmp_bytes + always, m.param_bytes,
+                saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
+                else None, recompute_time_s=u,
+                recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
+                else m.recompute_tmp_bytes + replaying,
+                options_json=_with_overhead(options[k - 1], replaying)))
+    return rows
+
+
+def _with_overhead(options: str | None, extra: int) -> str | None:
+    """Options JSON with ``extra`` bytes added to each option's forward overhead."""
+    if options is None or not extra:
+        return options
+    opts = json.loads(options)
+    for o in opts:
+        o["fwd_tmp_bytes"] += extra
+    return json.dumps(opts)
+
+
+def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, int]],
+                device: torch.device) -> Held:
+    """Per stage, bytes the executor holds during its operations that no stage measures:
+
+    * ``step``: a parameter read by several stages (a language model's embedding tied to
+      its head): autograd holds the gradient the later stage's backward gives it until the
+      earlier stage's backward adds its own, as in a plain backward; it counts in the
+      overheads of the stages from the first reader up to, not including, the last;
+    * ``replay``: the random-number state (5 KiB on the CPU, plus the CUDA generator's) the
+      executor keeps for a stage that draws random numbers (dropout) and that the plan
+      recomputes or runs with an option, to replay it. It is held only then (a store-all
+      plan takes none), so it is counted only in such a stage's recomputation and option
+      overheads: for every random stage, since the plan may recompute them all, with two
+      more for the states taken while a forward runs (the state before it, to keep, and
+      ``torch.random.fork_rng``'s around a recomputation). Stages that draw nothing carry
+      none. The states are held from the stage's first forward to the end of the step;
+      the chain has no place for bytes held from one operation to a later one, so a plan
+      whose peak falls outside a random stage's recomputation may run up to this many
+      bytes over its prediction (docs/memory.md, "Random-number states").
+    """
+    n = len(stages)
+    step = [0] * n
+    readers: dict[int, tuple[nn.Parameter, list[int]]] = {}
+    for k, stage in enumerate(stages):
+        for p in stage.parameters():
+            readers.setdefault(id(p), (p, []))[1].append(k)
+    for p, ks in readers.values():
+        if len(set(ks)) > 1:
+            for k in range(min(ks), max(ks)):
+                step[k] += p.numel() * p.element_size()
+    random = [m.draws_random for m, _ in measured]
+    replay = [0] * n
+    if any(random):
+        state = int(torch.get_rng_state().numel())
+        if device.type == "cuda":
+            state += int(torch.cuda.get_rng_state(device).numel())
+        replay = [(sum(random) + 2) * state if r else 0 for r in random]
+    return Held(step, replay)
+
+
+def loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
+              fwd_tmp: int, resident: int = 0) -> list[ProfileRow]:
+    """The loss stage's rows (one per repetition; one row of zeros without a loss)."""
+    if lm is None:  # no loss given: the loss stage costs nothing
+        return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, resident, resident, 0,
+                           stage_kind="loss")]
+    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp + resident,
+                       lm.bwd_tmp_bytes + resident, 0, stage_kind="loss")
+            for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]
