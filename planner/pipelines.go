@@ -2,7 +2,6 @@ package planner
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
@@ -17,37 +16,17 @@ const formatPipeline = "chainplan.pipeline/v1"
 // and in Python alike.
 const DefaultPipelineAlgo = madpipe.Algo
 
-// PipelineRequest says how to plan a chain over several devices. It is the one place of
-// the pipeline defaults: every field's zero value means its default (Algo:
-// DefaultPipelineAlgo; the options: pipeline.Options'; TimeLimit: milp.DefaultTimeLimit),
-// so that the CLI and Python, which leave out what the user did not give, plan alike.
-type PipelineRequest struct {
-	// Algo is a Pipeline-family entry's name ("": DefaultPipelineAlgo).
-	Algo string
-	// Options are the platform (devices, memory per device, bandwidth) and the memory
-	// model (weight copies, activation model, temporaries, headroom, checkpointing);
-	// Options.MemoryBytes is ignored when MinMemory or FasterMemory is set.
-	Options pipeline.Options
-	// MinMemory plans at the algorithm's smallest memory per device.
-	MinMemory bool
-	// FasterMemory plans at the smallest memory per device at which the best contiguous
-	// plan is faster than one device running the chain (its period below U(1,L)); every
-	// pipeline algorithm is at least as fast there. When no memory gives such a plan, it
-	// plans at the smallest memory of the fastest contiguous plan, and says so in a note.
-	FasterMemory bool
-	// TimeLimit bounds a solver's time (madpipe's scheduling MILP); 0: the algorithm's default.
-	TimeLimit time.Duration
-	// RequireSolver refuses the fallback of an algorithm whose solver is missing (madpipe
-	// without a MILP solver returns the best contiguous plan, marked Fallback): an error
-	// wrapping milp.ErrNoSolver instead. Algorithms that run no solver ignore it.
-	RequireSolver bool
-}
+// PipelineRequest is the pipeline family's request, defined once in pipeplan.
+//
+// Deprecated: use pipeplan.Request (pipeline.Request to the planners), the same type.
+type PipelineRequest = pipeline.Request
 
-func (r PipelineRequest) algo() string {
-	if r.Algo == "" {
+// pipelineAlgo returns the algorithm req names, or the default one.
+func pipelineAlgo(req pipeline.Request) string {
+	if req.Algo == "" {
 		return DefaultPipelineAlgo
 	}
-	return r.Algo
+	return req.Algo
 }
 
 // PipelineFuncs are the functions of an algorithm whose plans are chainplan.pipeline/v1
@@ -55,10 +34,10 @@ func (r PipelineRequest) algo() string {
 type PipelineFuncs struct {
 	// Solve plans pr at its memory per device; notes are sentences for the user (which
 	// candidate won, a solver that is missing and how to install it).
-	Solve func(pr *pipeline.Problem, req PipelineRequest) (plan *pipeline.Plan, notes []string, err error)
+	Solve func(pr *pipeline.Problem, req pipeline.Request) (plan *pipeline.Plan, notes []string, err error)
 	// MinMemory returns the smallest memory per device at which Solve succeeds; nil when
 	// the algorithm has no such search.
-	MinMemory func(pr *pipeline.Problem, req PipelineRequest) (int64, error)
+	MinMemory func(pr *pipeline.Problem, req pipeline.Request) (int64, error)
 }
 
 func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
@@ -67,30 +46,30 @@ func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
 
 var (
 	madpipeFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, req PipelineRequest) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, req pipeline.Request) (*pipeline.Plan, []string, error) {
 			tr := &madpipe.Trace{}
 			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
 			return p, tr.Notes, err
 		},
 		// The smallest memory found below the contiguous minimum: success is not monotone
 		// in memory there, so it is the best found, not a proven minimum.
-		MinMemory: func(pr *pipeline.Problem, req PipelineRequest) (int64, error) {
+		MinMemory: func(pr *pipeline.Problem, req pipeline.Request) (int64, error) {
 			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 		},
 	}
 	contiguousFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
 			p, err := contiguous.Solve(pr)
 			return p, nil, err
 		},
-		MinMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) { return contiguous.MinMemory(pr) },
+		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) { return contiguous.MinMemory(pr) },
 	}
 	pipedreamFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ PipelineRequest) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
 			p, err := pipedream.Solve(pr, pipedream.Options{})
 			return p, nil, err
 		},
-		MinMemory: func(pr *pipeline.Problem, _ PipelineRequest) (int64, error) {
+		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) {
 			return pipedream.MinMemory(pr, pipedream.Options{})
 		},
 	}
@@ -121,8 +100,8 @@ func lookupPipeline(algo string) (Entry, error) {
 // the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
 // *pipeline.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
 // unknown algorithm or a smallest memory the algorithm cannot search for.
-func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
-	e, err := lookupPipeline(req.algo())
+func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []string, error) {
+	e, err := lookupPipeline(pipelineAlgo(req))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -144,7 +144,7 @@ func TestSolvePipelineThroughTheRegistry(t *testing.T) {
 		t.Fatalf("pipeline algorithms %v", algos)
 	}
 	for _, a := range algos {
-		p, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: a, Options: opts})
+		p, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: a, Options: opts})
 		if err != nil {
 			t.Fatalf("%s: %v", a, err)
 		}
@@ -156,14 +156,14 @@ func TestSolvePipelineThroughTheRegistry(t *testing.T) {
 			t.Errorf("%s: plan does not validate: %v", a, err)
 		}
 		if e, _ := planner.Lookup(a); e.Pipeline.MinMemory != nil {
-			pm, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: a, Options: opts, MinMemory: true})
+			pm, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: a, Options: opts, MinMemory: true})
 			if err != nil || pm.MemoryBytes >= opts.MemoryBytes {
 				t.Errorf("%s at its smallest memory: %v, %v", a, pm, err)
 			}
 		}
 	}
 	for _, bad := range []string{"rotor", "MadPipe"} {
-		if _, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: bad, Options: opts}); !errors.Is(err, chainplan.ErrUnsupported) {
+		if _, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: bad, Options: opts}); !errors.Is(err, chainplan.ErrUnsupported) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -190,7 +190,7 @@ func TestSimulateThroughTheRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: "contiguous", Options: opts})
+	plan, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: "contiguous", Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/milp"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // captureStdout runs fn with the process's standard output redirected, as RunCLI writes
@@ -68,7 +68,7 @@ func TestUseHighs(t *testing.T) {
 		t.Fatal(err)
 	}
 	req := `{"algo": "madpipe", "gpus": 2, "memory_bytes": 28000000000, "bandwidth": 12e9`
-	plan := func(extra string) (*pipeline.Plan, []string, error) {
+	plan := func(extra string) (*pipeplan.Plan, []string, error) {
 		out, err := PipelineSolve(string(chain), req+extra+"}")
 		if err != nil {
 			return nil, nil, err
@@ -80,7 +80,7 @@ func TestUseHighs(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &got); err != nil {
 			t.Fatal(err)
 		}
-		p, err := pipeline.Parse(got.Plan)
+		p, err := pipeplan.Parse(got.Plan)
 		return p, got.Notes, err
 	}
 	t.Setenv(milp.EnvHighs, "/nonexistent/highs") // UseHighs answers before the variable
@@ -95,7 +95,7 @@ func TestUseHighs(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, notes, err := plan("")
-	if err != nil || p.Fallback != pipeline.FallbackNoSolver || len(notes) == 0 {
+	if err != nil || p.Fallback != pipeplan.FallbackNoSolver || len(notes) == 0 {
 		t.Fatalf("with no program: %+v, %q, %v; want the marked fallback and a note", p, notes, err)
 	}
 	if _, _, err := plan(`, "require_solver": true`); err == nil || !strings.HasPrefix(err.Error(), "chainplan[no-solver]: ") {

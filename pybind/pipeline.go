@@ -6,65 +6,43 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
-// pipelineRequest is the JSON form of a pipeline planning request from Python
-// (chainplan.pipeline_plan).
-// Every field left out means its default, which the Go request types hold
-// (planner.PipelineRequest): Python sends only what the user gave.
-type pipelineRequest struct {
-	Algo            string  `json:"algo"`
-	GPUs            int     `json:"gpus"`
-	MemoryBytes     int64   `json:"memory_bytes"`
-	MinMemory       bool    `json:"min_memory"`
-	FasterMemory    bool    `json:"faster_memory"`
-	Bandwidth       float64 `json:"bandwidth"`
-	WeightCopies    int     `json:"weight_copies"`
-	ActivationModel string  `json:"activation_model"`
-	Headroom        float64 `json:"headroom"`
-	NoTemporaries   bool    `json:"no_temporaries"`
-	Checkpoint      bool    `json:"checkpoint"`
-	Replan          bool    `json:"replan"`
-	TimeLimitS      float64 `json:"time_limit_s"`
-	RequireSolver   bool    `json:"require_solver"`
-	// Microbatches is written into the plan (its optional "microbatches" field), stored
-	// with it, for the executor; the planners do not read it.
-	Microbatches int `json:"microbatches"`
+// parsePipelineRequest decodes Python's request straight into the family's one request
+// type (pipeplan.Request's JSON form: every field left out means its default, which that
+// type holds, so Python sends only what the user gave, sizes as the user wrote them).
+func parsePipelineRequest(s string) (pipeplan.Request, error) {
+	var r pipeplan.Request
+	var oe *pipeplan.OptionError
+	switch err := json.Unmarshal([]byte(s), &r); {
+	case errors.As(err, &oe): // a field's value: the message names the field
+		return r, fmt.Errorf("%w: %s %s", errBadRequest, oe.Field, oe.Msg)
+	case err != nil: // the JSON itself, or a field Python never sends
+		return r, fmt.Errorf("%w: request: %w", errBadRequest, err)
+	}
+	r.Source = service.SourcePython
+	return r, nil
 }
 
-func parsePipelineRequest(s string) (service.PipelineRequest, error) {
-	var r pipelineRequest
-	if err := strictUnmarshal(s, &r); err != nil {
-		return service.PipelineRequest{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
+// layerParamBytes returns each layer's weights in bytes: what the pipeline runner checks
+// the model's layers against, sent with the plan so that Python needs no second crossing.
+func layerParamBytes(c *chainplan.Chain) []int64 {
+	out := make([]int64, len(c.Stages))
+	for i, st := range c.Stages {
+		out[i] = st.ParamBytes
 	}
-	if r.Microbatches < 0 {
-		return service.PipelineRequest{}, fmt.Errorf("%w: microbatches must be ≥ 1 (got %d)", errBadRequest, r.Microbatches)
-	}
-	return service.PipelineRequest{
-		Algo: r.Algo,
-		Options: pipeline.Options{GPUs: r.GPUs, MemoryBytes: r.MemoryBytes, Bandwidth: r.Bandwidth,
-			WeightCopies: r.WeightCopies, ActivationModel: pipeline.ActivationModel(r.ActivationModel),
-			Headroom: r.Headroom, NoTemporaries: r.NoTemporaries, Checkpoint: r.Checkpoint},
-		MinMemory:     r.MinMemory,
-		FasterMemory:  r.FasterMemory,
-		Replan:        r.Replan,
-		TimeLimit:     time.Duration(r.TimeLimitS * float64(time.Second)),
-		RequireSolver: r.RequireSolver,
-		Source:        service.SourcePython,
-		Microbatches:  r.Microbatches,
-	}, nil
+	return out
 }
 
 // pipelineError codes err as codedError does, keeping the smallest memory per device of a
 // pipeline planner's infeasibility as the Python InfeasibleBudget's min_budget_bytes (0
 // when only a lower bound or nothing is known) and the planner's own words.
 func pipelineError(err error) error {
-	var ie *pipeline.InfeasibleError
+	var ie *pipeplan.InfeasibleError
 	if errors.As(err, &ie) {
 		smallest := ie.MinMemoryBytes
 		if ie.LowerBound {
@@ -77,12 +55,14 @@ func pipelineError(err error) error {
 }
 
 // PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
-// requestJSON asks ({"algo": "madpipe", "gpus": 4, "memory_bytes": N, "min_memory": false,
-// "faster_memory": false, "bandwidth": B, "weight_copies": 2, "activation_model": "saved",
-// "headroom": 0, "no_temporaries": false, "checkpoint": false, "time_limit_s": 0,
-// "microbatches": 0, "require_solver": false}; every field but gpus and bandwidth may be
-// left out for its default) and returns {"plan": {...}, "notes": [...]}: the
-// chainplan.pipeline/v1 plan and the planner's notes for the user. Nothing is stored.
+// requestJSON asks (pipeplan.Request's JSON form: {"algo": "madpipe", "gpus": 4,
+// "memory_bytes": N or "16GiB", "min_memory": false, "faster_memory": false, "bandwidth": B
+// or "12GB/s", "weight_copies": 2, "activation_model": "saved", "headroom": 0,
+// "no_temporaries": false, "checkpoint": false, "time_limit_s": 0, "microbatches": 0,
+// "require_solver": false}; every field but gpus and bandwidth may be left out for its
+// default) and returns {"plan": {...}, "notes": [...], "layer_param_bytes": [...]}: the
+// chainplan.pipeline/v1 plan, the planner's notes for the user and each layer's weights in
+// bytes (for the runner's check of the model). Nothing is stored.
 func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	c, err := chainplan.ParseChain([]byte(chainJSON))
@@ -97,14 +77,16 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	if err != nil {
 		return "", pipelineError(err)
 	}
-	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes)})
+	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes), "layer_param_bytes": layerParamBytes(c)})
 	return string(b), codedError(err)
 }
 
 // PipelineSolveRun plans the chain of stored run runID as a pipeline (see PipelineSolve),
 // records the plan like every plan (plans.plan_json holds the document; docs/sql.md) and
-// returns {"plan_id": N, "plan": {...}, "notes": [...], "reused": false}; "replan": false
-// (the default) gives back the plan stored for the same request on the run, reused true.
+// returns {"plan_id": N, "plan": {...}, "notes": [...], "reused": false,
+// "layer_param_bytes": [...]}: one crossing gives Python the whole planned document;
+// "replan": false (the default) gives back the plan stored for the same request on the
+// run, reused true.
 func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	req, err := parsePipelineRequest(requestJSON)
@@ -119,7 +101,7 @@ func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result st
 			return err
 		}
 		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes),
-			"reused": got.Reused})
+			"reused": got.Reused, "layer_param_bytes": layerParamBytes(got.Chain)})
 		result = string(b)
 		return err
 	})

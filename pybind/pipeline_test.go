@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // twoLayers is a chain whose contiguous plan on two devices puts one layer on each: the
@@ -21,14 +21,14 @@ func TestPipelineSolve(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got struct {
-		Plan  pipeline.Plan `json:"plan"`
+		Plan  pipeplan.Plan `json:"plan"`
 		Notes []string      `json:"notes"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
 	p := got.Plan
-	if p.Format != pipeline.Format || len(p.Stages) != 2 || p.Stages[1].GPU != 1 || p.Microbatches != 8 || got.Notes == nil {
+	if p.Format != pipeplan.Format || len(p.Stages) != 2 || p.Stages[1].GPU != 1 || p.Microbatches != 8 || got.Notes == nil {
 		t.Fatalf("plan %s", out)
 	}
 	if p.Period < 3-1e-6 || p.Period > 3+1e-6 {

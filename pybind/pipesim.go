@@ -8,7 +8,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
 
@@ -49,7 +49,7 @@ func parsePipesimRequest(s string) (pipesimRequest, service.PipesimRequest, erro
 		ActivationModel: r.ActivationModel, MemoryBytes: r.MemoryBytes, Checkpoint: r.Checkpoint, CheckpointAll: r.CheckpointAll,
 		MaxInflight: r.MaxInflight, Flush: r.Flush, Record: r.Trace || r.SVG, Source: service.SourcePython}
 	if len(r.Plan) > 0 && string(r.Plan) != "null" {
-		p, err := pipeline.Parse(r.Plan)
+		p, err := pipeplan.Parse(r.Plan)
 		if err != nil {
 			return r, req, err
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -140,7 +140,7 @@ func svgOf(f *plot.Figure, err error) (string, error) {
 // planJSON (a chainplan.pipeline/v1 document) as an SVG Gantt chart.
 func PlotPipeline(planJSON string, periods int) (svg string, err error) {
 	defer recoverError(&err)
-	p, err := pipeline.Parse([]byte(planJSON))
+	p, err := pipeplan.Parse([]byte(planJSON))
 	if err != nil {
 		return "", codedError(err)
 	}

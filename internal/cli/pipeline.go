@@ -10,9 +10,9 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/milp"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 type pipelineFlags struct {
@@ -84,8 +84,8 @@ plan; --require-solver makes a missing solver an error (exit 2) instead.`,
 	fl.IntVar(&f.gpus, "gpus", 0, "number of devices P (at least 1)")
 	fl.StringVar(&f.memory, "memory", "", "memory per device: bytes, a size such as 16GiB, 'min' or 'faster'")
 	fl.StringVar(&f.bandwidth, "bandwidth", "", "bandwidth of each device pair's link: bytes per second, or with a unit such as 12GB/s")
-	fl.IntVar(&f.weightCopies, "weight-copies", pipeline.DefaultWeightCopies, "copies of the weights a device keeps (2: weights and gradients; +1 per optimizer buffer; 3 for weight stashing)")
-	fl.StringVar(&f.activationModel, "activation-model", string(pipeline.ActivationsSaved), "stored activations: input (each layer's input, the paper's) or saved (stage input + saved_bytes)")
+	fl.IntVar(&f.weightCopies, "weight-copies", pipeplan.DefaultWeightCopies, "copies of the weights a device keeps (2: weights and gradients; +1 per optimizer buffer; 3 for weight stashing)")
+	fl.StringVar(&f.activationModel, "activation-model", string(pipeplan.ActivationsSaved), "stored activations: input (each layer's input, the paper's) or saved (stage input + saved_bytes)")
 	fl.Float64Var(&f.headroom, "headroom", 0, "share of each device's memory the plan leaves free, in [0, 1)")
 	fl.BoolVar(&f.checkpoint, "checkpoint", false, "let stages recompute their activations (rotor at the device's activation budget)")
 	fl.BoolVar(&f.noTemporaries, "no-temporaries", false, "leave the operations' temporaries and the loss out of the memory (the paper's model)")
@@ -111,8 +111,8 @@ func pipelineAlgoHelp() string {
 }
 
 // checkPipelineFlags reads the flags into a request; every error names the flag.
-func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
-	req := service.PipelineRequest{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, Replan: f.replan, RequireSolver: f.requireSolver}
+func checkPipelineFlags(f pipelineFlags) (pipeplan.Request, error) {
+	req := pipeplan.Request{Algo: f.algo, TimeLimit: f.timeLimit, Source: service.SourceCLI, Replan: f.replan, RequireSolver: f.requireSolver}
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return req, err
 	}
@@ -139,15 +139,15 @@ func checkPipelineFlags(f pipelineFlags) (service.PipelineRequest, error) {
 	case f.replan && f.run == "":
 		return req, usagef("--replan applies to --run (a plan of a --chain file is never recorded)")
 	}
-	am := pipeline.ActivationModel(f.activationModel)
-	if am != pipeline.ActivationsInput && am != pipeline.ActivationsSaved {
-		return req, usagef("--activation-model must be %q or %q (got %q)", pipeline.ActivationsInput, pipeline.ActivationsSaved, f.activationModel)
+	am := pipeplan.ActivationModel(f.activationModel)
+	if am != pipeplan.ActivationsInput && am != pipeplan.ActivationsSaved {
+		return req, usagef("--activation-model must be %q or %q (got %q)", pipeplan.ActivationsInput, pipeplan.ActivationsSaved, f.activationModel)
 	}
 	bw, err := parseBandwidth(f.bandwidth)
 	if err != nil {
 		return req, err
 	}
-	req.Options = pipeline.Options{GPUs: f.gpus, Bandwidth: bw, WeightCopies: f.weightCopies, ActivationModel: am,
+	req.Options = pipeplan.Options{GPUs: f.gpus, Bandwidth: bw, WeightCopies: f.weightCopies, ActivationModel: am,
 		Headroom: f.headroom, Checkpoint: f.checkpoint, NoTemporaries: f.noTemporaries}
 	switch f.memory {
 	case "min":
@@ -191,7 +191,7 @@ func runPipeline(cmd *cobra.Command, e *env, f pipelineFlags) error {
 // pipelineInput plans what pipeline was given: the --chain file, or with --run a stored
 // run, whose plan it records with the service's parameters and reports on standard error
 // (standard output carries the plan alone). It returns the chain planned and the plan.
-func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.PipelineRequest) (*chainplan.Chain, *pipeline.Plan, error) {
+func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req pipeplan.Request) (*chainplan.Chain, *pipeplan.Plan, error) {
 	if f.run == "" {
 		c, err := chainplan.ReadChain(f.chain)
 		if err != nil {
@@ -221,12 +221,12 @@ func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req service.Pipe
 
 // warnFallback says on standard error, after the planner's notes, that the plan is not the
 // one asked for when the planner fell back (a missing MILP solver), and how to refuse that.
-func warnFallback(e *env, p *pipeline.Plan) {
+func warnFallback(e *env, p *pipeplan.Plan) {
 	if p == nil || p.Fallback == "" {
 		return
 	}
 	what := p.Fallback
-	if p.Fallback == pipeline.FallbackNoSolver {
+	if p.Fallback == pipeplan.FallbackNoSolver {
 		what = "no MILP solver was found"
 	}
 	fmt.Fprintf(e.stderr, "chainplan: warning: %s: the plan is %s's fallback, the best contiguous plan (period %.6g), not its own schedule (\"fallback\": %q in the plan; --require-solver makes this an error)\n",

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -37,9 +38,9 @@ func pipelineArgs(chain string, extra ...string) []string {
 
 // checkPipelinePlan parses a plan the CLI printed and validates it against the chain at
 // the plan's own options.
-func checkPipelinePlan(t *testing.T, chain, out string) *pipeline.Plan {
+func checkPipelinePlan(t *testing.T, chain, out string) *pipeplan.Plan {
 	t.Helper()
-	p, err := pipeline.Parse([]byte(out))
+	p, err := pipeplan.Parse([]byte(out))
 	if err != nil {
 		t.Fatalf("output is no pipeline plan: %v\n%s", err, out)
 	}
@@ -65,7 +66,7 @@ func TestPipelineJSON(t *testing.T) {
 	}
 	p := checkPipelinePlan(t, chain, out)
 	if p.Algo != "contiguous" || p.GPUs != 2 || p.MemoryBytes != 10000 || p.Bandwidth != 100 || p.WeightCopies != 2 ||
-		p.ActivationModel != pipeline.ActivationsInput || !p.Contiguous {
+		p.ActivationModel != pipeplan.ActivationsInput || !p.Contiguous {
 		t.Errorf("plan header %+v", p)
 	}
 	// With ample memory the best split of the loads (3, 5, 2, 7, 3, 4) on two devices is
@@ -180,7 +181,7 @@ func TestPipelineRun(t *testing.T) {
 	chainFile := writeTemp(t, "c.json", chainJSON)
 	p := checkPipelinePlan(t, chainFile, out)
 	code, fromChain, errs := run(t, "pipeline", "--chain", chainFile, "--algo", "pipedream", "--gpus", "2", "--memory", "min", "--bandwidth", "1GB/s")
-	q, err := pipeline.Parse([]byte(fromChain))
+	q, err := pipeplan.Parse([]byte(fromChain))
 	if code != 0 || err != nil {
 		t.Fatalf("pipeline --chain: exit %d %v %s", code, err, errs)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -14,7 +15,7 @@ import (
 // device, layers, loads and stored activations, each device's memory, and the pattern of
 // one period per device and per link. The figures come from the independent validator,
 // so the text shows what the plan does, not only what the planner said.
-func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeline.Plan) error {
+func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan) error {
 	pr, err := pipeline.ProblemOf(c, p)
 	if err != nil {
 		return err
@@ -103,13 +104,13 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeline.Plan) error 
 // writePattern prints the operations of one period on each device and each link, in
 // start order: "F2 0.0120+0.0340 h1" is the forward of stage 2 starting at 0.012 for
 // 0.034, on mini-batch b at time start + (b + 1)·T.
-func writePattern(w io.Writer, p *pipeline.Plan) {
+func writePattern(w io.Writer, p *pipeplan.Plan) {
 	fmt.Fprintln(w, "pattern     one period: OP<stage> start+duration h<shift>; mini-batch b runs at start + (b + shift)·period")
-	byRes := map[string][]pipeline.Op{}
+	byRes := map[string][]pipeplan.Op{}
 	var names []string
 	for _, o := range p.Pattern {
 		name := fmt.Sprintf("device %d", p.Stages[o.Stage].GPU)
-		if o.Op == pipeline.CF || o.Op == pipeline.CB {
+		if o.Op == pipeplan.CF || o.Op == pipeplan.CB {
 			a, b := p.Stages[o.Stage].GPU, p.Stages[o.Stage+1].GPU
 			name = fmt.Sprintf("link %d-%d", min(a, b), max(a, b))
 		}
@@ -121,7 +122,7 @@ func writePattern(w io.Writer, p *pipeline.Plan) {
 	slices.Sort(names)
 	for _, n := range names {
 		ops := byRes[n]
-		slices.SortStableFunc(ops, func(a, b pipeline.Op) int {
+		slices.SortStableFunc(ops, func(a, b pipeplan.Op) int {
 			switch {
 			case a.Start < b.Start:
 				return -1
@@ -152,7 +153,7 @@ func bandwidthLabel(b float64) string {
 	return fmt.Sprintf("%.4g B/s", b)
 }
 
-func usedDevices(p *pipeline.Plan) int {
+func usedDevices(p *pipeplan.Plan) int {
 	seen := map[int]bool{}
 	for _, s := range p.Stages {
 		seen[s.GPU] = true
@@ -162,22 +163,22 @@ func usedDevices(p *pipeline.Plan) int {
 
 // temporariesLabel says what the plan's memory counts besides weights, buffers and stored
 // activations.
-func temporariesLabel(p *pipeline.Plan) string {
+func temporariesLabel(p *pipeplan.Plan) string {
 	if p.Temporaries {
 		return "counts the operations' temporaries, the gradients in flight and the loss"
 	}
 	return "leaves out the operations' temporaries and the loss (the paper's model)"
 }
 
-func activationLabel(m pipeline.ActivationModel) string {
-	if m == pipeline.ActivationsInput {
+func activationLabel(m pipeplan.ActivationModel) string {
+	if m == pipeplan.ActivationsInput {
 		return "each layer's input (input)"
 	}
 	return "stage input + saved bytes (saved)"
 }
 
 // layerNames names a stage's first and last layers.
-func layerNames(c *chainplan.Chain, s pipeline.Stage) string {
+func layerNames(c *chainplan.Chain, s pipeplan.Stage) string {
 	first := c.Stages[s.First-1].Name
 	if s.First == s.Last {
 		return first

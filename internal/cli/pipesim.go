@@ -13,8 +13,8 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
 
@@ -75,7 +75,7 @@ measured step, time per micro-batch and peak are printed beside the simulation o
 	fl.StringVar(&f.bandwidth, "bandwidth", "", "links of this many bytes per second, such as 12GB/s (default: free transfers, no links)")
 	fl.StringVar(&f.alpha, "alpha", "", "latency of a transfer: seconds or a duration such as 10us (needs --bandwidth)")
 	fl.IntVar(&f.weightCopies, "weight-copies", service.DefaultSimulationWeightCopies, "copies of the weights per device (2: weights and gradients)")
-	fl.StringVar(&f.activationModel, "activation-model", string(pipeline.ActivationsSaved), "stored activations: saved (stage input + saved_bytes) or input")
+	fl.StringVar(&f.activationModel, "activation-model", string(pipeplan.ActivationsSaved), "stored activations: saved (stage input + saved_bytes) or input")
 	fl.StringVar(&f.memory, "memory", "", "memory per device to check the peaks against, such as 16GiB")
 	fl.StringVar(&f.checkpoint, "checkpoint", "", "stages (0-based, comma-separated, or all) that recompute their forward before their backward")
 	fl.IntVar(&f.maxInflight, "max-inflight", 0, "timeprest: at most this many mini-batches in flight (0: no cap)")
@@ -282,7 +282,7 @@ func pipesimInput(cmd *cobra.Command, e *env, f pipesimFlags, req service.Pipesi
 			}
 		}
 		if f.plan != "" {
-			if req.Plan, err = pipeline.ReadPlan(f.plan); err != nil {
+			if req.Plan, err = pipeplan.ReadPlan(f.plan); err != nil {
 				return nil, nil, err
 			}
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -215,7 +215,7 @@ func readSchedulePlan(path string) (*chainplan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	if pipeline.IsPipelinePlan(data) {
+	if pipeplan.IsPipelinePlan(data) {
 		return nil, usagef("%s is a pipeline plan (chainplan.pipeline/v1): draw it with chainplan plot pipeline", path)
 	}
 	p, err := chainplan.ParsePlan(data)
@@ -297,11 +297,11 @@ func plotPipeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !pipeline.IsPipelinePlan(data) {
+	if !pipeplan.IsPipelinePlan(data) {
 		return nil, usagef("%s is no pipeline plan (its format is not %s): a checkpointing or offloading plan "+
-			"has no Gantt chart; draw it with chainplan plot timeline", f.plan, pipeline.Format)
+			"has no Gantt chart; draw it with chainplan plot timeline", f.plan, pipeplan.Format)
 	}
-	p, err := pipeline.Parse(data)
+	p, err := pipeplan.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.plan, err)
 	}

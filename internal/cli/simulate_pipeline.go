@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -16,10 +17,10 @@ func simulatePipelineFile(w io.Writer, f simulateFlags) (done bool, err error) {
 		return false, nil
 	}
 	data, err := os.ReadFile(f.plan)
-	if err != nil || !pipeline.IsPipelinePlan(data) {
+	if err != nil || !pipeplan.IsPipelinePlan(data) {
 		return false, nil // the sequence path reports a file it cannot read
 	}
-	p, err := pipeline.Parse(data)
+	p, err := pipeplan.Parse(data)
 	if err != nil {
 		return true, fmt.Errorf("read plan %s: %w", f.plan, err)
 	}
@@ -42,7 +43,7 @@ type pipelineSimulation struct {
 // runSimulatePipeline checks a chainplan.pipeline/v1 plan with the independent validator
 // of planner/pipeline: on the model the plan names (devices, bandwidth, weight copies,
 // activation model), against its memory_bytes or --budget as the memory per device.
-func runSimulatePipeline(w io.Writer, c *chainplan.Chain, p *pipeline.Plan, f simulateFlags) error {
+func runSimulatePipeline(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan, f simulateFlags) error {
 	if err := checkFormat(f.format, "text", "json"); err != nil {
 		return err
 	}

@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/milp"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // vgg16Madpipe plans the shipped vgg16 chain on two devices of 28 GB at 12 GB/s, where
@@ -14,9 +14,9 @@ import (
 // memory counting the operations' temporaries (docs/pipeline.md, "What a device holds").
 var vgg16Madpipe = []string{"pipeline", "--chain", "../../examples/vgg16.json", "--gpus", "2", "--memory", "28GB", "--bandwidth", "12GB/s"}
 
-func parsePlan(t *testing.T, out string) *pipeline.Plan {
+func parsePlan(t *testing.T, out string) *pipeplan.Plan {
 	t.Helper()
-	p, err := pipeline.Parse([]byte(out))
+	p, err := pipeplan.Parse([]byte(out))
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -42,7 +42,7 @@ func TestMissingSolverIsSeen(t *testing.T) {
 		t.Fatalf("without a solver: exit %d: %s", code, errs)
 	}
 	p := parsePlan(t, out)
-	if p.Fallback != pipeline.FallbackNoSolver || p.Chosen != "contiguous" || p.Period <= own.Period {
+	if p.Fallback != pipeplan.FallbackNoSolver || p.Chosen != "contiguous" || p.Period <= own.Period {
 		t.Fatalf("without a solver: chosen %q fallback %q period %g; want the contiguous fallback, slower than %g", p.Chosen, p.Fallback, p.Period, own.Period)
 	}
 	var raw map[string]any

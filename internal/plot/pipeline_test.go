@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // threeStages is a pipeline plan of three stages on three devices (DESIGN.md's contract).
@@ -30,7 +30,7 @@ const threeStages = `{"format": "chainplan.pipeline/v1", "algo": "madpipe", "gpu
 // periods × |pattern| boxes in the stages' shades, mini-batch labels starting at 0, one
 // memory bar per device and the limit line.
 func TestPipelineStructure(t *testing.T) {
-	pp, err := pipeline.Parse([]byte(threeStages))
+	pp, err := pipeplan.Parse([]byte(threeStages))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,19 +94,19 @@ func TestPipelineStructure(t *testing.T) {
 }
 
 func TestPipelineOfBadInput(t *testing.T) {
-	good := func() *pipeline.Plan {
-		p, err := pipeline.Parse([]byte(threeStages))
+	good := func() *pipeplan.Plan {
+		p, err := pipeplan.Parse([]byte(threeStages))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	for name, spoil := range map[string]func(p *pipeline.Plan){
-		"no stages":  func(p *pipeline.Plan) { p.Stages = nil },
-		"bad gpu":    func(p *pipeline.Plan) { p.Stages[1].GPU = 7 },
-		"bad stage":  func(p *pipeline.Plan) { p.Pattern[0].Stage = 5 },
-		"last send":  func(p *pipeline.Plan) { p.Pattern[1].Stage = 2 },
-		"bad period": func(p *pipeline.Plan) { p.Period = 0 },
+	for name, spoil := range map[string]func(p *pipeplan.Plan){
+		"no stages":  func(p *pipeplan.Plan) { p.Stages = nil },
+		"bad gpu":    func(p *pipeplan.Plan) { p.Stages[1].GPU = 7 },
+		"bad stage":  func(p *pipeplan.Plan) { p.Pattern[0].Stage = 5 },
+		"last send":  func(p *pipeplan.Plan) { p.Pattern[1].Stage = 2 },
+		"bad period": func(p *pipeplan.Plan) { p.Period = 0 },
 	} {
 		p := good()
 		spoil(p)

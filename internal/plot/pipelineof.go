@@ -8,19 +8,19 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // DefaultPeriods is the number of periods PipelineOf draws when asked for 0.
 const DefaultPeriods = 3
 
 // PipelineOf lays out periods periods (0: DefaultPeriods) of the steady state of a
-// pipeline plan (read by pipeline.Parse): mini-batch b runs an operation at start + (b +
+// pipeline plan (read by pipeplan.Parse): mini-batch b runs an operation at start + (b +
 // shift)·period, so period j holds mini-batch j − shift of each operation; the numbers are
 // offset so that the first period's smallest one is 0. A plan whose stages, devices or
 // pattern do not fit together fails with an error wrapping chainplan.ErrInvalidPlan that
 // names the field.
-func PipelineOf(p *pipeline.Plan, periods int) (*PipelineData, error) {
+func PipelineOf(p *pipeplan.Plan, periods int) (*PipelineData, error) {
 	if periods <= 0 {
 		periods = DefaultPeriods
 	}
@@ -65,9 +65,9 @@ func PipelineOf(p *pipeline.Plan, periods int) (*PipelineData, error) {
 		}
 		var ln int
 		switch o.Op {
-		case pipeline.F, pipeline.B:
+		case pipeplan.F, pipeplan.B:
 			ln = p.Stages[o.Stage].GPU
-		case pipeline.CF, pipeline.CB:
+		case pipeplan.CF, pipeplan.CB:
 			if o.Stage+1 >= len(p.Stages) {
 				return nil, bad("pattern[%d]: %s of the last stage %d has no next stage to talk to", i, o.Op, o.Stage)
 			}

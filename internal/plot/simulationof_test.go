@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
@@ -18,11 +19,11 @@ func TestSimulationPicture(t *testing.T) {
 		{FwdTime: 2, BwdTime: 3, OutBytes: 4, SavedBytes: 4, ParamBytes: 5},
 		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 5},
 	}}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 3, Bandwidth: 8, MemoryBytes: 100})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 3, Bandwidth: 8, MemoryBytes: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stages := []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 2}}
+	stages := []pipeplan.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 2}}
 	su, err := pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: true})
 	if err != nil {
 		t.Fatal(err)

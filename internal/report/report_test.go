@@ -13,8 +13,8 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // storedRun is a database with the resnet-mini profile as run 1, a rotor and a greedy (offloading) plan
@@ -135,7 +135,7 @@ func TestReportWithoutExecutions(t *testing.T) {
 func TestReportPipelinePlans(t *testing.T) {
 	svc := storedRun(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: "contiguous", Options: pipeline.Options{GPUs: 2, Bandwidth: 1e9},
+	req := pipeplan.Request{Algo: "contiguous", Options: pipeplan.Options{GPUs: 2, Bandwidth: 1e9},
 		MinMemory: true, Source: service.SourcePython}
 	first, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
 	if err != nil {

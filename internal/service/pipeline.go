@@ -6,69 +6,34 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/store"
 )
-
-// PipelineRequest is what to plan on P devices (chainplan.pipeline/v1 plans). As in
-// planner.PipelineRequest, whose defaults it takes, a zero field means its default.
-type PipelineRequest struct {
-	// Algo is the pipeline algorithm: one of PipelineAlgos ("": planner.DefaultPipelineAlgo).
-	Algo string
-	// Options are the platform and the memory model; Options.MemoryBytes is ignored when
-	// MinMemory or FasterMemory is set.
-	Options pipeline.Options
-	// MinMemory plans at the algorithm's smallest memory per device ("--memory min").
-	MinMemory bool
-	// FasterMemory plans at the smallest memory per device of a plan faster than one
-	// device ("--memory faster"; planner.PipelineRequest.FasterMemory).
-	FasterMemory bool
-	// Replan plans again even when the same request was planned on the same stored run
-	// before (PlanPipelineRun reuses that plan otherwise).
-	Replan bool
-	// TimeLimit bounds madpipe's scheduling MILP (0: its default, 10 s).
-	TimeLimit time.Duration
-	// RequireSolver makes a missing MILP solver an error (wrapping milp.ErrNoSolver)
-	// instead of madpipe's contiguous fallback (planner.PipelineRequest.RequireSolver).
-	RequireSolver bool
-	// Source says who asks, recorded with the plan (SourceCLI, SourcePython).
-	Source string
-	// Microbatches, when positive, is written into the plan (its optional "microbatches"
-	// field): the micro-batches per optimizer step its executor runs (Python's
-	// pipeline_plan(microbatches=N)). The planners do not read it.
-	Microbatches int
-}
-
-// PipelineAlgos returns the names of the pipeline algorithms (the planner registry's
-// Pipeline family).
-func PipelineAlgos() []string { return planner.PipelineAlgos() }
 
 // CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
 // algorithm ("" is the default one).
 func CheckPipelineAlgo(name string) error {
-	if name == "" || slices.Contains(PipelineAlgos(), name) {
+	if name == "" || slices.Contains(planner.PipelineAlgos(), name) {
 		return nil
 	}
-	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(PipelineAlgos(), ", "))}
+	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(planner.PipelineAlgos(), ", "))}
 }
 
 // SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
 // algorithm's smallest memory per device, found directly, then solved once. The notes are
 // sentences for the user (madpipe: no MILP solver found, and how to install one). Errors:
-// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
-// *pipeline.InfeasibleError with the smallest memory that fits (or a lower bound), an
+// the chain's *chainplan.ChainError, a *pipeplan.OptionError naming the option, a
+// *pipeplan.InfeasibleError with the smallest memory that fits (or a lower bound), an
 // unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
 // the algorithm cannot find.
-func SolvePipeline(c *chainplan.Chain, req PipelineRequest) (*pipeline.Plan, []string, error) {
+func SolvePipeline(c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
 	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, nil, err
 	}
-	p, notes, err := planner.SolvePipeline(c, planner.PipelineRequest{Algo: req.Algo, Options: req.Options,
-		MinMemory: req.MinMemory, FasterMemory: req.FasterMemory, TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
+	p, notes, err := planner.SolvePipeline(c, req)
 	if err == nil && req.Microbatches > 0 {
 		p.Microbatches = req.Microbatches
 	}
@@ -94,18 +59,18 @@ type PipelineParams struct {
 	Source          string  `json:"source"`                // who asked: cli or python
 }
 
-// PipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
-func PipelineParamsFor(req PipelineRequest, p *pipeline.Plan) PipelineParams {
+// pipelineParamsFor returns the parameters recorded for pipeline plan p computed for req.
+func pipelineParamsFor(req pipeplan.Request, p *pipeplan.Plan) PipelineParams {
 	prm := PipelineParams{Algo: cmp.Or(req.Algo, p.Algo), GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
 		WeightCopies: p.WeightCopies, ActivationModel: string(p.ActivationModel), Temporaries: p.Temporaries,
 		Headroom: p.Headroom, Checkpoint: p.Checkpoint, Microbatches: p.Microbatches,
 		TimeLimitS: req.TimeLimit.Seconds(), Chosen: p.Chosen, Source: req.Source}
-	prm.Memory = req.memory()
+	prm.Memory = askedMemory(req)
 	return prm
 }
 
-// memory returns the memory the request asked for.
-func (req PipelineRequest) memory() Budget {
+// askedMemory returns the memory the request asked for.
+func askedMemory(req pipeplan.Request) Budget {
 	switch {
 	case req.MinMemory:
 		return Budget{Min: true}
@@ -120,19 +85,19 @@ type PlannedPipeline struct {
 	RunID  int64
 	PlanID int64
 	Chain  *chainplan.Chain // the run's chain, which the plan partitions
-	Plan   *pipeline.Plan
+	Plan   *pipeplan.Plan
 	Notes  []string // SolvePipeline's notes
 	// Reused is true when the plan was stored before for the same request and run.
 	Reused bool
 }
 
 // PlanPipelineRun plans the chain of the run ref names as a pipeline and records the plan
-// with PipelineParamsFor(req, plan); unless req.Replan, a plan stored before for the same
+// with pipelineParamsFor(req, plan); unless req.Replan, a plan stored before for the same
 // request on the same run by this chainplan version is returned instead (Reused), so that
 // the same launch gives the same plan and one plan gathers its executions. Nothing is
 // recorded when planning fails. Errors as SolvePipeline's, plus chainplan.ErrNotFound for
 // a missing run and ErrBadInput for an unknown source.
-func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineRequest) (*PlannedPipeline, error) {
+func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeplan.Request) (*PlannedPipeline, error) {
 	if err := checkSource(req.Source); err != nil {
 		return nil, err
 	}
@@ -152,16 +117,16 @@ func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req PipelineR
 	if err != nil {
 		return nil, err
 	}
-	planID, err := s.RecordPipelinePlan(ctx, id, req, p)
+	planID, err := s.recordPipelinePlan(ctx, id, req, p)
 	if err != nil {
 		return nil, err
 	}
 	return &PlannedPipeline{RunID: id, PlanID: planID, Chain: c, Plan: p, Notes: notes}, nil
 }
 
-// RecordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
-// PipelineParamsFor(req, p) and the service's version, and returns the plan id.
-func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req PipelineRequest, p *pipeline.Plan) (int64, error) {
+// recordPipelinePlan stores pipeline plan p, computed for req from run runID's chain, with
+// pipelineParamsFor(req, p) and the service's version, and returns the plan id.
+func (s *Service) recordPipelinePlan(ctx context.Context, runID int64, req pipeplan.Request, p *pipeplan.Plan) (int64, error) {
 	if err := checkSource(req.Source); err != nil {
 		return 0, err
 	}
@@ -174,19 +139,19 @@ func (s *Service) RecordPipelinePlan(ctx context.Context, runID int64, req Pipel
 		peak = max(peak, m)
 	}
 	return s.db.RecordPipelinePlan(ctx, runID, &store.PipelinePlan{Algo: p.Algo, MemoryBytes: p.MemoryBytes, Period: p.Period,
-		PeakBytes: peak, SolveMS: p.SolveMS, NumOps: len(p.Pattern), Document: doc}, PipelineParamsFor(req, p), s.version)
+		PeakBytes: peak, SolveMS: p.SolveMS, NumOps: len(p.Pattern), Document: doc}, pipelineParamsFor(req, p), s.version)
 }
 
 // StoredPipelinePlan returns stored plan planID as a pipeline plan, with the chain of the
 // run it was computed from, and ok true; ok is false (and the rest nil) for a plan of
 // another family. Errors: chainplan.ErrNotFound for a missing plan or run, the parser's
-// *pipeline.PlanError for a stored document that does not read.
-func (s *Service) StoredPipelinePlan(ctx context.Context, planID int64) (p *pipeline.Plan, c *chainplan.Chain, ok bool, err error) {
+// *pipeplan.PlanError for a stored document that does not read.
+func (s *Service) StoredPipelinePlan(ctx context.Context, planID int64) (p *pipeplan.Plan, c *chainplan.Chain, ok bool, err error) {
 	doc, err := s.db.PlanDocument(ctx, planID)
-	if err != nil || !pipeline.IsPipelinePlan(doc) {
+	if err != nil || !pipeplan.IsPipelinePlan(doc) {
 		return nil, nil, false, err
 	}
-	if p, err = pipeline.Parse(doc); err != nil {
+	if p, err = pipeplan.Parse(doc); err != nil {
 		return nil, nil, false, fmt.Errorf("stored plan %d: %w", planID, err)
 	}
 	sp, err := s.db.Plan(ctx, planID)

@@ -7,9 +7,9 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/milp"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // requestKey is what makes two pipeline requests the same plan: every request field, with
@@ -28,11 +28,11 @@ type requestKey struct {
 	TimeLimitS      float64
 }
 
-// key returns the request's key, defaults filled in as the planners fill them.
-func (req PipelineRequest) key() requestKey {
-	return requestKey{Algo: cmp.Or(req.Algo, planner.DefaultPipelineAlgo), GPUs: req.Options.GPUs, Memory: req.memory(),
-		Bandwidth: req.Options.Bandwidth, WeightCopies: cmp.Or(req.Options.WeightCopies, pipeline.DefaultWeightCopies),
-		ActivationModel: string(cmp.Or(req.Options.ActivationModel, pipeline.ActivationsSaved)),
+// keyOf returns the request's key, defaults filled in as the planners fill them.
+func keyOf(req pipeplan.Request) requestKey {
+	return requestKey{Algo: cmp.Or(req.Algo, planner.DefaultPipelineAlgo), GPUs: req.Options.GPUs, Memory: askedMemory(req),
+		Bandwidth: req.Options.Bandwidth, WeightCopies: cmp.Or(req.Options.WeightCopies, pipeplan.DefaultWeightCopies),
+		ActivationModel: string(cmp.Or(req.Options.ActivationModel, pipeplan.ActivationsSaved)),
 		Temporaries:     !req.Options.NoTemporaries, Headroom: req.Options.Headroom, Checkpoint: req.Options.Checkpoint,
 		Microbatches: req.Microbatches, TimeLimitS: cmp.Or(max(req.TimeLimit, 0), milp.DefaultTimeLimit).Seconds()}
 }
@@ -48,12 +48,12 @@ func (prm PipelineParams) key() requestKey {
 // storedPipeline returns the newest plan of run runID that this chainplan version computed
 // for the same request, or nil. A stored document that does not read is an error: it was
 // written by this version.
-func (s *Service) storedPipeline(ctx context.Context, runID int64, c *chainplan.Chain, req PipelineRequest) (*PlannedPipeline, error) {
+func (s *Service) storedPipeline(ctx context.Context, runID int64, c *chainplan.Chain, req pipeplan.Request) (*PlannedPipeline, error) {
 	plans, err := s.db.Plans(ctx, runID)
 	if err != nil {
 		return nil, err
 	}
-	want := req.key()
+	want := keyOf(req)
 	for i := len(plans) - 1; i >= 0; i-- {
 		sp := plans[i]
 		if sp.Version != s.version || sp.Plan.Algo != want.Algo {
@@ -67,7 +67,7 @@ func (s *Service) storedPipeline(ctx context.Context, runID int64, c *chainplan.
 		if err != nil {
 			return nil, err
 		}
-		p, err := pipeline.Parse(doc)
+		p, err := pipeplan.Parse(doc)
 		if err != nil {
 			return nil, fmt.Errorf("stored plan %d: %w", sp.ID, err)
 		}

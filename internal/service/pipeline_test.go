@@ -11,6 +11,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/profiler"
@@ -32,13 +33,13 @@ func resnetChain(t *testing.T) *chainplan.Chain {
 
 func TestSolvePipelineMinMemory(t *testing.T) {
 	c := resnetChain(t)
-	opts := pipeline.Options{GPUs: 2, Bandwidth: 1e9}
+	opts := pipeplan.Options{GPUs: 2, Bandwidth: 1e9}
 	for _, algo := range []string{"contiguous", "pipedream"} {
-		p, _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: opts, MinMemory: true})
+		p, _, err := service.SolvePipeline(c, pipeplan.Request{Algo: algo, Options: opts, MinMemory: true})
 		if err != nil {
 			t.Fatalf("%s: %v", algo, err)
 		}
-		pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, Bandwidth: 1e9, MemoryBytes: p.MemoryBytes})
+		pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, Bandwidth: 1e9, MemoryBytes: p.MemoryBytes})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -48,13 +49,13 @@ func TestSolvePipelineMinMemory(t *testing.T) {
 		// One byte less is refused, naming the memory the plan used as the smallest.
 		o := opts
 		o.MemoryBytes = p.MemoryBytes - 1
-		_, _, err = service.SolvePipeline(c, service.PipelineRequest{Algo: algo, Options: o})
-		var ie *pipeline.InfeasibleError
+		_, _, err = service.SolvePipeline(c, pipeplan.Request{Algo: algo, Options: o})
+		var ie *pipeplan.InfeasibleError
 		if !errors.As(err, &ie) || ie.MinMemoryBytes != p.MemoryBytes {
 			t.Errorf("%s at %d bytes: %v, want an InfeasibleError naming %d", algo, o.MemoryBytes, err, p.MemoryBytes)
 		}
 	}
-	if _, _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: "rotor", Options: opts}); !errors.Is(err, service.ErrBadInput) {
+	if _, _, err := service.SolvePipeline(c, pipeplan.Request{Algo: "rotor", Options: opts}); !errors.Is(err, service.ErrBadInput) {
 		t.Errorf("algo rotor: %v, want ErrBadInput", err)
 	}
 }
@@ -62,8 +63,8 @@ func TestSolvePipelineMinMemory(t *testing.T) {
 func TestPlanPipelineRun(t *testing.T) {
 	s := newService(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9,
-		ActivationModel: pipeline.ActivationsInput}, MinMemory: true, Source: service.SourceCLI}
+	req := pipeplan.Request{Algo: contiguous.Algo, Options: pipeplan.Options{GPUs: 2, Bandwidth: 12e9,
+		ActivationModel: pipeplan.ActivationsInput}, MinMemory: true, Source: service.SourceCLI}
 	got, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestPlanPipelineRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stored, err := pipeline.Parse(doc)
+	stored, err := pipeplan.Parse(doc)
 	if err != nil || stored.Period != got.Plan.Period || len(stored.Stages) != len(got.Plan.Stages) {
 		t.Fatalf("stored document %s (%v)", doc, err)
 	}
@@ -120,7 +121,7 @@ func TestPlanPipelineRun(t *testing.T) {
 func TestPlanPipelineRunReuses(t *testing.T) {
 	s := newService(t)
 	ctx := context.Background()
-	req := service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9},
+	req := pipeplan.Request{Algo: contiguous.Algo, Options: pipeplan.Options{GPUs: 2, Bandwidth: 12e9},
 		FasterMemory: true, Source: service.SourceCLI}
 	first, err := s.PlanPipelineRun(ctx, service.LatestRun, req)
 	if err != nil || first.Reused {
@@ -131,7 +132,7 @@ func TestPlanPipelineRunReuses(t *testing.T) {
 	}
 	again := req
 	again.Source = service.SourcePython
-	again.Options.WeightCopies = pipeline.DefaultWeightCopies // the default, spelt out
+	again.Options.WeightCopies = pipeplan.DefaultWeightCopies // the default, spelt out
 	got, err := s.PlanPipelineRun(ctx, service.LatestRun, again)
 	if err != nil || !got.Reused || got.PlanID != first.PlanID || got.Plan.Period != first.Plan.Period ||
 		len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "reused plan") {

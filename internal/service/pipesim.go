@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -33,7 +34,7 @@ type PipesimRequest struct {
 	// Plan is a chainplan.pipeline/v1 plan of the chain: periodic replays it, the other
 	// schedules run its partition (one stage per device). Its model (devices, bandwidth,
 	// weight copies, activation model, memory) is the simulation's.
-	Plan *pipeline.Plan `json:"-"`
+	Plan *pipeplan.Plan `json:"-"`
 	// PlanID is a stored pipeline plan, used as Plan, on its run's chain (SimulateRun).
 	PlanID int64 `json:"plan_id,omitempty"`
 	// Microbatches is N per mini-batch, Minibatches K (0: pipesim.DefaultMinibatches).
@@ -74,7 +75,7 @@ func CheckSchedule(name string) error {
 
 // Simulate runs req's schedule on chain c (or on req.Plan, a plan of c). Errors: an unknown
 // schedule and contradictory options wrapping ErrBadInput; a *pipesim.OptionError (a bad
-// count, stage specification, checkpoint list, cap), a *pipeline.OptionError, the chain's
+// count, stage specification, checkpoint list, cap), a *pipeplan.OptionError, the chain's
 // *chainplan.ChainError, a plan that does not fit c (ErrInvalidPlan): all bad input.
 func Simulate(c *chainplan.Chain, req PipesimRequest) (*pipesim.Result, error) {
 	if err := CheckSchedule(req.Schedule); err != nil {
@@ -132,8 +133,8 @@ func pipesimSetup(c *chainplan.Chain, req PipesimRequest) (*pipesim.Setup, error
 	if err != nil {
 		return nil, err
 	}
-	opts := pipeline.Options{GPUs: max(count, len(stages)), MemoryBytes: req.MemoryBytes, Bandwidth: req.Bandwidth,
-		WeightCopies: req.WeightCopies, ActivationModel: pipeline.ActivationModel(req.ActivationModel)}
+	opts := pipeplan.Options{GPUs: max(count, len(stages)), MemoryBytes: req.MemoryBytes, Bandwidth: req.Bandwidth,
+		WeightCopies: req.WeightCopies, ActivationModel: pipeplan.ActivationModel(req.ActivationModel)}
 	if opts.WeightCopies == 0 {
 		opts.WeightCopies = DefaultSimulationWeightCopies
 	}

@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
 
@@ -144,16 +144,16 @@ func metaFloat(m map[string]string, key string) float64 {
 // forwards' starts over the micro-batches that run in the plan's steady periods (period q
 // runs micro-batch q − shift; the steady periods are max shift .. N−1+min shift), averaged
 // over the rank's stages; NaN when no stage has two.
-func steadyMicrobatchTime(p *pipeline.Plan, n int, sim *pipesim.Result, rank int) float64 {
+func steadyMicrobatchTime(p *pipeplan.Plan, n int, sim *pipesim.Result, rank int) float64 {
 	lo, hi := math.MaxInt, math.MinInt
 	for _, o := range p.Pattern {
-		if o.Op == pipeline.F || o.Op == pipeline.B {
+		if o.Op == pipeplan.F || o.Op == pipeplan.B {
 			lo, hi = min(lo, o.Shift), max(hi, o.Shift)
 		}
 	}
 	var slopes []float64
 	for _, k := range p.StagesOn(rank) {
-		shift := p.Pattern[p.Find(pipeline.F, k)].Shift
+		shift := p.Pattern[p.Find(pipeplan.F, k)].Shift
 		first, last := hi-shift, n+lo-shift-1 // the steady micro-batches of stage k
 		if last <= first {
 			continue

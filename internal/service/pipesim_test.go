@@ -11,8 +11,8 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
-	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 	"github.com/chainplan/chainplan/store"
 )
@@ -33,7 +33,7 @@ func TestSimulate(t *testing.T) {
 		t.Fatalf("ranges without bandwidth: %+v, %v", free, err)
 	}
 	// periodic replays a plan; the other schedules run its partition.
-	p, _, err := service.SolvePipeline(c, service.PipelineRequest{Algo: contiguous.Algo, Options: pipeline.Options{GPUs: 2,
+	p, _, err := service.SolvePipeline(c, pipeplan.Request{Algo: contiguous.Algo, Options: pipeplan.Options{GPUs: 2,
 		Bandwidth: 12e9, MemoryBytes: 1 << 40}})
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +90,8 @@ func TestSimulateRun(t *testing.T) {
 		t.Fatalf("stored result %s, %v", doc, err)
 	}
 	// A plan that ran: two ranks measured by the runner, with the plan's order.
-	plan, err := s.PlanPipelineRun(ctx, service.LatestRun, service.PipelineRequest{Algo: contiguous.Algo,
-		Options: pipeline.Options{GPUs: 2, Bandwidth: 12e9, MemoryBytes: 1 << 40, WeightCopies: 2}, Source: service.SourceCLI})
+	plan, err := s.PlanPipelineRun(ctx, service.LatestRun, pipeplan.Request{Algo: contiguous.Algo,
+		Options: pipeplan.Options{GPUs: 2, Bandwidth: 12e9, MemoryBytes: 1 << 40, WeightCopies: 2}, Source: service.SourceCLI})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 // Package pipeline is the model of pipelined model parallelism that every pipeline planner
-// shares: the chain on P devices, the chainplan.pipeline/v1 plan document, the independent
-// validator, and the 1F1B* schedule of a contiguous allocation with its exact best period.
+// shares: the chain on P devices, the independent validator, and the 1F1B* schedule of a
+// contiguous allocation with its exact best period. The chainplan.pipeline/v1 plan
+// document, the request and the family's errors are defined in the contract package
+// pipeplan, and read here under the same names (contract.go).
 //
 // Source: O. Beaumont, L. Eyraud-Dubois, A. Shilova, "MadPipe: Memory Aware Dynamic
 // Programming Algorithm for Pipelined Model Parallelism" (2020), and A. Shilova's PhD thesis
@@ -28,9 +30,10 @@
 //   - NewProblem(chain, Options) builds the model; its methods give the range sums in O(1):
 //     UF, UB, U, Weights, Stored (ā), Transfer (a/β), Comm (C), Buffers, StageMemory
 //     (𝓜(i,j,g) of spec §1.5 in this model), TotalWork (U(1,L)). WithMemory changes M.
-//   - Plan, Stage, Op: the document; Parse and ReadPlan read it strictly (errors are
-//     *PlanError naming the field), Plan.MarshalIndent writes it. IsPipelinePlan tells a
-//     pipeline document from a checkpointing one.
+//   - Plan, Stage, Op: the document (pipeplan's); Parse and ReadPlan read it strictly
+//     (errors are *PlanError naming the field), Plan.MarshalIndent writes it.
+//     IsPipelinePlan tells a pipeline document from a checkpointing one. Problem.Header
+//     starts a planner's document; ProblemOf rebuilds the problem of a plan.
 //   - Validate(problem, plan) checks a plan independently of every planner (spec §3.4) and
 //     reports the issues, the load bound, each stage's NCA and each device's memory in both
 //     models; Check returns the same verdict as an error. Finalize fills a new plan's

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -25,7 +26,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"format":"chainplan.pipeline/v1","algo":"x","gpus":1,"memory_bytes":0,"bandwidth":1,` +
 		`"weight_copies":3,"activation_model":"input","period":1,"stages":[],"pattern":[],"memory_per_gpu":[],"contiguous":true}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := pipeline.Parse(data)
+		p, err := pipeplan.Parse(data)
 		if err != nil {
 			return
 		}
@@ -33,7 +34,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("accepted, yet cannot be written: %v", err)
 		}
-		q, err := pipeline.Parse(out)
+		q, err := pipeplan.Parse(out)
 		if err != nil {
 			t.Fatalf("written plan refused: %v\n%s", err, out)
 		}

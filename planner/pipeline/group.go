@@ -3,7 +3,7 @@ package pipeline
 // planTolerance is the relative slack of the planners' comparisons with T (a group's sum
 // against the period): a candidate period computed as one float sum must admit the group
 // it came from when the greedy sums the same numbers in another order. It is far below
-// the validator's Tolerance, so that what the planners accept always validates.
+// the validator's tolerance, so that what the planners accept always validates.
 const planTolerance = 1e-12
 
 // Fits reports whether a load x fits in period T, up to a relative 1e-12: the comparison

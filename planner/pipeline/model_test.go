@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -22,7 +23,7 @@ func TestNewProblemErrors(t *testing.T) {
 		field string
 	}{
 		{"P=0", chain(), func(o *pipeline.Options) { o.GPUs = 0 }, "gpus"},
-		{"P too large", chain(), func(o *pipeline.Options) { o.GPUs = pipeline.MaxGPUs + 1 }, "gpus"},
+		{"P too large", chain(), func(o *pipeline.Options) { o.GPUs = pipeplan.MaxGPUs + 1 }, "gpus"},
 		{"negative memory", chain(), func(o *pipeline.Options) { o.MemoryBytes = -1 }, "memory"},
 		{"zero bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = 0 }, "bandwidth"},
 		{"NaN bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = math.NaN() }, "bandwidth"},

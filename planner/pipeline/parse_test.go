@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -18,19 +19,19 @@ func TestParseRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := pipeline.Parse(data)
+	got, err := pipeplan.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got, p) {
 		t.Errorf("round trip:\n got %+v\nwant %+v", got, p)
 	}
-	if !pipeline.IsPipelinePlan(data) || pipeline.IsPipelinePlan([]byte(`{"algo":"rotor","sequence":[]}`)) {
+	if !pipeplan.IsPipelinePlan(data) || pipeplan.IsPipelinePlan([]byte(`{"algo":"rotor","sequence":[]}`)) {
 		t.Error("IsPipelinePlan tells the families apart wrongly")
 	}
 	// The contract's example writes bytes in exponent form: whole numbers are accepted.
 	doc := strings.Replace(string(data), `"memory_bytes": 16`, `"memory_bytes": 1.6e1`, 1)
-	if q, err := pipeline.Parse([]byte(doc)); err != nil || q.MemoryBytes != 16 {
+	if q, err := pipeplan.Parse([]byte(doc)); err != nil || q.MemoryBytes != 16 {
 		t.Errorf("memory_bytes 1.6e1: %v, %v", q, err)
 	}
 }
@@ -77,7 +78,7 @@ func TestParseErrors(t *testing.T) {
 		{edit(`"contiguous": false`, `"contiguous": false, "microbatches": 0`), "microbatches: want a whole number in [1,"},
 	}
 	for _, tc := range cases {
-		_, err := pipeline.Parse([]byte(tc.doc))
+		_, err := pipeplan.Parse([]byte(tc.doc))
 		var pe *pipeline.PlanError
 		if !errors.As(err, &pe) || !errors.Is(err, chainplan.ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.60q: error %v, want a PlanError containing %q", tc.doc, err, tc.want)

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"sort"
 	"sync"
@@ -21,15 +22,6 @@ import (
 // time of B_j … B_i with a_{i−1} and δ_j in memory), which includes the recomputed
 // forward; one table over the whole chain (rotor.SubChains) gives it for every stage and
 // budget.
-
-// Recompute marks a stage that keeps only its input between its forward and its backward:
-// when the gradient of its output arrives, it runs Sequence, a rotor sequence of its
-// layers numbered from 1 (F_all, F_ck, F_none, B), which needs at most BudgetBytes above
-// the stage input (the gradient it received included).
-type Recompute struct {
-	BudgetBytes int64          `json:"budget_bytes"`
-	Sequence    []chainplan.Op `json:"sequence"`
-}
 
 // subTable is the problem's rotor table, built once on first use and shared by the copies
 // WithMemory makes.
@@ -177,7 +169,7 @@ func (p *Problem) RecomputeStage(i, j, gpu int, budget int64) (Stage, error) {
 	if err != nil {
 		return Stage{}, err
 	}
-	return Stage{First: i, Last: j, GPU: gpu, Recompute: &Recompute{BudgetBytes: budget, Sequence: seq}}, nil
+	return Stage{First: i, Last: j, GPU: gpu, Recompute: &pipeplan.Recompute{BudgetBytes: budget, Sequence: seq}}, nil
 }
 
 // replay replays a recomputing stage's sequence from a_{i−1} and δ_j within its budget.

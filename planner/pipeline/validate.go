@@ -2,16 +2,17 @@ package pipeline
 
 import (
 	"fmt"
+	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"strings"
 
 	"github.com/chainplan/chainplan"
 )
 
-// Tolerance is the relative tolerance of the validator's time comparisons, as a fraction of
-// the period: durations, dependencies and overlaps within Tolerance·T are accepted, since
+// tolerance is the relative tolerance of the validator's time comparisons, as a fraction of
+// the period: durations, dependencies and overlaps within tolerance·T are accepted, since
 // pattern times are sums of measured floats.
-const Tolerance = 1e-9
+const tolerance = 1e-9
 
 // Issue is one problem the validator found. Field locates it in the document
 // ("pattern[3]", "stages[1].gpu") or names the resource ("gpu 1", "link 0-2").
@@ -99,7 +100,7 @@ type validator struct {
 	pr  *Problem
 	p   *Plan
 	rep *Report
-	eps float64 // Tolerance·T
+	eps float64 // tolerance·T
 	// op[kind][k] is the index in p.Pattern of operation kind of stage k, or −1.
 	op map[OpKind][]int
 }
@@ -111,8 +112,8 @@ func (v *validator) issue(field, format string, args ...any) {
 // structure checks the document against the contract and pr's options.
 func (v *validator) structure() {
 	p, o := v.p, v.pr.Options()
-	if p.Format != Format {
-		v.issue("format", "want %q (got %q)", Format, p.Format)
+	if p.Format != pipeplan.Format {
+		v.issue("format", "want %q (got %q)", pipeplan.Format, p.Format)
 	}
 	if p.GPUs != o.GPUs {
 		v.issue("gpus", "the plan is for %d devices, the problem has %d", p.GPUs, o.GPUs)
@@ -136,7 +137,7 @@ func (v *validator) structure() {
 		v.issue("period", "want a positive, finite time (got %v)", t)
 		return
 	}
-	v.eps = Tolerance * p.Period
+	v.eps = tolerance * p.Period
 	v.stages()
 	v.pattern()
 	if len(p.MemoryPerGPU) != p.GPUs {

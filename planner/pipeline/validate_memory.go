@@ -87,9 +87,9 @@ func (v *validator) memory() {
 	}
 }
 
-// floorTol is ⌊x⌋ with x rounded up when within Tolerance below an integer: pattern times
+// floorTol is ⌊x⌋ with x rounded up when within tolerance below an integer: pattern times
 // are float sums, and an instant that should fall on a period boundary must count as on it.
-func floorTol(x float64) int { return int(math.Floor(x + Tolerance)) }
+func floorTol(x float64) int { return int(math.Floor(x + tolerance)) }
 
 func satAdd(a, b int64) int64 {
 	if a > saturated-b {

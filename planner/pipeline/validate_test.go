@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -28,7 +29,7 @@ func nonContiguous(tb testing.TB) (*pipeline.Problem, *pipeline.Plan) {
 	op := func(kind pipeline.OpKind, k int, start, d float64, shift int) pipeline.Op {
 		return pipeline.Op{Op: kind, Stage: k, Start: start, Duration: d, Shift: shift}
 	}
-	p := &pipeline.Plan{Format: pipeline.Format, Algo: "hand", GPUs: 2, MemoryBytes: 16, Bandwidth: 1,
+	p := &pipeline.Plan{Format: pipeplan.Format, Algo: "hand", GPUs: 2, MemoryBytes: 16, Bandwidth: 1,
 		WeightCopies: 3, ActivationModel: pipeline.ActivationsSaved, Period: 2, Temporaries: true,
 		Stages: []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 0}},
 		Pattern: []pipeline.Op{

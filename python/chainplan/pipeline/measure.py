@@ -34,24 +34,55 @@ import socket
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import torch
+import torch.distributed as dist
+from torch import nn
 
 from chainplan import _bind
-from chainplan.errors import ChainplanWarning
+from chainplan.errors import ChainplanError, ChainplanWarning
 from chainplan.pipeline.order import steady_microbatches
 from chainplan.pipeline.plan import PipelinePlan
+from chainplan.profiler.memory import MemoryProbe
 
-if TYPE_CHECKING:
-    from chainplan.pipeline.runner import PipelineRunner
-
-__all__ = ["LossFn", "MemoryWarning", "PipelineExecution", "RankMeasure", "measure_runner",
-           "record", "steady_time"]
+__all__ = ["LossFn", "Measured", "MemoryWarning", "PipelineExecution", "RankMeasure",
+           "measure_runner", "record", "steady_time", "sync"]
 
 LossFn = Callable[..., torch.Tensor]
+
+
+class Measured(Protocol):
+    """What :func:`measure_runner` reads of the runner it measures: a
+    :class:`~chainplan.pipeline.runner.PipelineRunner` (named by its shape, so that this
+    module, which the runner imports, does not import the runner back)."""
+
+    rank: int
+    world: int
+    microbatches: int
+    schedule: str
+
+    @property
+    def plan(self) -> PipelinePlan: ...
+
+    @property
+    def device(self) -> torch.device: ...
+
+    @property
+    def group(self) -> Any: ...
+
+    @property
+    def plan_order(self) -> bool: ...
+
+    @property
+    def forward_starts(self) -> dict[tuple[int, int], float]: ...
+
+    @property
+    def blocks(self) -> Mapping[int, nn.Module]: ...
+
+    def parameters(self) -> Iterator[nn.Parameter]: ...
 
 
 class MemoryWarning(ChainplanWarning):
@@ -165,8 +196,6 @@ def record(plan: PipelinePlan, ex: PipelineExecution) -> tuple[int, ...]:
     Raises:
         ChainplanError: the plan is not stored (no ``plan_id``), or the Go side refused.
     """
-    from chainplan.errors import ChainplanError
-
     if plan.plan_id is None:
         raise ChainplanError("the plan is not stored (no plan_id): nothing to record against")
     per_mb, source = ex.microbatch_time_s, "steady"
@@ -204,7 +233,7 @@ def _state_bytes(optimizer: torch.optim.Optimizer | None, params: Sequence[torch
                if id(p) in mine for t in st.values() if isinstance(t, torch.Tensor))
 
 
-def _warm_up(runner: PipelineRunner, step: Callable[[], Any],
+def _warm_up(runner: Measured, step: Callable[[], Any],
              optimizer: torch.optim.Optimizer | None) -> None:
     """One step before the measured one. On the CPU it runs under a probe too: the CPU
     allocator reports the frees of blocks a probe saw allocated, and the measured step frees
@@ -215,15 +244,13 @@ def _warm_up(runner: PipelineRunner, step: Callable[[], Any],
         if optimizer is not None:
             optimizer.step()
         return
-    from chainplan.profiler.memory import MemoryProbe
-
     with MemoryProbe(device=runner.device):
         step()
         if optimizer is not None:
             optimizer.step()
 
 
-def _peak_step(runner: PipelineRunner, step: Callable[[], Any],
+def _peak_step(runner: Measured, step: Callable[[], Any],
                optimizer: torch.optim.Optimizer | None) -> int:
     """One step's peak memory on this rank (module docstring)."""
     device = runner.device
@@ -235,8 +262,6 @@ def _peak_step(runner: PipelineRunner, step: Callable[[], Any],
             optimizer.step()
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device))
-    from chainplan.profiler.memory import MemoryProbe
-
     params = list(runner.parameters())
     resident = sum(t.numel() * t.element_size() for block in runner.blocks.values()
                    for t in itertools.chain(block.parameters(), block.buffers()))
@@ -269,14 +294,16 @@ def _check(plan: PipelinePlan, ex: PipelineExecution, optimizer: torch.optim.Opt
                           f"{2 + extra}", MemoryWarning, stacklevel=3)
 
 
-def measure_runner(runner: PipelineRunner, step: Callable[[], Any], *, steps: int,
+def sync(device: torch.device) -> None:
+    """Wait for the device's work (CUDA); nothing on the CPU."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure_runner(runner: Measured, step: Callable[[], Any], *, steps: int,
                    store: bool, optimizer: torch.optim.Optimizer | None) -> PipelineExecution:
     """Measure ``runner`` (see :meth:`PipelineRunner.measure
     <chainplan.pipeline.runner.PipelineRunner.measure>`): ``step`` runs one step of it."""
-    import torch.distributed as dist
-
-    from chainplan.pipeline.runner import sync
-
     plan = runner.plan
     _warm_up(runner, step, optimizer)
     peak = _peak_step(runner, step, optimizer)

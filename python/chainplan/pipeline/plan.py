@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from chainplan.errors import ScheduleError
+from chainplan import _bind
+from chainplan.errors import PlanError, ScheduleError
 from chainplan.jsonfields import Fields
 from chainplan.pipeline.parts import (
     Link,
@@ -33,6 +34,7 @@ from chainplan.pipeline.parts import (
     read_pattern,
     read_stages,
 )
+from chainplan.tradeoff import svg_or_none, write_svg
 
 if TYPE_CHECKING:
     import torch
@@ -310,9 +312,6 @@ class PipelinePlan:
         Raises:
             PlanError: a bad ``periods`` or ``path``.
         """
-        from chainplan import _bind
-        from chainplan.errors import PlanError
-        from chainplan.tradeoff import write_svg
 
         if isinstance(periods, bool) or not isinstance(periods, int) or periods < 1:
             raise PlanError(f"periods must be a positive integer (got {periods!r})")
@@ -324,8 +323,6 @@ class PipelinePlan:
 
     def _repr_svg_(self) -> str | None:
         """The Gantt chart in a notebook; None (the text repr) when it cannot be drawn."""
-        from chainplan.tradeoff import svg_or_none
-
         return svg_or_none(self.plot)
 
     def __str__(self) -> str:

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["load_plan", "pipeline_plan"]
 
-_ALGOS = ("madpipe", "contiguous", "pipedream")
 _MODELS = ("saved", "input")
 
 
@@ -44,17 +43,19 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
              weight_copies: int | None, activation_model: str | None,
              headroom: float | None, temporaries: bool | None, checkpoint: bool,
              replan: bool, time_limit_s: float | None) -> dict[str, Any]:
-    """The planning request, each argument checked before any work (names the argument).
+    """The planning request in the JSON form of Go's ``pipeline.Request``, each argument's
+    type checked before any work (the message names the argument).
 
     An argument left at None is left out: the Go request type fills in its one default,
-    the same as the CLI's (``chainplan pipeline --help``).
+    the same as the CLI's (``chainplan pipeline --help``). Sizes written as strings
+    (``"16GiB"``, ``"12GB/s"``) and the algorithm's name go as the user wrote them: Go
+    reads them once, with the CLI's rules and the planner registry, in the same crossing
+    that plans.
     """
     req: dict[str, Any] = {}
     if algo is not None:
         if not isinstance(algo, str):
             raise ArgumentTypeError(f"algo must be a str such as 'madpipe' (got {_typed(algo)})")
-        if algo not in _ALGOS:
-            raise PlanError(f"unknown pipeline algorithm {algo!r} (want {', '.join(_ALGOS)})")
         req["algo"] = algo
     for name, value in (("gpus", gpus), ("weight_copies", weight_copies)):
         if value is None and name == "weight_copies":
@@ -72,7 +73,7 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
     if isinstance(memory, str) and memory.strip().lower() in ("min", "faster"):
         req[f"{memory.strip().lower()}_memory"] = True
     elif isinstance(memory, str):
-        req["memory_bytes"] = _bind.parse_bytes(memory)
+        req["memory_bytes"] = memory
     elif isinstance(memory, bool) or not isinstance(memory, int):
         raise ArgumentTypeError(f"memory must be an int (bytes per device), a size string such "
                                 f"as '16GiB', 'min' or 'faster' (got {_typed(memory)})")
@@ -80,7 +81,7 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
         raise PlanError(f"memory must be positive (got {memory} bytes)")
     else:
         req["memory_bytes"] = memory
-    req["bandwidth"] = arguments.bandwidth(bandwidth)
+    req["bandwidth"] = bandwidth if isinstance(bandwidth, str) else arguments.bandwidth(bandwidth)
     if headroom is not None:
         if isinstance(headroom, bool) or not isinstance(headroom, int | float) \
                 or not 0 <= headroom < 1:
@@ -104,10 +105,6 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
                             f"(got {time_limit_s!r})")
         req["time_limit_s"] = float(time_limit_s)
     return req
-
-
-def _param_bytes(chain_json: str) -> tuple[int, ...]:
-    return tuple(int(s.get("param_bytes", 0)) for s in json.loads(chain_json)["stages"])
 
 
 def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
@@ -199,13 +196,14 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
     if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
         if source.run_id is None:
             chain = _bind.profile_chain(str(source.path))
-            return _read(json.loads(_bind.pipeline_solve(chain, req)),
-                         layer_param_bytes=_param_bytes(chain))
+            doc = json.loads(_bind.pipeline_solve(chain, req))
+            return _read(doc, layer_param_bytes=doc["layer_param_bytes"])
         source = int(source.run_id)
     if isinstance(source, int) and not isinstance(source, bool):
+        # One crossing: the plan, its stored id and each layer's weights come back together.
         doc = json.loads(_bind.pipeline_solve_run(source, req))
         return _read(doc, plan_id=int(doc["plan_id"]), run_id=source,
-                     layer_param_bytes=_param_bytes(_bind.export_chain(source)))
+                     layer_param_bytes=doc["layer_param_bytes"])
     if isinstance(source, str | os.PathLike):
         path = Path(source)
         try:
@@ -248,4 +246,4 @@ def load_plan(plan_id: int) -> PipelinePlan:
                             f"plan")
     run_id = int(stored["run_id"])
     return PipelinePlan.from_dict(doc, plan_id=plan_id, run_id=run_id,
-                                  layer_param_bytes=_param_bytes(_bind.export_chain(run_id)))
+                                  layer_param_bytes=stored["layer_param_bytes"])

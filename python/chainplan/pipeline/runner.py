@@ -335,12 +335,6 @@ class PipelineRunner:
         return self._starts
 
 
-def sync(device: torch.device) -> None:
-    """Wait for the device's work (CUDA); nothing on the CPU."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
 def _default_device() -> torch.device:
     # init_process_group() without a backend gives "cpu:gloo,cuda:nccl".
     if "nccl" in str(dist.get_backend()) and torch.cuda.is_available():

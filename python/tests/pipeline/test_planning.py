@@ -51,7 +51,7 @@ def test_memory_min_and_infeasible(eight: Path) -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), [
-    ({"algo": "MadPipe"}, PlanError, "unknown pipeline algorithm 'MadPipe'"),
+    ({"algo": "MadPipe"}, PlanError, "unknown pipeline algorithm .MadPipe."),
     ({"algo": 3}, ArgumentTypeError, r"algo must be a str"),
     ({"gpus": 0}, PlanError, r"gpus must be at least 1 \(got 0\)"),
     ({"gpus": 2.0}, ArgumentTypeError, r"gpus must be an integer \(got 2\.0 \(float\)\)"),

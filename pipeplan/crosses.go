@@ -1,4 +1,4 @@
-package pipeline
+package pipeplan
 
 // Crosses reports whether the output of stages[k] goes to another device: stage k+1 exists
 // and is on another device, so that the boundary costs a CF and a CB on a link (each

@@ -1,4 +1,4 @@
-package pipeline
+package pipeplan
 
 import (
 	"encoding/json"
@@ -190,29 +190,19 @@ func IsContiguous(stages []Stage) bool {
 	return true
 }
 
-// Header returns a plan for p with its options filled in (devices, memory, bandwidth,
-// weight copies, activation model, temporaries, headroom, checkpoint) and no stages: how
-// every planner starts the document it returns.
-func (p *Problem) Header(algo string, period float64) *Plan {
-	return &Plan{Format: Format, Algo: algo, GPUs: p.opts.GPUs, MemoryBytes: p.opts.MemoryBytes,
-		Bandwidth: p.opts.Bandwidth, WeightCopies: p.opts.WeightCopies,
-		ActivationModel: p.opts.ActivationModel, Period: period, Temporaries: !p.opts.NoTemporaries,
-		Headroom: p.opts.Headroom, Checkpoint: p.opts.Checkpoint}
-}
-
-// ProblemOf builds the problem a plan was made for: c on the plan's devices, memory,
-// bandwidth, weight copies and activation model. Errors are NewProblem's; a plan field
-// that is out of range is reported under the option's name.
-func ProblemOf(c *chainplan.Chain, p *Plan) (*Problem, error) {
-	return NewProblem(c, Options{GPUs: p.GPUs, MemoryBytes: p.MemoryBytes, Bandwidth: p.Bandwidth,
-		WeightCopies: p.WeightCopies, ActivationModel: p.ActivationModel, Headroom: p.Headroom,
-		NoTemporaries: !p.Temporaries, Checkpoint: p.Checkpoint})
-}
-
 // String writes a stage as {first last gpu}, with its budget when it recomputes.
 func (s Stage) String() string {
 	if s.Recompute == nil {
 		return fmt.Sprintf("{%d %d %d}", s.First, s.Last, s.GPU)
 	}
 	return fmt.Sprintf("{%d %d %d recompute %d B}", s.First, s.Last, s.GPU, s.Recompute.BudgetBytes)
+}
+
+// Recompute marks a stage that keeps only its input between its forward and its backward:
+// when the gradient of its output arrives, it runs Sequence, a rotor sequence of its
+// layers numbered from 1 (F_all, F_ck, F_none, B), which needs at most BudgetBytes above
+// the stage input (the gradient it received included).
+type Recompute struct {
+	BudgetBytes int64          `json:"budget_bytes"`
+	Sequence    []chainplan.Op `json:"sequence"`
 }

@@ -1,4 +1,4 @@
-package pipeline
+package pipeplan
 
 import (
 	"bytes"
