@@ -39,6 +39,12 @@ func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error)
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
+	// The version 1 reading of the chain: a pipeline stage's recomputation runs whole
+	// stages from its input, which it holds to its backward's end, and simulate.RunFrom,
+	// which checks the sequences, replays them so. The exact model's credits (an input freed
+	// by F_all, an early-stopping recomputation of the sub-chain's last layer) would give
+	// sequences that replay over their budget.
+	c = c.Conservative()
 	if slots <= 0 {
 		slots = DefaultSlots
 	}

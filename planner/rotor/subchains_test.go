@@ -98,3 +98,67 @@ func TestRunFromStoreAll(t *testing.T) {
 		t.Fatal("a sequence without B 1 replays as valid")
 	}
 }
+
+// TestSubChainsExactReplay checks the shared table on chains of the exact memory model
+// (chainplan.chain/v2): every sequence it gives a sub-chain at a budget at or above Need
+// replays from the state a recomputing pipeline stage starts its backward in (a_{s−1}
+// held by the stage to its end, δ_t given) within a_{s−1} + budget, at the table's time.
+func TestSubChainsExactReplay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 24))
+	n := randomCount() / 2
+	if raceEnabled {
+		n = 60
+	}
+	cases := 0
+	for i := 0; i < n; i++ {
+		c := testchains.Random(rng, 1+rng.IntN(6), testchains.RandomOptions{MaxSize: 9, MaxOverhead: 3, Exact: true})
+		maxBytes := StoreAllPeak(c) + 10
+		slots := []int64{-1, 7}[i%2]
+		if slots < 0 {
+			slots = maxBytes
+		}
+		sc, err := NewSubChains(c, maxBytes, slots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l := len(c.Stages)
+		for s := 1; s <= l; s++ {
+			in := c.InputBytes
+			if s > 1 {
+				in = c.Stages[s-2].OutBytes
+			}
+			for e := s; e <= l; e++ {
+				need := sc.Need(s, e)
+				if need < 0 {
+					continue
+				}
+				for b := need; b <= maxBytes; b += 1 + sc.Unit() {
+					seq, err := sc.Sequence(s, e, b)
+					if err != nil {
+						t.Fatalf("chain %d (%d, %d) budget %d ≥ Need %d: %v", i, s, e, b, need, err)
+					}
+					cases++
+					rep := simulate.RunFrom(c, s, e, seq, in+b)
+					if !rep.Valid {
+						t.Fatalf("chain %d (%d, %d) budget %d: replay %+v of %v\n%s", i, s, e, b, rep, seq, describe(c))
+					}
+					if got := sc.Time(s, e, b); rep.Makespan != got {
+						t.Fatalf("chain %d (%d, %d) budget %d: replay %+v of %v, table %v\n%s", i, s, e, b, rep, seq, got, describe(c))
+					}
+				}
+			}
+		}
+	}
+	if cases == 0 {
+		t.Fatal("no feasible case")
+	}
+}
+
+// describe prints a chain of the exact model for a failure message.
+func describe(c *chainplan.Chain) string {
+	b, err := c.MarshalIndent()
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
+}

@@ -42,6 +42,14 @@ def _sc(name: str, kind: str, plan: dict[str, Any], **options: Any) -> dict[str,
     return {"name": name, "kind": kind, "plan": plan, "options": options}
 
 
+def _wave(doc: dict[str, Any]) -> list[int]:
+    """Four stages over the layers of ``doc``'s chain: the embedding alone, the blocks in two
+    halves, the head alone (as many layers as the graph cut gives, blocks cut inside)."""
+    n = max(s["last"] for s in doc["stages"])
+    mid = n - 2
+    return [1, mid // 2, mid - mid // 2, 1]
+
+
 def _recompute_plan() -> dict[str, Any]:
     """Stages 0 and 2 (two layers each, on ranks 0 and 1) recompute: the first keeps only
     its input and runs F_ck 1, F_all 2, B 2, F_all 1, B 1; the second records nothing and
@@ -73,7 +81,7 @@ def ranks(tmp_path_factory: pytest.TempPathFactory, db: Path) -> dict[str, Any]:
     scenarios = [
         _sc("gpt", "graph", gpt.raw, case="gpt", microbatches=4, seed=5),
         # Stage 0 (the embedding) and the head share the tied weight on rank 0.
-        _sc("gpt-wave", "graph", modulo_plan([0, 1, 1, 0], layers=[1, 2, 2, 1]), case="gpt",
+        _sc("gpt-wave", "graph", modulo_plan([0, 1, 1, 0], layers=_wave(gpt.raw)), case="gpt",
             microbatches=4, seed=5),
         _sc("denoiser", "graph", den.raw, case="denoiser", microbatches=4, seed=None),
         _sc("recompute", "recompute", _recompute_plan(), layers=6, microbatches=4,
