@@ -204,9 +204,11 @@ class _Step:
         # The option's pack map is the first forward's, whose input needed a gradient as
         # recorded then (a_{k-1} is held detached here): the mask must index its packs.
         grad = self.input_grad.get(k, False) and x.is_floating_point()
-        only = (self._option(k, x.detach().requires_grad_(grad)).mask
-                if fill and op.option else None)
         with self._replaying(k, stage):
+            # Under the forward's autocast: the pack map runs the stage, and in the backward
+            # (outside the user's autocast block) it would record other dtypes.
+            only = (self._option(k, x.detach().requires_grad_(grad)).mask
+                    if fill and op.option else None)
             if not fill:
                 if early:
                     return  # nothing to recompute: its graph kept what its backward reads

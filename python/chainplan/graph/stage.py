@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,8 +121,8 @@ class GraphStage(nn.Module):
         self._recomputing = False
         # The saved tensors' nodes (option_program), by whether the input requires a
         # gradient: a stage whose input does not (the chain's first) saves fewer tensors.
-        self._packs: dict[bool, PackMap] = {}
-        self._programs: dict[tuple[tuple[int, ...], bool], OptionProgram] = {}
+        self._packs: dict[Hashable, PackMap] = {}
+        self._programs: dict[Hashable, OptionProgram] = {}
         for r in reads:
             if r.kind == "state":
                 t = state_of(r)
@@ -178,12 +178,13 @@ class GraphStage(nn.Module):
         """Which node of the stage's graph each tensor autograd saves belongs to
         (:mod:`chainplan.graph.packs`), found once by running the stage on ``x`` (the
         random-number streams and buffers left as they were)."""
-        got = self._packs.get(x.requires_grad)
+        key = _packs_key(x)
+        got = self._packs.get(key)
         if got is None:
             devices = [x.device] if x.device.type == "cuda" else []
             with torch.random.fork_rng(devices=devices), self.frozen_buffers():
                 inp = x.detach().requires_grad_(x.requires_grad)
-                got = self._packs[x.requires_grad] = record_packs(self.gm, self.inputs(inp))
+                got = self._packs[key] = record_packs(self.gm, self.inputs(inp))
         return got
 
     def option_program(self, keep: tuple[int, ...], x: torch.Tensor) -> OptionProgram:
@@ -194,14 +195,15 @@ class GraphStage(nn.Module):
             ScheduleError: the stage's graph has no options (an in-place update, a
                 sub-module call).
         """
-        got = self._programs.get((keep, x.requires_grad))
+        key = (keep, _packs_key(x))
+        got = self._programs.get(key)
         if got is not None:
             return got
         if not supported(self.gm):
             raise ScheduleError(f"stage {self.stage_name} has no operation-level options "
                                 "(it updates a value in place or calls a sub-module)")
         program = OptionProgram.build(self.pack_map(x), frozenset(keep))
-        self._programs[(keep, x.requires_grad)] = program
+        self._programs[key] = program
         return program
 
     @contextlib.contextmanager
@@ -256,3 +258,9 @@ def mutated_buffers(nodes: tuple[fx.Node, ...], cap: Capture) -> frozenset[str]:
                 out.add(root.name)
     return frozenset(out)
 
+
+def _packs_key(x: torch.Tensor) -> Hashable:
+    """What a stage's saved tensors depend on besides its graph: whether the input needs a
+    gradient, and the autocast state (dtypes of what autograd saves)."""
+    return (x.requires_grad, *[(kind, torch.get_autocast_dtype(kind)) for kind in ("cpu", "cuda")
+                               if torch.is_autocast_enabled(kind)])

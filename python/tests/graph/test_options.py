@@ -130,3 +130,33 @@ def test_a_recomputed_option_gives_the_plain_gradients(name: str) -> None:
         for p, w in zip(model.parameters(), want_grads, strict=True):
             torch.testing.assert_close(p.grad, w, rtol=1e-5, atol=1e-6,
                                        msg=f"stage {k} ({s.stage_name}), keep {keep}")
+
+
+def test_a_recomputed_option_under_autocast() -> None:
+    """Under bf16 autocast, an option recomputed in the backward (outside the user's
+    autocast block) still indexes the packs of the first forward, which autocast made in
+    bf16: its pack map is recorded under the forward's autocast state (it was recorded
+    without it there: float32 tensors where the forward saved bf16, a ScheduleError)."""
+    case = CASES["llama"]()
+    model = case.model.train()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        want, want_grads, chain, side, inputs = _reference(case)
+    k = 3
+    # The kept sets from a copy's stage: the executor's stage must record its own pack map.
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        other = extract(copy.deepcopy(model), case.args, case.kwargs)
+    s = other.stages[k - 1]
+    assert isinstance(s, GraphStage) and s is not chain.stages[k - 1]
+    with side.scope(), torch.autocast("cpu", dtype=torch.bfloat16):
+        sets = _kept_sets(s, inputs[k - 1].detach().requires_grad_(True))
+    for keep in sets[1:3]:
+        model.zero_grad(set_to_none=True)
+        net = _recomputed_plan(len(chain.stages), k, keep).wrap(model)
+        torch.manual_seed(11)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = case.loss_fn(net(*case.args, **case.kwargs), case.target)
+        loss.backward()  # outside the autocast block, as a training loop runs it
+        assert torch.equal(loss.detach(), want), keep
+        for p, w in zip(model.parameters(), want_grads, strict=True):
+            torch.testing.assert_close(p.grad, w, rtol=1e-5, atol=1e-6,
+                                       msg=f"stage {k} ({s.stage_name}), keep {keep}")
