@@ -65,12 +65,21 @@ def test_views_of_one_storage_count_once() -> None:
 def test_transformer_layer_matches_allocated_memory() -> None:
     # Independent check: what the forward leaves allocated is what autograd saved plus the
     # output (dropout off so that nothing else differs).
+    # The allocator's events are process-wide: a block allocated before the region and freed
+    # inside it by another thread lowers the delta by its size (64 bytes once on CI). A
+    # wrong count is wrong every time, so one exact match in three tries is the check.
     layer = nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True)
     x = torch.randn(2, 16, 32, requires_grad=True)
-    with MemoryProbe() as probe, SavedTensorProbe(module=layer, exclude=[x]) as saved:
-        y = layer(x)
-    kept = saved.saved_bytes + (0 if saved.is_saved(y) else y.untyped_storage().nbytes())
-    assert kept == probe.delta_bytes
+    tries = []
+    for _ in range(3):
+        with MemoryProbe() as probe, SavedTensorProbe(module=layer, exclude=[x]) as saved:
+            y = layer(x)
+        kept = saved.saved_bytes + (0 if saved.is_saved(y) else y.untyped_storage().nbytes())
+        tries.append((kept, probe.delta_bytes))
+        if kept == probe.delta_bytes:
+            break
+        del y
+    assert any(k == d for k, d in tries), tries
 
 
 def test_results_need_a_closed_region() -> None:
