@@ -163,6 +163,7 @@ func TestBadClusters(t *testing.T) {
 		{"level without nodes", "name: x\nnodes: [" + node + "]\nlevels: [{name: a}]", "levels[0].nodes"},
 		{"matrix rows", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1]]", "bandwidth_matrix"},
 		{"asymmetric matrix", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1], [2, 0]]", "bandwidth_matrix[0][1]"},
+		{"short later row", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1], []]", "bandwidth_matrix[1]"},
 		{"bad format", "format: chainplan.cluster/v9\nname: x\nnodes: [" + node + "]", "format"},
 		{"duplicate key", "name: x\nname: y\nnodes: [" + node + "]", ""},
 		{"count zero", "name: x\nnodes: [{gpu: V, gpus: 1, gpu_mem: 1GB, count: 0}]", "nodes[0].count"},

@@ -112,10 +112,14 @@ func (c *Cluster) validateMatrix(devices int) error {
 	if len(m) != devices {
 		return fieldErr(key, 0, "want %d rows, one per device (got %d)", devices, len(m))
 	}
+	// Every row's length is checked before any entry, because the symmetry
+	// check below reads m[j][i] for rows not yet visited.
 	for i, row := range m {
 		if len(row) != devices {
 			return fieldErr(fmt.Sprintf("%s[%d]", key, i), 0, "want %d entries, one per device (got %d)", devices, len(row))
 		}
+	}
+	for i, row := range m {
 		for j, v := range row {
 			if i == j {
 				continue
