@@ -82,6 +82,29 @@ def solve(chain_json: str, request: dict[str, Any]) -> str:
     return str(call(_go().Solve, chain_json, json.dumps(request)))
 
 
+def plan(request: dict[str, Any], *, run_id: int = 0, profile_path: str = "",
+         chain: str = "") -> dict[str, Any]:
+    """Plan a checkpointing schedule in one crossing (``pybind.Plan``): of stored run
+    ``run_id`` (recorded in the database, whose path Go reads from the environment passed
+    here), of the profile file ``profile_path`` or of the ``chain`` document's text, exactly
+    one of them. ``request`` holds the sizes as the user wrote them (``"budget": "2GB"`` or
+    ``"min"``, ``"bandwidth": "12GB/s"``) and ``"algo": ""`` for the input's default.
+
+    Returns ``{"plan", "algo", "plan_id", "run_id", "input_shape", "chain_json"}`` (the
+    ids, the shape and a profile file's chain only when there are some): the whole planned
+    document, which Go has validated.
+    """
+    call_: dict[str, Any] = {"request": request}
+    if run_id:
+        call_.update(run_id=run_id, db_env=os.environ.get("CHAINPLAN_DB", ""), home=_home())
+    elif profile_path:
+        call_["profile_path"] = profile_path
+    else:
+        call_["chain"] = chain
+    out: dict[str, Any] = json.loads(call(_go().Plan, json.dumps(call_)))
+    return out
+
+
 def solve_multichain(bundle_json: str, request: dict[str, Any]) -> str:
     """Plan a ``chainplan.multichain/v1`` bundle of towers joined at the loss; the plan
     document (JSON)."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from chainplan.errors import ScheduleError
-from chainplan.jsonfields import Fields
+from chainplan.jsonfields import Fields, TrustedFields
 from chainplan.offloading import Offload
 from chainplan.towerplan import Multichain
 
@@ -147,23 +147,34 @@ class Plan:
         return max(op.stage for op in self.sequence) - 1
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, plan_id: int | None = None,
+    def from_json(cls, text: str | bytes | dict[str, Any], *, plan_id: int | None = None,
                   run_id: int | None = None,
                   input_shape: Sequence[int] | None = None,
-                  chain_json: str | None = None) -> Plan:
+                  chain_json: str | None = None, trusted: bool = False) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document
         does not hold.
 
+        Args:
+            text: the document, as JSON text or already decoded.
+            trusted: the document is the one the Go planner of this installation has just
+                returned through :mod:`chainplan._bind` (:func:`chainplan.plan`): Go
+                replayed it with its simulator, so it is read into the typed views without
+                checking its fields again. Leave it false for anything read from a file or
+                written by hand, which is checked field by field.
+
         Raises:
             ScheduleError: the document is not a valid plan (the message says why).
         """
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScheduleError(f"plan is not JSON ({e})") from e
-        f = Fields(doc)
+        if isinstance(text, dict):
+            doc = text
+        else:
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ScheduleError(f"plan is not JSON ({e})") from e
+        f = TrustedFields(doc) if trusted else Fields(doc)
         if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
         towers = f.object("multichain")
@@ -191,7 +202,7 @@ class Plan:
             run_id=run_id,
             input_shape=tuple(int(d) for d in input_shape) if input_shape is not None else None,
             offload=None if section is None else Offload.from_dict(
-                section.obj, ops=len(ops), stages=num_stages),
+                section.obj, ops=len(ops), stages=num_stages, trusted=trusted),
             chosen=f.string("chosen", ""),
             candidates=tuple(
                 Candidate(algo=c.string("algo"), feasible=c.boolean("feasible", False),
