@@ -9,11 +9,11 @@ silently wrong value. This module never imports torch.
 from __future__ import annotations
 
 import math
-from typing import Any, cast
+from typing import Any
 
 from chainplan.errors import ScheduleError
 
-__all__ = ["Fields", "TrustedFields"]
+__all__ = ["Fields"]
 
 
 def _kind(value: object) -> str:
@@ -137,51 +137,3 @@ class Fields:
         """An object field, None when absent or null."""
         value = self.obj.get(key)
         return None if value is None else Fields(value, self.path(key))
-
-
-class TrustedFields(Fields):
-    """A JSON object that the Go planner of this installation has just written and checked
-    (a plan it replayed with its simulator before returning it through
-    :mod:`chainplan._bind`), read into the same typed values as :class:`Fields` without
-    checking each value's type and range again. Missing fields still take their defaults.
-    """
-
-    def __init__(self, obj: object, where: str = "") -> None:  # noqa: D107
-        self.obj = cast(dict[str, Any], obj)
-        self.where = where
-
-    def _value(self, key: str, default: object) -> Any:
-        value = self.obj.get(key)
-        return default if value is None else value
-
-    def integer(self, key: str, default: int | None = None, *, low: int | None = None) -> int:
-        return int(self._value(key, default))
-
-    def number(self, key: str, default: float | None = None, *,
-               positive: bool = False) -> float:
-        return float(self._value(key, default))
-
-    def boolean(self, key: str, default: bool | None = None) -> bool:
-        return bool(self._value(key, default))
-
-    def string(self, key: str, default: str | None = None) -> str:
-        return str(self._value(key, default))
-
-    def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
-        return str(self._value(key, default))
-
-    def items(self, key: str) -> list[object]:
-        return cast(list[object], self.obj.get(key) or [])
-
-    def numbers(self, key: str) -> tuple[float, ...]:
-        return tuple(float(cast(float, v)) for v in self.items(key))
-
-    def integers(self, key: str) -> tuple[int, ...]:
-        return tuple(cast(list[int], self.items(key)))
-
-    def objects(self, key: str) -> list[Fields]:
-        return [TrustedFields(v) for v in self.items(key)]
-
-    def object(self, key: str) -> Fields | None:
-        value = self.obj.get(key)
-        return None if value is None else TrustedFields(value, self.path(key))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from chainplan.errors import ScheduleError
-from chainplan.jsonfields import Fields, TrustedFields
+from chainplan.jsonfields import Fields
 
 __all__ = ["Direction", "Estimate", "MemoryModel", "Offload", "Position", "Timing", "Transfer"]
 
@@ -224,7 +224,7 @@ class Offload:
         Raises:
             ScheduleError: naming the field at fault (``offload.transfers[2].tensor: ...``).
         """
-        f = TrustedFields(obj, where) if trusted else Fields(obj, where)
+        f = Fields(obj, where)
         tm = f.object("timing")
         transfers = tuple(Transfer.from_fields(t, i)
                           for i, t in enumerate(f.objects("transfers")))

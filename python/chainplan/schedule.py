@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from chainplan.errors import ScheduleError
-from chainplan.jsonfields import Fields, TrustedFields
+from chainplan.jsonfields import Fields
 from chainplan.offloading import Offload
 from chainplan.towerplan import Multichain
 
@@ -159,10 +159,11 @@ class Plan:
         Args:
             text: the document, as JSON text or already decoded.
             trusted: the document is the one the Go planner of this installation has just
-                returned through :mod:`chainplan._bind` (:func:`chainplan.plan`): Go
-                replayed it with its simulator, so it is read into the typed views without
-                checking its fields again. Leave it false for anything read from a file or
-                written by hand, which is checked field by field.
+                returned through :mod:`chainplan._bind` (:func:`chainplan.plan`), already
+                decoded: Go replayed it with its simulator and checked its transfers'
+                positions, so its fields are read into the typed views (their types, as
+                always) without the range checks of :meth:`Offload.check` again. Leave it
+                false for anything read from a file or written by hand.
 
         Raises:
             ScheduleError: the document is not a valid plan (the message says why).
@@ -174,7 +175,7 @@ class Plan:
                 doc = json.loads(text)
             except json.JSONDecodeError as e:
                 raise ScheduleError(f"plan is not JSON ({e})") from e
-        f = TrustedFields(doc) if trusted else Fields(doc)
+        f = Fields(doc)
         if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
         towers = f.object("multichain")

@@ -1,10 +1,11 @@
 """plan() crosses into Go once (issue 22): ``pybind.Plan`` reads the sizes as the user wrote
 them, resolves the database, chooses the default algorithm, plans (recording a stored run's
-plan) and answers with the whole planned document, which Python reads once, trusted, into
-the typed plan. Before, ``plan(prof, budget="min")`` of a stored profile crossed five times (``Algorithms``,
-``DBPath``, ``SolveRun``, ``DBPath``, ``Run``; ``ParseBytes`` too for a size string) and
-decoded the plan twice; of a profile file twice (``SolveFile``, ``ProfileChain``), reading
-the file a third time with pyarrow for its input shape."""
+plan) and answers with the whole planned document, which Python decodes once and reads,
+trusted, into the typed plan. Before, ``plan(prof, budget="min")`` of a stored profile
+crossed five times (``Algorithms``, ``DBPath``, ``SolveRun``, ``DBPath``, ``Run``;
+``ParseBytes`` too for a size string) and decoded the plan twice; of a profile file twice
+(``SolveFile``, ``ProfileChain``), reading the file a third time with pyarrow for its input
+shape."""
 
 from __future__ import annotations
 
