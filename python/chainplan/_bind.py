@@ -164,20 +164,6 @@ def query(sql: str) -> bytes:
     return base64.b64decode(call(_go().Query, db_path(), sql))
 
 
-def solve_run(run_id: int, request: dict[str, Any]) -> str:
-    """Plan a stored run and record the plan; returns ``{"plan_id", "plan"}`` JSON.
-
-    The request's ``"source"`` (``"python"`` when absent, or ``"checkpointed"``) is
-    recorded with the plan's parameters (docs/sql.md).
-    """
-    return str(call(_go().SolveRun, db_path(), run_id, json.dumps(request)))
-
-
-def solve_file(file_path: str, request: dict[str, Any]) -> str:
-    """Plan the chain of a profile file without storing anything; returns the plan JSON."""
-    return str(call(_go().SolveFile, file_path, json.dumps(request)))
-
-
 def export_chain(run_id: int) -> str:
     """The ``chainplan.chain/v1`` JSON of a stored run."""
     return str(call(_go().ExportChain, db_path(), run_id))
