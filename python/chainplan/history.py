@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.errors import PlanError
-from chainplan.tradeoff import write_svg
+from chainplan.svg import write_svg
 
 if TYPE_CHECKING:
     from chainplan.profiler.run import Profile

@@ -22,7 +22,7 @@ from chainplan import _bind, arguments
 from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
 from chainplan.simulation import Simulation
-from chainplan.tradeoff import write_svg
+from chainplan.svg import write_svg
 
 if TYPE_CHECKING:
     from chainplan.pipeline.plan import PipelinePlan

@@ -14,14 +14,14 @@ import bisect
 import dataclasses
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.algorithms import algorithms, check_algorithm
-from chainplan.errors import ChainplanError, PlanError
+from chainplan.errors import PlanError
 from chainplan.profiler.summary import format_bytes
+from chainplan.svg import write_svg
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -237,37 +237,6 @@ def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
         opts["plan"] = plan.raw
     svg = _bind.plot_frontier(chain_json(source, "plot_frontier"), opts)
     return write_svg(path, svg)
-
-
-def write_svg(path: str | os.PathLike[str] | None, svg: str) -> str:
-    """Write an SVG document to ``path`` when it is given (a ``.svg`` file), and return
-    the document: the ``path`` argument of every ``plot`` method.
-
-    Raises:
-        PlanError: another extension (PNG comes from ``chainplan plot``), or the file cannot
-            be written.
-    """
-    if path is None:
-        return svg
-    p = Path(path)
-    if p.suffix.lower() != ".svg":
-        raise PlanError(f"path {str(path)!r}: pictures from Python are SVG; name a .svg file "
-                        f"(for PNG use chainplan plot ... -o FILE.png)")
-    try:
-        p.write_text(svg, encoding="utf-8")
-    except OSError as e:
-        raise PlanError(f"cannot write {str(path)!r}: {e.strerror}") from e
-    return svg
-
-
-def svg_or_none(draw: Callable[[], str]) -> str | None:
-    """The SVG ``draw`` returns, or None when it raises a :class:`ChainplanError`: what a
-    ``_repr_svg_`` returns, so that a notebook shows the text repr of what cannot be drawn.
-    """
-    try:
-        return draw()
-    except ChainplanError:
-        return None
 
 
 def _slots(slots: int | None) -> int:
