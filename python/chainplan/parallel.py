@@ -25,15 +25,13 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind
 from chainplan.advice import Advice, Search3D
 from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
 
 __all__ = ["advise", "search3d"]
 

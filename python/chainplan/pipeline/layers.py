@@ -37,7 +37,7 @@ from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.split import declared
 from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.reference import split_call
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 
 __all__ = ["ModelLayers"]
 

@@ -15,7 +15,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind, arguments
 from chainplan.errors import (
@@ -25,9 +25,7 @@ from chainplan.errors import (
     PlanError,
 )
 from chainplan.pipeline.plan import PipelinePlan
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
 
 __all__ = ["load_plan", "pipeline_plan"]
 
