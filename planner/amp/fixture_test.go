@@ -66,6 +66,10 @@ func TestMemoryFilterNeverOverCapacity(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("trial %d (%s): %v", trial, check, err)
 			}
+			// Each candidate over capacity is either made to fit by rotor or dropped.
+			if res.Checkpointed+res.Dropped != res.OverCapacity || (check == amp.MemoryDrop && res.Checkpointed != 0) {
+				t.Fatalf("trial %d (%s): %d over capacity, %d made to fit by rotor, %d dropped", trial, check, res.OverCapacity, res.Checkpointed, res.Dropped)
+			}
 			for _, cand := range res.Candidates {
 				if !cand.Fits {
 					t.Fatalf("trial %d (%s): candidate %+v does not fit", trial, check, cand)

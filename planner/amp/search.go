@@ -134,7 +134,7 @@ func (s *searcher) count(res *Result, c *Candidate) {
 	if c.overCapacity {
 		res.OverCapacity++
 	}
-	if c.Checkpointed > 0 {
+	if c.Checkpointed > 0 && c.Fits { // made to fit; one still over capacity counts as dropped
 		res.Checkpointed++
 	}
 	if !c.Fits && s.o.MemoryCheck != MemoryOff {

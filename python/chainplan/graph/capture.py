@@ -115,8 +115,20 @@ class Capture:
             paths = [path for path, _ in pytree.tree_flatten_with_path(shaped)[0]]
         except (ValueError, TypeError, NotImplementedError):  # a node type without key paths
             return [f"[{i}]" for i in range(len(self.returns))]
-        return [pytree.keystr(p).lstrip(".").replace("['", "").replace("']", "") or "output"
-                for p in paths]
+        return [_path_name(p) for p in paths]
+
+
+def _path_name(path: tuple[Any, ...]) -> str:
+    """A returned leaf's key path as a user writes it: ``logits``,
+    ``text_model_output.last_hidden_state``, ``[0]``, ``hidden_states[2]``."""
+    text = ""
+    for key in path:
+        if isinstance(key, pytree.SequenceKey):
+            text += f"[{key.idx}]"
+        else:  # a mapping key or an attribute: dotted, as the output object reads
+            name = key.key if isinstance(key, pytree.MappingKey) else getattr(key, "name", key)
+            text += f".{name}" if text else str(name)
+    return text or "output"
 
 
 def _leaf_name(path: tuple[Any, ...], positional: list[str]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import typing
 
 import pytest
 import torch
@@ -128,6 +129,24 @@ def test_values_taken_along_the_way_are_refused_with_the_fix() -> None:
     with pytest.raises(CaptureError, match="output_hidden_states=False"):
         chainplan.stages(case.model, input_ids=case.kwargs["input_ids"],
                          output_hidden_states=True)
+
+
+class _Nested(nn.Module):
+    """Returns a value from the middle of the chain inside a nested dict, as a model of
+    towers returns each tower's output object."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 4), nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> dict[str, typing.Any]:
+        h = torch.relu(self.a(x))
+        return {"tower": {"last_hidden_state": h}, "out": self.b(h)}
+
+
+def test_refusal_names_nested_returns_as_written() -> None:
+    with pytest.raises(CaptureError, match=r"tower\.last_hidden_state, out"):
+        chainplan.stages(_Nested(), torch.randn(2, 4))
 
 
 def _train(model: nn.Module, case: Library, steps: int) -> None:
