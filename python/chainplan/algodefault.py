@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from chainplan import _bind
 from chainplan.errors import NotFoundError
-from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
+from chainplan.towers.profile import TowersProfile
 
 __all__ = ["default_algo", "profiles_towers"]
 
@@ -23,8 +24,6 @@ def default_algo(source: object) -> str:
 def profiles_towers(source: object) -> bool:
     """Whether ``source`` is a profile (or stored run) of towers joined at the loss, whose
     default algorithm is ``multichain``."""
-    from chainplan.towers.profile import TowersProfile
-
     if isinstance(source, TowersProfile):
         return True
     if isinstance(source, Profile):
