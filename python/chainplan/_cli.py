@@ -11,6 +11,9 @@ from __future__ import annotations
 import signal
 import sys
 
+from chainplan import _bind
+from chainplan.errors import ChainplanError
+
 __all__: list[str] = []
 
 
@@ -21,8 +24,6 @@ def main() -> None:
     # Python ignores and Go, loaded as a library, leaves alone).
     signal.signal(signal.SIGINT, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    from chainplan import _bind
-    from chainplan.errors import ChainplanError
 
     try:
         status = _bind.run_cli(sys.argv[1:])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import statistics
 import time
@@ -13,11 +12,16 @@ from typing import Any, cast
 
 import torch
 from torch import nn
+from torch.utils import _pytree as pytree
 
 from chainplan import _bind
 from chainplan.algorithms import check_algorithm
+from chainplan.arguments import bandwidth_or_auto as _bandwidth  # plan()'s name for it
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
+from chainplan.executors.view import planned
+from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
+from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
 
@@ -203,38 +207,6 @@ def _read_chain_file(source: str | os.PathLike[str]) -> str:
         raise PlanError(f"cannot read the chain file {str(source)!r}: {err}") from err
 
 
-def _bandwidth(value: float | str, source: object) -> float:
-    """Resolve plan()'s bandwidth argument to bytes per second.
-
-    A positive, finite int or float is bytes per second; a string is read by the Go parser
-    with the CLI's rule (a size with an optional ``/s``: ``"12GB/s"``, ``"1.2e10"``; docs/CLI.md,
-    "Sizes and bandwidths"), except ``"auto"``: the bandwidth recorded with the run, else
-    measured once on the profile's device and recorded.
-    """
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise ArgumentTypeError(f"bandwidth must be bytes per second (an int or a float), a "
-                                f"string such as '12GB/s', or 'auto' (got {_typed(value)})")
-    if not isinstance(value, str):
-        if not (math.isfinite(value) and value > 0):
-            raise PlanError(f"bandwidth must be a positive, finite number of bytes per second "
-                            f"(got {value!r})")
-        return float(value)
-    if value.strip().lower() != "auto":
-        return _bind.parse_bandwidth(value)
-    run_id = source.run_id if isinstance(source, Profile) else source
-    if not isinstance(run_id, int) or isinstance(run_id, bool):
-        raise PlanError("bandwidth='auto' needs a stored profile (a Profile with a run id, "
-                        "or a run id) to record the measurement with")
-    stored = _bind.latest_bandwidth(run_id)
-    if stored > 0:
-        return stored
-    from chainplan.profiler.bandwidth import measure_bandwidth
-
-    device = str(_bind.run(run_id)["device"])
-    bps, method = measure_bandwidth(device)
-    return _bind.record_bandwidth(run_id, bps, device, method)
-
-
 @dataclass(frozen=True)
 class Execution:
     """A measured run of a plan.
@@ -267,8 +239,6 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
     own = _own_loss(out)
     if own is not None:
         return own
-    from torch.utils import _pytree as pytree
-
     first = next((t for t in pytree.tree_leaves(out)
                   if isinstance(t, torch.Tensor) and t.is_floating_point()), None)
     if first is None:
@@ -285,8 +255,6 @@ def _own_loss(out: Any) -> torch.Tensor | None:
 
 def _inputs_bytes(inputs: Any) -> int:
     """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once."""
-    from torch.utils import _pytree as pytree
-
     seen: dict[int, int] = {}
     for t in pytree.tree_leaves(inputs):
         if isinstance(t, torch.Tensor):
@@ -298,7 +266,7 @@ def _inputs_bytes(inputs: Any) -> int:
 def measure(
     net: nn.Module,
     *args: Any,
-    plan: Plan | None = None,
+    plan: PlanDocument | None = None,
     loss_fn: LossFn | None = None,
     target: torch.Tensor | None = None,
     steps: int = 3,
@@ -331,11 +299,6 @@ def measure(
         steps: timed steps, ≥ 1 (default: 3).
         store: record the execution in the database next to the plan (default: True).
     """
-    from torch.utils import _pytree as pytree
-
-    from chainplan.executors.view import planned
-    from chainplan.profiler.memory import MemoryProbe
-
     if steps < 1:
         raise PlanError(f"steps must be at least 1 (got {steps})")
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
@@ -351,11 +314,7 @@ def measure(
 
     state = planned(net)
     if plan is None and state is not None:
-        from chainplan.checkpointed import CheckpointedPlans
-
-        if isinstance(state, CheckpointedPlans):
-            state.wrapped(*args, **kwargs)  # its plan for this call, made now if new
-        plan = state.plan_for(*args, **kwargs)
+        plan = state.ensure_plan_for(*args, **kwargs)
     towers = plan is not None and plan.multichain is not None
 
     def step() -> None:

@@ -25,17 +25,20 @@ from typing import Any
 import torch
 from torch import nn
 
-from chainplan.api import Budget, LossFn, _bandwidth, _budget_request, _plan
+from chainplan.api import Budget, LossFn, _budget_request, _plan
+from chainplan.arguments import bandwidth_or_auto
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
+from chainplan.graph.call import chain_input, training_call
+from chainplan.graph.chain import args_key, extract
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
 from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
 from chainplan.schedule import Plan
+from chainplan.sequential import flatten_stages
 from chainplan.shapecheck import ShapeWarning
-from chainplan.stages import flatten_stages
 
 __all__ = ["Checkpointed", "CheckpointedPlans"]
 
@@ -173,7 +176,7 @@ class CheckpointedPlans(Planned):
                                   bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
-            request["bandwidth"] = _bandwidth(bandwidth, None)
+            request["bandwidth"] = bandwidth_or_auto(bandwidth, None)
         _check_loss(loss_fn, target, model)
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
@@ -201,6 +204,10 @@ class CheckpointedPlans(Planned):
 
     def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
         return self._plans.get(_key(self.model, args, kwargs))
+
+    def ensure_plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
+        self.wrapped(*args, **kwargs)  # its plan for this call, made now if new
+        return self.plan_for(*args, **kwargs)
 
     def rewrap(self, model: nn.Module) -> CheckpointedPlans:
         return CheckpointedPlans(model, budget=self.budget, algo=self.algo,
@@ -248,7 +255,6 @@ class CheckpointedPlans(Planned):
         ``none``."""
         if self.loss_fn is not None or isinstance(self.model, nn.Sequential):
             return loss_name(self.loss_fn)
-        from chainplan.graph.chain import extract
 
         chain = extract(self.model, args, kwargs)
         return model_loss_name(self.model) if chain.outputs.loss_index is not None else "none"
@@ -276,7 +282,7 @@ class CheckpointedPlans(Planned):
         path = write_scaled_chain(run, shape[0], default_profile_dir() / "scaled")
         bandwidth = self.bandwidth
         if bandwidth == "auto":  # a chain file has no run to record a measurement with
-            bandwidth = _bandwidth("auto", run.run_id)
+            bandwidth = bandwidth_or_auto("auto", run.run_id)
         p = dataclasses.replace(self._plan(path, shape, bandwidth), input_shape=shape)
         return p, (f"planned from the stored profile of run {run.run_id} (input shape "
                    f"{list(run.input_shape)}) scaled to batch {shape[0]}, an estimate "
@@ -320,8 +326,6 @@ def _chain_input(model: nn.Module, args: tuple[Any, ...],
     if isinstance(model, nn.Sequential):
         x = args[0] if args else None
     else:
-        from chainplan.graph.call import chain_input
-
         x = chain_input(model, args, kwargs)
     if not isinstance(x, torch.Tensor):
         got = type(x).__name__ if args else "no argument"
@@ -338,9 +342,6 @@ def _key(model: nn.Module, args: tuple[Any, ...],
     cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
     key: tuple[Any, ...] = (x.shape, x.dtype, x.device, cast)
     if len(args) > 1 or kwargs:
-        from chainplan.graph.call import training_call
-        from chainplan.graph.chain import args_key
-
         key += (args_key(*training_call(model, args, kwargs)),)
     return key
 

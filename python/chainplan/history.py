@@ -9,14 +9,12 @@ model. The picture is made by the Go side (``internal/plot``), the same as the C
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind
 from chainplan.errors import PlanError
-from chainplan.tradeoff import write_svg
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
+from chainplan.svg import write_svg
 
 __all__ = ["plot_history", "query", "runs"]
 

@@ -25,22 +25,18 @@ import json
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind
 from chainplan.advice import Advice, Search3D
+from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
 
 __all__ = ["advise", "search3d"]
 
 ClusterArg = str | os.PathLike[str] | Mapping[str, Any]
 
-
-def _typed(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
 
 
 def _cluster_text(cluster: ClusterArg) -> str:
@@ -49,7 +45,7 @@ def _cluster_text(cluster: ClusterArg) -> str:
         return json.dumps(dict(cluster))
     if not isinstance(cluster, (str, os.PathLike)):
         raise ArgumentTypeError("cluster must be a cluster file (YAML or JSON) or a mapping "
-                                f"(got {_typed(cluster)})")
+                                f"(got {typed(cluster)})")
     path = Path(cluster)
     try:
         return path.read_text()
@@ -86,12 +82,12 @@ def _source(source: object, batch: int | None) -> dict[str, Any]:
                             "give batch=N")
         return {"run_id": 0, "chain_json": path.read_text(), "name": path.stem, "batch": batch}
     raise ArgumentTypeError("the model to plan must be a Profile, a run id, a profile file or a "
-                            f"chain file (got {_typed(source)})")
+                            f"chain file (got {typed(source)})")
 
 
 def _check_int(name: str, value: object, *, low: int = 0) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
+        raise ArgumentTypeError(f"{name} must be an integer (got {typed(value)})")
     if value < low:
         raise PlanError(f"{name} must be ≥ {low} (got {value})")
     return value
@@ -161,7 +157,7 @@ def advise(
     if strategies is not None:
         if isinstance(strategies, str):
             raise ArgumentTypeError("strategies must be a list of names such as ['data', 'df'] "
-                                    f"(got {_typed(strategies)})")
+                                    f"(got {typed(strategies)})")
         req["strategies"] = [str(s) for s in strategies]
     if devices is not None:
         req["devices"] = [_check_int("devices", p, low=1) for p in devices]
@@ -232,7 +228,7 @@ def search3d(
     if device_speed is not None:
         if not isinstance(device_speed, Mapping):
             raise ArgumentTypeError("device_speed must map device types to relative speeds "
-                                    f"(got {_typed(device_speed)})")
+                                    f"(got {typed(device_speed)})")
         req["device_speed"] = {str(k): float(v) for k, v in device_speed.items()}
     src = _source(source, batch)
     doc = json.loads(_bind.search3d(src, _cluster_text(cluster), req,

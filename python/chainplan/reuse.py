@@ -21,6 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from chainplan import _bind
+from chainplan.errors import NotFoundError
+from chainplan.profiler.labels import compute_dtype
+from chainplan.profiler.signature import model_signature
+
 __all__ = ["find_profile"]
 
 
@@ -47,11 +54,6 @@ def find_profile(model: Any, sample: Any, *, loss_fn: Callable[..., object] | No
     shapes and dtypes, device, torch version), compute dtype, loss (by name) and input
     shape are the ones given.
     """
-    import torch
-
-    from chainplan.profiler.labels import compute_dtype
-    from chainplan.profiler.signature import model_signature
-
     if not isinstance(sample, torch.Tensor):
         raise TypeError(f"find_profile() takes the sample input tensor "
                         f"(got {type(sample).__name__})")
@@ -86,9 +88,6 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
     loss does not qualify: its input shape is the first tower's only, and the others' (a
     text length) matter as much.
     """
-    from chainplan import _bind
-    from chainplan.errors import NotFoundError
-
     try:
         rows = _bind.runs(model_signature=signature, dtype=dtype, device=device,
                           torch_version=torch_version, loss_name=loss, saved_measured=True,
@@ -164,8 +163,6 @@ def write_scaled_chain(run: StoredRun, batch: int, folder: Path) -> Path:
     planned again with ``chainplan solve --chain``; it is written to a temporary name and
     renamed, so concurrent writers of the same file never leave half of one.
     """
-    from chainplan import _bind
-
     chain = json.loads(_bind.export_chain(run.run_id))
     doc = scale_chain(chain, batch / run.batch)
     folder.mkdir(parents=True, exist_ok=True)

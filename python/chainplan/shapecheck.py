@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from chainplan.schedule import Plan
+from chainplan import _bind
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["ShapeWarning", "warn_if_shape_differs", "run_input_shape", "profile_input_shape"]
 
@@ -32,11 +34,11 @@ class _Shaped(Protocol):
 # The (plan, shape) pairs already warned about. Keyed by id(plan) and holding the plan itself,
 # so that the id cannot be reused by another plan while the entry exists; plans are few and
 # small, and this only grows on a mismatch, never in a loop that keeps one shape.
-_warned: dict[tuple[int, tuple[int, ...]], Plan] = {}
+_warned: dict[tuple[int, tuple[int, ...]], PlanDocument] = {}
 _lock = threading.Lock()
 
 
-def warn_if_shape_differs(plan: Plan, x: _Shaped, *, stacklevel: int = 5) -> bool:
+def warn_if_shape_differs(plan: PlanDocument, x: _Shaped, *, stacklevel: int = 5) -> bool:
     """Warn once per plan and shape when ``x`` is not shaped as the plan's profile input.
 
     Cheap enough to call on every forward: a plan without a known input shape, or an input
@@ -64,7 +66,6 @@ def warn_if_shape_differs(plan: Plan, x: _Shaped, *, stacklevel: int = 5) -> boo
         if key in _warned:
             return True
         _warned[key] = plan
-    import warnings
 
     source = f"run {plan.run_id}" if plan.run_id is not None else "its profile"
     warnings.warn(
@@ -83,8 +84,6 @@ def _mib(n: int) -> str:
 def run_input_shape(run_id: int) -> tuple[int, ...] | None:
     """The input shape a stored run was profiled with, or None when it was not recorded
     (:class:`~chainplan.errors.NotFoundError` when there is no such run)."""
-    from chainplan import _bind
-
     dims = _bind.run(run_id)["input_shape"]
     return tuple(int(d) for d in dims) if dims else None
 

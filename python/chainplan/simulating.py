@@ -16,17 +16,15 @@ import math
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind, arguments
 from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
+from chainplan.pipeline.plan import PipelinePlan
+from chainplan.profiler.document import Profile
 from chainplan.simulation import Simulation
-from chainplan.tradeoff import write_svg
-
-if TYPE_CHECKING:
-    from chainplan.pipeline.plan import PipelinePlan
-    from chainplan.profiler.run import Profile
+from chainplan.svg import write_svg
 
 __all__ = ["pipesim"]
 

@@ -1,7 +1,8 @@
 """What a stage is: the declared stages of an ``nn.Sequential``, or the split of any model.
 
 * :func:`flatten_stages` returns the stages a chain declares: the children of an
-  ``nn.Sequential``, nested Sequentials flattened.
+  ``nn.Sequential``, nested Sequentials flattened (:mod:`chainplan.sequential`, re-exported
+  here).
 * :func:`stages` shows the chain chainplan uses for any model called with given arguments:
   the declared stages of an ``nn.Sequential``, or those extracted from the model's graph
   (:mod:`chainplan.graph`).
@@ -16,45 +17,15 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from torch import nn
 
-from chainplan.errors import ProfileError
-
-if TYPE_CHECKING:
-    from chainplan.graph.describe import ChainSplit
+from chainplan.graph.describe import ChainSplit
+from chainplan.graph.split import split_of
+from chainplan.sequential import flatten_stages
 
 __all__ = ["flatten_stages", "stages"]
-
-
-def flatten_stages(model: nn.Module) -> list[nn.Module]:
-    """Return the stages of a chain model, flattening nested ``nn.Sequential`` containers.
-
-    Args:
-        model: an ``nn.Sequential`` (possibly nested); each non-Sequential child is one
-            stage, and each must take one tensor and return one tensor.
-
-    Raises:
-        ProfileError: the model is not an ``nn.Sequential``, with a recipe for declaring
-            its stages.
-    """
-    if not isinstance(model, nn.Sequential):
-        raise ProfileError(
-            f"this needs the stages declared as an nn.Sequential, got {type(model).__name__} "
-            "(put each block that takes one tensor and returns one tensor in order, e.g. "
-            "nn.Sequential(stem, *blocks, head), residual or branching parts inside one "
-            "block; chainplan.profile, plan(...).wrap and Checkpointed take any model as "
-            "written and split it from its graph)")
-    out: list[nn.Module] = []
-    for child in model.children():
-        if isinstance(child, nn.Sequential):
-            out.extend(flatten_stages(child))
-        else:
-            out.append(child)
-    if not out:
-        raise ProfileError("the model has no stages (an empty nn.Sequential)")
-    return out
 
 
 def stages(model: nn.Module, *args: Any, **kwargs: Any) -> ChainSplit:
@@ -82,8 +53,6 @@ def stages(model: nn.Module, *args: Any, **kwargs: Any) -> ChainSplit:
     Warns:
         BranchWarning: long skip connections forced part of the model into one stage.
     """
-    from chainplan.graph.split import split_of
-
     return split_of(model, args, kwargs)
 
 

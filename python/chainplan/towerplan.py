@@ -11,13 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
-
-if TYPE_CHECKING:
-    from chainplan.schedule import Op
+from chainplan.ops import Op
 
 __all__ = ["Decision", "Multichain"]
 

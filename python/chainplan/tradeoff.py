@@ -3,9 +3,9 @@
 Both ask the Go planner in-process: the frontier comes from one run of rotor's dynamic
 programme at the store-all peak (``rotor.SolveFrontier``: the table built for that budget
 holds the optimal makespan at every smaller one too), the smallest budget from the
-algorithm's own search. This module imports torch only to recognize a
-:class:`~chainplan.profiler.run.Profile` (which exists only where torch is loaded) and to
-resolve a ``bandwidth``; chain files and run ids work without it.
+algorithm's own search. This module never imports torch: profiles, chain files and run ids
+work without it; only ``bandwidth="auto"`` with no bandwidth recorded for the run measures
+one (:func:`chainplan.arguments.bandwidth_or_auto`).
 """
 
 from __future__ import annotations
@@ -14,22 +14,23 @@ import bisect
 import dataclasses
 import json
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.algorithms import algorithms, check_algorithm
-from chainplan.errors import ChainplanError, PlanError
+from chainplan.arguments import bandwidth_or_auto
+from chainplan.errors import PlanError
+from chainplan.plandoc import PlanDocument
+from chainplan.profiler.document import Profile
 from chainplan.profiler.summary import format_bytes
+from chainplan.svg import write_svg
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from chainplan.profiler.run import Profile
-    from chainplan.schedule import Plan
+    import pyarrow as pa  # optional: only Frontier.to_arrow needs it
 
 __all__ = ["frontier", "min_budget", "plot_frontier", "chain_json", "Frontier", "FrontierPoint"]
+
 
 @dataclasses.dataclass(frozen=True)
 class FrontierPoint:
@@ -187,15 +188,14 @@ def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "r
     if bandwidth is not None:
         # plan()'s rule, in one place: numbers, sizes per second, or "auto" (the bandwidth
         # recorded with the run, else measured on its device).
-        from chainplan.api import _bandwidth
-
-        req["bandwidth"] = _bandwidth(bandwidth, source)
+        req["bandwidth"] = bandwidth_or_auto(bandwidth, source)
     return _bind.min_budget(chain_json(source, "min_budget"), req)
 
 
 def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
                   bandwidth: float | str | None = None, budgets: int = 0,
-                  slots: int | None = None, overhead: bool = False, plan: Plan | None = None,
+                  slots: int | None = None, overhead: bool = False,
+                  plan: PlanDocument | None = None,
                   title: str = "", path: str | os.PathLike[str] | None = None) -> str:
     """Draw the budget-versus-time trade-off of a chain, as ``chainplan plot frontier`` does.
 
@@ -230,44 +230,11 @@ def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
     opts: dict[str, Any] = {"slots": _slots(slots), "budgets": budgets, "overhead": bool(overhead),
                             "title": title}
     if bandwidth is not None:
-        from chainplan.api import _bandwidth
-
-        opts["bandwidth"] = _bandwidth(bandwidth, source)
+        opts["bandwidth"] = bandwidth_or_auto(bandwidth, source)
     if plan is not None:
         opts["plan"] = plan.raw
     svg = _bind.plot_frontier(chain_json(source, "plot_frontier"), opts)
     return write_svg(path, svg)
-
-
-def write_svg(path: str | os.PathLike[str] | None, svg: str) -> str:
-    """Write an SVG document to ``path`` when it is given (a ``.svg`` file), and return
-    the document: the ``path`` argument of every ``plot`` method.
-
-    Raises:
-        PlanError: another extension (PNG comes from ``chainplan plot``), or the file cannot
-            be written.
-    """
-    if path is None:
-        return svg
-    p = Path(path)
-    if p.suffix.lower() != ".svg":
-        raise PlanError(f"path {str(path)!r}: pictures from Python are SVG; name a .svg file "
-                        f"(for PNG use chainplan plot ... -o FILE.png)")
-    try:
-        p.write_text(svg, encoding="utf-8")
-    except OSError as e:
-        raise PlanError(f"cannot write {str(path)!r}: {e.strerror}") from e
-    return svg
-
-
-def svg_or_none(draw: Callable[[], str]) -> str | None:
-    """The SVG ``draw`` returns, or None when it raises a :class:`ChainplanError`: what a
-    ``_repr_svg_`` returns, so that a notebook shows the text repr of what cannot be drawn.
-    """
-    try:
-        return draw()
-    except ChainplanError:
-        return None
 
 
 def _slots(slots: int | None) -> int:
@@ -296,11 +263,7 @@ def chain_json(source: object, caller: str) -> str:
         if data.startswith(b"ARROW1"):
             return _bind.profile_chain(str(path))
         return data.decode("utf-8", errors="replace")
-    from chainplan.profiler.run import Profile
-
     if isinstance(source, Profile):
-        if source.run_id is None:
-            return _bind.profile_chain(str(source.path))
-        return _bind.export_chain(source.run_id)
+        return source.chain_json()
     raise PlanError(f"{caller}() takes a Profile, a run id, a chain file or a profile file "
                     f"(got {type(source).__name__})")

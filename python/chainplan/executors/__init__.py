@@ -16,12 +16,12 @@ from torch import nn
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
 from chainplan.executors.view import plain_model, planned, planned_view
-from chainplan.schedule import Plan
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["CheckpointedChain", "OffloadedChain", "planned", "wrap"]
 
 
-def wrap(plan: Plan, model: nn.Module) -> nn.Module:
+def wrap(plan: PlanDocument, model: nn.Module) -> nn.Module:
     """Return an ``nn.Module`` that trains ``model`` with ``plan``'s schedule.
 
     Args:

@@ -50,7 +50,8 @@ from chainplan.executors.saved import (
     filling,
 )
 from chainplan.executors.side import SideInputs
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 from chainplan.shapecheck import warn_if_shape_differs
 
 __all__ = ["CheckpointedChain"]
@@ -277,7 +278,7 @@ class CheckpointedChain(nn.Module):
             once, in order).
     """
 
-    def __init__(self, stages: Sequence[nn.Module], plan: Plan) -> None:
+    def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__()
         plan.validate()
         if plan.num_stages != len(stages):

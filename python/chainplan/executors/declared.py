@@ -17,8 +17,8 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.executors.offload import OffloadedChain
 from chainplan.executors.view import Planned
-from chainplan.schedule import Plan
-from chainplan.stages import flatten_stages
+from chainplan.plandoc import PlanDocument
+from chainplan.sequential import flatten_stages
 
 __all__ = ["DeclaredPlan"]
 
@@ -33,7 +33,7 @@ class DeclaredPlan(Planned):
         ScheduleError: the plan is malformed or is for another number of stages.
     """
 
-    def __init__(self, model: nn.Sequential, plan: Plan) -> None:
+    def __init__(self, model: nn.Sequential, plan: PlanDocument) -> None:
         super().__init__(model)
         self.plan = plan
         stages = flatten_stages(model)

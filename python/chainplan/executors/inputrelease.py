@@ -30,7 +30,7 @@ from collections.abc import Sequence
 
 import torch
 
-from chainplan.schedule import Op
+from chainplan.ops import Op
 
 __all__ = ["releasable_after", "release_if_unused", "saving_aliases"]
 

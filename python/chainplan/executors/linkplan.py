@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from chainplan.errors import ScheduleError
 from chainplan.offloading import Offload, Position, Transfer
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["LinkPlan"]
 
@@ -47,7 +48,7 @@ class LinkPlan:
             the sequence (the message names the field).
     """
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: PlanDocument) -> None:
         if plan.offload is None:
             raise ScheduleError("the plan has no 'offload' section")
         off: Offload = plan.offload

@@ -49,7 +49,8 @@ from chainplan.executors.runner import Runner
 from chainplan.executors.stepwise import StepwiseChain
 from chainplan.executors.storage import Block, Group, Holder, Link, Record, movable, storage_key
 from chainplan.offloading import Transfer
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["OffloadRunner", "OffloadedChain"]
 
@@ -220,7 +221,7 @@ class OffloadedChain(StepwiseChain):
             transfer).
     """
 
-    def __init__(self, stages: Sequence[nn.Module], plan: Plan) -> None:
+    def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__(stages, plan)
         self.link_plan = LinkPlan(plan)
 

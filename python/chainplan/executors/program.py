@@ -25,7 +25,8 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from chainplan.errors import ScheduleError
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["Program"]
 
@@ -59,7 +60,7 @@ class Program:
     options: dict[int, int]
 
     @classmethod
-    def of(cls, plan: Plan) -> Program:
+    def of(cls, plan: PlanDocument) -> Program:
         """Read ``plan`` (already :meth:`~chainplan.schedule.Plan.validate`-d).
 
         Raises:

@@ -30,7 +30,7 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import release_if_unused, saving_aliases
 from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 from chainplan.gradrelease import backward_step
-from chainplan.schedule import Op
+from chainplan.ops import Op
 
 __all__ = ["Runner", "not_a_leaf"]
 

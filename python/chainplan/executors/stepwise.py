@@ -47,7 +47,8 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import releasable_after
 from chainplan.executors.runner import Runner
 from chainplan.executors.side import SideInputs
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 from chainplan.shapecheck import warn_if_shape_differs
 
 __all__ = ["StepwiseChain"]
@@ -141,7 +142,7 @@ class StepwiseChain(nn.Module):
         ScheduleError: the plan is malformed or is for another number of stages.
     """
 
-    def __init__(self, stages: Sequence[nn.Module], plan: Plan) -> None:
+    def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__()
         plan.validate()
         if plan.num_stages != len(stages):

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.schedule import Plan
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["Planned", "plain_model", "planned", "planned_view"]
 
@@ -54,10 +54,15 @@ class Planned:
         """The same wrap for another model (a deep copy of this one)."""
         raise NotImplementedError
 
-    def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
+    def plan_for(self, *args: Any, **kwargs: Any) -> PlanDocument | None:
         """The plan that runs calls like this one (None when none is made yet)."""
-        plan: Plan | None = getattr(self, "plan", None)
+        plan: PlanDocument | None = getattr(self, "plan", None)
         return plan
+
+    def ensure_plan_for(self, *args: Any, **kwargs: Any) -> PlanDocument | None:
+        """The plan that runs calls like this one, made now when the wrap plans on first use
+        (``Checkpointed``) and none is made yet: what :func:`chainplan.measure` measures."""
+        return self.plan_for(*args, **kwargs)
 
 
 def planned(net: nn.Module) -> Planned | None:

@@ -34,7 +34,7 @@ from chainplan.graph.call import training_call
 from chainplan.graph.capture import Capture, capture
 from chainplan.graph.choose import MIN_STAGES, choose_boundaries
 from chainplan.graph.cuts import jumps_over
-from chainplan.graph.describe import ChainSplit, SideInfo, StageInfo, stage_info
+from chainplan.graph.describe import ChainSplit, SideInfo, StageInfo
 from chainplan.graph.outputs import Outputs
 from chainplan.graph.partition import Partition, partition
 from chainplan.graph.stage import (
@@ -45,6 +45,7 @@ from chainplan.graph.stage import (
     run_graph,
     state_of,
 )
+from chainplan.graph.stageinfo import stage_info
 
 __all__ = ["BranchWarning", "ExtractedChain", "args_key", "extract", "input_key"]
 

@@ -25,7 +25,7 @@ from chainplan.executors.offload import OffloadedChain
 from chainplan.executors.view import Planned
 from chainplan.graph.call import training_call
 from chainplan.graph.chain import ExtractedChain, extract, input_key
-from chainplan.schedule import Plan
+from chainplan.plandoc import PlanDocument
 
 __all__ = ["GraphPlan", "run_extracted"]
 
@@ -46,7 +46,7 @@ class GraphPlan(Planned):
             input, a plan for another number of stages than the split has.
     """
 
-    def __init__(self, model: nn.Module, plan: Plan) -> None:
+    def __init__(self, model: nn.Module, plan: PlanDocument) -> None:
         super().__init__(model)
         plan.validate()
         self.plan = plan

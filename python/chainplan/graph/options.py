@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch import fx
 
+from chainplan import _bind
 from chainplan.executors.recompute import frozen_buffers
 from chainplan.executors.saved import StageSaves, buffer_storages, dropping
 from chainplan.graph.packs import PackMap, call, supported
@@ -151,7 +152,6 @@ def stage_options(stage: torch.nn.Module, x: torch.Tensor, *, repeats: int,
     """
     if not isinstance(stage, GraphStage) or not supported(stage.gm):
         return None
-    from chainplan import _bind
 
     x = x.detach().requires_grad_(x.is_floating_point() or x.is_complex())
     key = structure_key(stage, x)

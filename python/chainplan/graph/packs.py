@@ -25,7 +25,7 @@ import torch
 from torch import fx
 from torch.utils import _pytree as pytree
 
-from chainplan.graph.capture import writes
+from chainplan.graph.capture import alias_root, writes
 
 __all__ = ["Pack", "PackMap", "call", "record_packs", "supported"]
 
@@ -98,8 +98,6 @@ def supported(gm: fx.GraphModule) -> bool:
 
 def _base(n: fx.Node) -> fx.Node:
     """The node whose storage ``n`` views, following view operations to a non-view."""
-    from chainplan.graph.capture import alias_root
-
     return alias_root(n)
 
 

@@ -29,7 +29,7 @@ from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.describe import ChainSplit, StageInfo
 from chainplan.profiler.saved import SavedTensorProbe
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 
 __all__ = ["ProfiledChain", "bound_side", "declared", "profiled_chain", "split_of",
            "stage_names"]

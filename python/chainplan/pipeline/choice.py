@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from chainplan.errors import ScheduleError
+from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.order import builtin_schedule
-from chainplan.pipeline.plan import PipelinePlan
 
 __all__ = ["ScheduleChoice", "choose", "interleaved_candidate"]
 
@@ -21,14 +21,14 @@ __all__ = ["ScheduleChoice", "choose", "interleaved_candidate"]
 ScheduleChoice = Literal["auto", "plan", "1f1b", "gpipe"]
 
 
-def interleaved_candidate(plan: PipelinePlan) -> bool:
+def interleaved_candidate(plan: PipelineDocument) -> bool:
     """Whether the plan puts stage s on rank s mod P with several stages per rank, the
     shape of torch's ``ScheduleInterleaved1F1B``."""
     s, p = len(plan.stages), plan.gpus
     return s > p and s % p == 0 and all(st.gpu == st.index % p for st in plan.stages)
 
 
-def choose(plan: PipelinePlan, orders: Any, n: int, choice: str) -> tuple[str, str]:
+def choose(plan: PipelineDocument, orders: Any, n: int, choice: str) -> tuple[str, str]:
     """The built-in schedule to run (``""``: the plan's order) and why.
 
     Raises:

@@ -35,9 +35,9 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.split import declared
-from chainplan.pipeline.plan import PipelinePlan
+from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.reference import split_call
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 
 __all__ = ["ModelLayers"]
 
@@ -64,7 +64,7 @@ class ModelLayers:
         CaptureError: the model cannot be captured.
     """
 
-    def __init__(self, plan: PipelinePlan, model: nn.Module, example: Any = None,
+    def __init__(self, plan: PipelineDocument, model: nn.Module, example: Any = None,
                  example_kwargs: dict[str, Any] | None = None) -> None:
         self.chain: ExtractedChain | None = None
         args = () if example is None else (example if isinstance(example, tuple) else (example,))
@@ -103,7 +103,7 @@ class ModelLayers:
         self._calls: list[tuple[torch.Tensor, tuple[Any, ...], dict[str, Any]]] = []
         self._sides: dict[int, SideInputs] = {}
 
-    def _shared(self, plan: PipelinePlan) -> list[nn.Parameter]:
+    def _shared(self, plan: PipelineDocument) -> list[nn.Parameter]:
         """The parameters whose gradient comes in parts from several ranks, in a fixed
         order (every rank computes the same list)."""
         ranks: dict[int, set[int]] = {}

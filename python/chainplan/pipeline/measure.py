@@ -44,8 +44,8 @@ from torch import nn
 
 from chainplan import _bind
 from chainplan.errors import ChainplanError, ChainplanWarning
+from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.order import steady_microbatches
-from chainplan.pipeline.plan import PipelinePlan
 from chainplan.profiler.memory import MemoryProbe
 
 __all__ = ["LossFn", "Measured", "MemoryWarning", "PipelineExecution", "RankMeasure",
@@ -65,7 +65,7 @@ class Measured(Protocol):
     schedule: str
 
     @property
-    def plan(self) -> PipelinePlan: ...
+    def plan(self) -> PipelineDocument: ...
 
     @property
     def device(self) -> torch.device: ...
@@ -172,7 +172,7 @@ class PipelineExecution:
         return "\n".join(lines)
 
 
-def steady_time(plan: PipelinePlan, microbatches: int,
+def steady_time(plan: PipelineDocument, microbatches: int,
                 starts: dict[tuple[int, int], float], stages: Sequence[int]) -> float:
     """The mean time between consecutive forwards of ``stages`` in the steady periods.
 
@@ -190,7 +190,7 @@ def steady_time(plan: PipelinePlan, microbatches: int,
     return statistics.fmean(slopes) if slopes else math.nan
 
 
-def record(plan: PipelinePlan, ex: PipelineExecution) -> tuple[int, ...]:
+def record(plan: PipelineDocument, ex: PipelineExecution) -> tuple[int, ...]:
     """Store ``ex`` as executions of ``plan`` (one row per rank); returns the row ids.
 
     Raises:
@@ -275,7 +275,7 @@ def _peak_step(runner: Measured, step: Callable[[], Any],
     return resident + int(probe.peak_bytes)
 
 
-def _check(plan: PipelinePlan, ex: PipelineExecution, optimizer: torch.optim.Optimizer | None,
+def _check(plan: PipelineDocument, ex: PipelineExecution, optimizer: torch.optim.Optimizer | None,
            params: Sequence[torch.Tensor]) -> None:
     """Warn about a rank above the plan's memory and an optimizer the plan did not count."""
     over = [r for r in ex.ranks if plan.memory_bytes and r.peak_bytes > plan.memory_bytes]

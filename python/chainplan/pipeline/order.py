@@ -31,7 +31,7 @@ import heapq
 from typing import Literal, NamedTuple
 
 from chainplan.errors import ScheduleError
-from chainplan.pipeline.plan import PipelinePlan, PlanStage
+from chainplan.pipeline.document import PipelineDocument, PlanStage
 
 __all__ = ["Action", "Kind", "builtin_schedule", "first_difference", "format_orders",
            "gpipe_orders",
@@ -60,7 +60,7 @@ def _check_microbatches(n: int) -> None:
         raise ScheduleError(f"microbatches must be an integer ≥ 1 (got {n!r})")
 
 
-def rank_orders(plan: PipelinePlan, microbatches: int) -> Orders:
+def rank_orders(plan: PipelineDocument, microbatches: int) -> Orders:
     """Every rank's actions for one step of ``microbatches`` micro-batches.
 
     Complexity O(S·N·log(S·N)) for S stages and N micro-batches.
@@ -101,7 +101,7 @@ def rank_orders(plan: PipelinePlan, microbatches: int) -> Orders:
     return {g: tuple(acts) for g, acts in out.items()}
 
 
-def steady_periods(plan: PipelinePlan, microbatches: int) -> range:
+def steady_periods(plan: PipelineDocument, microbatches: int) -> range:
     """The periods in which every compute operation of the pattern runs a real micro-batch.
 
     Period ``p`` runs micro-batch ``p - shift`` of each operation, so with shifts between
@@ -113,7 +113,7 @@ def steady_periods(plan: PipelinePlan, microbatches: int) -> range:
     return range(max(shifts), microbatches + min(shifts))
 
 
-def steady_microbatches(plan: PipelinePlan, microbatches: int, stage: int) -> range:
+def steady_microbatches(plan: PipelineDocument, microbatches: int, stage: int) -> range:
     """The micro-batches whose forward of ``stage`` runs in a steady period."""
     op = plan.op("F", stage)
     if op is None:
@@ -171,7 +171,7 @@ def _one_stage_per_rank(stages: tuple[PlanStage, ...], gpus: int) -> str:
     return ""
 
 
-def builtin_schedule(plan: PipelinePlan, orders: Orders, microbatches: int) -> tuple[str, str]:
+def builtin_schedule(plan: PipelineDocument, orders: Orders, microbatches: int) -> tuple[str, str]:
     """The torch single-stage schedule whose order is the plan's, and why.
 
     Returns:

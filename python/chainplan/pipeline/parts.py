@@ -15,7 +15,7 @@ from typing import Literal, cast
 
 from chainplan.errors import ScheduleError
 from chainplan.jsonfields import Fields
-from chainplan.schedule import Op, OpKind
+from chainplan.ops import Op, OpKind
 
 __all__ = ["Link", "OpName", "PatternOp", "PlanStage", "Recompute", "read_pattern",
            "read_stages"]

@@ -15,7 +15,7 @@ import json
 import os
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind, arguments
 from chainplan.errors import (
@@ -23,20 +23,14 @@ from chainplan.errors import (
     MissingSolverWarning,
     NotFoundError,
     PlanError,
-    ScheduleError,
 )
 from chainplan.pipeline.plan import PipelinePlan
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
+from chainplan.profiler.document import Profile
 
 __all__ = ["load_plan", "pipeline_plan"]
 
 _MODELS = ("saved", "input")
 
-
-def _typed(value: object) -> str:
-    return f"{value!r} ({type(value).__name__})"
 
 
 def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str | None,
@@ -55,13 +49,14 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
     req: dict[str, Any] = {}
     if algo is not None:
         if not isinstance(algo, str):
-            raise ArgumentTypeError(f"algo must be a str such as 'madpipe' (got {_typed(algo)})")
+            raise ArgumentTypeError(f"algo must be a str such as 'madpipe' "
+                                    f"(got {arguments.typed(algo)})")
         req["algo"] = algo
     for name, value in (("gpus", gpus), ("weight_copies", weight_copies)):
         if value is None and name == "weight_copies":
             continue
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ArgumentTypeError(f"{name} must be an integer (got {_typed(value)})")
+            raise ArgumentTypeError(f"{name} must be an integer (got {arguments.typed(value)})")
         if value < 1:
             raise PlanError(f"{name} must be at least 1 (got {value})")
         req[name] = value
@@ -76,7 +71,7 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
         req["memory_bytes"] = memory
     elif isinstance(memory, bool) or not isinstance(memory, int):
         raise ArgumentTypeError(f"memory must be an int (bytes per device), a size string such "
-                                f"as '16GiB', 'min' or 'faster' (got {_typed(memory)})")
+                                f"as '16GiB', 'min' or 'faster' (got {arguments.typed(memory)})")
     elif memory <= 0:
         raise PlanError(f"memory must be positive (got {memory} bytes)")
     else:
@@ -91,7 +86,7 @@ def _request(*, gpus: int, memory: int | str, bandwidth: float | str, algo: str 
     for name, flag in (("temporaries", temporaries), ("checkpoint", checkpoint),
                        ("replan", replan)):
         if flag is not None and not isinstance(flag, bool):
-            raise ArgumentTypeError(f"{name} must be True or False (got {_typed(flag)})")
+            raise ArgumentTypeError(f"{name} must be True or False (got {arguments.typed(flag)})")
     if temporaries is False:
         req["no_temporaries"] = True
     if checkpoint:
@@ -190,7 +185,7 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
         req["microbatches"] = microbatches
     if not isinstance(require_solver, bool):
         raise ArgumentTypeError(f"require_solver must be True or False "
-                                f"(got {_typed(require_solver)})")
+                                f"(got {arguments.typed(require_solver)})")
     if require_solver:
         req["require_solver"] = True
     if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
@@ -231,19 +226,12 @@ def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:
 
 
 def load_plan(plan_id: int) -> PipelinePlan:
-    """The stored pipeline plan ``plan_id``, as :func:`pipeline_plan` returned it.
+    """The stored pipeline plan ``plan_id``, as :func:`pipeline_plan` returned it (the same
+    as :meth:`PipelinePlan.load <chainplan.pipeline.plan.PipelinePlan.load>`).
 
     Raises:
+        ArgumentTypeError: ``plan_id`` is not an integer.
         NotFoundError: no such plan.
         ScheduleError: the plan is not a pipeline plan.
     """
-    if isinstance(plan_id, bool) or not isinstance(plan_id, int):
-        raise ArgumentTypeError(f"plan_id must be an integer (got {_typed(plan_id)})")
-    stored = _bind.plan_document(plan_id)  # NotFoundError for a missing plan
-    doc = stored["plan"] or {}
-    if doc.get("format") != "chainplan.pipeline/v1":
-        raise ScheduleError(f"plan {plan_id} is a {doc.get('algo', '?')} plan, not a pipeline "
-                            f"plan")
-    run_id = int(stored["run_id"])
-    return PipelinePlan.from_dict(doc, plan_id=plan_id, run_id=run_id,
-                                  layer_param_bytes=stored["layer_param_bytes"])
+    return PipelinePlan.load(plan_id)

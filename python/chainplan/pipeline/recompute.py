@@ -22,9 +22,9 @@ import torch
 from torch import nn
 
 from chainplan.executors.runner import Runner
+from chainplan.ops import Op
 from chainplan.pipeline.block import MicrobatchContext, StageBlock, contiguous_grad, run_layers
 from chainplan.pipeline.parts import Recompute
-from chainplan.schedule import Op
 
 __all__ = ["RecomputingBlock"]
 

@@ -17,8 +17,9 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ScheduleError
+from chainplan.graph.chain import extract
 from chainplan.pipeline.block import run_layers
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 
 __all__ = ["reference_step", "split_call", "split_microbatches"]
 
@@ -120,7 +121,6 @@ def _forward(model: nn.Module, x: torch.Tensor, args: tuple[Any, ...], kwargs: d
     if seed is None:
         out: torch.Tensor = model(x, *args, **kwargs)
         return out, None
-    from chainplan.graph.chain import extract
 
     chain = extract(model, (x, *args), kwargs)
     a0, side = chain.bind((x, *args), kwargs)

@@ -44,11 +44,11 @@ from chainplan.errors import PipelineError, ScheduleError
 from chainplan.pipeline import runtime
 from chainplan.pipeline.block import StageBlock
 from chainplan.pipeline.choice import ScheduleChoice, choose, interleaved_candidate
+from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.failure import FailureBoard
 from chainplan.pipeline.layers import ModelLayers
 from chainplan.pipeline.measure import LossFn, PipelineExecution, measure_runner
 from chainplan.pipeline.order import builtin_schedule, first_difference, rank_orders
-from chainplan.pipeline.plan import PipelinePlan
 from chainplan.pipeline.recompute import RecomputingBlock
 from chainplan.pipeline.reference import split_microbatches
 
@@ -100,7 +100,7 @@ class PipelineRunner:
     All of these are raised on every rank before any rank waits for another.
     """
 
-    def __init__(self, plan: PipelinePlan, model: nn.Module, *, loss_fn: LossFn | None = None,
+    def __init__(self, plan: PipelineDocument, model: nn.Module, *, loss_fn: LossFn | None = None,
                  microbatches: int | None = None, device: torch.device | str | None = None,
                  seed: int | None = None, schedule: ScheduleChoice = "auto",
                  timeout_s: float = 300.0, max_outstanding_sends: int | None = 2,

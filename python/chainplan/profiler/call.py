@@ -5,19 +5,19 @@ provenance written with the profile (the call signature included,
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
+from chainplan.graph.call import chain_input, training_call
+from chainplan.graph.split import ProfiledChain
 from chainplan.profiler.labels import compute_dtype, device_name
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.stored import call_signature
+from chainplan.reuse import model_loss_name
 from chainplan.schema import ProfileMetadata
-
-if TYPE_CHECKING:
-    from chainplan.graph.split import ProfiledChain
 
 __all__: list[str] = []
 
@@ -29,8 +29,6 @@ def chain_sample(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]
     if isinstance(model, nn.Sequential):
         x = args[0] if args else next(iter(kwargs.values()), None)
     else:
-        from chainplan.graph.call import chain_input
-
         x = chain_input(model, args, kwargs)
     if not isinstance(x, torch.Tensor):
         got = f"a {type(x).__name__}" if x is not None else "no tensor argument"
@@ -43,8 +41,6 @@ def loss_stage(model: nn.Module, chain: ProfiledChain, loss_fn: LossFn | None,
                 target: torch.Tensor | None) -> tuple[Callable[..., torch.Tensor], str] | None:
     """The loss stage L+1 as ``measure_loss`` calls it (on a_L and the target), and its
     name: ``loss_fn`` on what ``forward`` returns, or the loss ``forward`` computes."""
-    from chainplan.reuse import model_loss_name
-
     finish = chain.finish
     if loss_fn is not None:
         name = str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
@@ -65,8 +61,6 @@ def profile_metadata(model: nn.Module, sample: torch.Tensor, name: str, repeats:
               args: tuple[Any, ...], kwargs: dict[str, Any], loss: str,
               target: torch.Tensor | None) -> ProfileMetadata:
     """The provenance of a profile of this call, its call signature included."""
-    from chainplan.graph.call import training_call
-
     device = sample.device
     name_of_device = device_name(device)
     if not isinstance(model, nn.Sequential):

@@ -40,17 +40,19 @@ import torch
 from torch import nn
 from torch.utils.hooks import RemovableHandle
 
+from chainplan import _bind
 from chainplan.errors import ProfileError
+from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import compute_dtype, device_name, stage_name
 from chainplan.profiler.recorded import Clock, Step, recorded_rows
 from chainplan.profiler.recordroute import ChainRoute
-from chainplan.profiler.run import Profile, default_profile_dir
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
 from chainplan.profiler.stepmemory import StepMemory
+from chainplan.reuse import model_loss_name
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 
 __all__ = ["Recording", "record_model"]
 
@@ -98,8 +100,6 @@ class Recording:
                model_loss: bool, *, holds_end: bool) -> None:
         """Take the stages of a model split from its graph (at its first recorded call)
         and hook them."""
-        from chainplan.reuse import model_loss_name
-
         self.stages, self.names, self.resident = stages, names, resident
         self.model_loss, self.holds_end = model_loss, holds_end
         if model_loss:
@@ -199,14 +199,14 @@ class Recording:
 
     def _wrap_loss(self, fn: LossFn) -> LossFn:
         def loss(*args: Any, **kwargs: Any) -> torch.Tensor:
-            self._loss_pre(args)
+            self.loss_pre(args)
             value = fn(*args, **kwargs)
-            self._loss_post(args, value)
+            self.loss_post(args, value)
             return value
 
         return loss
 
-    def _loss_pre(self, args: tuple[Any, ...]) -> None:
+    def loss_pre(self, args: tuple[Any, ...]) -> None:
         step = self.steps[-1] if self.steps else None
         # Only the loss of a step's chain output counts, once per step.
         if (not torch.is_grad_enabled() or step is None or step.loss_fwd is not None
@@ -216,7 +216,7 @@ class Recording:
             step.memory.loss_fwd_begin(a for a in args if isinstance(a, torch.Tensor))
         self._loss_start = self.clock.now()
 
-    def _loss_post(self, args: tuple[Any, ...], value: Any) -> None:
+    def loss_post(self, args: tuple[Any, ...], value: Any) -> None:
         if self._loss_start is None:
             return
         step = self.steps[-1]
@@ -251,9 +251,9 @@ class Recording:
         handles = self._stage_hooks()
         if self._loss_module is not None:
             handles.append(self._loss_module.register_forward_pre_hook(
-                lambda _m, inputs: self._loss_pre(inputs)))
+                lambda _m, inputs: self.loss_pre(inputs)))
             handles.append(self._loss_module.register_forward_hook(
-                lambda _m, inputs, out: self._loss_post(inputs, out)))
+                lambda _m, inputs, out: self.loss_post(inputs, out)))
         return handles
 
     def remove(self) -> None:
@@ -386,8 +386,6 @@ def record_model(
     out = write_profile(Path(path), rows, meta)
     run_id = None
     if ingest:
-        from chainplan import _bind
-
         run_id = _bind.ingest(str(out))
     rec.profile = Profile(path=out, run_id=run_id, model_name=name,
                           stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0)

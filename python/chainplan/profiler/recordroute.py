@@ -17,22 +17,38 @@ unrecorded, as steps of another input shape are not timed.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import torch
 from torch import nn
 
-if TYPE_CHECKING:
-    from chainplan.graph.chain import ExtractedChain
-    from chainplan.profiler.hooks import Recording
+from chainplan.graph.chain import ExtractedChain, extract
+from chainplan.graph.split import bound_side
 
 __all__: list[str] = []
+
+
+class Recorder(Protocol):
+    """What the route needs of the recording (:class:`chainplan.profiler.hooks.Recording`,
+    which imports this module): the loss it was given, the stages it times, and the loss
+    timing of a model that computes its loss itself."""
+
+    loss_fn: Callable[..., torch.Tensor] | None
+    model_loss: bool
+
+    def attach(self, stages: list[nn.Module], names: list[str], resident: int,
+               model_loss: bool, *, holds_end: bool) -> None: ...
+
+    def loss_pre(self, args: tuple[Any, ...]) -> None: ...
+
+    def loss_post(self, args: tuple[Any, ...], value: Any) -> None: ...
 
 
 class ChainRoute:
     """The routed forward of a recorded model (module docstring); a context manager."""
 
-    def __init__(self, model: nn.Module, rec: Recording) -> None:
+    def __init__(self, model: nn.Module, rec: Recorder) -> None:
         self.model = model
         self.rec = rec
         self.chain: ExtractedChain | None = None
@@ -59,17 +75,14 @@ class ChainRoute:
                 x = stage(x)
             if not self.rec.model_loss:
                 return chain.finish(x)
-            self.rec._loss_pre((x,))
+            self.rec.loss_pre((x,))
             out = chain.finish(x)
-            self.rec._loss_post((x,), chain.outputs.loss_of(out))
+            self.rec.loss_post((x,), chain.outputs.loss_of(out))
             return out
 
     def _attach(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ExtractedChain:
         """Capture the model for this kind of call (its own forward, not the route) and
         hand the stages to the recorder."""
-        from chainplan.graph.chain import extract
-        from chainplan.graph.split import bound_side
-
         model = self.model
         self.__exit__()
         try:

@@ -19,18 +19,23 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+from tqdm import tqdm
 
+from chainplan import _bind
 from chainplan.errors import ProfileError
+from chainplan.graph.call import training_call
+from chainplan.graph.options import stage_options
+from chainplan.graph.split import profiled_chain
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
+from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import chain_end, measure_loss
 from chainplan.profiler.measure import StageMeasurement, measure_stage
+from chainplan.profiler.measuring import preserved
 from chainplan.profiler.parallel import (
     OptimizerFactory,
     SplitModule,
@@ -44,99 +49,21 @@ from chainplan.profiler.parallel import (
 )
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
-    StageSpread,
-    stage_spreads,
     warn_if_spread,
 )
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
-from chainplan.schema import PARALLEL_REVISION, ProfileRow, file_stem, write_profile
+from chainplan.schema import PARALLEL_REVISION, file_stem, write_profile
+from chainplan.towers.profile import profile_towers_if_any
 
 if TYPE_CHECKING:
-    from chainplan.graph.describe import ChainSplit
+    pass
 
 _log = logging.getLogger("chainplan.profile")
 
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
 
 LossFn = Callable[..., torch.Tensor]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """A measured profile, written to an Arrow file and (usually) stored in the database.
-
-    Attributes:
-        path: the Arrow IPC file.
-        run_id: the run's id in the database, or None when not ingested.
-        model_name: the name the profile was stored under.
-        stage_names: the stages, in order (the loss excluded).
-        rows: every measurement written to the file.
-        seconds: wall time the profiling took (seconds).
-        side_bytes: memory the side values of a model split from its graph hold through
-            a step (bytes; counted in every operation's overheads); 0 for a Sequential.
-        split: how a model split from its graph was cut (None for a Sequential).
-        reused: whether ``profile()`` returned a stored profile of the same call instead
-            of measuring (:mod:`chainplan.profiler.stored`).
-    """
-
-    path: Path
-    run_id: int | None
-    model_name: str
-    stage_names: tuple[str, ...]
-    rows: tuple[ProfileRow, ...]
-    seconds: float
-    side_bytes: int = 0
-    split: ChainSplit | None = field(default=None, compare=False)
-    reused: bool = False
-
-    @property
-    def num_stages(self) -> int:
-        return len(self.stage_names)
-
-    @property
-    def spread(self) -> tuple[StageSpread, ...]:
-        """Per stage (the loss last), how far its repeated times spread: ``(max − min) /
-        median`` of the forward and of the backward times (:mod:`chainplan.profiler.spread`)."""
-        return stage_spreads(self.rows)
-
-    @property
-    def max_spread(self) -> float:
-        """The largest forward or backward spread of any stage (0 for a single repetition)."""
-        return max((s.spread for s in self.spread), default=0.0)
-
-    def summary(self) -> str:
-        """A readable stage table: per stage its name, median forward and backward times
-        (ms) and sizes (out, saved, temporaries, parameters), the loss, and the totals."""
-        from chainplan.profiler.summary import profile_summary
-
-        return profile_summary(self)
-
-    def __repr__(self) -> str:
-        # The dataclass repr would print every row; name the profile instead.
-        from chainplan.profiler.summary import profile_repr
-
-        return profile_repr(self)
-
-    def _repr_svg_(self) -> str | None:
-        """The budget-versus-time frontier in a notebook (:func:`chainplan.plot_frontier`);
-        None (the text repr) when it cannot be drawn, e.g. for sizes not measured."""
-        from chainplan.errors import ChainplanError
-        from chainplan.tradeoff import plot_frontier
-
-        try:
-            return plot_frontier(self)
-        except ChainplanError:
-            return None
-
-
-def default_profile_dir() -> Path:
-    """Where profiles are written: ``profiles/`` next to the database (the folder of
-    ``$CHAINPLAN_DB``, or ``~/.chainplan``, also when ``$CHAINPLAN_DB`` names a PostgreSQL
-    store; the rule is the Go side's)."""
-    from chainplan import _bind
-
-    return Path(_bind.data_dir()) / "profiles"
 
 
 def _nbytes(t: torch.Tensor) -> int:
@@ -227,8 +154,6 @@ def profile_model(
         CaptureError: a model that is not a Sequential cannot be captured (a
             :class:`ProfileError` naming the construct, e.g. data-dependent control flow).
     """
-    from chainplan.graph.split import profiled_chain
-
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
     batches = check_batch_sizes(batch_sizes)
@@ -238,8 +163,6 @@ def profile_model(
     # Towers joined at the loss, one per input (chainplan.towers)? The parallel fields
     # (batch_sizes, optimizer: the advisors') describe one chain: with them, one chain.
     if len(args) > 1 and not batches and optimizer is None:
-        from chainplan.towers.profile import profile_towers_if_any
-
         towers = profile_towers_if_any(
             model, args, kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
             warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
@@ -281,7 +204,6 @@ def profile_model(
                                seconds=time.perf_counter() - start,
                                side_bytes=chain.side_bytes, split=chain.split, reused=True)
         modules, split_error = _split_modules(model, args, kwargs, device)
-        from tqdm import tqdm
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
                    leave=False)
@@ -330,8 +252,6 @@ def profile_model(
     out = write_profile(path, rows, meta)
     run_id = None
     if ingest:
-        from chainplan import _bind
-
         run_id = _bind.ingest(str(out))
     prof = Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
                    rows=tuple(rows), seconds=time.perf_counter() - start,
@@ -344,9 +264,6 @@ def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
              device: torch.device) -> str | None:
     """A captured stage's measured options (:mod:`chainplan.graph.options`), with its
     buffers and the random streams left as they were."""
-    from chainplan.graph.options import stage_options
-    from chainplan.profiler.measuring import preserved
-
     with preserved(stage, device):
         return stage_options(stage, x, repeats=repeats, dev=device)
 
@@ -362,8 +279,6 @@ def _split_modules(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, An
     step makes (:func:`chainplan.profiler.parallel.split_modules`), or the error that
     forward raised. The caller raises it only after measuring the stages, so that a
     failing stage is named by the stage's own error first."""
-    from chainplan.graph.call import training_call
-
     if not isinstance(model, nn.Sequential):
         with warnings.catch_warnings():  # profile_metadata has warned about this call once
             warnings.simplefilter("ignore")

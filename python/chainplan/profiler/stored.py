@@ -22,6 +22,9 @@ from typing import Any
 
 import torch
 
+from chainplan import _bind
+from chainplan.errors import NotFoundError
+from chainplan.graph.chain import args_key
 from chainplan.schema import ProfileMetadata, ProfileRow, read_rows, signature
 
 __all__: list[str] = []
@@ -33,8 +36,6 @@ def call_signature(args: tuple[Any, ...], kwargs: dict[str, Any], *, loss: str,
                    target: Any, device_name: str) -> str:
     """The digest of a profiled call (module docstring); ``args, kwargs`` as a training
     step makes the call (:func:`chainplan.graph.call.training_call`)."""
-    from chainplan.graph.chain import args_key
-
     tgt = [list(target.shape), str(target.dtype)] if isinstance(target, torch.Tensor) else None
     doc = {"version": 1, "call": repr(args_key(args, kwargs)), "loss": loss, "target": tgt,
            "threads": torch.get_num_threads(), "device_name": device_name}
@@ -46,9 +47,6 @@ def find_stored(meta: ProfileMetadata, loss: str,
     """The newest stored run measured for this call whose stages are ``names`` and whose
     stage options were measured as this call asks (``meta.extra["stage_options"]``): its
     run id, file and rows; None when there is none."""
-    from chainplan import _bind
-    from chainplan.errors import NotFoundError
-
     call = meta.extra.get("call_signature", "")
     if not call:
         return None

@@ -1,4 +1,4 @@
-"""Readable text for a :class:`~chainplan.profiler.run.Profile`: a stage table and a short repr.
+"""Readable text for profiles: sizes in IEC units and the stage table of a profile's rows.
 
 The table shows each stage as the planner sees it: the rows of a stage are aggregated the
 way the Go side aggregates them (profiler/aggregate.go): times are medians over the
@@ -11,13 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from chainplan.schema import ProfileRow
-
-if TYPE_CHECKING:
-    from chainplan.profiler.run import Profile
 
 __all__: list[str] = []
 
@@ -100,43 +95,3 @@ def stage_table(rows: Sequence[ProfileRow]) -> str:
 
 def _label(s: _Stage) -> str:
     return f"loss: {s.name}" if s.kind == "loss" else s.name
-
-
-def profile_summary(profile: Profile) -> str:
-    """A title line (model, stage count, run id, input size, file) and the stage table."""
-    rows = profile.rows
-    first = min(rows, key=lambda r: (r.stage_index, r.rep)) if rows else None
-    where = f"run {profile.run_id}" if profile.run_id is not None else "not stored"
-    n = profile.num_stages
-    title = (f"Profile of {profile.model_name!r}: {n} stage{'' if n == 1 else 's'} + loss, "
-             f"{where}, input {format_bytes(first.in_bytes if first else None)}, {profile.path}")
-    return title + "\n" + stage_table(rows) + _split_lines(profile)
-
-
-def _split_lines(profile: Profile) -> str:
-    """For a model split from its graph: where the stages came from, the side values and
-    what was merged because of branches."""
-    split = profile.split
-    if split is None:
-        return ""
-    lines = [f"stages split from the graph at module level {split.level}; module paths:"]
-    lines += [f"{s.index:>4}  {', '.join(s.modules) or 'operations of forward'}"
-              for s in split.stages]
-    if split.side:
-        lines.append(f"side values, held once per step ({format_bytes(profile.side_bytes)} "
-                     "with their gradients, in every stage's fwd_tmp and bwd_tmp):")
-        lines += [f"      {v.name} ({v.origin}): {v.dtype.removeprefix('torch.')} "
-                  f"{list(v.shape)}, {format_bytes(v.nbytes)}" for v in split.side]
-    lines += [f"note: {b}" for b in split.branches]
-    return "\n" + "\n".join(lines)
-
-
-def profile_repr(profile: Profile) -> str:
-    """A one-line repr naming the profile, without its rows."""
-    return (f"Profile(model={profile.model_name!r}, stages={profile.num_stages}, "
-            f"run_id={profile.run_id!r}, path={_short_path(Path(profile.path))!r})")
-
-
-def _short_path(path: Path) -> str:
-    """The file name, with ``…/`` standing for its folder (the full path is ``.path``)."""
-    return str(path) if path.parent == Path(".") else f"…/{path.name}"

@@ -38,7 +38,8 @@ from chainplan.executors.runner import Runner
 from chainplan.executors.side import SideInputs
 from chainplan.executors.view import Planned
 from chainplan.graph.chain import args_key
-from chainplan.schedule import Op, Plan
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
 from chainplan.towers.detect import TowerSplit, find_towers
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
 
@@ -134,7 +135,7 @@ class TowersPlan(Planned):
         TowersError: the model is not towers joined at the loss for this call.
     """
 
-    def __init__(self, model: nn.Module, plan: Plan) -> None:
+    def __init__(self, model: nn.Module, plan: PlanDocument) -> None:
         super().__init__(model)
         if plan.multichain is None:
             raise ScheduleError(f"a {plan.algo} plan schedules one chain, not towers joined at "

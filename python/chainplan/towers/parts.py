@@ -23,7 +23,7 @@ from chainplan.errors import ScheduleError
 from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.split import declared, stage_names
-from chainplan.stages import flatten_stages
+from chainplan.sequential import flatten_stages
 from chainplan.towers.detect import BranchCall, TowerSplit
 
 __all__ = ["TowerChain", "given_towers", "tower_chain"]

@@ -31,18 +31,19 @@ import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
+from chainplan import _bind
 from chainplan.errors import ProfileError
 from chainplan.graph.split import side_bytes
+from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
 from chainplan.profiler.measure import StageMeasurement, measure_stage
-from chainplan.profiler.run import Profile, default_profile_dir
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.reuse import loss_name
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
-from chainplan.towers.detect import TowerSplit
+from chainplan.towers.detect import TowerSplit, find_towers
 from chainplan.towers.measure import measure_join
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
 
@@ -158,8 +159,6 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                         {**meta.as_dict(), "towers": json.dumps(towers_meta)})
     run_id = None
     if ingest:
-        from chainplan import _bind
-
         run_id = _bind.ingest(str(out))
     prof = TowersProfile(path=out, run_id=run_id, model_name=name,
                          stage_names=tuple(n for c in chains for n in c.names),
@@ -242,8 +241,6 @@ def profile_towers_if_any(model: nn.Module, inputs: Sequence[Any], kwargs: dict[
     """:func:`profile_towers` when ``model(*inputs, **kwargs)`` is towers joined at the loss
     (:func:`chainplan.towers.detect.find_towers`, the model in training mode), else None:
     the caller profiles it as one chain."""
-    from chainplan.towers.detect import find_towers
-
     was = model.training
     model.train()
     try:
