@@ -106,7 +106,7 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzParseChain$$' -fuzztime=$$((50000*$(FUZZSCALE)))x .
 	$(FUZZ) -fuzz='^FuzzParsePlan$$' -fuzztime=$$((30000*$(FUZZSCALE)))x .
 	$(FUZZ) -fuzz='^FuzzParseBytes$$' -fuzztime=$$((30000*$(FUZZSCALE)))x .
-	$(FUZZ) -fuzz='^FuzzReadProfile$$' -fuzztime=$$((5000*$(FUZZSCALE)))x ./profiler
+	$(FUZZ) -fuzz='^FuzzReadProfile$$' -fuzztime=$$((5000*$(FUZZSCALE)))x ./profilearrow
 	$(FUZZ) -fuzz='^FuzzParse$$' -fuzztime=$$((50000*$(FUZZSCALE)))x ./profile/pipedream
 	$(FUZZ) -fuzz='^FuzzSimulate$$' -fuzztime=$$((40000*$(FUZZSCALE)))x ./planner/offload
 	$(FUZZ) -fuzz='^FuzzSolve$$' -fuzztime=$$((4000*$(FUZZSCALE)))x ./planner/offload

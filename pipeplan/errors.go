@@ -47,6 +47,17 @@ func (e *InfeasibleError) Hint() string {
 // Unwrap makes errors.Is(err, chainplan.ErrInfeasible) true.
 func (e *InfeasibleError) Unwrap() error { return chainplan.ErrInfeasible }
 
+// SmallestFeasibleBytes is the smallest memory per device at which the algorithm finds a
+// plan, MinMemoryBytes, or 0 when that is not known (a lower bound only) or no memory
+// works (chainplan.Infeasibility, which the bindings pass on to Python's
+// InfeasibleBudget.min_budget_bytes).
+func (e *InfeasibleError) SmallestFeasibleBytes() int64 {
+	if e.LowerBound {
+		return 0
+	}
+	return max(e.MinMemoryBytes, 0)
+}
+
 // bytesLabel writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
 func bytesLabel(n int64) string {
 	if n < 1024 {

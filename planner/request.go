@@ -27,6 +27,22 @@ type Request struct {
 	Bandwidth float64
 }
 
+// DefaultMultichainAlgo is the algorithm a request that names none plans towers joined at
+// the loss with (Python's plan() of a towers profile, docs/multichain.md).
+const DefaultMultichainAlgo = "multichain"
+
+// DefaultAlgo is the algorithm a request that names none plans chain c with: "rotor-ops"
+// when a stage has operation-level options (a model captured from its graph:
+// docs/rotor.md, "Which algorithm"), else "rotor".
+func DefaultAlgo(c *chainplan.Chain) string {
+	for _, st := range c.Stages {
+		if len(st.Options) > 0 {
+			return "rotor-ops"
+		}
+	}
+	return "rotor"
+}
+
 func (r Request) algo() string {
 	if r.Algo == "" {
 		return "rotor"

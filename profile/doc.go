@@ -1,6 +1,6 @@
 // Package profile is chainplan's profile model: the one definition of what a profile
 // measured and where it was taken, shared by every layer that handles profiles. The
-// Arrow codec (package profiler) reads and writes it, the store (package store) keeps it
+// Arrow codec (package profilearrow) reads and writes it, the store (package store) keeps it
 // in SQLite, and the planners get the chain that ChainOf builds from it.
 //
 // A profile is a list of Rows, one per stage and measurement repetition, and its

@@ -4,7 +4,7 @@ import (
 	"os"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // ProfileChain returns the chain aggregated from the profile file at filePath (not stored)
@@ -30,12 +30,12 @@ func readProfileChain(filePath string) (*chainplan.Chain, error) {
 }
 
 // readProfile reads and validates a profile file.
-func readProfile(filePath string) (*profiler.Profile, error) {
+func readProfile(filePath string) (*profilearrow.Profile, error) {
 	data, err := os.ReadFile(filePath)
 	if err != nil {
 		return nil, fileError(err)
 	}
-	prof, err := profiler.Read(data)
+	prof, err := profilearrow.Read(data)
 	if err != nil {
 		return nil, fileError(err)
 	}

@@ -56,9 +56,9 @@ func TestFrontierErrors(t *testing.T) {
 	tests := []struct {
 		chain, req, prefix string
 	}{
-		{exampleA(t), `{"algo": "pofo"}`, `chainplan[bad-request]: bad request: no frontier for algorithm "pofo": only rotor, rotor-ops and revolve have one`},
+		{exampleA(t), `{"algo": "pofo"}`, `chainplan[bad-request]: unsupported request: no frontier for algorithm "pofo": only rotor, rotor-ops and revolve have one`},
 		{exampleA(t), `{"budget_bytes": 30}`, `chainplan[bad-request]: bad request: frontier request: json: unknown field "budget_bytes"`},
-		{exampleA(t), `{"slots": -1}`, `chainplan[bad-request]: bad request: slots must be positive`},
+		{exampleA(t), `{"slots": -1}`, `chainplan[bad-request]: unsupported request: slots must be positive`},
 		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
 	}
 	for _, tt := range tests {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
@@ -38,22 +37,6 @@ func layerParamBytes(c *chainplan.Chain) []int64 {
 	return out
 }
 
-// pipelineError codes err as codedError does, keeping the smallest memory per device of a
-// pipeline planner's infeasibility as the Python InfeasibleBudget's min_budget_bytes (0
-// when only a lower bound or nothing is known) and the planner's own words.
-func pipelineError(err error) error {
-	var ie *pipeplan.InfeasibleError
-	if errors.As(err, &ie) {
-		smallest := ie.MinMemoryBytes
-		if ie.LowerBound {
-			smallest = 0
-		}
-		msg := strings.TrimPrefix(err.Error(), "chainplan: ")
-		return fmt.Errorf("chainplan[infeasible;min_budget_bytes=%d]: %s", max(smallest, 0), msg)
-	}
-	return codedError(err)
-}
-
 // PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
 // requestJSON asks (pipeplan.Request's JSON form: {"algo": "madpipe", "gpus": 4,
 // "memory_bytes": N or "16GiB", "min_memory": false, "faster_memory": false, "bandwidth": B
@@ -75,7 +58,7 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 	}
 	p, notes, err := service.SolvePipeline(c, req)
 	if err != nil {
-		return "", pipelineError(err)
+		return "", codedError(err)
 	}
 	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes), "layer_param_bytes": layerParamBytes(c)})
 	return string(b), codedError(err)
@@ -93,11 +76,9 @@ func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result st
 	if err != nil {
 		return "", codedError(err)
 	}
-	var planErr error
 	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
 		got, err := s.PlanPipelineRun(ctx, service.RunID(runID), req)
 		if err != nil {
-			planErr = err
 			return err
 		}
 		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes),
@@ -105,9 +86,6 @@ func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result st
 		result = string(b)
 		return err
 	})
-	if planErr != nil {
-		return "", pipelineError(planErr)
-	}
 	return result, err
 }
 

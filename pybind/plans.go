@@ -42,22 +42,11 @@ func SolveFile(filePath, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	if tw, err := prof.Meta.Towers(); err != nil || tw != nil {
-		mc, err := prof.MultiChain()
-		if err != nil {
-			return "", codedError(err)
-		}
-		p, err := service.SolveMultichain(mc, req)
-		if err != nil {
-			return "", codedError(err)
-		}
-		return marshalPlan(p)
-	}
-	c, err := prof.Chain()
+	got, err := service.PlanProfile(prof, req)
 	if err != nil {
 		return "", codedError(err)
 	}
-	return solveToJSON(c, req)
+	return marshalPlan(got.Plan)
 }
 
 // execution is the JSON form of a measured execution from Python.

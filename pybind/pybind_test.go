@@ -45,7 +45,7 @@ func TestErrorCodes(t *testing.T) {
 		{exampleA(t), `{"budget_bytes": 21, "slots": 21}`, "chainplan[infeasible;min_budget_bytes=22]: rotor: budget 21 B"},
 		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
 		{exampleA(t), `{"algo": "magic", "budget_bytes": 10}`, `chainplan[bad-request]: unsupported request: unknown algorithm "magic"`},
-		{exampleA(t), `{"budget_bytes": "ten"}`, `chainplan[bad-request]: bad request: request:`},
+		{exampleA(t), `{"budget_bytes": "ten"}`, `chainplan[bad-request]: request: json: cannot unmarshal string`},
 		// The name is checked before the bandwidth: "POFO" is not an offloading algorithm.
 		{exampleA(t), `{"algo": "POFO", "budget_bytes": 30, "bandwidth": 1e9}`, `chainplan[bad-request]: unsupported request: unknown algorithm "POFO" (names are lower-case: did you mean "pofo"?`},
 	}

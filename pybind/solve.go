@@ -2,28 +2,13 @@ package pybind
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 )
-
-// request is the JSON form of a planning request from Python.
-type request struct {
-	Algo        string `json:"algo"`
-	BudgetBytes int64  `json:"budget_bytes"`
-	Slots       int64  `json:"slots"`
-	Segments    int    `json:"segments"`
-	// Bandwidth is the GPU↔host bandwidth of the offloading algorithms (pofo, offload,
-	// greedy, autocapper, opportunist), in bytes per time unit of the chain.
-	Bandwidth float64 `json:"bandwidth"`
-	// MinBudget asks for the smallest feasible budget instead of BudgetBytes.
-	MinBudget bool `json:"min_budget"`
-	// Source says who asks, recorded with a plan of a stored run (SolveRun): "python"
-	// (chainplan.plan, the default) or "checkpointed" (chainplan.Checkpointed).
-	Source string `json:"source"`
-}
 
 // Solve plans the chain chainJSON (a chainplan.chain/v1 document) as requestJSON asks
 // ({"algo": "rotor", "budget_bytes": N, "slots": 500, "segments": 0, "bandwidth": 0,
@@ -39,11 +24,6 @@ func Solve(chainJSON, requestJSON string) (plan string, err error) {
 	if err != nil {
 		return "", codedError(err)
 	}
-	return solveToJSON(c, req)
-}
-
-// solveToJSON plans c as req asks and returns the plan as JSON, for Solve and SolveFile.
-func solveToJSON(c *chainplan.Chain, req service.Request) (string, error) {
 	p, err := service.Solve(c, req)
 	if err != nil {
 		return "", codedError(err)
@@ -76,14 +56,18 @@ func MinBudget(chainJSON, requestJSON string) (budget int64, err error) {
 	return b, codedError(err)
 }
 
-// parseRequest reads a request.
+// parseRequest reads a request: service.Request's JSON form ({"algo", "budget" or
+// "budget_bytes" and "min_budget", "slots", "segments", "bandwidth", "source"}), whose
+// source is "python" when left out.
 func parseRequest(s string) (service.Request, error) {
-	r := request{Source: service.SourcePython}
-	if err := strictUnmarshal(s, &r); err != nil {
+	r := service.Request{Source: service.SourcePython}
+	switch err := json.Unmarshal([]byte(s), &r); {
+	case errors.Is(err, service.ErrBadInput): // a field's value: the message names it
+		return service.Request{}, err
+	case err != nil: // the JSON itself
 		return service.Request{}, fmt.Errorf("%w: request: %v", errBadRequest, err)
 	}
-	return service.Request{Request: planner.Request{Algo: r.Algo, BudgetBytes: r.BudgetBytes, Slots: r.Slots,
-		Segments: r.Segments, Bandwidth: r.Bandwidth}, Min: r.MinBudget, Source: r.Source}, nil
+	return r, nil
 }
 
 // ParseBytes reads a byte size such as "2GiB", "512MB", "1e9" or "123456" with

@@ -12,7 +12,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/arrowtable"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -26,7 +26,7 @@ func fileError(err error) error {
 		return nil
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
 		return fmt.Errorf("%w: %v", errBadRequest, err)
-	case errors.Is(err, profiler.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+	case errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
 		return fmt.Errorf("%w: %v", errInvalidProfile, err)
 	}
 	return err

@@ -95,7 +95,7 @@ func TestStoreErrors(t *testing.T) {
 		{"TooSmall", func() error { _, err := SolveRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
 		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},
 		{"NegativePeak", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": -1}`); return err }, "chainplan[bad-request]: execution: peak_bytes"},
-		{"UnknownKey", func() error { _, err := SolveRun(db, 1, `{"budget": 100}`); return err }, `chainplan[bad-request]: bad request: request: json: unknown field "budget"`},
+		{"UnknownKey", func() error { _, err := SolveRun(db, 1, `{"budjet": 100}`); return err }, `chainplan[bad-request]: request: json: unknown field "budjet"`},
 		{"UnknownSource", func() error { _, err := SolveRun(db, 1, `{"min_budget": true, "source": "x"}`); return err }, `chainplan[bad-request]: source "x"`},
 		{"BadFilter", func() error { _, err := Runs(db, `{"modelname": "x"}`); return err }, "chainplan[bad-request]: bad request: run filter: json: unknown field \"modelname\""},
 		{"NoRun", func() error { _, err := Run(db, 3); return err }, "chainplan[not-found]: no run 3"},

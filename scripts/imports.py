@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "chainplan.sequential", "chainplan.gradrelease", "chainplan.reuse",
                    "chainplan.shapecheck")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",
-                "chainplan.algodefault", "chainplan.pipeline")),
+                "chainplan.pipeline")),
 ]
 
 #: The upward imports allowed, each deferred, each an optional heavy path (torch): a

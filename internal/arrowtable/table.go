@@ -1,6 +1,6 @@
 // Package arrowtable writes a table of values, such as the rows of an SQL query, as an
 // Arrow IPC file: what `chainplan sql --format arrow` prints and what chainplan.query
-// hands to pyarrow. It is apart from the profile codec (package profiler) because query
+// hands to pyarrow. It is apart from the profile codec (package profilearrow) because query
 // results have no fixed schema, and apart from the store, which stays free of Arrow.
 package arrowtable
 

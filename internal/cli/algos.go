@@ -26,11 +26,6 @@ func algoNames(keep func(planner.Entry) bool) []string {
 // chain or of towers joined at the loss.
 func solvable(e planner.Entry) bool { return e.Schedule != nil || e.Multichain != nil }
 
-// hasFrontier reports whether the algorithm has a frontier (chainplan frontier).
-func hasFrontier(e planner.Entry) bool {
-	return (e.Schedule != nil && e.Schedule.Frontier != nil) || (e.Multichain != nil && e.Multichain.Frontier != nil)
-}
-
 // orList joins names as "a, b or c".
 func orList(names []string) string {
 	if len(names) < 2 {

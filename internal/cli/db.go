@@ -10,7 +10,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -50,11 +50,11 @@ func resolveRun(ctx context.Context, svc *service.Service, arg string) (int64, e
 
 // ingestFile reads, validates and stores one profile file. A file that is missing or not
 // a valid profile is bad input (a *usageError): ingest tells those from internal errors.
-func ingestFile(ctx context.Context, svc *service.Service, path string) (store.IngestResult, *profiler.Profile, error) {
+func ingestFile(ctx context.Context, svc *service.Service, path string) (store.IngestResult, *profilearrow.Profile, error) {
 	res, p, err := svc.Ingest(ctx, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
-		errors.Is(err, profiler.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+		errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
 		return res, p, &usageError{err}
 	}
 	return res, p, err

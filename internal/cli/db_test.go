@@ -12,7 +12,7 @@ import (
 
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // profilesDir holds the pyarrow-written profiles (testdata/profiles/README.md).
@@ -42,9 +42,9 @@ func mustIngest(t *testing.T, db string, files ...string) {
 
 // syntheticProfile returns a valid profile of a model with stages stages plus a loss and
 // reps repetitions, its values drawn from a PCG seeded with seed.
-func syntheticProfile(model string, stages, reps int, seed uint64) *profiler.Profile {
+func syntheticProfile(model string, stages, reps int, seed uint64) *profilearrow.Profile {
 	rng := rand.New(rand.NewPCG(seed, 0xc11))
-	p := &profiler.Profile{Meta: profile.Metadata{
+	p := &profilearrow.Profile{Meta: profile.Metadata{
 		Format: profile.Format, ModelName: model, ModelSignature: fmt.Sprintf("sha256:%x", seed),
 		TorchVersion: "2.6.0", Device: "cuda:0", DeviceName: "NVIDIA H100 80GB HBM3", DType: "bfloat16",
 		BatchSize: 16, InputShape: []int64{16, 1024}, Threads: 8, TimingMethod: "cuda_event", WarmupReps: 2,
@@ -74,7 +74,7 @@ func syntheticProfile(model string, stages, reps int, seed uint64) *profiler.Pro
 
 // writeProfile writes p (LZ4-compressed, as feather.write_feather does) into dir and
 // returns its path.
-func writeProfile(tb testing.TB, dir, name string, p *profiler.Profile) string {
+func writeProfile(tb testing.TB, dir, name string, p *profilearrow.Profile) string {
 	tb.Helper()
 	path := filepath.Join(dir, name)
 	f, err := os.Create(path)
@@ -82,7 +82,7 @@ func writeProfile(tb testing.TB, dir, name string, p *profiler.Profile) string {
 		tb.Fatal(err)
 	}
 	defer f.Close()
-	if err := profiler.Write(f, p, profiler.WriteOptions{Compression: profiler.CompressionLZ4}); err != nil {
+	if err := profilearrow.Write(f, p, profilearrow.WriteOptions{Compression: profilearrow.CompressionLZ4}); err != nil {
 		tb.Fatal(err)
 	}
 	return path
@@ -142,7 +142,7 @@ func TestLoadRunChainMatchesProfile(t *testing.T) {
 	// The chain rebuilt from the stored stages equals the chain of the file itself.
 	db := filepath.Join(t.TempDir(), "c.db")
 	mustIngest(t, db, testdataFile("resnet_zstd.arrow"))
-	p, err := profiler.ReadFile(testdataFile("resnet_zstd.arrow"))
+	p, err := profilearrow.ReadFile(testdataFile("resnet_zstd.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ no recomputation from its peak on.`,
 	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for multichain one per tower, or a bundle")
 	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (multichain)")
 	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input (multichain)")
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(hasFrontier)))
+	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(planner.HasFrontier)))
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
 	return cmd
@@ -56,8 +56,8 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 		return usagef("--chain is required")
 	}
 	e, _ := planner.Lookup(f.algo)
-	if !hasFrontier(e) {
-		return usagef("frontier: unknown --algo %q (want %s)", f.algo, orList(algoNames(hasFrontier)))
+	if !planner.HasFrontier(e) {
+		return usagef("frontier: unknown --algo %q (want %s)", f.algo, orList(algoNames(planner.HasFrontier)))
 	}
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
@@ -68,7 +68,7 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 		if err != nil {
 			return err
 		}
-		if fr, err = e.Multichain.Frontier(mc, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
+		if fr, err = planner.FrontierMultichain(mc, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
 			return err
 		}
 	} else {
@@ -80,7 +80,7 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 		if err != nil {
 			return err
 		}
-		if fr, err = e.Schedule.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
+		if fr, err = planner.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
 			return err
 		}
 	}

@@ -41,7 +41,7 @@ type FrontierOptions struct {
 }
 
 // FrontierOf computes the series Frontier draws for chain c: rotor's and revolve's optimal
-// makespan at every budget (rotor.SolveFrontier), checkpoint_sequential at each segment
+// makespan at every budget (planner.Frontier), checkpoint_sequential at each segment
 // count 1..L and store-all at their exact peaks (replayed by the simulator), and with a
 // bandwidth POFO and offload-only at a few budgets. Errors: ErrInvalidChain, and the
 // planners' errors.
@@ -57,7 +57,7 @@ func FrontierOf(c *chainplan.Chain, opts FrontierOptions) (*FrontierData, error)
 		d.Title = "Budget versus time"
 	}
 	for _, algo := range []string{"rotor", "revolve"} {
-		f, err := rotor.SolveFrontier(c, rotor.Options{Slots: opts.Slots, Revolve: algo == "revolve"})
+		f, err := planner.Frontier(c, planner.Request{Algo: algo, Slots: opts.Slots})
 		if err != nil {
 			return nil, fmt.Errorf("%s frontier: %w", algo, err)
 		}

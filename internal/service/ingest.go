@@ -11,13 +11,13 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
 // Ingest reads, validates and stores the profile file at path (see IngestBytes). Errors
 // wrap os.ErrNotExist or os.ErrPermission for a file that cannot be read.
-func (s *Service) Ingest(ctx context.Context, path string) (store.IngestResult, *profiler.Profile, error) {
+func (s *Service) Ingest(ctx context.Context, path string) (store.IngestResult, *profilearrow.Profile, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return store.IngestResult{}, nil, err
@@ -31,11 +31,11 @@ func (s *Service) Ingest(ctx context.Context, path string) (store.IngestResult, 
 
 // IngestBytes validates and stores the profile file content data, recording sourcePath
 // as where it came from. The content identifies the run: the same bytes stored again
-// return the existing run (IngestResult.Existing). Errors wrap profiler.ErrInvalidProfile
+// return the existing run (IngestResult.Existing). Errors wrap profilearrow.ErrInvalidProfile
 // or chainplan.ErrSchemaVersion for content that is not a valid version-1 profile (the
 // message names sourcePath, the column and the row).
-func (s *Service) IngestBytes(ctx context.Context, data []byte, sourcePath string) (store.IngestResult, *profiler.Profile, error) {
-	p, err := profiler.Read(data)
+func (s *Service) IngestBytes(ctx context.Context, data []byte, sourcePath string) (store.IngestResult, *profilearrow.Profile, error) {
+	p, err := profilearrow.Read(data)
 	if err != nil {
 		return store.IngestResult{}, nil, fmt.Errorf("%s: %w", sourcePath, err)
 	}
@@ -47,7 +47,7 @@ func (s *Service) IngestBytes(ctx context.Context, data []byte, sourcePath strin
 // storedProfile returns what the store keeps of a profile read from a file whose content
 // has SHA-256 sha (hex), found at path, of size bytes: its provenance, its stages'
 // medians and its rows.
-func storedProfile(p *profiler.Profile, sha, path string, size int64) *store.Profile {
+func storedProfile(p *profilearrow.Profile, sha, path string, size int64) *store.Profile {
 	rows := slices.Clone(p.Rows)
 	// Rows in key order make the inserts into the WITHOUT ROWID table appends.
 	slices.SortFunc(rows, func(a, b profile.Row) int {

@@ -14,14 +14,14 @@ import (
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // towersProfile writes a profile of two towers (three stages and two) run by three inputs
 // (the first tower shared by two) and a joint loss, and returns its path.
 func towersProfile(t *testing.T) string {
 	t.Helper()
-	p := &profiler.Profile{Meta: profile.Metadata{Format: profile.Format, ModelName: "triplet", ModelSignature: "sha256:1",
+	p := &profilearrow.Profile{Meta: profile.Metadata{Format: profile.Format, ModelName: "triplet", ModelSignature: "sha256:1",
 		TorchVersion: "2.5", Device: "cpu", DeviceName: "cpu", DType: "float32", BatchSize: 8, InputShape: []int64{8, 16},
 		Threads: 1, TimingMethod: "perf_counter", Reps: 1, CreatedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC), Host: "h",
 		Extra: map[string]string{profile.KeyTowers: `{"lengths": [3, 2], "branches": [0, 0, 1], "input_bytes": [512, 512, 256]}`}}}
@@ -41,7 +41,7 @@ func towersProfile(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := profiler.Write(f, p, profiler.WriteOptions{}); err != nil {
+	if err := profilearrow.Write(f, p, profilearrow.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -12,7 +12,7 @@ import (
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/paradl"
 	"github.com/chainplan/chainplan/planner/workload"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -39,7 +39,7 @@ func ChainWorkload(c *chainplan.Chain, name string, batch, dtypeBytes int64) (*w
 // FileWorkload returns the workload of a profile file (chainplan.profile/v1, with its
 // parallel fields when it has them), without storing it.
 func FileWorkload(path string) (*workload.Model, error) {
-	p, err := profiler.ReadFile(path)
+	p, err := profilearrow.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}

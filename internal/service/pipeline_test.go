@@ -14,13 +14,13 @@ import (
 	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // resnetChain is the chain of the run newService stores.
 func resnetChain(t *testing.T) *chainplan.Chain {
 	t.Helper()
-	prof, err := profiler.ReadFile(filepath.Join(profilesDir, "resnet_file.arrow"))
+	prof, err := profilearrow.ReadFile(filepath.Join(profilesDir, "resnet_file.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}

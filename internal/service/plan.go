@@ -41,19 +41,29 @@ func SolveMultichain(mc *chainplan.MultiChain, req Request) (*chainplan.Plan, er
 	return planner.SolveMultichain(mc, req.Request)
 }
 
-// Planned is a plan of a stored run, as PlanRun recorded it.
+// Planned is a checkpointing plan with what its executor needs besides the document: a
+// plan of a stored run as PlanRun recorded it, or of a profile file (PlanFile) or a chain
+// (PlanChain), which record nothing.
 type Planned struct {
-	RunID  int64
-	PlanID int64
-	Chain  *chainplan.Chain // the run's chain, which the plan schedules; nil for a multichain plan
-	// MultiChain is the run's bundle when the run profiles towers joined at the loss and
-	// the plan is a multichain plan; nil otherwise.
+	RunID  int64            // the stored run planned; 0 for a file or a chain
+	PlanID int64            // the recorded plan; 0 when nothing was recorded
+	Chain  *chainplan.Chain // the chain the plan schedules; nil for a multichain plan
+	// MultiChain is the bundle when the input profiles towers joined at the loss and the
+	// plan is a multichain plan; nil otherwise.
 	MultiChain *chainplan.MultiChain
 	Plan       *chainplan.Plan
+	// Algo is the algorithm planned with: the request's, or the default the input chose
+	// when the request named none (planner.DefaultAlgo).
+	Algo string
+	// InputShape is the shape of the model input the profile was taken with, nil when it
+	// was not recorded (and for a chain, which does not hold one).
+	InputShape []int64
 }
 
 // PlanRun plans the chain of the run ref names (the bundle of a run of towers joined at the
-// loss, for a multichain algorithm) and records the plan with ParamsFor(req, plan).
+// loss, for a multichain algorithm) and records the plan with ParamsFor(req, plan). An
+// empty req.Algo plans with the run's default algorithm (planner.DefaultAlgo), recorded as
+// the algorithm asked for.
 // Nothing is recorded when planning fails. Errors: chainplan.ErrNotFound for a missing run,
 // a *chainplan.ChainError for a run whose sizes were not measured, chainplan.ErrUnsupported
 // for a run of towers and a single-chain algorithm or the converse, the planner's errors
@@ -66,17 +76,30 @@ func (s *Service) PlanRun(ctx context.Context, ref RunRef, req Request) (*Planne
 	if err != nil {
 		return nil, err
 	}
-	got := &Planned{RunID: id}
+	run, err := s.db.Run(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	got := &Planned{RunID: id, InputShape: run.InputShape}
+	if req.Algo == "" {
+		if tw, err := run.Towers(); err == nil && tw != nil {
+			req.Algo = planner.DefaultMultichainAlgo
+		}
+	}
 	if e, ok := planner.Lookup(req.Algo); ok && e.Family == planner.Multichain {
 		if got.MultiChain, err = s.RunMultiChain(ctx, id); err == nil {
 			got.Plan, err = SolveMultichain(got.MultiChain, req)
 		}
 	} else if got.Chain, err = s.RunChain(ctx, id); err == nil {
+		if req.Algo == "" {
+			req.Algo = planner.DefaultAlgo(got.Chain)
+		}
 		got.Plan, err = Solve(got.Chain, req)
 	}
 	if err != nil {
 		return nil, err
 	}
+	got.Algo = req.Algo
 	if got.PlanID, err = s.RecordPlan(ctx, id, req, got.Plan); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 const profilesDir = "../../testdata/profiles"
@@ -110,7 +110,7 @@ func TestPlanRunMin(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prof, err := profiler.ReadFile(filepath.Join(profilesDir, "resnet_file.arrow"))
+	prof, err := profilearrow.ReadFile(filepath.Join(profilesDir, "resnet_file.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +348,7 @@ func TestIngestBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.IngestBytes(ctx, bad, "bad.arrow"); !errors.Is(err, profiler.ErrInvalidProfile) || !strings.HasPrefix(err.Error(), "bad.arrow: ") {
+	if _, _, err := s.IngestBytes(ctx, bad, "bad.arrow"); !errors.Is(err, profilearrow.ErrInvalidProfile) || !strings.HasPrefix(err.Error(), "bad.arrow: ") {
 		t.Fatalf("bad profile: %v", err)
 	}
 	if _, _, err := s.Ingest(ctx, filepath.Join(t.TempDir(), "none.arrow")); !errors.Is(err, os.ErrNotExist) {

@@ -11,13 +11,13 @@ import (
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/paradl"
 	"github.com/chainplan/chainplan/planner/workload"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // profiled is the pyarrow fixture with the parallel fields (testdata/profiles/generate.py).
 func profiled(tb testing.TB) *workload.Model {
 	tb.Helper()
-	p, err := profiler.ReadFile(filepath.Join("..", "..", "testdata", "profiles", "resnet_parallel.arrow"))
+	p, err := profilearrow.ReadFile(filepath.Join("..", "..", "testdata", "profiles", "resnet_parallel.arrow"))
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,19 +6,15 @@ import (
 	"github.com/chainplan/chainplan"
 )
 
-// OptionError reports a bad simulation request; Field names the option (schedule,
-// microbatches, minibatches, stages, max_inflight, flush, plan, checkpoint, alpha, ...).
-// It wraps chainplan.ErrUnsupported, so the CLI exits with status 2.
-type OptionError struct {
-	Field string
-	Msg   string
-}
+// OptionError reports a bad simulation request: the shared chainplan.OptionError with
+// Planner "pipesim"; Field names the option (schedule, microbatches, minibatches, stages,
+// max_inflight, flush, plan, checkpoint, alpha, ...). It wraps chainplan.ErrUnsupported,
+// so the CLI exits with status 2.
+type OptionError = chainplan.OptionError
 
-func (e *OptionError) Error() string { return fmt.Sprintf("pipesim: %s: %s", e.Field, e.Msg) }
-
-// Unwrap makes errors.Is(err, chainplan.ErrUnsupported) true.
-func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
+// planner is the name pipesim's option errors carry.
+const planner = "pipesim"
 
 func optionErr(field, format string, args ...any) error {
-	return &OptionError{Field: field, Msg: fmt.Sprintf(format, args...)}
+	return &OptionError{Planner: planner, Field: field, Msg: fmt.Sprintf(format, args...)}
 }

@@ -67,5 +67,5 @@ func ParseSchedule(s string) (Schedule, error) {
 			return x, nil
 		}
 	}
-	return "", &OptionError{Field: "schedule", Msg: fmt.Sprintf("unknown schedule %q (want one of %v)", s, Schedules)}
+	return "", &OptionError{Planner: planner, Field: "schedule", Msg: fmt.Sprintf("unknown schedule %q (want one of %v)", s, Schedules)}
 }

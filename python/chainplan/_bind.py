@@ -82,6 +82,29 @@ def solve(chain_json: str, request: dict[str, Any]) -> str:
     return str(call(_go().Solve, chain_json, json.dumps(request)))
 
 
+def plan(request: dict[str, Any], *, run_id: int = 0, profile_path: str = "",
+         chain: str = "") -> dict[str, Any]:
+    """Plan a checkpointing schedule in one crossing (``pybind.Plan``): of stored run
+    ``run_id`` (recorded in the database, whose path Go reads from the environment passed
+    here), of the profile file ``profile_path`` or of the ``chain`` document's text, exactly
+    one of them. ``request`` holds the sizes as the user wrote them (``"budget": "2GB"`` or
+    ``"min"``, ``"bandwidth": "12GB/s"``) and ``"algo": ""`` for the input's default.
+
+    Returns ``{"plan", "algo", "plan_id", "run_id", "input_shape", "chain_json"}`` (the
+    ids, the shape and a profile file's chain only when there are some): the whole planned
+    document, which Go has validated.
+    """
+    call_: dict[str, Any] = {"request": request}
+    if run_id:
+        call_.update(run_id=run_id, db_env=os.environ.get("CHAINPLAN_DB", ""), home=_home())
+    elif profile_path:
+        call_["profile_path"] = profile_path
+    else:
+        call_["chain"] = chain
+    out: dict[str, Any] = json.loads(call(_go().Plan, json.dumps(call_)))
+    return out
+
+
 def solve_multichain(bundle_json: str, request: dict[str, Any]) -> str:
     """Plan a ``chainplan.multichain/v1`` bundle of towers joined at the loss; the plan
     document (JSON)."""
@@ -139,20 +162,6 @@ def ingest(file_path: str) -> int:
 def query(sql: str) -> bytes:
     """Run a read-only query; returns the result as Arrow IPC file bytes."""
     return base64.b64decode(call(_go().Query, db_path(), sql))
-
-
-def solve_run(run_id: int, request: dict[str, Any]) -> str:
-    """Plan a stored run and record the plan; returns ``{"plan_id", "plan"}`` JSON.
-
-    The request's ``"source"`` (``"python"`` when absent, or ``"checkpointed"``) is
-    recorded with the plan's parameters (docs/sql.md).
-    """
-    return str(call(_go().SolveRun, db_path(), run_id, json.dumps(request)))
-
-
-def solve_file(file_path: str, request: dict[str, Any]) -> str:
-    """Plan the chain of a profile file without storing anything; returns the plan JSON."""
-    return str(call(_go().SolveFile, file_path, json.dumps(request)))
 
 
 def export_chain(run_id: int) -> str:

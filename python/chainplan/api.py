@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import nn
 from torch.utils import _pytree as pytree
 
 from chainplan import _bind
-from chainplan.algodefault import default_algo, profiles_towers
 from chainplan.algorithms import check_algorithm
 from chainplan.arguments import bandwidth_or_auto as _bandwidth  # plan()'s name for it
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
@@ -26,7 +24,6 @@ from chainplan.profiler.hooks import record_model
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.schedule import Plan
-from chainplan.shapecheck import profile_input_shape, run_input_shape
 
 __all__ = ["profile", "plan", "record", "measure", "Execution"]
 
@@ -37,22 +34,26 @@ profile = profile_model
 record = record_model
 
 
-def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int, *,
-                    bandwidth: bool = False) -> dict[str, Any]:
+def _budget_request(budget: Budget, algo: str | None, slots: int | None, segments: int, *,
+                    bandwidth: bool = False, read_sizes: bool = True) -> dict[str, Any]:
     """The planning request for a budget, checked before any work: a wrong type raises
     :class:`ArgumentTypeError` naming the argument, a bad value :class:`PlanError`. The
     algorithm, its segments and whether it is given a ``bandwidth`` are checked against
-    the planner's registry (:func:`chainplan.algorithms.check_algorithm`).
+    the planner's registry (:func:`chainplan.algorithms.check_algorithm`); ``algo=None``
+    asks for the input's default algorithm, which the Go planner chooses and checks.
 
     A budget is a positive int (bytes), a size string read by the Go parser with the CLI's
     rule (docs/CLI.md, "Sizes and bandwidths": ``"2GiB"``, ``"1e9"``), or ``"min"``. A float
     is refused, also a whole one: a string keeps its exact spelling where a float rounds.
+    With ``read_sizes`` false a size string is sent as written (``"budget"``), read by Go
+    in the planning call itself, one crossing fewer.
     """
-    if not isinstance(algo, str):
+    if algo is not None and not isinstance(algo, str):
         raise ArgumentTypeError(f"algo must be a str such as 'rotor' (got {_typed(algo)})")
     if isinstance(segments, bool) or not isinstance(segments, int):
         raise ArgumentTypeError(f"segments must be an integer (got {_typed(segments)})")
-    check_algorithm(algo, segments=segments, bandwidth=bandwidth)
+    if algo is not None:
+        check_algorithm(algo, segments=segments, bandwidth=bandwidth)
     if slots is not None and (isinstance(slots, bool) or not isinstance(slots, int)):
         raise ArgumentTypeError(f"slots must be a positive integer, or None for the "
                                 f"algorithm's default (got {_typed(slots)})")
@@ -60,9 +61,12 @@ def _budget_request(budget: Budget, algo: str, slots: int | None, segments: int,
         raise PlanError(f"slots must be a positive integer, or None for the algorithm's default "
                         f"(got {slots!r})")
     # 0 asks the Go planner for the algorithm's own default grid.
-    req: dict[str, Any] = {"algo": algo, "slots": slots or 0, "segments": segments}
+    req: dict[str, Any] = {"algo": algo or "", "slots": slots or 0, "segments": segments}
     if isinstance(budget, str) and budget.strip().lower() == "min":
         req["min_budget"] = True
+        return req
+    if isinstance(budget, str) and not read_sizes:
+        req["budget"] = budget
         return req
     if isinstance(budget, str):
         budget = _bind.parse_bytes(budget)
@@ -156,34 +160,36 @@ def _plan(
 ) -> Plan:
     """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
-    req = _budget_request(budget, algo or "rotor", slots, segments,
-                          bandwidth=bandwidth is not None)
     if isinstance(source, nn.Module):
+        # Checked before the model is profiled: its default algorithm reads what rotor reads.
+        _budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None,
+                        read_sizes=False)
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
-    if algo is None:
-        req = _budget_request(budget, default_algo(source), slots, segments,
-                              bandwidth=bandwidth is not None)
+    # One crossing: Go reads the sizes, chooses the default algorithm, checks the request,
+    # plans (and records a stored run's plan) and answers with the whole planned document.
+    req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None,
+                          read_sizes=False)
     if bandwidth is not None:
-        req["bandwidth"] = _bandwidth(bandwidth, source)
-    if isinstance(source, Profile):
-        if source.run_id is None:
-            towers = profiles_towers(source)  # a bundle, not a chain: no chain_json
-            return Plan.from_json(_bind.solve_file(str(source.path), req),
-                                  input_shape=profile_input_shape(source.path),
-                                  chain_json=None if towers
-                                  else _bind.profile_chain(str(source.path)))
-        source = source.run_id
-    if isinstance(source, int) and not isinstance(source, bool):
-        doc = json.loads(_bind.solve_run(source, {**req, "source": origin}))
-        return Plan.from_json(json.dumps(doc["plan"]), plan_id=doc["plan_id"], run_id=source,
-                              input_shape=run_input_shape(source))
-    if isinstance(source, (str, os.PathLike)):
+        auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
+        req["bandwidth"] = (bandwidth if isinstance(bandwidth, str) and not auto
+                            else _bandwidth(bandwidth, source))
+    chain: str | None = None
+    if isinstance(source, Profile) and source.run_id is None:
+        doc = _bind.plan(req, profile_path=str(source.path))
+    elif isinstance(source, Profile) or (isinstance(source, int) and not isinstance(source, bool)):
+        run_id = source.run_id if isinstance(source, Profile) else source
+        doc = _bind.plan({**req, "source": origin}, run_id=int(cast(int, run_id)))
+    elif isinstance(source, (str, os.PathLike)):
         chain = _read_chain_file(source)
-        return Plan.from_json(_bind.solve(chain, req), chain_json=chain)
-    raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
-                    f"(got {type(source).__name__})")
+        doc = _bind.plan(req, chain=chain)
+    else:
+        raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
+                        f"(got {type(source).__name__})")
+    return Plan.from_json(doc["plan"], trusted=True, plan_id=doc.get("plan_id"),
+                          run_id=doc.get("run_id"), input_shape=doc.get("input_shape"),
+                          chain_json=doc.get("chain_json", chain))
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from chainplan import _bind
 from chainplan.errors import PlanError, ScheduleError
@@ -41,22 +41,34 @@ class Plan(PlanDocument):
     JSON (:meth:`from_json`), run (:meth:`wrap`) and drawn (:meth:`plot`)."""
 
     @classmethod
-    def from_json(cls, text: str | bytes, *, plan_id: int | None = None,
+    def from_json(cls, text: str | bytes | dict[str, Any], *, plan_id: int | None = None,
                   run_id: int | None = None,
                   input_shape: Sequence[int] | None = None,
-                  chain_json: str | None = None) -> Plan:
+                  chain_json: str | None = None, trusted: bool = False) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document
         does not hold.
 
+        Args:
+            text: the document, as JSON text or already decoded.
+            trusted: the document is the one the Go planner of this installation has just
+                returned through :mod:`chainplan._bind` (:func:`chainplan.plan`), already
+                decoded: Go replayed it with its simulator and checked its transfers'
+                positions, so its fields are read into the typed views (their types, as
+                always) without the range checks of :meth:`Offload.check` again. Leave it
+                false for anything read from a file or written by hand.
+
         Raises:
             ScheduleError: the document is not a valid plan (the message says why).
         """
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise ScheduleError(f"plan is not JSON ({e})") from e
+        if isinstance(text, dict):
+            doc = text
+        else:
+            try:
+                doc = json.loads(text)
+            except json.JSONDecodeError as e:
+                raise ScheduleError(f"plan is not JSON ({e})") from e
         f = Fields(doc)
         if not f.has("sequence"):
             raise ScheduleError("plan has no 'sequence' list")
@@ -85,7 +97,7 @@ class Plan(PlanDocument):
             run_id=run_id,
             input_shape=tuple(int(d) for d in input_shape) if input_shape is not None else None,
             offload=None if section is None else Offload.from_dict(
-                section.obj, ops=len(ops), stages=num_stages),
+                section.obj, ops=len(ops), stages=num_stages, trusted=trusted),
             chosen=f.string("chosen", ""),
             candidates=tuple(
                 Candidate(algo=c.string("algo"), feasible=c.boolean("feasible", False),

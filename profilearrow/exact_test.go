@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"errors"
@@ -8,11 +8,11 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // withExact sets the exact model on every stage row of p.
-func withExact(p *profiler.Profile) {
+func withExact(p *profilearrow.Profile) {
 	for i := range p.Rows {
 		r := &p.Rows[i]
 		if r.StageKind != profile.KindStage {
@@ -33,7 +33,7 @@ func withExact(p *profiler.Profile) {
 func TestExactColumnsRoundTrip(t *testing.T) {
 	p := sampleProfile(4, 3, 7)
 	withExact(p)
-	got, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{Compression: profiler.CompressionZSTD}))
+	got, err := profilearrow.Read(mustEncode(t, p, profilearrow.WriteOptions{Compression: profilearrow.CompressionZSTD}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,20 +59,20 @@ func TestExactColumnErrors(t *testing.T) {
 		wantMsg string
 	}{
 		{"NegativeRecompute", func(r *profile.Row) { r.RecomputeTimeS = profile.NullFloat64{Float64: -1, Valid: true} },
-			profiler.ColRecomputeTimeS, "is not a time"},
-		{"NegativeTmp", func(r *profile.Row) { r.RecomputeTmpBytes = valid(-3) }, profiler.ColRecomputeTmpBytes, "negative size"},
-		{"BadOptionsJSON", func(r *profile.Row) { r.OptionsJSON = `{"saved_bytes": 3}` }, profiler.ColOptionsJSON, "not a list of options"},
+			profilearrow.ColRecomputeTimeS, "is not a time"},
+		{"NegativeTmp", func(r *profile.Row) { r.RecomputeTmpBytes = valid(-3) }, profilearrow.ColRecomputeTmpBytes, "negative size"},
+		{"BadOptionsJSON", func(r *profile.Row) { r.OptionsJSON = `{"saved_bytes": 3}` }, profilearrow.ColOptionsJSON, "not a list of options"},
 		{"BadOption", func(r *profile.Row) {
 			r.OptionsJSON = `[{"saved_bytes":1,"fwd_tmp_bytes":0,"recompute_time":0,"keep":[2,2]}]`
-		}, profiler.ColOptionsJSON, "node position 2 twice"},
+		}, profilearrow.ColOptionsJSON, "node position 2 twice"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := sampleProfile(3, 2, 9)
 			withExact(p)
 			tt.edit(&p.Rows[2])
-			_, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{}))
-			var pe *profiler.Error
+			_, err := profilearrow.Read(mustEncode(t, p, profilearrow.WriteOptions{}))
+			var pe *profilearrow.Error
 			if !errors.As(err, &pe) || pe.Column != tt.wantCol || !strings.Contains(err.Error(), tt.wantMsg) {
 				t.Fatalf("Read: %v; want an error on %s containing %q", err, tt.wantCol, tt.wantMsg)
 			}

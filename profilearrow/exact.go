@@ -1,4 +1,4 @@
-package profiler
+package profilearrow
 
 import (
 	"fmt"
@@ -138,6 +138,6 @@ func appendExact(fb array.Builder, c string, r *profile.Row) {
 			fb.AppendNull()
 		}
 	default:
-		panic("profiler: appendExact: unhandled column " + c)
+		panic("profilearrow: appendExact: unhandled column " + c)
 	}
 }

@@ -1,4 +1,4 @@
-package profiler
+package profilearrow
 
 import (
 	"encoding/binary"

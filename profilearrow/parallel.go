@@ -1,4 +1,4 @@
-package profiler
+package profilearrow
 
 import (
 	"errors"
@@ -171,7 +171,7 @@ func appendParallel(fb array.Builder, col string, rows []profile.Row) {
 		case ColBatchTimesJSON:
 			appendString(fb.(*array.StringBuilder), p.BatchTimes)
 		default:
-			panic("profiler: appendParallel: unhandled column " + col)
+			panic("profilearrow: appendParallel: unhandled column " + col)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // testdata is the folder of the files testdata/profiles/generate.py writes with pyarrow.
@@ -39,7 +39,7 @@ func TestReadPyarrowFiles(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			p, err := profiler.ReadFile(filepath.Join(testdata, tt.file))
+			p, err := profilearrow.ReadFile(filepath.Join(testdata, tt.file))
 			if err != nil {
 				t.Fatalf("ReadFile: %v", err)
 			}
@@ -100,7 +100,7 @@ func assertChainEqual(t *testing.T, got, want *chainplan.Chain) {
 func TestReadRecordStyle(t *testing.T) {
 	// record_mlp.arrow: what chainplan.record writes, per-step times and output sizes
 	// without saved or temporary sizes, no loss row (generate.py).
-	p, err := profiler.ReadFile(filepath.Join(testdata, "record_mlp.arrow"))
+	p, err := profilearrow.ReadFile(filepath.Join(testdata, "record_mlp.arrow"))
 	if err != nil {
 		t.Fatalf("ReadFile: %v", err)
 	}
@@ -127,19 +127,19 @@ func TestReadBadPyarrowFiles(t *testing.T) {
 		want    []string // substrings of the message
 	}{
 		{"bad_version.arrow", chainplan.ErrSchemaVersion, []string{"chainplan.profile/v2", "chainplan.profile/v1"}},
-		{"bad_no_metadata.arrow", profiler.ErrInvalidProfile, []string{`metadata key "format"`, "not a chainplan profile"}},
-		{"bad_type.arrow", profiler.ErrInvalidProfile, []string{`column "fwd_time_s"`, "has type utf8", "want float64"}},
-		{"bad_missing_column.arrow", profiler.ErrInvalidProfile, []string{`column "bwd_time_s"`, "missing"}},
-		{"bad_negative.arrow", profiler.ErrInvalidProfile, []string{`column "out_bytes", row 12 (stage 3, rep 2)`, "negative size -4096"}},
-		{"bad_nan.arrow", profiler.ErrInvalidProfile, []string{`column "bwd_time_s", row 9 (stage 2, rep 4)`, "NaN"}},
-		{"bad_truncated.arrow", profiler.ErrInvalidProfile, []string{"truncated"}},
-		{"bad_corrupt_footer.arrow", profiler.ErrInvalidProfile, []string{"corrupt Arrow IPC file", "malformed flatbuffer"}},
+		{"bad_no_metadata.arrow", profilearrow.ErrInvalidProfile, []string{`metadata key "format"`, "not a chainplan profile"}},
+		{"bad_type.arrow", profilearrow.ErrInvalidProfile, []string{`column "fwd_time_s"`, "has type utf8", "want float64"}},
+		{"bad_missing_column.arrow", profilearrow.ErrInvalidProfile, []string{`column "bwd_time_s"`, "missing"}},
+		{"bad_negative.arrow", profilearrow.ErrInvalidProfile, []string{`column "out_bytes", row 12 (stage 3, rep 2)`, "negative size -4096"}},
+		{"bad_nan.arrow", profilearrow.ErrInvalidProfile, []string{`column "bwd_time_s", row 9 (stage 2, rep 4)`, "NaN"}},
+		{"bad_truncated.arrow", profilearrow.ErrInvalidProfile, []string{"truncated"}},
+		{"bad_corrupt_footer.arrow", profilearrow.ErrInvalidProfile, []string{"corrupt Arrow IPC file", "malformed flatbuffer"}},
 		// Arrow has no checksums: flipped value bytes are caught when a value turns invalid.
-		{"bad_corrupt_values.arrow", profiler.ErrInvalidProfile, []string{`column "fwd_time_s", row 20 (stage 5, rep 0)`, "negative time"}},
+		{"bad_corrupt_values.arrow", profilearrow.ErrInvalidProfile, []string{`column "fwd_time_s", row 20 (stage 5, rep 0)`, "negative time"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			p, err := profiler.ReadFile(filepath.Join(testdata, tt.file))
+			p, err := profilearrow.ReadFile(filepath.Join(testdata, tt.file))
 			if err == nil {
 				t.Fatalf("ReadFile succeeded with %d rows, want an error", len(p.Rows))
 			}
@@ -161,7 +161,7 @@ func TestReadBadPyarrowFiles(t *testing.T) {
 }
 
 func TestReadMissingFile(t *testing.T) {
-	_, err := profiler.ReadFile(filepath.Join(t.TempDir(), "nope.arrow"))
+	_, err := profilearrow.ReadFile(filepath.Join(t.TempDir(), "nope.arrow"))
 	if !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("ReadFile error %v, want os.ErrNotExist", err)
 	}
@@ -180,7 +180,7 @@ func TestReadTruncations(t *testing.T) {
 			step = 7
 		}
 		for n := 0; n < len(data); n += step {
-			if _, err := profiler.Read(data[:n]); !errors.Is(err, profiler.ErrInvalidProfile) {
+			if _, err := profilearrow.Read(data[:n]); !errors.Is(err, profilearrow.ErrInvalidProfile) {
 				t.Fatalf("%s cut at %d of %d bytes: error %v, want ErrInvalidProfile", file, n, len(data), err)
 			}
 		}
@@ -204,9 +204,9 @@ func TestReadBitFlips(t *testing.T) {
 		for i := 0; i < len(data); i += step {
 			copy(buf, data)
 			buf[i] ^= 0x5a
-			p, err := profiler.Read(buf)
+			p, err := profilearrow.Read(buf)
 			if err != nil {
-				if !errors.Is(err, profiler.ErrInvalidProfile) && !errors.Is(err, chainplan.ErrSchemaVersion) {
+				if !errors.Is(err, profilearrow.ErrInvalidProfile) && !errors.Is(err, chainplan.ErrSchemaVersion) {
 					t.Fatalf("%s byte %d flipped: error %v is neither ErrInvalidProfile nor ErrSchemaVersion", file, i, err)
 				}
 				continue

@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"math"
@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // python is the project's virtual environment, where pyarrow is installed.
 const python = "../.venv/bin/python"
 
-// TestPyarrowReadsGoFiles checks the other direction of the contract: files profiler.Write
+// TestPyarrowReadsGoFiles checks the other direction of the contract: files profilearrow.Write
 // writes, in every encoding, read back in pyarrow with the same schema, metadata and values.
 func TestPyarrowReadsGoFiles(t *testing.T) {
 	if _, err := os.Stat(python); err != nil {
@@ -26,8 +26,8 @@ func TestPyarrowReadsGoFiles(t *testing.T) {
 	p.Rows[2].SavedBytes = profile.NullInt64{}
 	dir := t.TempDir()
 	var paths []string
-	for i, opts := range []profiler.WriteOptions{{}, {Compression: profiler.CompressionLZ4},
-		{Compression: profiler.CompressionZSTD}, {Stream: true, BatchRows: 4}} {
+	for i, opts := range []profilearrow.WriteOptions{{}, {Compression: profilearrow.CompressionLZ4},
+		{Compression: profilearrow.CompressionZSTD}, {Stream: true, BatchRows: 4}} {
 		path := filepath.Join(dir, string(rune('a'+i))+".arrow")
 		if err := os.WriteFile(path, mustEncode(t, p, opts), 0o644); err != nil {
 			t.Fatal(err)

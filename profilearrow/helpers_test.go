@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"bytes"
@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // sampleProfile returns a valid profile of stages stages plus a loss, reps repetitions
 // each, rows stage-major: row (k-1)*reps + r is stage k, repetition r; the loss rows come
 // last. Values are drawn from a PCG seeded with seed.
-func sampleProfile(stages, reps int, seed uint64) *profiler.Profile {
+func sampleProfile(stages, reps int, seed uint64) *profilearrow.Profile {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	p := &profiler.Profile{Meta: profile.Metadata{
+	p := &profilearrow.Profile{Meta: profile.Metadata{
 		Format:         profile.Format,
 		ModelName:      "sample",
 		ModelSignature: fmt.Sprintf("sha256:%016x", seed),
@@ -68,10 +68,10 @@ func sampleProfile(stages, reps int, seed uint64) *profiler.Profile {
 func valid(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
 
 // mustEncode writes p with opts and returns the bytes.
-func mustEncode(tb testing.TB, p *profiler.Profile, opts profiler.WriteOptions) []byte {
+func mustEncode(tb testing.TB, p *profilearrow.Profile, opts profilearrow.WriteOptions) []byte {
 	tb.Helper()
 	var buf bytes.Buffer
-	if err := profiler.Write(&buf, p, opts); err != nil {
+	if err := profilearrow.Write(&buf, p, opts); err != nil {
 		tb.Fatalf("Write: %v", err)
 	}
 	return buf.Bytes()

@@ -1,4 +1,4 @@
-package profiler
+package profilearrow
 
 import (
 	"bytes"
@@ -345,7 +345,7 @@ func intGetter(arr arrow.Array) func(int) (int64, bool) {
 	case *array.Uint8:
 		return func(i int) (int64, bool) { return int64(a.Value(i)), true }
 	}
-	panic(fmt.Sprintf("profiler: intGetter on %s", arr.DataType())) // setSchema checked the type
+	panic(fmt.Sprintf("profilearrow: intGetter on %s", arr.DataType())) // setSchema checked the type
 }
 
 // floatGetter returns a function reading row i of a float32 or float64 array.
@@ -356,7 +356,7 @@ func floatGetter(arr arrow.Array) func(int) float64 {
 	case *array.Float32:
 		return func(i int) float64 { return float64(a.Value(i)) }
 	}
-	panic(fmt.Sprintf("profiler: floatGetter on %s", arr.DataType())) // setSchema checked the type
+	panic(fmt.Sprintf("profilearrow: floatGetter on %s", arr.DataType())) // setSchema checked the type
 }
 
 // cappedAllocator refuses to allocate more than limit bytes in all, so that a corrupt

@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"bytes"
@@ -10,14 +10,14 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // The parallel fields written by the Python writer's schema (testdata/profiles,
 // resnet_parallel.arrow) are read, aggregated and give the same chain as the file without
 // them; files without them read as before (TestReadPyarrowFiles).
 func TestReadParallelFields(t *testing.T) {
-	p, err := profiler.ReadFile(filepath.Join(testdata, "resnet_parallel.arrow"))
+	p, err := profilearrow.ReadFile(filepath.Join(testdata, "resnet_parallel.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,10 +56,10 @@ func TestReadParallelFields(t *testing.T) {
 	}
 	// Go's writer keeps them: a round trip gives the same rows.
 	var buf bytes.Buffer
-	if err := profiler.Write(&buf, p, profiler.WriteOptions{}); err != nil {
+	if err := profilearrow.Write(&buf, p, profilearrow.WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	back, err := profiler.Read(buf.Bytes())
+	back, err := profilearrow.Read(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,39 +72,39 @@ func TestReadParallelFields(t *testing.T) {
 
 // Bad parallel fields are refused naming the column and the row.
 func TestBadParallelFields(t *testing.T) {
-	base, err := profiler.ReadFile(filepath.Join(testdata, "resnet_parallel.arrow"))
+	base, err := profilearrow.ReadFile(filepath.Join(testdata, "resnet_parallel.arrow"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name, column string
-		edit         func(p *profiler.Profile)
+		edit         func(p *profilearrow.Profile)
 	}{
-		{"shape not JSON", "in_shape", func(p *profiler.Profile) { p.Rows[3].Parallel.InShape = "[8, 3," }},
-		{"negative dimension", "out_shape", func(p *profiler.Profile) { p.Rows[3].Parallel.OutShape = "[8, -3]" }},
-		{"negative count", "bias_count", func(p *profiler.Profile) { p.Rows[3].Parallel.BiasCount.Int64 = -1 }},
-		{"module without type", "modules_json", func(p *profiler.Profile) { p.Rows[3].Parallel.Modules = `[{"name": "x", "out_shape": [1]}]` }},
-		{"unknown module field", "modules_json", func(p *profiler.Profile) {
+		{"shape not JSON", "in_shape", func(p *profilearrow.Profile) { p.Rows[3].Parallel.InShape = "[8, 3," }},
+		{"negative dimension", "out_shape", func(p *profilearrow.Profile) { p.Rows[3].Parallel.OutShape = "[8, -3]" }},
+		{"negative count", "bias_count", func(p *profilearrow.Profile) { p.Rows[3].Parallel.BiasCount.Int64 = -1 }},
+		{"module without type", "modules_json", func(p *profilearrow.Profile) { p.Rows[3].Parallel.Modules = `[{"name": "x", "out_shape": [1]}]` }},
+		{"unknown module field", "modules_json", func(p *profilearrow.Profile) {
 			p.Rows[3].Parallel.Modules = `[{"type": "Conv2d", "out_shape": [1], "dilation": 2}]`
 		}},
-		{"batch times lengths", "batch_times_json", func(p *profiler.Profile) {
+		{"batch times lengths", "batch_times_json", func(p *profilearrow.Profile) {
 			p.Rows[3].Parallel.BatchTimes = `{"batch_sizes": [2, 4], "fwd_time_s": [1], "bwd_time_s": [1, 2]}`
 		}},
-		{"negative batch time", "batch_times_json", func(p *profiler.Profile) {
+		{"negative batch time", "batch_times_json", func(p *profilearrow.Profile) {
 			p.Rows[3].Parallel.BatchTimes = `{"batch_sizes": [2], "fwd_time_s": [-1], "bwd_time_s": [1]}`
 		}},
-		{"stage rows disagree", "out_shape", func(p *profiler.Profile) { p.Rows[4].Parallel.OutShape = "[8, 64, 33, 32]" }},
+		{"stage rows disagree", "out_shape", func(p *profilearrow.Profile) { p.Rows[4].Parallel.OutShape = "[8, 64, 33, 32]" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := &profiler.Profile{Meta: base.Meta, Rows: append([]profile.Row(nil), base.Rows...)}
+			p := &profilearrow.Profile{Meta: base.Meta, Rows: append([]profile.Row(nil), base.Rows...)}
 			tt.edit(p)
 			var buf bytes.Buffer
-			if err := profiler.Write(&buf, p, profiler.WriteOptions{}); err != nil {
+			if err := profilearrow.Write(&buf, p, profilearrow.WriteOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := profiler.Read(buf.Bytes())
-			var pe *profiler.Error
+			_, err := profilearrow.Read(buf.Bytes())
+			var pe *profilearrow.Error
 			if !errors.As(err, &pe) || pe.Column != tt.column || pe.Row < 0 {
 				t.Fatalf("Read = %v, want an error on column %q naming a row", err, tt.column)
 			}
@@ -112,18 +112,18 @@ func TestBadParallelFields(t *testing.T) {
 	}
 	// A revision this build does not read, and malformed optimizer keys, name the key.
 	for key, value := range map[string]string{"parallel_fields": "2", "optimizer_step_time_s": "fast", "optimizer_state_bytes": "-4"} {
-		p := &profiler.Profile{Meta: base.Meta, Rows: base.Rows}
+		p := &profilearrow.Profile{Meta: base.Meta, Rows: base.Rows}
 		p.Meta.Extra = map[string]string{}
 		for k, v := range base.Meta.Extra {
 			p.Meta.Extra[k] = v
 		}
 		p.Meta.Extra[key] = value
 		var buf bytes.Buffer
-		if err := profiler.Write(&buf, p, profiler.WriteOptions{}); err != nil {
+		if err := profilearrow.Write(&buf, p, profilearrow.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		_, err := profiler.Read(buf.Bytes())
-		var pe *profiler.Error
+		_, err := profilearrow.Read(buf.Bytes())
+		var pe *profilearrow.Error
 		if !errors.As(err, &pe) || pe.Key != key || !strings.Contains(err.Error(), value) && key != "parallel_fields" {
 			t.Fatalf("%s=%q: Read = %v, want an error on the key", key, value, err)
 		}

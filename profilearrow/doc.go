@@ -1,4 +1,4 @@
-// Package profiler is the Arrow codec of chainplan profiles: it reads, validates and
+// Package profilearrow is the Arrow codec of chainplan profiles: it reads, validates and
 // writes profile files holding the profile model of package profile.
 //
 // A profile file (format chainplan.profile/v1, docs/formats.md) is an Arrow IPC file or
@@ -23,4 +23,4 @@
 //
 // Arrow stays behind this package and internal/arrowtable (query results as Arrow): the
 // profile model, the store and the planners do not import it.
-package profiler
+package profilearrow

@@ -1,4 +1,4 @@
-package profiler_test
+package profilearrow_test
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/profiler"
+	"github.com/chainplan/chainplan/profilearrow"
 )
 
 // FuzzReadProfile feeds the reader arbitrary bytes, seeded with every file of
@@ -32,19 +32,19 @@ func FuzzReadProfile(f *testing.F) {
 		f.Add(data)
 	}
 	p := sampleProfile(3, 2, 9)
-	for _, opts := range []profiler.WriteOptions{{}, {Stream: true}, {Compression: profiler.CompressionLZ4},
-		{Compression: profiler.CompressionZSTD, Stream: true, BatchRows: 2}} {
+	for _, opts := range []profilearrow.WriteOptions{{}, {Stream: true}, {Compression: profilearrow.CompressionLZ4},
+		{Compression: profilearrow.CompressionZSTD, Stream: true, BatchRows: 2}} {
 		f.Add(mustEncode(f, p, opts))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		p, err := profiler.Read(data)
+		p, err := profilearrow.Read(data)
 		if err != nil {
-			if !errors.Is(err, profiler.ErrInvalidProfile) && !errors.Is(err, chainplan.ErrSchemaVersion) {
+			if !errors.Is(err, profilearrow.ErrInvalidProfile) && !errors.Is(err, chainplan.ErrSchemaVersion) {
 				t.Fatalf("Read error %v is neither ErrInvalidProfile nor ErrSchemaVersion", err)
 			}
 			return
 		}
-		again, err := profiler.Read(mustEncode(t, p, profiler.WriteOptions{}))
+		again, err := profilearrow.Read(mustEncode(t, p, profilearrow.WriteOptions{}))
 		if err != nil {
 			t.Fatalf("a profile Read accepted does not read back after Write: %v", err)
 		}

@@ -1,4 +1,4 @@
-package profiler
+package profilearrow
 
 import (
 	"fmt"
@@ -146,7 +146,7 @@ func buildBatch(s *arrow.Schema, rows []profile.Row) arrow.RecordBatch {
 			case ColParamBytes:
 				fb.(*array.Int64Builder).Append(r.ParamBytes)
 			default:
-				panic("profiler: buildBatch: unhandled column " + c.name)
+				panic("profilearrow: buildBatch: unhandled column " + c.name)
 			}
 		}
 	}

@@ -1,0 +1,124 @@
+package pybind
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// planAnswer is Plan's answer as Python reads it.
+type planAnswer struct {
+	Plan struct {
+		Algo        string `json:"algo"`
+		BudgetBytes int64  `json:"budget_bytes"`
+		PeakBytes   int64  `json:"peak_bytes"`
+		Makespan    float64
+	} `json:"plan"`
+	Algo       string  `json:"algo"`
+	PlanID     int64   `json:"plan_id"`
+	RunID      int64   `json:"run_id"`
+	InputShape []int64 `json:"input_shape"`
+	ChainJSON  string  `json:"chain_json"`
+}
+
+func callPlan(t *testing.T, call map[string]any) (planAnswer, error) {
+	t.Helper()
+	b, err := json.Marshal(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := Plan(string(b))
+	var got planAnswer
+	if err == nil {
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("Plan answered %.200s: %v", out, err)
+		}
+	}
+	return got, err
+}
+
+// TestPlanOneCrossing: one call plans a stored run (recording it, in the database the
+// environment names), a profile file or a chain, reading the budget and bandwidth as the
+// user wrote them, choosing the default algorithm, and answers with what the executor
+// needs.
+func TestPlanOneCrossing(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "chainplan.db")
+	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
+	if _, err := Ingest(db, profile); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "min"}, "run_id": 1, "db_env": db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.PlanID != 1 || stored.RunID != 1 || stored.Algo != "rotor" || stored.Plan.Algo != "rotor" ||
+		len(stored.InputShape) == 0 || stored.ChainJSON != "" || stored.Plan.PeakBytes > stored.Plan.BudgetBytes {
+		t.Fatalf("Plan of run 1 = %+v", stored)
+	}
+	// The same run through the old entry point: the same plan at the same smallest budget.
+	old, err := SolveRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
+	if err != nil || !strings.Contains(old, `"budget_bytes":`+jsonInt(stored.Plan.BudgetBytes)) {
+		t.Fatalf("SolveRun = %.120s, %v; want budget %d", old, err, stored.Plan.BudgetBytes)
+	}
+	// Without db_env the database is home's: a fresh home has no run 1.
+	if _, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "min"}, "run_id": 1,
+		"home": t.TempDir()}); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]") {
+		t.Fatalf("Plan of run 1 in an empty home: %v, want not-found", err)
+	}
+
+	file, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "1GB", "algo": "rotor"},
+		"profile_path": profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if file.PlanID != 0 || file.RunID != 0 || file.Plan.BudgetBytes != 1e9 || len(file.InputShape) == 0 ||
+		!strings.Contains(file.ChainJSON, `"chainplan.chain/v1"`) {
+		t.Fatalf("Plan of a profile file = %+v", file)
+	}
+
+	chain, err := callPlan(t, map[string]any{"request": map[string]any{"budget": 24, "slots": 24}, "chain": exampleA(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if chain.Algo != "rotor" || chain.Plan.Makespan != 21 || chain.Plan.PeakBytes != 24 || chain.InputShape != nil ||
+		chain.ChainJSON != "" { // rotor spec §4.7
+		t.Fatalf("Plan of example A = %+v", chain)
+	}
+	pofo, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "30B", "algo": "pofo",
+		"bandwidth": "2/s"}, "chain": exampleA(t)})
+	if err != nil || pofo.Plan.Algo != "pofo" || pofo.Plan.BudgetBytes != 30 {
+		t.Fatalf("Plan with pofo = %+v, %v", pofo, err)
+	}
+}
+
+func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestPlanRefusals: what Plan refuses, and the code Python reads.
+func TestPlanRefusals(t *testing.T) {
+	a := exampleA(t)
+	for _, tt := range []struct {
+		call map[string]any
+		want string
+	}{
+		{map[string]any{"request": map[string]any{"budget": "lots"}, "chain": a}, `chainplan[bad-request]: budget: byte size "lots"`},
+		{map[string]any{"request": map[string]any{"budget": true}, "chain": a}, "chainplan[bad-request]: budget must be a whole number"},
+		{map[string]any{"request": map[string]any{"budget": 24, "algo": "pofo", "bandwidth": "fast"}, "chain": a},
+			`chainplan[bad-request]: bandwidth: bandwidth "fast"`},
+		{map[string]any{"request": map[string]any{"budget": 24, "bandwidth": 1e9}, "chain": a},
+			`chainplan[bad-request]: unsupported request: a bandwidth applies to`},
+		{map[string]any{"request": map[string]any{"budget": 24, "algo": "ROTOR"}, "chain": a}, `did you mean "rotor"`},
+		{map[string]any{"request": map[string]any{"budget": 24, "slot": 3}, "chain": a}, `chainplan[bad-request]: request: json: unknown field "slot"`},
+		{map[string]any{"request": map[string]any{"budget": 24}}, "chainplan[bad-request]: plan call: give exactly one of run_id, profile_path and chain (got 0)"},
+		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "run_id": 1}, "(got 2)"},
+		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "db": "x"}, `chainplan[bad-request]: plan call: json: unknown field "db"`},
+		{map[string]any{"request": map[string]any{"budget": 1}, "chain": a}, "chainplan[infeasible;min_budget_bytes=22]"},
+		{map[string]any{"request": map[string]any{"budget": 24}, "profile_path": filepath.Join(t.TempDir(), "none.arrow")},
+			"chainplan[bad-request]"},
+	} {
+		if _, err := callPlan(t, tt.call); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Plan(%v) = %v, want an error with %q", tt.call, err, tt.want)
+		}
+	}
+}
