@@ -67,12 +67,7 @@ HEAVY_UPWARD: dict[tuple[str, str], str] = {
 
 
 #: Private names one module still imports from another, each with why it is left.
-PRIVATE_LEFT: dict[tuple[str, str], str] = {
-    ("chainplan.checkpointed", "chainplan.api._plan"):
-        "api.py's planning seam is being rewritten (issue 22, checkpointing): name it then",
-    ("chainplan.checkpointed", "chainplan.api._budget_request"):
-        "api.py's planning seam is being rewritten (issue 22, checkpointing): name it then",
-}
+PRIVATE_LEFT: dict[tuple[str, str], str] = {}
 
 
 def layer_of(module: str) -> int:

@@ -34,8 +34,8 @@ profile = profile_model
 record = record_model
 
 
-def _budget_request(budget: Budget, algo: str | None, slots: int | None, segments: int, *,
-                    bandwidth: bool = False, read_sizes: bool = True) -> dict[str, Any]:
+def budget_request(budget: Budget, algo: str | None, slots: int | None, segments: int, *,
+                   bandwidth: bool = False, read_sizes: bool = True) -> dict[str, Any]:
     """The planning request for a budget, checked before any work: a wrong type raises
     :class:`ArgumentTypeError` naming the argument, a bad value :class:`PlanError`. The
     algorithm, its segments and whether it is given a ``bandwidth`` are checked against
@@ -140,12 +140,12 @@ def plan(
             also a :class:`TypeError` and a :class:`PlanError`.
         NotFoundError: no such stored run, or ``source`` is a string naming no file.
     """
-    return _plan(source, budget=budget, algo=algo, slots=slots, segments=segments,
+    return plan_from(source, budget=budget, algo=algo, slots=slots, segments=segments,
                  bandwidth=bandwidth, sample=sample, loss_fn=loss_fn, target=target,
                  origin="python")
 
 
-def _plan(
+def plan_from(
     source: Profile | int | str | os.PathLike[str] | nn.Module,
     *,
     budget: Budget,
@@ -162,14 +162,14 @@ def _plan(
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
     if isinstance(source, nn.Module):
         # Checked before the model is profiled: its default algorithm reads what rotor reads.
-        _budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None,
+        budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None,
                         read_sizes=False)
         if sample is None:
             raise ProfileError("plan(model, ...) profiles the model first and needs sample=")
         source = profile_model(source, sample, loss_fn=loss_fn, target=target)
     # One crossing: Go reads the sizes, chooses the default algorithm, checks the request,
     # plans (and records a stored run's plan) and answers with the whole planned document.
-    req = _budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None,
+    req = budget_request(budget, algo, slots, segments, bandwidth=bandwidth is not None,
                           read_sizes=False)
     if bandwidth is not None:
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"

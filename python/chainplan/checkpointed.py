@@ -25,7 +25,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from chainplan.api import Budget, LossFn, _budget_request, _plan
+from chainplan.api import Budget, LossFn, budget_request, plan_from
 from chainplan.arguments import bandwidth_or_auto
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
@@ -172,7 +172,7 @@ class CheckpointedPlans(Planned):
         super().__init__(model)
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
-        request = _budget_request(budget, algo or "rotor", slots, 0,
+        request = budget_request(budget, algo or "rotor", slots, 0,
                                   bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
@@ -291,7 +291,7 @@ class CheckpointedPlans(Planned):
     def _plan(self, source: Any, shape: tuple[int, ...],
               bandwidth: float | str | None = None) -> Plan:
         try:
-            return _plan(source, budget=self.budget, algo=self.algo, slots=self.slots,
+            return plan_from(source, budget=self.budget, algo=self.algo, slots=self.slots,
                          bandwidth=bandwidth if bandwidth is not None else self.bandwidth,
                          origin="checkpointed")
         except InfeasibleBudget as e:
