@@ -299,6 +299,10 @@ def measure(
         steps: timed steps, ≥ 1 (default: 3).
         store: record the execution in the database next to the plan (default: True).
     """
+    if not isinstance(net, nn.Module):
+        hint = (": pass the wrapped model, measure(plan.wrap(model), *args, ...)"
+                if isinstance(net, PlanDocument) else "")
+        raise ArgumentTypeError(f"measure() runs a module (net: {type(net).__name__}){hint}")
     if steps < 1:
         raise PlanError(f"steps must be at least 1 (got {steps})")
     tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]

@@ -13,7 +13,7 @@ import torch
 from torch import nn
 
 import chainplan
-from chainplan.errors import NotFoundError, PlanError, ProfileError, QueryError
+from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError, QueryError
 from chainplan.executors import planned
 from tests.models import MODELS
 
@@ -145,6 +145,9 @@ def test_errors() -> None:
         chainplan.profile(Branchy(), torch.randn(2, 3))  # any other model is split
     with pytest.raises(ProfileError, match="sample="):
         chainplan.plan(model, budget="1GiB")
+    plan = chainplan.plan(prof, budget="min")
+    with pytest.raises(ArgumentTypeError, match=r"measure\(plan.wrap\(model\)"):
+        chainplan.measure(plan, x)  # the plan where the wrapped model goes
 
 
 def test_torch_free_modules() -> None:
