@@ -69,10 +69,16 @@ func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
 // returns {"plan_id": N, "plan": {...}, "notes": [...], "reused": false,
 // "layer_param_bytes": [...]}: one crossing gives Python the whole planned document;
 // "replan": false (the default) gives back the plan stored for the same request on the
-// run, reused true.
-func PipelineSolveRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
+// run, reused true. The database is found in this crossing by the CLI's rule
+// (service.DBPath) from dbEnv (CHAINPLAN_DB as Python sees it now: a Go library keeps the
+// environment of its start) and home.
+func PipelineSolveRun(dbEnv, home string, runID int64, requestJSON string) (result string, err error) {
 	defer recoverError(&err)
 	req, err := parsePipelineRequest(requestJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
+	dbPath, err := service.DBPath("", dbEnv, home)
 	if err != nil {
 		return "", codedError(err)
 	}

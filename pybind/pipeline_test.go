@@ -57,7 +57,7 @@ func TestPipelineErrorCodes(t *testing.T) {
 			t.Errorf("PipelineSolve(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
 		}
 	}
-	if _, err := PipelineSolveRun(t.TempDir()+"/none.db", 1, `{"algo": "contiguous", "gpus": 2}`); err == nil ||
+	if _, err := PipelineSolveRun(t.TempDir()+"/none.db", "", 1, `{"algo": "contiguous", "gpus": 2}`); err == nil ||
 		!strings.HasPrefix(err.Error(), "chainplan[not-found]: ") {
 		t.Errorf("PipelineSolveRun on a missing database: %v", err)
 	}

@@ -199,7 +199,8 @@ def pipeline_solve(chain_json: str, request: dict[str, Any]) -> str:
 def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
     """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
     use_highs()
-    return str(call(_go().PipelineSolveRun, db_path(), run_id, json.dumps(request)))
+    return str(call(_go().PipelineSolveRun, os.environ.get("CHAINPLAN_DB", ""), _home(), run_id,
+                    json.dumps(request)))
 
 
 def pipesim(chain_json: str, request: dict[str, Any]) -> str:

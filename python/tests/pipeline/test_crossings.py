@@ -2,9 +2,10 @@
 layer's weights come back together, and the sizes the user wrote are read on the Go side of
 that crossing (issue 22).
 
-A call on the store is preceded by ``DBPath``, ``_bind.db_path``'s reading of the database
-rule with the environment of the moment: no planning, no document, but a crossing all the
-same, counted here so that the list is exact."""
+pipeline_plan() on a stored run finds the database inside its one crossing (Python passes
+the environment of the moment); load_plan() is preceded by ``DBPath``, ``_bind.db_path``'s
+reading of that rule: no planning, no document, but a crossing all the same, counted here
+so that the list is exact."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def test_one_crossing_per_stored_plan(go: _Counting, stored_run: int) -> None:
     go.calls.clear()
     plan = pipeline_plan(stored_run, gpus=2, memory="64MiB", bandwidth="1GB/s",
                          algo="contiguous", replan=True)
-    assert go.calls == ["DBPath", "PipelineSolveRun"]
+    assert go.calls == ["PipelineSolveRun"]
     assert plan.plan_id is not None and plan.memory_bytes == 64 << 20
     assert plan.bandwidth == 1e9
     # One Linear(16, 16) per block: (256 + 16) × 4 bytes, sent with the plan.
@@ -71,7 +72,7 @@ def test_one_crossing_per_stored_plan(go: _Counting, stored_run: int) -> None:
 
     go.calls.clear()
     again = pipeline_plan(stored_run, gpus=2, memory="min", bandwidth=1e9, algo="contiguous")
-    assert go.calls == ["DBPath", "PipelineSolveRun"]
+    assert go.calls == ["PipelineSolveRun"]
     assert again.layer_param_bytes == plan.layer_param_bytes
 
     go.calls.clear()
