@@ -30,7 +30,7 @@ from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, storage_nbytes
 
-__all__ = ["ChainEnd", "LossMeasurement", "chain_end", "measure_loss"]
+__all__ = ["ChainEnd", "LossMeasurement", "chain_end", "measure_loss", "time_loss"]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -84,6 +84,7 @@ def measure_loss(
     repeats: int = 5,
     warmup: int = 1,
     device: torch.device | str | None = None,
+    timed_runs: int | None = None,
 ) -> LossMeasurement:
     """Measures the loss stage ``L+1``: its times and temporary memory.
 
@@ -98,6 +99,9 @@ def measure_loss(
         repeats: timed forward runs and timed backward runs, ≥ 1 (default: 5).
         warmup: untimed forward+backward runs before measuring, ≥ 0 (default: 1).
         device: the device to run on (default: ``out.device``); tensors are moved there.
+        timed_runs: timed forward runs and timed backward runs, ≥ 1 (default:
+            ``repeats``); ``profile()`` times one here and the others in its rounds over
+            the chain (:func:`time_loss`).
 
     Returns:
         The loss's :class:`LossMeasurement`.
@@ -108,6 +112,8 @@ def measure_loss(
             ``out``.
     """
     check_counts(repeats=repeats, warmup=warmup)
+    timed_runs = repeats if timed_runs is None else timed_runs
+    check_counts(repeats=timed_runs, warmup=0)
     if not isinstance(out, torch.Tensor) or not isinstance(target, torch.Tensor):
         raise ProfileError("the chain output and the target must be tensors")
     if not (out.is_floating_point() or out.is_complex()):
@@ -118,15 +124,7 @@ def measure_loss(
         check_module_device(module, dev)
     a_in = out.detach().to(dev).requires_grad_(True)
     tgt = target.detach().to(dev)
-
-    def forward() -> torch.Tensor:
-        with torch.enable_grad():
-            loss = single_tensor(loss_fn(a_in, tgt), what="a loss")
-        if loss.numel() != 1:
-            raise ProfileError(f"a loss must be a one-element tensor (shape: {tuple(loss.shape)})")
-        if not loss.requires_grad:
-            raise ProfileError("the loss does not depend on the chain output")
-        return loss
+    forward = _loss_forward(loss_fn, a_in, tgt)
 
     with preserved(module, dev) as restore:
         for _ in range(warmup):
@@ -155,12 +153,12 @@ def measure_loss(
         a_in.grad = None
 
         fwd_times: list[float] = []
-        for _ in range(repeats):
+        for _ in range(timed_runs):
             loss, elapsed = timed(forward, dev)
             fwd_times.append(elapsed)
             del loss
         bwd_times: list[float] = []
-        for _ in range(repeats):
+        for _ in range(timed_runs):
             loss = forward()
             _, elapsed = timed(partial(torch.autograd.backward, loss), dev)
             bwd_times.append(elapsed)
@@ -179,6 +177,41 @@ def measure_loss(
         input_kept=input_kept,
         held_bytes=max(0, held - grad_bytes),
     )
+
+
+def _loss_forward(loss_fn: LossFn, a_in: torch.Tensor,
+                  tgt: torch.Tensor) -> Callable[[], torch.Tensor]:
+    """One forward of the loss with autograd on, checked to be one element that depends on
+    the chain output."""
+
+    def forward() -> torch.Tensor:
+        with torch.enable_grad():
+            loss = single_tensor(loss_fn(a_in, tgt), what="a loss")
+        if loss.numel() != 1:
+            raise ProfileError(f"a loss must be a one-element tensor (shape: {tuple(loss.shape)})")
+        if not loss.requires_grad:
+            raise ProfileError("the loss does not depend on the chain output")
+        return loss
+
+    return forward
+
+
+def time_loss(loss_fn: LossFn, out: torch.Tensor, target: torch.Tensor, *,
+              device: torch.device | str | None = None) -> tuple[float, float]:
+    """One more timed forward and one timed backward (on a fresh forward) of a loss that
+    :func:`measure_loss` has measured, for ``profile()``'s rounds over the chain
+    (:func:`chainplan.profiler.measure.time_stage`); the loss module's buffers and the
+    random streams are restored."""
+    dev = resolve_device(device, out)
+    module = loss_fn if isinstance(loss_fn, nn.Module) else None
+    a_in = out.detach().to(dev).requires_grad_(True)
+    forward = _loss_forward(loss_fn, a_in, target.detach().to(dev))
+    with preserved(module, dev):
+        loss, fwd_time = timed(forward, dev)
+        del loss
+        loss = forward()
+        _, bwd_time = timed(partial(torch.autograd.backward, loss), dev)
+        return fwd_time, bwd_time
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,8 @@ Usage::
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import torch
@@ -68,7 +69,7 @@ from chainplan.profiler.recompute import measure_recompute
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
 
-__all__ = ["StageMeasurement", "measure_stage"]
+__all__ = ["StageMeasurement", "measure_stage", "time_stage", "with_rounds"]
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,7 @@ def measure_stage(
     repeats: int = 5,
     warmup: int = 1,
     device: torch.device | str | None = None,
+    timed_runs: int | None = None,
 ) -> StageMeasurement:
     """Measures one chain stage: times, activation sizes and temporary memory.
 
@@ -154,6 +156,10 @@ def measure_stage(
         repeats: timed forward runs and timed backward runs, ≥ 1 (default: 5).
         warmup: untimed forward+backward runs before measuring, ≥ 0 (default: 1).
         device: the device to run on (default: ``x.device``); ``x`` is moved there.
+        timed_runs: timed forward runs and timed backward runs, ≥ 1 (default:
+            ``repeats``); ``profile()`` times one here and the others in rounds across the
+            stages (:func:`time_stage`), so that a stretch of contention on the host cannot
+            land on every run of one stage.
 
     Returns:
         The stage's :class:`StageMeasurement`, with its output detached in ``output``.
@@ -169,31 +175,15 @@ def measure_stage(
         not run on the calling thread while it measures on the CPU.
     """
     check_counts(repeats=repeats, warmup=warmup)
+    timed_runs = repeats if timed_runs is None else timed_runs
+    check_counts(repeats=timed_runs, warmup=0)
     if not isinstance(x, torch.Tensor):
         raise ProfileError(f"stage input must be a tensor (got {type(x).__name__})")
     dev = resolve_device(device, x)
     check_module_device(module, dev)
-    x = x.to(dev)
-    x_in = x.detach()
-    input_needs_grad = x_in.is_floating_point() or x_in.is_complex()
-    if input_needs_grad:
-        x_in.requires_grad_(True)
+    x_in = _stage_input(x, dev)
 
-    def forward() -> torch.Tensor:
-        with torch.enable_grad():
-            try:
-                # Under autocast, as the executor runs it (runner.not_a_leaf).
-                result = module(not_a_leaf(x_in) if torch.is_autocast_enabled(dev.type)
-                                else x_in)
-            except RuntimeError as err:
-                if "leaf Variable" in str(err) and "in-place" in str(err):
-                    raise ProfileError(
-                        "the stage modifies its input in place; a chain stage must keep its "
-                        "input a_{ℓ-1} intact (e.g. put an in-place ReLU inside the stage "
-                        f"before it, not at its start) ({err})"
-                    ) from err
-                raise
-            return single_tensor(result, what="a chain stage")
+    forward = _stage_forward(module, x_in, dev)
 
     with preserved(module, dev) as restore:
         preallocate_grads(module)
@@ -253,14 +243,14 @@ def measure_stage(
         # random_as) draw from the same generator.
         rng = RNGState(dev)
         fwd_times: list[float] = []
-        for _ in range(repeats):
+        for _ in range(timed_runs):
             out, elapsed = timed(forward, dev)
             fwd_times.append(elapsed)
             del out
         draws_random = rng.consumed()
         bwd_times: list[float] = []
         if has_backward:
-            for _ in range(repeats):
+            for _ in range(timed_runs):
                 out = forward()
                 delta = random_like(out)
                 _, elapsed = timed(partial(torch.autograd.backward, out, delta), dev)
@@ -293,3 +283,72 @@ def measure_stage(
         recompute_tmp_bytes=recompute_tmp_bytes,
         draws_random=draws_random,
     )
+
+
+def _stage_input(x: torch.Tensor, dev: torch.device) -> torch.Tensor:
+    """``a_{ℓ-1}`` as the stage's measured runs take it: on ``dev``, detached, and needing a
+    gradient when it is floating-point (token ids get none)."""
+    x_in = x.to(dev).detach()
+    if x_in.is_floating_point() or x_in.is_complex():
+        x_in.requires_grad_(True)
+    return x_in
+
+
+def _stage_forward(module: nn.Module, x_in: torch.Tensor,
+                   dev: torch.device) -> Callable[[], torch.Tensor]:
+    """One forward of the stage with autograd on, as the executor runs it, returning its
+    single output tensor; an in-place update of the input is refused by name."""
+
+    def forward() -> torch.Tensor:
+        with torch.enable_grad():
+            try:
+                # Under autocast, as the executor runs it (runner.not_a_leaf).
+                result = module(not_a_leaf(x_in) if torch.is_autocast_enabled(dev.type)
+                                else x_in)
+            except RuntimeError as err:
+                if "leaf Variable" in str(err) and "in-place" in str(err):
+                    raise ProfileError(
+                        "the stage modifies its input in place; a chain stage must keep its "
+                        "input a_{ℓ-1} intact (e.g. put an in-place ReLU inside the stage "
+                        f"before it, not at its start) ({err})"
+                    ) from err
+                raise
+            return single_tensor(result, what="a chain stage")
+
+    return forward
+
+
+def time_stage(module: nn.Module, x: torch.Tensor, *,
+               device: torch.device | str | None = None) -> tuple[float, float | None]:
+    """One more timed forward and one timed backward (on a fresh forward) of a stage that
+    :func:`measure_stage` has measured and warmed up; ``None`` for the backward of a stage
+    whose output needs no gradient. Buffers, ``.grad`` and the random streams are restored.
+
+    ``profile()`` calls it in rounds over all the stages: a host that stalls the process
+    for a second then slows one round of every stage, which the median over the rounds
+    drops, where consecutive runs of one stage would all be slowed (issue 20: recorded
+    against profiled times off by 25-65x under load, every repeat of one stage inflated
+    together)."""
+    dev = resolve_device(device, x)
+    x_in = _stage_input(x, dev)
+    forward = _stage_forward(module, x_in, dev)
+    with preserved(module, dev):
+        preallocate_grads(module)
+        out, fwd_time = timed(forward, dev)
+        del out
+        out = forward()
+        if not out.requires_grad:
+            return fwd_time, None
+        delta = random_like(out)
+        _, bwd_time = timed(partial(torch.autograd.backward, out, delta), dev)
+        x_in.grad = None
+        return fwd_time, bwd_time
+
+
+def with_rounds(m: StageMeasurement, fwd: list[float], bwd: list[float]) -> StageMeasurement:
+    """``m`` with the times of further rounds added to its own, medians taken again."""
+    fwd_times = m.fwd_times_s + tuple(fwd)
+    bwd_times = m.bwd_times_s + tuple(bwd) if m.bwd_times_s else ()
+    return replace(m, fwd_times_s=fwd_times, bwd_times_s=bwd_times,
+                   fwd_time_s=statistics.median(fwd_times),
+                   bwd_time_s=statistics.median(bwd_times) if bwd_times else 0.0)

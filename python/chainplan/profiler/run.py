@@ -47,6 +47,7 @@ from chainplan.profiler.parallel import (
     stage_structure,
     with_parallel,
 )
+from chainplan.profiler.rounds import Rounds
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
@@ -112,7 +113,8 @@ def profile_model(
             returns (a ``ModelOutput``: ``loss_fn`` may read ``.logits``). None: the loss
             ``forward`` computes itself (given ``labels=``), else a loss stage of no cost.
         target: the target passed to ``loss_fn``.
-        repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians.
+        repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians, the
+            repetitions after the first taken in rounds over the whole chain.
         warmup: untimed repetitions first, ≥ 0 (default: 2).
         name: the model's name in the database (default: its class name).
         path: the Arrow file to write (default: a new file in
@@ -181,6 +183,7 @@ def profile_model(
     try:
         chain = bound.enter_context(profiled_chain(model, args, kwargs))
         stages, names, x = chain.stages, chain.names, chain.input
+        first = x  # a_0, which the timing rounds feed the first stage again
         if batches and chain.side_bytes > 0:
             raise ProfileError("batch_sizes needs a model whose stages take only the batch: "
                                "this model's side values (a mask, an embedding) are sized to "
@@ -211,7 +214,8 @@ def profile_model(
             for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
                 bar.set_postfix_str(sname, refresh=False)
                 with naming_stage(k, sname):
-                    m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
+                    m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device,
+                                      timed_runs=1)
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
@@ -225,12 +229,16 @@ def profile_model(
             if split_error is not None:  # every stage ran: the whole forward's error stands
                 raise split_error
             lm = None
+            loss_target = target if target is not None else torch.empty(0)
             if loss is not None:
                 with naming_stage(len(stages) + 1, f"loss {loss_name}"):
-                    lm = measure_loss(loss[0], x, target if target is not None else torch.empty(0),
-                                      repeats=repeats, warmup=warmup, device=device)
-                if chain.holds_end:  # the output object keeps a_L to the end of the step
-                    lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
+                    lm = measure_loss(loss[0], x, loss_target, repeats=repeats, warmup=warmup,
+                                      device=device, timed_runs=1)
+            rounds = Rounds(list(stages), list(names), measured, first, device,
+                             None if loss is None else (loss[0], loss_target, loss_name))
+            measured, lm = rounds.run(repeats - 1, lm)
+            if lm is not None and chain.holds_end:  # the output keeps a_L to the step's end
+                lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
             rows = stage_rows(measured, names, lm, chain.side_bytes, options,
                               held_during(list(stages), measured, device))
             end = chain_end(measured[-1][0], lm)
