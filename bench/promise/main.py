@@ -191,7 +191,11 @@ def bench_compile(res: Result, rounds: int, device: str) -> None:
                str(budget), "--rounds", str(rounds), "--device", device,
                "--run-id", str(res.prof.run_id), "--plan-budgets",
                ",".join(str(b) for b in plans)]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True)
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:  # the child's own error, not only its exit status
+            sys.stderr.write(out.stderr)
+            raise SystemExit(f"bench/promise: the compiled run of {res.name} at budget {budget} "
+                             f"failed (exit {out.returncode}); its output is above")
         return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
     for budget in (1.0, 0.5, 0.2, 0.05):

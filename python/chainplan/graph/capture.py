@@ -342,7 +342,11 @@ def _input_update(graph: fx.Graph,
 
 @contextlib.contextmanager
 def _source_lines(on: bool) -> Iterator[None]:
-    """Record (or not) each node's stack trace while tracing (torch.fx's global switch)."""
+    """Record (or not) each node's stack trace while tracing (torch.fx's global switch).
+    A torch without the switch (2.11 has none) always records them, which is only slower."""
+    if not hasattr(fx_config, "do_not_emit_stack_traces"):
+        yield
+        return
     before = fx_config.do_not_emit_stack_traces
     fx_config.do_not_emit_stack_traces = not on
     try:
