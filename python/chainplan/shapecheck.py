@@ -8,17 +8,14 @@ per plan and shape. This module never imports torch.
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import warnings
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
-from chainplan import _bind
 from chainplan.plandoc import PlanDocument
 
-__all__ = ["ShapeWarning", "warn_if_shape_differs", "run_input_shape", "profile_input_shape"]
+__all__ = ["ShapeWarning", "warn_if_shape_differs"]
 
 
 class ShapeWarning(UserWarning):
@@ -79,29 +76,3 @@ def warn_if_shape_differs(plan: PlanDocument, x: _Shaped, *, stacklevel: int = 5
 
 def _mib(n: int) -> str:
     return f"{n / 2**20:.1f} MiB"
-
-
-def run_input_shape(run_id: int) -> tuple[int, ...] | None:
-    """The input shape a stored run was profiled with, or None when it was not recorded
-    (:class:`~chainplan.errors.NotFoundError` when there is no such run)."""
-    dims = _bind.run(run_id)["input_shape"]
-    return tuple(int(d) for d in dims) if dims else None
-
-
-def profile_input_shape(path: str | os.PathLike[str]) -> tuple[int, ...] | None:
-    """The input shape recorded in a profile file's metadata, or None when absent."""
-    import pyarrow as pa
-
-    with pa.OSFile(os.fspath(path), "rb") as f:
-        meta = pa.ipc.open_file(f).schema.metadata or {}
-    raw = meta.get(b"input_shape")
-    return _shape(raw.decode()) if raw is not None else None
-
-
-def _shape(text: Any) -> tuple[int, ...] | None:
-    """A shape from its JSON text; None for a missing or empty one (``chainplan.record``
-    stored ``[]`` when it did not know the shape)."""
-    if not text:
-        return None
-    dims = json.loads(text)
-    return tuple(int(d) for d in dims) if dims else None
