@@ -140,8 +140,7 @@ class Checkpointed(metaclass=_CheckpointedType):
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
         InfeasibleBudget: at the first forward of a shape, the budget is below the
-            algorithm's smallest for that shape (the message and ``min_budget_bytes``
-            give it).
+            algorithm's smallest for that shape (given by ``min_budget_bytes``).
     """
 
     def __new__(cls, model: nn.Module, *, budget: Budget,  # type: ignore[misc]
@@ -173,7 +172,7 @@ class CheckpointedPlans(Planned):
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
         request = budget_request(budget, algo or "rotor", slots, 0,
-                                  bandwidth=bandwidth is not None)
+                                 bandwidth=bandwidth is not None)
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
             request["bandwidth"] = bandwidth_or_auto(bandwidth, None)
