@@ -79,6 +79,9 @@ def variants(name: str, case: Library) -> dict[str, tuple[nn.Module, float]]:
     budgets = {"chainplan, smallest": "min"}
     if lib is not None:
         budgets["chainplan @ library peak"] = str(peak(lib, case))
+    if "checkpoint_sequential(4)" in out:
+        budgets["chainplan @ checkpoint_sequential(4) peak"] = str(
+            peak(out["checkpoint_sequential(4)"][0], case))
     for label, budget in budgets.items():
         t0 = time.perf_counter()
         net = chainplan.Checkpointed(model, budget=budget, reuse=False, repeats=3, warmup=1)
