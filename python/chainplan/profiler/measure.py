@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 
 import torch
@@ -69,7 +69,7 @@ from chainplan.profiler.recompute import measure_recompute
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
 
-__all__ = ["StageMeasurement", "measure_stage", "time_stage", "with_rounds"]
+__all__ = ["StageMeasurement", "measure_stage", "time_stage"]
 
 
 @dataclass(frozen=True)
@@ -343,12 +343,3 @@ def time_stage(module: nn.Module, x: torch.Tensor, *,
         _, bwd_time = timed(partial(torch.autograd.backward, out, delta), dev)
         x_in.grad = None
         return fwd_time, bwd_time
-
-
-def with_rounds(m: StageMeasurement, fwd: list[float], bwd: list[float]) -> StageMeasurement:
-    """``m`` with the times of further rounds added to its own, medians taken again."""
-    fwd_times = m.fwd_times_s + tuple(fwd)
-    bwd_times = m.bwd_times_s + tuple(bwd) if m.bwd_times_s else ()
-    return replace(m, fwd_times_s=fwd_times, bwd_times_s=bwd_times,
-                   fwd_time_s=statistics.median(fwd_times),
-                   bwd_time_s=statistics.median(bwd_times) if bwd_times else 0.0)

@@ -11,15 +11,28 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from typing import TypeVar
 
 import torch
 from torch import nn
 
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import LossFn, LossMeasurement, time_loss
-from chainplan.profiler.measure import StageMeasurement, time_stage, with_rounds
+from chainplan.profiler.measure import StageMeasurement, time_stage
 
-__all__ = ["Rounds"]
+__all__ = ["Rounds", "with_rounds"]
+
+_M = TypeVar("_M", StageMeasurement, LossMeasurement)
+
+
+def with_rounds(m: _M, fwd: list[float], bwd: list[float]) -> _M:
+    """``m`` (a stage's or the loss's measurement) with the times of further rounds added
+    to its own, medians taken again; a stage without a backward keeps none."""
+    fwd_times = m.fwd_times_s + tuple(fwd)
+    bwd_times = m.bwd_times_s + tuple(bwd) if m.bwd_times_s else ()
+    return dataclasses.replace(m, fwd_times_s=fwd_times, bwd_times_s=bwd_times,
+                               fwd_time_s=statistics.median(fwd_times),
+                               bwd_time_s=statistics.median(bwd_times) if bwd_times else 0.0)
 
 
 class Rounds:
@@ -55,9 +68,6 @@ class Rounds:
                 bwd[-1].append(b)
         measured = [(with_rounds(m, fwd[k], bwd[k]), n)
                     for k, (m, n) in enumerate(self.measured)]
-        if lm is not None and fwd[-1]:
-            f_all, b_all = lm.fwd_times_s + tuple(fwd[-1]), lm.bwd_times_s + tuple(bwd[-1])
-            lm = dataclasses.replace(lm, fwd_times_s=f_all, bwd_times_s=b_all,
-                                     fwd_time_s=statistics.median(f_all),
-                                     bwd_time_s=statistics.median(b_all))
+        if lm is not None:
+            lm = with_rounds(lm, fwd[-1], bwd[-1])
         return measured, lm
