@@ -6,13 +6,13 @@ import (
 	"github.com/chainplan/chainplan"
 )
 
-// ChainOf turns aggregated stages (in index order, the loss last, as StagesOf returns
+// ChainOf turns aggregated stages (in index order, the loss last, as Summarize returns
 // them) into a validated chain: chainplan.chain/v2 when the profile measured the exact
 // memory model of some stage (Exact), else v1. The chain input a_0 is stage 1's InBytes,
 // and the loss is all zero when absent. A stage whose saved or temporary sizes
 // were never measured (null) makes a *chainplan.ChainError naming the stage and the field,
 // since no planner can use it; stages out of order wrap chainplan.ErrInvalidChain.
-func ChainOf(stages []Stage) (*chainplan.Chain, error) {
+func ChainOf(stages []StageSummary) (*chainplan.Chain, error) {
 	c := &chainplan.Chain{Format: chainplan.ChainFormat}
 	for i := range stages {
 		s := &stages[i]
@@ -58,7 +58,7 @@ func ChainOf(stages []Stage) (*chainplan.Chain, error) {
 
 // need returns a memory size a planner needs, or a *chainplan.ChainError naming the stage
 // and the field when the profile never measured it.
-func need(s *Stage, field string, v NullInt64) (int64, error) {
+func need(s *StageSummary, field string, v NullInt64) (int64, error) {
 	if !v.Valid {
 		where := s.Index
 		if s.Kind == KindLoss {
@@ -71,7 +71,7 @@ func need(s *Stage, field string, v NullInt64) (int64, error) {
 }
 
 // lossOf returns the chain's loss of the loss row s.
-func lossOf(s *Stage) (chainplan.Loss, error) {
+func lossOf(s *StageSummary) (chainplan.Loss, error) {
 	l := chainplan.Loss{FwdTime: s.FwdTimeS, BwdTime: s.BwdTimeS}
 	var err error
 	if l.FwdTmpBytes, err = need(s, "fwd_tmp_bytes", s.FwdTmpBytes); err != nil {

@@ -11,33 +11,33 @@ import (
 
 func TestChainOf(t *testing.T) {
 	n := func(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
-	stage := func(k int) profile.Stage {
-		return profile.Stage{Index: k, Name: "s", Kind: profile.KindStage, Reps: 1, Measures: profile.Measures{
+	stage := func(k int) profile.StageSummary {
+		return profile.StageSummary{Index: k, Name: "s", Kind: profile.KindStage, Reps: 1, Measures: profile.Measures{
 			FwdTimeS: 1, BwdTimeS: 2, InBytes: int64(10 * k), OutBytes: 4,
 			SavedBytes: n(6), FwdTmpBytes: n(1), BwdTmpBytes: n(2), ParamBytes: 9}}
 	}
-	loss := profile.Stage{Index: 3, Name: "loss", Kind: profile.KindLoss, Reps: 1, Measures: profile.Measures{
+	loss := profile.StageSummary{Index: 3, Name: "loss", Kind: profile.KindLoss, Reps: 1, Measures: profile.Measures{
 		FwdTimeS: 0.5, BwdTimeS: 0.25, SavedBytes: n(0), FwdTmpBytes: n(3), BwdTmpBytes: n(5)}}
 	tests := []struct {
 		name      string
-		stages    []profile.Stage
+		stages    []profile.StageSummary
 		wantErr   error
 		wantField string
 	}{
-		{"with loss", []profile.Stage{stage(1), stage(2), loss}, nil, ""},
-		{"without loss", []profile.Stage{stage(1), stage(2)}, nil, ""},
-		{"gap", []profile.Stage{stage(1), stage(3)}, chainplan.ErrInvalidChain, ""},
-		{"loss first", []profile.Stage{loss, stage(1)}, chainplan.ErrInvalidChain, ""},
-		{"no saved", func() []profile.Stage {
+		{"with loss", []profile.StageSummary{stage(1), stage(2), loss}, nil, ""},
+		{"without loss", []profile.StageSummary{stage(1), stage(2)}, nil, ""},
+		{"gap", []profile.StageSummary{stage(1), stage(3)}, chainplan.ErrInvalidChain, ""},
+		{"loss first", []profile.StageSummary{loss, stage(1)}, chainplan.ErrInvalidChain, ""},
+		{"no saved", func() []profile.StageSummary {
 			s := stage(1)
 			s.SavedBytes = profile.NullInt64{}
-			return []profile.Stage{s}
+			return []profile.StageSummary{s}
 		}(),
 			chainplan.ErrInvalidChain, "saved_bytes"},
-		{"loss without tmp", func() []profile.Stage {
+		{"loss without tmp", func() []profile.StageSummary {
 			l := loss
 			l.Index, l.BwdTmpBytes = 2, profile.NullInt64{}
-			return []profile.Stage{stage(1), l}
+			return []profile.StageSummary{stage(1), l}
 		}(), chainplan.ErrInvalidChain, "bwd_tmp_bytes"},
 		{"empty", nil, chainplan.ErrInvalidChain, "stages"},
 	}

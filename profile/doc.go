@@ -4,8 +4,9 @@
 // in SQLite, and the planners get the chain that ChainOf builds from it.
 //
 // A profile is a list of Rows, one per stage and measurement repetition, and its
-// provenance, a Metadata. StagesOf aggregates the rows into one Stage per stage (medians
-// over the repetitions) and ChainOf turns the stages into a chainplan.chain/v1 chain.
+// provenance, a Metadata. Summarize aggregates the rows into one StageSummary per stage
+// (the medians over the repetitions) and ChainOf turns the summaries into a
+// chainplan.chain/v1 chain.
 // Times are float64 seconds and sizes int64 bytes, the unit in every field's name, as in
 // profile files, chain files and the store's columns, so that no layer converts a unit.
 //

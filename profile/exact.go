@@ -114,7 +114,7 @@ func aggregateExact(rows []Row, idx []int) Exact {
 }
 
 // applyExact sets the version 2 fields of st from the stage's exact model.
-func applyExact(st *chainplan.Stage, s *Stage) error {
+func applyExact(st *chainplan.Stage, s *StageSummary) error {
 	e := &s.Exact
 	if e.SavesInput.Valid {
 		st.SavesInput = chainplan.Bool(e.SavesInput.Bool)

@@ -21,7 +21,7 @@ func TestExactAggregates(t *testing.T) {
 			FwdTimeS: 1, BwdTimeS: 2, InBytes: 3, OutBytes: 4, SavedBytes: n(8), FwdTmpBytes: n(0), BwdTmpBytes: n(0),
 			Exact: profile.Exact{SavesInput: b(in), SavesOutput: b(false), RecomputeTimeS: f(rt), RecomputeTmpBytes: n(1), OptionsJSON: opts}}}
 	}
-	stages := profile.StagesOf([]profile.Row{row(0, false, 0.1), row(1, true, 0.3), row(2, false, 0.2)})
+	stages := profile.Summarize([]profile.Row{row(0, false, 0.1), row(1, true, 0.3), row(2, false, 0.2)})
 	e := stages[0].Exact
 	if !e.SavesInput.Bool || e.SavesOutput.Bool || e.RecomputeTimeS.Float64 != 0.2 || e.OptionsJSON != opts {
 		t.Fatalf("aggregated %+v", e)

@@ -73,7 +73,7 @@ func (p Parallel) Recorded() bool {
 }
 
 // SameStructure reports whether p and q record the same shapes, counts and modules (the
-// batch times are measurements, aggregated by StagesOf).
+// batch times are measurements, aggregated by Summarize).
 func (p Parallel) SameStructure(q Parallel) bool {
 	p.BatchTimes, q.BatchTimes = "", ""
 	return p == q

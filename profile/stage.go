@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// Stage kinds: Row.StageKind and Stage.Kind hold one of these.
+// Stage kinds: Row.StageKind and StageSummary.Kind hold one of these.
 const (
 	KindStage = "stage" // a stage 1..L of the chain
 	KindLoss  = "loss"  // the loss, stage L+1
@@ -35,7 +35,7 @@ func (n *NullInt64) Scan(value any) error {
 func (n NullInt64) Value() (driver.Value, error) { return sql.NullInt64(n).Value() }
 
 // Measures are what a stage costs: measured once (a Row) or the medians over the
-// repetitions (a Stage). The nullable sizes are null when the profiler did not measure
+// repetitions (a StageSummary). The nullable sizes are null when the profiler did not measure
 // them (chainplan.record measures times and outputs only).
 type Measures struct {
 	FwdTimeS    float64   // u_F, the forward's time, seconds
@@ -62,9 +62,10 @@ type Row struct {
 	Parallel Parallel
 }
 
-// Stage is one stage aggregated over its repetitions (see StagesOf): a row of the store's
-// stages table, and what ChainOf makes a chain of.
-type Stage struct {
+// StageSummary is the summary of one stage's measurements: the stage aggregated over its
+// repetitions (see Summarize), a row of the store's stages table, and what ChainOf makes a
+// chain of. (A Row is one measurement; a chain's element is a chainplan.Stage.)
+type StageSummary struct {
 	Index int    // 1..L, L+1 for the loss
 	Name  string // the module's name
 	Kind  string // KindStage or KindLoss
@@ -75,12 +76,12 @@ type Stage struct {
 	Parallel Parallel
 }
 
-// StagesOf aggregates rows into one Stage per stage index, in index order (the loss, if
-// any, last). Every value is the median of the stage's rows, nulls left out (null when
+// Summarize aggregates rows into one StageSummary per stage index, in index order (the
+// loss, if any, last). Every value is the median of the stage's rows, nulls left out (null when
 // every row is null). Times are medians (the mean of the two middle values for an even
 // count); sizes are upper medians (the larger middle value, an observed size that errs on
 // the side of more memory). Name and Kind are the first row's.
-func StagesOf(rows []Row) []Stage {
+func Summarize(rows []Row) []StageSummary {
 	byIndex := make(map[int][]int) // stage index → row numbers
 	for i, r := range rows {
 		byIndex[r.StageIndex] = append(byIndex[r.StageIndex], i)
@@ -90,7 +91,7 @@ func StagesOf(rows []Row) []Stage {
 		indices = append(indices, k)
 	}
 	sort.Ints(indices)
-	out := make([]Stage, 0, len(indices))
+	out := make([]StageSummary, 0, len(indices))
 	f := make([]float64, 0, 32)
 	n := make([]int64, 0, 32)
 	medF := func(get func(*Measures) float64, idx []int) float64 {
@@ -116,7 +117,7 @@ func StagesOf(rows []Row) []Stage {
 	for _, k := range indices {
 		idx := byIndex[k]
 		first := &rows[idx[0]]
-		out = append(out, Stage{Index: k, Name: first.StageName, Kind: first.StageKind, Reps: len(idx),
+		out = append(out, StageSummary{Index: k, Name: first.StageName, Kind: first.StageKind, Reps: len(idx),
 			Measures: Measures{
 				FwdTimeS:    medF(func(m *Measures) float64 { return m.FwdTimeS }, idx),
 				BwdTimeS:    medF(func(m *Measures) float64 { return m.BwdTimeS }, idx),

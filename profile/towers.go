@@ -83,9 +83,9 @@ func (m *Metadata) Towers() (*Towers, error) {
 // become a chain, one per branch (a shared tower's chain repeated), with the branch's input
 // size; the loss row is the joint loss. Errors: *chainplan.ChainError as for ChainOf, and
 // an error wrapping ErrInvalidChain when the stages do not add up to the towers.
-func MultiChainOf(stages []Stage, t *Towers) (*chainplan.MultiChain, error) {
+func MultiChainOf(stages []StageSummary, t *Towers) (*chainplan.MultiChain, error) {
 	n := len(stages)
-	var loss *Stage
+	var loss *StageSummary
 	if n > 0 && stages[n-1].Kind == KindLoss {
 		loss, n = &stages[n-1], n-1
 	}
@@ -100,7 +100,7 @@ func MultiChainOf(stages []Stage, t *Towers) (*chainplan.MultiChain, error) {
 	towers := make([]chainplan.Chain, len(t.Lengths))
 	first := 0
 	for i, l := range t.Lengths {
-		part := make([]Stage, l)
+		part := make([]StageSummary, l)
 		copy(part, stages[first:first+l])
 		for q := range part {
 			if part[q].Index != first+q+1 {

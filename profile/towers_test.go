@@ -41,13 +41,13 @@ func TestParseTowers(t *testing.T) {
 // become a bundle of three branches.
 func TestMultiChainOf(t *testing.T) {
 	n := func(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
-	stage := func(k int, out int64) profile.Stage {
-		return profile.Stage{Index: k, Name: "s", Kind: profile.KindStage, Reps: 1, Measures: profile.Measures{
+	stage := func(k int, out int64) profile.StageSummary {
+		return profile.StageSummary{Index: k, Name: "s", Kind: profile.KindStage, Reps: 1, Measures: profile.Measures{
 			FwdTimeS: 1, BwdTimeS: 2, InBytes: 99, OutBytes: out, SavedBytes: n(out + 1), FwdTmpBytes: n(1), BwdTmpBytes: n(2)}}
 	}
-	loss := profile.Stage{Index: 4, Name: "loss", Kind: profile.KindLoss, Reps: 1, Measures: profile.Measures{
+	loss := profile.StageSummary{Index: 4, Name: "loss", Kind: profile.KindLoss, Reps: 1, Measures: profile.Measures{
 		FwdTimeS: 0.5, BwdTimeS: 0.25, SavedBytes: n(0), FwdTmpBytes: n(3), BwdTmpBytes: n(5)}}
-	stages := []profile.Stage{stage(1, 4), stage(2, 6), stage(3, 2), loss}
+	stages := []profile.StageSummary{stage(1, 4), stage(2, 6), stage(3, 2), loss}
 	tw := &profile.Towers{Lengths: []int{2, 1}, Branches: []int{0, 1, 0}, InputBytes: []int64{10, 20, 30},
 		KeepInputGrad: []bool{false, true, false}}
 	mc, err := profile.MultiChainOf(stages, tw)

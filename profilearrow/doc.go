@@ -19,7 +19,7 @@
 // first problem (*Error, errors.Is ErrInvalidProfile), or wraps chainplan.ErrSchemaVersion
 // for a file of another format version. (*Profile).Stages takes the median of every
 // stage's repetitions and (*Profile).Chain turns those medians into a chain (the model's
-// profile.StagesOf and profile.ChainOf). Write writes a profile with Go.
+// profile.Summarize and profile.ChainOf). Write writes a profile with Go.
 //
 // Arrow stays behind this package and internal/arrowtable (query results as Arrow): the
 // profile model, the store and the planners do not import it.

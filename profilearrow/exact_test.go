@@ -40,7 +40,7 @@ func TestExactColumnsRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.Rows, p.Rows) {
 		t.Fatalf("rows changed in the round trip:\n got %+v\nwant %+v", got.Rows[0], p.Rows[0])
 	}
-	c, err := profile.ChainOf(profile.StagesOf(got.Rows))
+	c, err := profile.ChainOf(profile.Summarize(got.Rows))
 	if err != nil {
 		t.Fatal(err)
 	}

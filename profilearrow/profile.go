@@ -14,9 +14,9 @@ type Profile struct {
 }
 
 // Stages aggregates the rows into one stage per stage index, in index order (the loss, if
-// any, last), as medians over the repetitions (profile.StagesOf).
-func (p *Profile) Stages() []profile.Stage {
-	return profile.StagesOf(p.Rows)
+// any, last), as medians over the repetitions (profile.Summarize).
+func (p *Profile) Stages() []profile.StageSummary {
+	return profile.Summarize(p.Rows)
 }
 
 // Chain returns the chainplan.chain/v1 chain of the profile: the medians of Stages, the

@@ -129,14 +129,14 @@ func sampleProfile(i, stages, reps int) *store.Profile {
 	in := batch * 3 * 224 * 224 * 4
 	for k, name := range names {
 		out := int64(1+rng.IntN(256)) << 16
-		s := profile.Stage{Index: k + 1, Name: name, Kind: profile.KindStage, Reps: reps, Measures: profile.Measures{
+		s := profile.StageSummary{Index: k + 1, Name: name, Kind: profile.KindStage, Reps: reps, Measures: profile.Measures{
 			FwdTimeS: 1e-4 + rng.Float64()*2e-3, BwdTimeS: 2e-4 + rng.Float64()*4e-3, InBytes: in, OutBytes: out,
 			SavedBytes: nullInt(out * int64(1+rng.IntN(3))), FwdTmpBytes: nullInt(int64(rng.IntN(16)) << 16),
 			BwdTmpBytes: nullInt(int64(rng.IntN(16)) << 18), ParamBytes: int64(rng.IntN(1 << 24))}}
 		p.Stages = append(p.Stages, s)
 		in = out
 	}
-	p.Stages = append(p.Stages, profile.Stage{Index: len(names) + 1, Name: "cross_entropy", Kind: profile.KindLoss, Reps: reps,
+	p.Stages = append(p.Stages, profile.StageSummary{Index: len(names) + 1, Name: "cross_entropy", Kind: profile.KindLoss, Reps: reps,
 		Measures: profile.Measures{FwdTimeS: 5e-5, BwdTimeS: 4e-5, InBytes: in,
 			SavedBytes: nullInt(0), FwdTmpBytes: nullInt(0), BwdTmpBytes: nullInt(4096)}})
 	for _, s := range p.Stages {

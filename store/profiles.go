@@ -18,7 +18,7 @@ import (
 // StageName nor StageKind: the stages say them).
 type Profile struct {
 	Run          Run
-	Stages       []profile.Stage
+	Stages       []profile.StageSummary
 	Measurements []profile.Row
 }
 
@@ -199,7 +199,7 @@ func repeat(s string, n int) string {
 	return string(out)
 }
 
-func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.Stage) error {
+func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.StageSummary) error {
 	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
 		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 13+5, len(stages),
 		func(i int, dst []any) []any {
@@ -227,7 +227,7 @@ func insertMeasurements(ctx context.Context, tx txn, runID int64, ms []profile.R
 
 // Stages returns the stages of run id in index order (the loss last), or an error
 // wrapping chainplan.ErrNotFound when there is no such run.
-func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) {
+func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.StageSummary, error) {
 	if _, err := db.Run(ctx, runID); err != nil {
 		return nil, err
 	}
@@ -238,9 +238,9 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.Stage, error) 
 		return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 	}
 	defer rows.Close()
-	var out []profile.Stage
+	var out []profile.StageSummary
 	for rows.Next() {
-		var s profile.Stage
+		var s profile.StageSummary
 		var opts sql.NullString
 		var par parallelRow
 		if err := rows.Scan(append([]any{&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,

@@ -112,7 +112,7 @@ func TestIngestRejects(t *testing.T) {
 			{"stages out of order", func(p *store.Profile) { p.Stages[0], p.Stages[1] = p.Stages[1], p.Stages[0] }, "position 1"},
 			{"loss first", func(p *store.Profile) {
 				loss := p.Stages[len(p.Stages)-1]
-				p.Stages = append([]profile.Stage{loss}, p.Stages[:len(p.Stages)-1]...)
+				p.Stages = append([]profile.StageSummary{loss}, p.Stages[:len(p.Stages)-1]...)
 				for i := range p.Stages {
 					p.Stages[i].Index = i + 1
 				}

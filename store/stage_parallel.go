@@ -12,8 +12,8 @@ import (
 const stageParallelColumns = `in_shape, out_shape, weight_count, bias_count, modules_json, batch_times_json`
 
 // insertStageParallel stores the parallel fields of the stages that recorded any.
-func insertStageParallel(ctx context.Context, tx txn, runID int64, stages []profile.Stage) error {
-	var rec []*profile.Stage
+func insertStageParallel(ctx context.Context, tx txn, runID int64, stages []profile.StageSummary) error {
+	var rec []*profile.StageSummary
 	for i := range stages {
 		if stages[i].Parallel.Recorded() {
 			rec = append(rec, &stages[i])

@@ -81,7 +81,7 @@ func writeRunHeader(e *env, r *store.Run) {
 }
 
 // writeStages writes one line per stage.
-func writeStages(rw resultWriter, stages []profile.Stage) error {
+func writeStages(rw resultWriter, stages []profile.StageSummary) error {
 	cols := []string{"stage", "name", "kind", "reps", "fwd_ms", "bwd_ms", "in_bytes", "out_bytes", "saved_bytes",
 		"fwd_tmp_bytes", "bwd_tmp_bytes", "param_bytes"}
 	if err := rw.begin(cols); err != nil {

@@ -36,7 +36,7 @@ const DefaultMaxTimelines = 12
 type Page struct {
 	Title    string
 	Run      *store.Run
-	Stages   []profile.Stage
+	Stages   []profile.StageSummary
 	Frontier template.HTML
 	// Plans lists every stored plan of the run; those drawn have their Timeline set, the
 	// others a Note saying why not.

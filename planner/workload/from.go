@@ -48,10 +48,10 @@ func dtypeBytes(dtype string) int64 {
 	return 4
 }
 
-// FromProfile returns the model of a profile's aggregated stages (profile.StagesOf, the
+// FromProfile returns the model of a profile's aggregated stages (profile.Summarize, the
 // loss last) and provenance: times, sizes and, where recorded, the parallel fields
 // (shapes, weight and bias counts, modules, batch times, optimizer). Known says which.
-func FromProfile(meta profile.Metadata, stages []profile.Stage) (*Model, error) {
+func FromProfile(meta profile.Metadata, stages []profile.StageSummary) (*Model, error) {
 	m := &Model{Name: meta.ModelName, BatchSize: meta.BatchSize, DTypeBytes: dtypeBytes(meta.DType),
 		Known: FieldMemory | FieldShapes | FieldCounts | FieldModules | FieldBatchTimes}
 	if o, ok, err := profile.OptimizerOf(meta.Map()); err != nil {

@@ -93,7 +93,7 @@ func TestFromProfile(t *testing.T) {
 			OutChannels: 4, Kernel: []int64{1, 1}, WeightCount: 16, BiasCount: 4},
 	})
 	valid := func(v int64) profile.NullInt64 { return profile.NullInt64{Int64: v, Valid: true} }
-	stages := []profile.Stage{
+	stages := []profile.StageSummary{
 		{Index: 1, Name: "conv", Kind: profile.KindStage, Measures: profile.Measures{FwdTimeS: 1, BwdTimeS: 2,
 			InBytes: 2 * 8 * 256 * 4, OutBytes: 2 * 4 * 256 * 4, SavedBytes: valid(2 * 4 * 256 * 4), FwdTmpBytes: valid(0),
 			BwdTmpBytes: valid(0), ParamBytes: 308 * 4},
