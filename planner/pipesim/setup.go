@@ -224,9 +224,9 @@ func ParseStages(spec string, layers int) (stages []pipeline.Stage, count int, e
 		return nil, n, nil
 	}
 	next := 1
-	for k, part := range strings.Split(spec, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
+	for k, text := range strings.Split(spec, ",") {
+		text = strings.TrimSpace(text)
+		lo, hi, isRange := strings.Cut(text, "-")
 		a, errA := strconv.Atoi(strings.TrimSpace(lo))
 		b, errB := a, error(nil)
 		if isRange {
@@ -234,13 +234,13 @@ func ParseStages(spec string, layers int) (stages []pipeline.Stage, count int, e
 		}
 		switch {
 		case errA != nil || errB != nil:
-			return nil, 0, optionErr("stages", "%q is not a layer range such as 5-9 (stage %d)", part, k)
+			return nil, 0, optionErr("stages", "%q is not a layer range such as 5-9 (stage %d)", text, k)
 		case a != next:
-			return nil, 0, optionErr("stages", "stage %d (%s) starts at layer %d, want %d: the ranges must cover layers 1..%d in order", k, part, a, next, layers)
+			return nil, 0, optionErr("stages", "stage %d (%s) starts at layer %d, want %d: the ranges must cover layers 1..%d in order", k, text, a, next, layers)
 		case b < a:
-			return nil, 0, optionErr("stages", "stage %d (%s) ends before it starts", k, part)
+			return nil, 0, optionErr("stages", "stage %d (%s) ends before it starts", k, text)
 		case b > layers:
-			return nil, 0, optionErr("stages", "stage %d (%s) ends at layer %d, the chain has %d layers", k, part, b, layers)
+			return nil, 0, optionErr("stages", "stage %d (%s) ends at layer %d, the chain has %d layers", k, text, b, layers)
 		}
 		stages = append(stages, pipeline.Stage{First: a, Last: b, GPU: k})
 		next = b + 1

@@ -82,7 +82,7 @@ func FromProfile(meta profile.Metadata, stages []profile.StageSummary) (*Model, 
 			m.Known &^= FieldShapes
 		}
 		if p.WeightCount.Valid && p.BiasCount.Valid && p.WeightCount.Int64+p.BiasCount.Int64 > 0 {
-			// Parameter bytes split in proportion to the counts: one dtype per stage.
+			// Parameter bytes split in proportion to the counts: one dtype per layer.
 			n := p.WeightCount.Int64 + p.BiasCount.Int64
 			l.BiasBytes = int64(float64(s.ParamBytes) * float64(p.BiasCount.Int64) / float64(n))
 			l.WeightBytes = s.ParamBytes - l.BiasBytes
@@ -125,15 +125,15 @@ func (m *Model) splitUpdateTime() {
 	}
 }
 
-// partsOf turns a stage's modules into parts. The element size of activations is the
-// stage output's bytes per element (stageOut its shape); halos follow the authors' script
+// partsOf turns a layer's modules into parts. The element size of activations is the
+// layer output's bytes per element (layerOut its shape); halos follow the authors' script
 // (spec §2.5.3 [REPO]): the last spatial dimension is split, and a module with kernel K
 // there exchanges ⌊(K−1)/2⌋ columns of its input (C channels) forward and of its output
 // gradient (F channels) backward, per direction, times the other spatial dimensions.
-func partsOf(mods []profile.Module, stageOutBytes int64, stageOut []int64) []Part {
+func partsOf(mods []profile.Module, layerOutBytes int64, layerOut []int64) []Part {
 	elem := 4.0
-	if n := numel(stageOut); n > 0 && stageOutBytes > 0 {
-		elem = float64(stageOutBytes) / float64(n)
+	if n := numel(layerOut); n > 0 && layerOutBytes > 0 {
+		elem = float64(layerOutBytes) / float64(n)
 	}
 	parts := make([]Part, 0, len(mods))
 	for _, md := range mods {
