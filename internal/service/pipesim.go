@@ -24,7 +24,7 @@ import (
 const DefaultSimulationWeightCopies = 2
 
 // PipesimRequest is what to simulate (chainplan pipesim, chainplan.pipesim): a schedule on
-// stages of the chain, or on a plan.
+// a partition of the chain into stages, or on a plan.
 type PipesimRequest struct {
 	// Schedule is one of the registry's Simulation entries (planner.Schedules).
 	Schedule string `json:"schedule"`

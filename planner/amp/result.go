@@ -81,7 +81,8 @@ type Candidate struct {
 // Stage is one pipeline stage of a candidate.
 type Stage struct {
 	// FirstBlock and LastBlock are 1-based and inclusive; FirstLayer and LastLayer the
-	// model's layers (chain stages, 1-based) they cover, FirstName and LastName their names.
+	// model's layers (1-based, numbered as in the chain) they cover, FirstName and LastName
+	// their names.
 	FirstBlock int    `json:"first_block"`
 	LastBlock  int    `json:"last_block"`
 	FirstLayer int    `json:"first_layer"`

@@ -96,7 +96,7 @@ type Optimizer struct {
 	StateBytes int64   // its state after a step, bytes
 }
 
-// Layer is one layer l of ParaDL's abstraction (spec §2.3), a stage of the chain.
+// Layer is one layer l of ParaDL's abstraction (spec §2.3): element l of the chain.
 type Layer struct {
 	Name string
 	// FwdTimeS and BwdTimeS are the layer's times at Model.BatchSize, seconds.
