@@ -31,9 +31,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "chainplan"
 #: module under that package not named elsewhere; an exact name wins over a pattern, a
 #: longer pattern over a shorter one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("chainplan._lazy", "chainplan._highs", "chainplan.errors", "chainplan.jsonfields",
-              "chainplan.schema", "chainplan.svg", "chainplan.ops", "chainplan._gocore",
-              "chainplan._gocore.*")),
+    ("base", ("chainplan._lazy", "chainplan._moved", "chainplan._highs", "chainplan.errors",
+              "chainplan.jsonfields", "chainplan.schema", "chainplan.svg", "chainplan.ops",
+              "chainplan._gocore", "chainplan._gocore.*")),
     ("bindings", ("chainplan._bind", "chainplan._cli")),
     ("documents", ("chainplan.offloading", "chainplan.towerplan", "chainplan.plandoc",
                    "chainplan.simulation", "chainplan.layout3d", "chainplan.advicerecord",
@@ -43,7 +43,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "chainplan.graph.describe")),
     ("planning", ("chainplan.arguments", "chainplan.tradeoff", "chainplan.schedule",
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
-                  "chainplan.pipeline.plan", "chainplan.pipeline.planning")),
+                  "chainplan.pipeline.plan", "chainplan.pipeline.requests",
+                  "chainplan.pipeline.planning")),
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph",
                    "chainplan.graph.*", "chainplan.profiler", "chainplan.profiler.*",
                    "chainplan.towers", "chainplan.towers.*", "chainplan.pipeline.*",

@@ -45,7 +45,7 @@ for py in $pythons; do
 		"${clean[@]}" "$work/venv/bin/chainplan" pipeline --chain vgg16.json --gpus 2 --memory 24GB \
 			--bandwidth 12GB/s --require-solver --format text >"$work/pipeline.txt" &&
 		sed -n 1p "$work/pipeline.txt" &&
-		"${clean[@]}" "$work/venv/bin/python" -c "from chainplan.pipeline.planning import pipeline_plan as p
+		"${clean[@]}" "$work/venv/bin/python" -c "from chainplan.pipeline.requests import pipeline_plan as p
 pp = p('vgg16.json', gpus=2, memory='24GB', bandwidth='12GB/s', require_solver=True)
 assert pp.chosen == 'madpipe', pp.chosen
 print('pipeline_plan: madpipe, period %.6g' % pp.period)")

@@ -74,7 +74,7 @@ __all__ = [
 ]
 
 _WHERE = {
-    "pipeline_plan": "chainplan.pipeline.planning",
+    "pipeline_plan": "chainplan.pipeline.requests",
     "PipelinePlan": "chainplan.pipeline.plan",
     "find_profile": "chainplan.reuse",
     "pipesim": "chainplan.simulating",

@@ -18,8 +18,8 @@ from chainplan._lazy import lazy_names
 if TYPE_CHECKING:
     from chainplan.pipeline.measure import PipelineExecution
     from chainplan.pipeline.plan import PipelinePlan
-    from chainplan.pipeline.planning import pipeline_plan
     from chainplan.pipeline.reference import reference_step
+    from chainplan.pipeline.requests import pipeline_plan
     from chainplan.pipeline.runner import PipelineRunner
 
 __all__ = ["PipelineExecution", "PipelinePlan", "PipelineRunner", "pipeline_plan",
@@ -29,7 +29,7 @@ _WHERE = {
     "PipelineExecution": "chainplan.pipeline.measure",
     "PipelinePlan": "chainplan.pipeline.plan",
     "PipelineRunner": "chainplan.pipeline.runner",
-    "pipeline_plan": "chainplan.pipeline.planning",
+    "pipeline_plan": "chainplan.pipeline.requests",
     "reference_step": "chainplan.pipeline.reference",
 }
 

@@ -1,13 +1,13 @@
 """The model's layers as the pipeline runner runs them: declared, or cut from its graph.
 
-An ``nn.Sequential`` called with one tensor is the chain of its declared stages
-(:func:`chainplan.stages.flatten_stages`). Any other model (a transformer looping over a
-``ModuleList``, one taking an attention mask) is captured with ``torch.export`` and cut
-into the chain ``chainplan.profile`` measured: the same capture of the same model and kind
-of input (:func:`chainplan.graph.chain.extract`), so the runner needs one micro-batch's call
-of the model (``example=``) to capture it before any step.
+An ``nn.Sequential`` called with one tensor is the chain of its declared layers (its
+children, flattened by :func:`chainplan.stages.flatten_stages`). Any other model (a
+transformer looping over a ``ModuleList``, one taking an attention mask) is captured with
+``torch.export`` and cut into the chain ``chainplan.profile`` measured: the same capture of
+the same model and kind of input (:func:`chainplan.graph.chain.extract`), so the runner
+needs one micro-batch's call of the model (``example=``) to capture it before any step.
 
-The stages of a captured model may read **side values** that no stage produces (a mask
+The layers of a captured model may read **side values** that no layer produces (a mask
 built once, position embeddings): every rank computes them itself for each micro-batch it
 runs (the chain's prelude, from the step's inputs, which every rank is given) and binds
 them while its stages run that micro-batch, in their forwards and in a recomputation. When
@@ -47,7 +47,7 @@ def _param_bytes(m: nn.Module) -> int:
 
 
 class ModelLayers:
-    """The chain's layers of a model, and what its captured stages need to run.
+    """The chain's layers of a model, and what its captured layers need to run.
 
     Args:
         plan: the plan (its layer count and, for plans of a profile, each layer's weights
@@ -146,7 +146,7 @@ class ModelLayers:
 
     @contextlib.contextmanager
     def side(self, microbatch: int, device: torch.device) -> Iterator[None]:
-        """Bind micro-batch ``microbatch``'s side values while the block runs (computed on
+        """Bind micro-batch ``microbatch``'s side values while the stage runs (computed on
         first use, on ``device``); nothing for a declared chain."""
         if self.chain is None:
             yield

@@ -1,6 +1,6 @@
 """What a pipeline plan measured when it ran, and its record in the database.
 
-Each rank measures its own part: its step time (median over the timed steps), the steady
+Each rank measures its own stages: its step time (median over the timed steps), the steady
 state time between micro-batches, and its peak memory. The time between micro-batches is
 read from the forward start times of the rank's stages in the plan's steady periods
 (:func:`chainplan.pipeline.order.steady_periods`): there every operation of the pattern
@@ -80,7 +80,7 @@ class Measured(Protocol):
     def forward_starts(self) -> dict[tuple[int, int], float]: ...
 
     @property
-    def blocks(self) -> Mapping[int, nn.Module]: ...
+    def stage_modules(self) -> Mapping[int, nn.Module]: ...
 
     def parameters(self) -> Iterator[nn.Parameter]: ...
 
@@ -263,11 +263,11 @@ def _peak_step(runner: Measured, step: Callable[[], Any],
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device))
     params = list(runner.parameters())
-    resident = sum(t.numel() * t.element_size() for block in runner.blocks.values()
-                   for t in itertools.chain(block.parameters(), block.buffers()))
+    resident = sum(t.numel() * t.element_size() for module in runner.stage_modules.values()
+                   for t in itertools.chain(module.parameters(), module.buffers()))
     resident += _state_bytes(optimizer, params)
-    for block in runner.blocks.values():
-        block.zero_grad(set_to_none=True)
+    for module in runner.stage_modules.values():
+        module.zero_grad(set_to_none=True)
     with MemoryProbe(device=device) as probe:
         step()
         if optimizer is not None:
@@ -315,9 +315,9 @@ def measure_runner(runner: Measured, step: Callable[[], Any], *, steps: int,
         sync(runner.device)
         times.append(time.perf_counter() - t0)
         mb_times.append(steady_time(plan, runner.microbatches, runner.forward_starts,
-                                    list(runner.blocks)) if runner.plan_order else math.nan)
+                                    list(runner.stage_modules)) if runner.plan_order else math.nan)
     mine = RankMeasure(runner.rank, str(runner.device), socket.gethostname(),
-                       tuple(runner.blocks), statistics.median(times),
+                       tuple(runner.stage_modules), statistics.median(times),
                        statistics.median(mb_times), peak, plan.memory_per_gpu[runner.rank])
     gathered: list[Any] = [None] * runner.world
     dist.all_gather_object(gathered, mine, group=runner.group)

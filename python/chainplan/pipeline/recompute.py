@@ -23,38 +23,43 @@ from torch import nn
 
 from chainplan.executors.runner import Runner
 from chainplan.ops import Op
-from chainplan.pipeline.block import MicrobatchContext, StageBlock, contiguous_grad, run_layers
 from chainplan.pipeline.parts import Recompute
+from chainplan.pipeline.stagemodule import (
+    MicrobatchContext,
+    StageModule,
+    contiguous_grad,
+    run_layers,
+)
 
-__all__ = ["RecomputingBlock"]
+__all__ = ["RecomputingStageModule"]
 
 
 class _SeededLayer(nn.Module):
-    """A layer run with its block's per-layer seed (the micro-batch and step it is run for
-    are the block's at the time, which the backward sets back)."""
+    """A layer run with its module's per-layer seed (the micro-batch and step it is run for
+    are the module's at the time, which the backward sets back)."""
 
-    def __init__(self, block: RecomputingBlock, layer: nn.Module, number: int) -> None:
+    def __init__(self, module: RecomputingStageModule, layer: nn.Module, number: int) -> None:
         super().__init__()
-        self.__dict__["block"] = block  # not a child: the block owns the layer already
+        self.__dict__["module"] = module  # not a child: the stage module owns the layer already
         self.layer = layer
         self.number = number
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        b: RecomputingBlock = self.__dict__["block"]
+        b: RecomputingStageModule = self.__dict__["module"]
         return run_layers([self.layer], x, first=self.number, seed=b.seed, step=b.step,
                           microbatch=b.microbatch)
 
     def __getattr__(self, name: str) -> Any:
-        if name == "frozen_buffers":  # a graph stage recomputes on copies of its buffers
+        if name == "frozen_buffers":  # a captured layer recomputes on copies of its buffers
             return getattr(self.layer, name)
         return super().__getattr__(name)
 
 
-class RecomputingBlock(StageBlock):
+class RecomputingStageModule(StageModule):
     """Layers ``first..`` of the chain as a stage that recomputes in its backward.
 
     Args:
-        layers, first, context: as :class:`StageBlock`'s.
+        layers, first, context: as :class:`StageModule`'s.
         recompute: the plan stage's budget and sequence.
     """
 
@@ -82,35 +87,35 @@ class _Recomputed(torch.autograd.Function):
     replay). Backward: the plan's sequence from the kept input and the output's gradient."""
 
     @staticmethod
-    def forward(ctx: Any, block: RecomputingBlock, x: torch.Tensor,
+    def forward(ctx: Any, module: RecomputingStageModule, x: torch.Tensor,
                 anchor: torch.Tensor) -> torch.Tensor:
-        n = len(block.seeded)
-        runner = Runner(block.seeded, x.detach(), frozenset(range(1, n + 1)))
-        ctx.block, ctx.runner = block, runner
-        ctx.microbatch, ctx.step = block.microbatch, block.step
+        n = len(module.seeded)
+        runner = Runner(module.seeded, x.detach(), frozenset(range(1, n + 1)))
+        ctx.module, ctx.runner = module, runner
+        ctx.microbatch, ctx.step = module.microbatch, module.step
         ctx.differentiable = x.requires_grad
-        ctx.inference = block.inference
-        with block.context(block.microbatch):
+        ctx.inference = module.inference
+        with module.context(module.microbatch):
             runner.run_ops([Op("F_ck", 1), *[Op("F_none", k) for k in range(2, n + 1)]], 0)
         return runner.acts.pop(n).contiguous()
 
     @staticmethod
     def backward(ctx: Any, grad: torch.Tensor) -> tuple[None, torch.Tensor | None, None]:
-        block: RecomputingBlock = ctx.block
+        module: RecomputingStageModule = ctx.module
         runner: Runner = ctx.runner
-        ctx.block = ctx.runner = None  # the sequence runs once
-        mb, step = block.microbatch, block.step
-        block.microbatch, block.step = ctx.microbatch, ctx.step
+        ctx.module = ctx.runner = None  # the sequence runs once
+        mb, step = module.microbatch, module.step
+        module.microbatch, module.step = ctx.microbatch, ctx.step
         # Torch's shape inference runs a backward too; autograd would add its weight
         # gradients to the step's, which a stage recording its graph never sees.
-        kept = [(p, p.grad) for p in block.parameters()] if ctx.inference else []
+        kept = [(p, p.grad) for p in module.parameters()] if ctx.inference else []
         try:
             runner.delta = grad.contiguous()
             del grad
-            with torch.enable_grad(), block.context(ctx.microbatch):
-                runner.run_ops(block.recompute.sequence, 0)
+            with torch.enable_grad(), module.context(ctx.microbatch):
+                runner.run_ops(module.recompute.sequence, 0)
         finally:
-            block.microbatch, block.step = mb, step
+            module.microbatch, module.step = mb, step
             for p, g in kept:
                 p.grad = g
         delta = runner.delta

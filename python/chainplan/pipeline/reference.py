@@ -1,7 +1,7 @@
 """The step a pipeline must reproduce, in one process: the transparency oracle.
 
 :func:`reference_step` runs the chain on the same micro-batches, one after the other, with
-the same per-layer seeding (:func:`chainplan.pipeline.block.run_layers`) and the same
+the same per-layer seeding (:func:`chainplan.pipeline.stagemodule.run_layers`) and the same
 mean-reduced loss, and accumulates the gradient one process would: what every
 :class:`~chainplan.pipeline.runner.PipelineRunner` step must leave in the parameters of its
 stages.
@@ -18,7 +18,7 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ScheduleError
 from chainplan.graph.chain import extract
-from chainplan.pipeline.block import run_layers
+from chainplan.pipeline.stagemodule import run_layers
 from chainplan.sequential import flatten_stages
 
 __all__ = ["reference_step", "split_call", "split_microbatches"]

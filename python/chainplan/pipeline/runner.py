@@ -11,11 +11,11 @@ runs it; otherwise torch's private runtime (:mod:`chainplan.pipeline.runtime`) d
 :attr:`PipelineRunner.schedule` and :attr:`PipelineRunner.schedule_reason` say which and
 why.
 
-The model is taken as written: an ``nn.Sequential`` is the chain of its declared stages,
+The model is taken as written: an ``nn.Sequential`` is the chain of its declared layers,
 any other model is cut from its graph as ``chainplan.profile`` cut it
 (:mod:`chainplan.pipeline.layers`; ``example=`` gives one micro-batch's call to capture).
 Plan stages that recompute (checkpointing inside stages) run as
-:class:`~chainplan.pipeline.recompute.RecomputingBlock` s.
+:class:`~chainplan.pipeline.recompute.RecomputingStageModule` s.
 
 Usage (on every rank, e.g. under ``torchrun --nproc-per-node 4``)::
 
@@ -40,17 +40,18 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from chainplan._moved import warn_renamed
 from chainplan.errors import PipelineError, ScheduleError
 from chainplan.pipeline import runtime
-from chainplan.pipeline.block import StageBlock
 from chainplan.pipeline.choice import ScheduleChoice, choose, interleaved_candidate
 from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.failure import FailureBoard
 from chainplan.pipeline.layers import ModelLayers
 from chainplan.pipeline.measure import LossFn, PipelineExecution, measure_runner
 from chainplan.pipeline.order import builtin_schedule, first_difference, rank_orders
-from chainplan.pipeline.recompute import RecomputingBlock
+from chainplan.pipeline.recompute import RecomputingStageModule
 from chainplan.pipeline.reference import split_microbatches
+from chainplan.pipeline.stagemodule import StageModule
 
 __all__ = ["PipelineRunner", "ScheduleChoice"]
 
@@ -58,7 +59,7 @@ _runner_ids = itertools.count()
 
 
 class PipelineRunner:
-    """This rank's part of a pipeline plan, ready to run optimizer steps.
+    """This rank's stages of a pipeline plan, ready to run optimizer steps.
 
     Args:
         plan: the plan, the same on every rank.
@@ -74,7 +75,7 @@ class PipelineRunner:
         device: where this rank's stages run (default: ``cuda:<current device>`` when the
             process group's backend is NCCL, else the CPU).
         seed: makes forward randomness (dropout) a function of the seed, the step, the
-            micro-batch and the layer (:mod:`chainplan.pipeline.block`), the same as
+            micro-batch and the layer (:mod:`chainplan.pipeline.stagemodule`), the same as
             :func:`~chainplan.pipeline.reference.reference_step` draws (default: None, the
             process's generator).
         schedule: ``auto`` (default), ``plan``, ``1f1b`` or ``gpipe``
@@ -141,22 +142,22 @@ class PipelineRunner:
         self._board = FailureBoard(runtime.failure_store(),
                                    f"chainplan/pipeline/{next(_runner_ids)}", self.rank,
                                    self.world, timeout_s)
-        self.blocks: dict[int, StageBlock] = {}
+        self.stage_modules: dict[int, StageModule] = {}  # plan stage index → its module
 
         def context(mb: int) -> Any:
             return self.layers.side(mb, self.device)
 
         for s in plan.stages_on(self.rank):
             mine = self.layers.layers[s.first - 1:s.last]
-            block = StageBlock(mine, s.first, context) if s.recompute is None else \
-                RecomputingBlock(mine, s.first, s.recompute, context)
-            block.to(self.device)
-            block.seed = seed
-            self.blocks[s.index] = block
+            module = StageModule(mine, s.first, context) if s.recompute is None else \
+                RecomputingStageModule(mine, s.first, s.recompute, context)
+            module.to(self.device)
+            module.seed = seed
+            self.stage_modules[s.index] = module
         self._starts: dict[tuple[int, int], float] = {}
         self._inferred = False
         self._step = 0
-        self._schedule = self._build(name) if self.blocks else None
+        self._schedule = self._build(name) if self.stage_modules else None
         if schedule == "auto" and name == "" and self._schedule is not None \
                 and interleaved_candidate(plan):
             got = runtime.interleaved_schedule(self._stages, n, self._loss)
@@ -179,10 +180,10 @@ class PipelineRunner:
         from chainplan.pipeline.stage import LossReleasingStage
 
         self._stages = []
-        for k, block in self.blocks.items():
-            stage = LossReleasingStage(block, k, len(self.plan.stages), self.device,
+        for k, module in self.stage_modules.items():
+            stage = LossReleasingStage(module, k, len(self.plan.stages), self.device,
                                        group=self._pp_group)
-            stage.register_forward_context(self._forward_context(block))
+            stage.register_forward_context(self._forward_context(module))
             self._stages.append(stage)
         n = self.microbatches
         if name == "Schedule1F1B":
@@ -192,11 +193,11 @@ class PipelineRunner:
         return runtime.plan_schedule(self._stages, n, self._loss, self._group_orders,
                                      max_outstanding_sends=self._max_sends)
 
-    def _forward_context(self, block: StageBlock) -> Callable[[Any], Any]:
+    def _forward_context(self, module: StageModule) -> Callable[[Any], Any]:
         @contextmanager
         def context(info: Any) -> Iterator[None]:
-            block.microbatch = info.microbatch_index
-            block.inference = bool(info.is_metadata_inference)
+            module.microbatch = info.microbatch_index
+            module.inference = bool(info.is_metadata_inference)
             if info.is_metadata_inference:
                 self._inferred = True
             elif self._inferred:  # the step starts after torch's shape inference
@@ -223,11 +224,18 @@ class PipelineRunner:
         that stages on several ranks read, or that the side values of a model cut from its
         graph read, is on each of them, with the same gradient)."""
         seen: set[int] = set()
-        shared = self.layers.shared if self.blocks else []
-        for p in [q for block in self.blocks.values() for q in block.parameters()] + shared:
+        shared = self.layers.shared if self.stage_modules else []
+        mine = [q for module in self.stage_modules.values() for q in module.parameters()]
+        for p in mine + shared:
             if id(p) not in seen:
                 seen.add(id(p))
                 yield p
+
+    @property
+    def blocks(self) -> dict[int, StageModule]:
+        """Deprecated name of :attr:`stage_modules` (warns)."""
+        warn_renamed("PipelineRunner.blocks", "PipelineRunner.stage_modules")
+        return self.stage_modules
 
     @property
     def step_count(self) -> int:
@@ -260,9 +268,9 @@ class PipelineRunner:
         ts = split_microbatches(target, self.microbatches, "the target") \
             if target is not None else None
         step = self._step
-        for block in self.blocks.values():
-            block.step = step
-            block.zero_grad(set_to_none=True)
+        for module in self.stage_modules.values():
+            module.step = step
+            module.zero_grad(set_to_none=True)
         for p in self.layers.shared:
             p.grad = None
         self._starts.clear()
@@ -270,7 +278,8 @@ class PipelineRunner:
         loss = torch.zeros((), device=self.device)
         try:
             if self._schedule is not None:
-                first, last = 0 in self.blocks, len(self.plan.stages) - 1 in self.blocks
+                mine = self.stage_modules
+                first, last = 0 in mine, len(self.plan.stages) - 1 in mine
                 self._schedule.step(
                     arg_mbs=[(xb.to(self.device),) for xb in xs] if first else None,
                     target_mbs=([tb.to(self.device) for tb in ts] if ts is not None
@@ -290,7 +299,7 @@ class PipelineRunner:
 
     def _peers(self) -> list[int]:
         gpus = self.plan.stage_gpus
-        near = {gpus[k + d] for k in self.blocks for d in (-1, 1) if 0 <= k + d < len(gpus)}
+        near = {gpus[k + d] for k in self.stage_modules for d in (-1, 1) if 0 <= k + d < len(gpus)}
         return sorted(near - {self.rank})
 
     def measure(self, x: torch.Tensor, *args: Any, target: torch.Tensor | None = None,

@@ -1,6 +1,6 @@
 """One plan stage as a module, and forward randomness that does not depend on the schedule.
 
-A :class:`StageBlock` runs layers ``first..last`` of the chain in order: it is the module a
+A :class:`StageModule` runs layers ``first..last`` of the chain in order: it is the module a
 ``torch.distributed.pipelining.PipelineStage`` wraps. Its output is made contiguous (gloo
 refuses to send a non-contiguous tensor: "input tensor has to be contiguous"), and so is
 the gradient of its input, which goes back over the link.
@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["MicrobatchContext", "StageBlock", "contiguous_grad", "layer_seed", "run_layers"]
+__all__ = ["MicrobatchContext", "StageModule", "contiguous_grad", "layer_seed", "run_layers"]
 
 
 def layer_seed(seed: int, step: int, microbatch: int, layer: int) -> int:
@@ -81,7 +81,7 @@ class _ContiguousGrad(torch.autograd.Function):
         return grad.contiguous()
 
 
-#: What a block enters around the operations of micro-batch ``b`` (the side values of a
+#: What a module enters around the operations of micro-batch ``b`` (the side values of a
 #: model cut from its graph, :meth:`chainplan.pipeline.layers.ModelLayers.side`).
 MicrobatchContext = Callable[[int], AbstractContextManager[None]]
 
@@ -90,10 +90,10 @@ def _no_context(_: int) -> AbstractContextManager[None]:
     return nullcontext()
 
 
-class StageBlock(nn.Module):
+class StageModule(nn.Module):
     """Layers ``first..`` of the chain, run in order: one stage of a pipeline plan.
 
-    The layers are the model's own modules (shared, not copied): training the block trains
+    The layers are the model's own modules (shared, not copied): training the module trains
     the model.
 
     Args:

@@ -17,7 +17,6 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.profiler.measure import StageMeasurement
 from chainplan.profiler.measuring import (
     check_counts,
     check_module_device,
@@ -29,6 +28,7 @@ from chainplan.profiler.measuring import (
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, storage_nbytes
+from chainplan.profiler.stagemeasure import StageMeasurement
 
 __all__ = ["ChainEnd", "LossMeasurement", "chain_end", "measure_loss", "time_loss"]
 
@@ -200,7 +200,7 @@ def time_loss(loss_fn: LossFn, out: torch.Tensor, target: torch.Tensor, *,
               device: torch.device | str | None = None) -> tuple[float, float]:
     """One more timed forward and one timed backward (on a fresh forward) of a loss that
     :func:`measure_loss` has measured, for ``profile()``'s rounds over the chain
-    (:func:`chainplan.profiler.measure.time_stage`); the loss module's buffers and the
+    (:func:`chainplan.profiler.stagemeasure.time_stage`); the loss module's buffers and the
     random streams are restored."""
     dev = resolve_device(device, out)
     module = loss_fn if isinstance(loss_fn, nn.Module) else None

@@ -18,8 +18,8 @@ from torch import nn
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
-from chainplan.profiler.measure import StageMeasurement
 from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.schema import ProfileRow

@@ -18,7 +18,7 @@ from torch import nn
 
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import LossFn, LossMeasurement, time_loss
-from chainplan.profiler.measure import StageMeasurement, time_stage
+from chainplan.profiler.stagemeasure import StageMeasurement, time_stage
 
 __all__ = ["Rounds", "with_rounds"]
 
@@ -37,7 +37,7 @@ def with_rounds(m: _M, fwd: list[float], bwd: list[float]) -> _M:
 
 class Rounds:
     """The stages' and the loss's times, each timed once more per round, the rounds going
-    over the whole chain (:func:`~chainplan.profiler.measure.time_stage`,
+    over the whole chain (:func:`~chainplan.profiler.stagemeasure.time_stage`,
     :func:`~chainplan.profiler.lossmeasure.time_loss`): a stretch of contention on a shared
     host then slows one round, which the medians drop, not every run of one stage."""
 

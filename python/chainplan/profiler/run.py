@@ -34,7 +34,6 @@ from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import chain_end, measure_loss
-from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.measuring import preserved
 from chainplan.profiler.parallel import (
     OptimizerFactory,
@@ -52,6 +51,7 @@ from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
 )
+from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
 from chainplan.schema import PARALLEL_REVISION, file_stem, write_profile

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
-from chainplan.profiler.measure import StageMeasurement
+from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.schema import ProfileRow
 
 __all__ = ["Held", "held_during", "loss_rows", "stage_rows"]

@@ -32,8 +32,8 @@ def format_bytes(n: int | None) -> str:
 
 
 @dataclass(frozen=True)
-class _Stage:
-    """One stage (or the loss) aggregated over its rows."""
+class _StageSummary:
+    """The summary of one stage's (or the loss's) measurements: its rows aggregated."""
 
     index: int
     name: str
@@ -49,7 +49,7 @@ def _upper_median(values: Sequence[int | None]) -> int | None:
     return known[len(known) // 2] if known else None
 
 
-def _aggregate(rows: Sequence[ProfileRow]) -> list[_Stage]:
+def _aggregate(rows: Sequence[ProfileRow]) -> list[_StageSummary]:
     by_index: dict[int, list[ProfileRow]] = {}
     for r in rows:
         by_index.setdefault(r.stage_index, []).append(r)
@@ -57,7 +57,7 @@ def _aggregate(rows: Sequence[ProfileRow]) -> list[_Stage]:
     for k in sorted(by_index):
         rs = by_index[k]
         sizes = tuple(_upper_median([getattr(r, f"{s}_bytes") for r in rs]) for s in _SIZES)
-        out.append(_Stage(k, rs[0].stage_name, rs[0].stage_kind, rs[0].in_bytes,
+        out.append(_StageSummary(k, rs[0].stage_name, rs[0].stage_kind, rs[0].in_bytes,
                           statistics.median(r.fwd_time_s for r in rs),
                           statistics.median(r.bwd_time_s for r in rs), sizes))
     return out
@@ -93,5 +93,5 @@ def stage_table(rows: Sequence[ProfileRow]) -> str:
     return "\n".join(lines)
 
 
-def _label(s: _Stage) -> str:
+def _label(s: _StageSummary) -> str:
     return f"loss: {s.name}" if s.kind == "loss" else s.name

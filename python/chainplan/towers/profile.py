@@ -3,7 +3,7 @@
 ``chainplan.profile(model, images, tokens, loss_fn=...)`` comes here when the model is towers
 joined at the loss (:func:`chainplan.towers.detect.find_towers`). Each distinct tower is cut
 into stages (:mod:`chainplan.towers.parts`) and measured stage by stage on the input of the
-first branch that runs it, with the recipe of a chain (``chainplan.profiler.measure``): a
+first branch that runs it, with the recipe of a chain (``chainplan.profiler.stagemeasure``): a
 tower several inputs go through (a Siamese network) is measured once. The join and the loss
 are the loss stage (:mod:`chainplan.towers.measure`).
 
@@ -36,10 +36,10 @@ from chainplan.errors import ProfileError
 from chainplan.graph.split import side_bytes
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
-from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
+from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.reuse import loss_name
 from chainplan.schema import ProfileMetadata, ProfileRow, write_profile

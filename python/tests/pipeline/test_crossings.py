@@ -17,7 +17,7 @@ import pytest
 
 from chainplan import _bind
 from chainplan.pipeline import pipeline_plan
-from chainplan.pipeline.planning import load_plan
+from chainplan.pipeline.requests import load_plan
 from tests.pipeline import chains
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from chainplan.errors import ArgumentTypeError, InfeasibleBudget, NotFoundError, PlanError
 from chainplan.pipeline import PipelinePlan, pipeline_plan
-from chainplan.pipeline.planning import load_plan
+from chainplan.pipeline.requests import load_plan
 from tests.pipeline import chains
 
 

@@ -8,8 +8,8 @@ from torch import nn
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import measure_loss
-from chainplan.profiler.measure import StageMeasurement, measure_stage
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from tests.profiler.helpers import DEVICES
 
 FLOAT = 4  # bytes per float32
