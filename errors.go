@@ -98,6 +98,7 @@ func (e *InfeasibleError) SmallestFeasibleBytes() int64 { return max(e.MinBudget
 
 // Infeasibility is what a family's infeasibility error tells beyond its message (each
 // family has one: *InfeasibleError for the checkpointing and offloading budgets,
+// *pipeplan.InfeasibleError for the pipelines' memory per device,
 // *service.NoCandidateError for the parallel strategies): the smallest memory, in the
 // request's terms (a budget, a memory per device), at which a plan fits, 0 when that is not
 // known or none does. errors.Is(err, ErrInfeasible) holds for every one, so the CLI exits

@@ -1,7 +1,7 @@
 """The operations of a checkpointing sequence, mirroring the Go type (DESIGN.md, "Sequence").
 
-The alphabet every plan document, executor and pipeline part shares; it imports nothing of
-chainplan, so that the documents built on it (:mod:`chainplan.plandoc`,
+The alphabet every plan document, executor and recomputing pipeline stage shares; it
+imports nothing of chainplan, so that the documents built on it (:mod:`chainplan.plandoc`,
 :mod:`chainplan.towerplan`, :mod:`chainplan.pipeline.parts`) do not import each other.
 """
 
