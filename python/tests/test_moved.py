@@ -42,6 +42,17 @@ def test_old_class_name_is_the_new_class() -> None:
     assert StageBlock is StageModule
 
 
+def test_old_recomputing_class_name_warns() -> None:
+    from chainplan.pipeline import recompute
+
+    with pytest.warns(DeprecationWarning, match="RecomputingBlock is renamed") as caught:
+        old = recompute.RecomputingBlock
+    assert old is recompute.RecomputingStageModule
+    assert caught[0].filename == __file__
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = recompute.Nope  # type: ignore[attr-defined]
+
+
 def test_chainplan_code_never_imports_an_old_path() -> None:
     # A fresh interpreter that turns the warning into an error: importing everything the
     # package offers must not go through a shim.

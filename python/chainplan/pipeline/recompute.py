@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from chainplan._moved import warn_renamed
 from chainplan.executors.runner import Runner
 from chainplan.ops import Op
 from chainplan.pipeline.parts import Recompute
@@ -121,3 +122,12 @@ class _Recomputed(torch.autograd.Function):
         delta = runner.delta
         runner.delta = None
         return None, (delta if ctx.differentiable else None), None
+
+
+def __getattr__(name: str) -> Any:
+    # The old name of RecomputingStageModule, kept for code that imported it (warns).
+    if name == "RecomputingBlock":
+        warn_renamed("chainplan.pipeline.recompute.RecomputingBlock",
+                     "chainplan.pipeline.recompute.RecomputingStageModule")
+        return RecomputingStageModule
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
