@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -68,14 +67,9 @@ func registryFamilyPackages(t *testing.T) []string {
 			if err != nil {
 				return err
 			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if s, err := strconv.Unquote(lit.Value); err == nil && words[s] {
-						found[dir] = true
-					}
-				}
-				return true
-			})
+			if len(spelt(f, words)) > 0 {
+				found[dir] = true
+			}
 			return nil
 		})
 		if err != nil {

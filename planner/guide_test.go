@@ -137,19 +137,31 @@ func namingFiles(t *testing.T, names map[string]bool) map[string][]string {
 		if err != nil {
 			return err
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && names[s] && !slices.Contains(out[rel], s) {
-					out[rel] = append(out[rel], s)
-				}
+		for _, s := range spelt(f, names) {
+			if !slices.Contains(out[rel], s) {
+				out[rel] = append(out[rel], s)
 			}
-			return true
-		})
+		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return out
+}
+
+// spelt returns the words of words that f's string literals spell, in order, repeated as
+// often as spelt.
+func spelt(f *ast.File, words map[string]bool) []string {
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+			if s, err := strconv.Unquote(lit.Value); err == nil && words[s] {
+				out = append(out, s)
+			}
+		}
+		return true
+	})
 	return out
 }
 
