@@ -129,7 +129,9 @@ bench: postgres
 ## elsewhere), the executor's overhead (bench/promise/overhead.py) and bench/promise on CUDA
 ## (peaks from max_memory_allocated) at the models' large size, each model its own report in
 ## build/gpu/, then chainplan + torch.compile against torch.compile on GPU_COMPILE_MODELS
-## (GPU_COMPILE_PLANS of chainplan's plans compiled), in under 8 minutes on one H100/H200.
+## at GPU_COMPILE_SIZE (GPU_COMPILE_PLANS of chainplan's plans compiled, GPU_COMPILE_S
+## seconds each: at the large size the compilations alone took over 170 s per model on an
+## H200), in under 8 minutes on one H100/H200.
 ## Each benchmark step runs under a time limit (GPU_STEP_S seconds) and a step that fails or
 ## runs out is reported and the next one runs: one model's failure leaves the others'
 ## figures. GPU_PY is a Python whose torch sees the device and that imports this tree's
@@ -137,8 +139,10 @@ bench: postgres
 ## PYTHONPATH=python and the extension of its CPython in python/chainplan/_gocore).
 GPU_PY ?= $(PY)
 GPU_MODELS ?= gpt llama resnet vit cnn-head
-GPU_COMPILE_MODELS ?= gpt llama
+GPU_COMPILE_MODELS ?= gpt
+GPU_COMPILE_SIZE ?= small
 GPU_COMPILE_PLANS ?= 2
+GPU_COMPILE_S ?= 240
 GPU_SIZE ?= large
 GPU_ROUNDS ?= 5
 GPU_STEP_S ?= 150
@@ -156,7 +160,7 @@ gpu-check:
 			|| { echo "gpu-check: bench/promise on $$m failed"; fail=1; }; \
 	done; \
 	for m in $(GPU_COMPILE_MODELS); do \
-		timeout $(GPU_STEP_S) $(GPU_PY) bench/promise/main.py --device cuda --size $(GPU_SIZE) \
+		timeout $(GPU_COMPILE_S) $(GPU_PY) bench/promise/main.py --device cuda --size $(GPU_COMPILE_SIZE) \
 			--models $$m --rounds $(GPU_ROUNDS) --compile --compile-plans $(GPU_COMPILE_PLANS) \
 			-o build/gpu/compile-$$m.md || { echo "gpu-check: compiled run on $$m failed"; fail=1; }; \
 	done; \
