@@ -61,8 +61,9 @@ func dollarPlaceholders(query string) string {
 // txn is a write transaction running the store's own statements: it binds their
 // placeholders for the backend.
 type txn struct {
-	tx *sql.Tx
-	be backend
+	tx   *sql.Tx
+	be   backend
+	conn *sql.Conn // the connection tx runs on, for a backend's bulk copy (bulk.go)
 }
 
 func (t txn) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {

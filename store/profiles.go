@@ -156,9 +156,17 @@ func checkProfile(p *Profile) error {
 // PostgreSQL (65,535) take.
 const batchRows = 128
 
-// insertRows inserts n rows of width values each into table with multi-row INSERTs;
-// values(i, dst) appends row i's values to dst.
+// insertRows inserts n rows of width values each into table with multi-row INSERTs, or
+// with the backend's bulk copy (bulk.go) when it has one and the rows fill more than one
+// INSERT; values(i, dst) appends row i's values to dst.
 func insertRows(ctx context.Context, tx txn, table, columns string, width, n int, values func(i int, dst []any) []any) error {
+	if bulk, ok := tx.be.(bulkCopier); ok && tx.conn != nil && n > batchRows {
+		cols := columnList(columns)
+		if len(cols) != width {
+			return fmt.Errorf("insert %s: %d columns named, %d values a row", table, len(cols), width)
+		}
+		return bulk.copyRows(ctx, tx.conn, table, cols, n, values)
+	}
 	row := "(?" + repeat(", ?", width-1) + ")"
 	var full *sql.Stmt
 	args := make([]any, 0, batchRows*width)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"math"
 	"reflect"
 	"slices"
@@ -16,66 +17,75 @@ import (
 	"github.com/chainplan/chainplan/store"
 )
 
+// TestIngestRoundTrip stores a small profile (multi-row INSERTs) and one of 151 stages and
+// 453 measurements (PostgreSQL's COPY, bulk.go), and reads back what it stored.
 func TestIngestRoundTrip(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b testBackend) {
-		ctx := context.Background()
-		db := b.open(t)
-		p := sampleProfile(1, 0, 4)
-		p.Stages[2].SavedBytes = profile.NullInt64{} // nulls survive
-		p.Measurements[8].SavedBytes = profile.NullInt64{}
-		// The exact memory model of migration 0006 survives too.
-		exact := profile.Exact{SavesInput: profile.NullBool{Bool: false, Valid: true},
-			SavesOutput:    profile.NullBool{Bool: true, Valid: true},
-			RecomputeTimeS: profile.NullFloat64{Float64: 0.25, Valid: true}, RecomputeTmpBytes: nullInt(7),
-			OptionsJSON: `[{"saved_bytes":3,"fwd_tmp_bytes":0,"recompute_time":0.1,"keep":[1]}]`}
-		p.Stages[1].Exact = exact
-		p.Measurements[5].Exact = exact
-		before := time.Now().Add(-time.Second)
-		res, err := db.Ingest(ctx, p)
-		if err != nil {
-			t.Fatalf("Ingest: %v", err)
-		}
-		if res.Existing || res.RunID == 0 || res.Rows != len(p.Measurements) {
-			t.Fatalf("Ingest=%+v, want a new run with %d rows", res, len(p.Measurements))
-		}
-		got, err := db.Run(ctx, res.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got.IngestedAt.Before(before) || got.IngestedAt.After(time.Now()) {
-			t.Fatalf("IngestedAt=%v, want now", got.IngestedAt)
-		}
-		want := p.Run
-		want.ID, want.IngestedAt = res.RunID, got.IngestedAt
-		want.NumStages, want.HasLoss, want.InputBytes = len(p.Stages)-1, true, p.Stages[0].InBytes
-		for _, s := range p.Stages {
-			want.TotalFwdTimeS += s.FwdTimeS
-			want.TotalBwdTimeS += s.BwdTimeS
-			want.TotalParamBytes += s.ParamBytes
-		}
-		want.TotalSavedBytes = sql.NullInt64{} // stage 3's is null
-		if math.Abs(got.TotalFwdTimeS-want.TotalFwdTimeS) > 1e-15 || math.Abs(got.TotalBwdTimeS-want.TotalBwdTimeS) > 1e-15 {
-			t.Fatalf("total times %g, %g; want %g, %g", got.TotalFwdTimeS, got.TotalBwdTimeS, want.TotalFwdTimeS, want.TotalBwdTimeS)
-		}
-		want.TotalFwdTimeS, want.TotalBwdTimeS = got.TotalFwdTimeS, got.TotalBwdTimeS
-		if !reflect.DeepEqual(*got, want) {
-			t.Fatalf("Run()=%+v\nwant %+v", *got, want)
-		}
-		stages, err := db.Stages(ctx, res.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(stages, p.Stages) {
-			t.Fatalf("Stages() differ from what was ingested")
-		}
-		ms, err := db.Measurements(ctx, res.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(ms, p.Measurements) {
-			t.Fatalf("Measurements() differ from what was ingested")
+		for _, size := range []struct{ stages, reps int }{{0, 4}, {150, 3}} {
+			t.Run(fmt.Sprintf("%dx%d", size.stages, size.reps), func(t *testing.T) {
+				ingestRoundTrip(t, b, sampleProfile(1, size.stages, size.reps))
+			})
 		}
 	})
+}
+
+func ingestRoundTrip(t *testing.T, b testBackend, p *store.Profile) {
+	ctx := context.Background()
+	db := b.open(t)
+	p.Stages[2].SavedBytes = profile.NullInt64{} // nulls survive
+	p.Measurements[8].SavedBytes = profile.NullInt64{}
+	// The exact memory model of migration 0006 survives too.
+	exact := profile.Exact{SavesInput: profile.NullBool{Bool: false, Valid: true},
+		SavesOutput:    profile.NullBool{Bool: true, Valid: true},
+		RecomputeTimeS: profile.NullFloat64{Float64: 0.25, Valid: true}, RecomputeTmpBytes: nullInt(7),
+		OptionsJSON: `[{"saved_bytes":3,"fwd_tmp_bytes":0,"recompute_time":0.1,"keep":[1]}]`}
+	p.Stages[1].Exact = exact
+	p.Measurements[5].Exact = exact
+	before := time.Now().Add(-time.Second)
+	res, err := db.Ingest(ctx, p)
+	if err != nil {
+		t.Fatalf("Ingest: %v", err)
+	}
+	if res.Existing || res.RunID == 0 || res.Rows != len(p.Measurements) {
+		t.Fatalf("Ingest=%+v, want a new run with %d rows", res, len(p.Measurements))
+	}
+	got, err := db.Run(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.IngestedAt.Before(before) || got.IngestedAt.After(time.Now()) {
+		t.Fatalf("IngestedAt=%v, want now", got.IngestedAt)
+	}
+	want := p.Run
+	want.ID, want.IngestedAt = res.RunID, got.IngestedAt
+	want.NumStages, want.HasLoss, want.InputBytes = len(p.Stages)-1, true, p.Stages[0].InBytes
+	for _, s := range p.Stages {
+		want.TotalFwdTimeS += s.FwdTimeS
+		want.TotalBwdTimeS += s.BwdTimeS
+		want.TotalParamBytes += s.ParamBytes
+	}
+	want.TotalSavedBytes = sql.NullInt64{} // stage 3's is null
+	if math.Abs(got.TotalFwdTimeS-want.TotalFwdTimeS) > 1e-15 || math.Abs(got.TotalBwdTimeS-want.TotalBwdTimeS) > 1e-15 {
+		t.Fatalf("total times %g, %g; want %g, %g", got.TotalFwdTimeS, got.TotalBwdTimeS, want.TotalFwdTimeS, want.TotalBwdTimeS)
+	}
+	want.TotalFwdTimeS, want.TotalBwdTimeS = got.TotalFwdTimeS, got.TotalBwdTimeS
+	if !reflect.DeepEqual(*got, want) {
+		t.Fatalf("Run()=%+v\nwant %+v", *got, want)
+	}
+	stages, err := db.Stages(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(stages, p.Stages) {
+		t.Fatalf("Stages() differ from what was ingested")
+	}
+	ms, err := db.Measurements(ctx, res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ms, p.Measurements) {
+		t.Fatalf("Measurements() differ from what was ingested")
+	}
 }
 
 func TestIngestIdempotent(t *testing.T) {

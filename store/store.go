@@ -116,11 +116,18 @@ func (db *DB) write(ctx context.Context, fn func(tx txn) error) error {
 }
 
 func (db *DB) tryWrite(ctx context.Context, fn func(tx txn) error) error {
-	tx, err := db.w.BeginTx(ctx, nil)
+	// The transaction runs on a connection held for it, so that a backend's bulk copy can
+	// reach the same session (bulk.go).
+	conn, err := db.w.Conn(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := fn(txn{tx, db.be}); err != nil {
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(txn{tx, db.be, conn}); err != nil {
 		_ = tx.Rollback() // the error that matters is fn's
 		return err
 	}
