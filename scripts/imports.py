@@ -32,8 +32,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "chainplan"
 #: longer pattern over a shorter one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("chainplan._lazy", "chainplan._highs", "chainplan.errors", "chainplan.jsonfields",
-              "chainplan.schema", "chainplan.svg", "chainplan.ops", "chainplan._gocore",
-              "chainplan._gocore.*")),
+              "chainplan.profilerow", "chainplan.schema", "chainplan.svg", "chainplan.ops",
+              "chainplan._gocore", "chainplan._gocore.*")),
     ("bindings", ("chainplan._bind", "chainplan._cli")),
     ("documents", ("chainplan.offloading", "chainplan.towerplan", "chainplan.plandoc",
                    "chainplan.simulation", "chainplan.layout3d", "chainplan.advicerecord",

@@ -133,3 +133,21 @@ def test_the_guide_lists_the_layers() -> None:
             assert f"`{m}`" in row, (m, name)
     for importer, imported in script.HEAVY_UPWARD:  # type: ignore[attr-defined]
         assert f"`{importer}` → `{imported}`" in section, (importer, imported)
+
+
+# The torch-free entry points (layers 1 to 4): reading a plan, a frontier, a pipeline plan
+# or a stored profile's summary loads neither torch nor pyarrow (the Arrow codec,
+# chainplan.schema, loads when a profile file is read or written).
+LIGHT = ["chainplan", "chainplan.schedule", "chainplan.tradeoff", "chainplan.pipeline.plan",
+         "chainplan.profiler.document", "chainplan.profilerow", "chainplan.simulating"]
+
+
+def test_reading_plans_loads_neither_torch_nor_pyarrow() -> None:
+    """Each module in a fresh interpreter, as a user's script would import it."""
+    for module in LIGHT:
+        code = (f"import sys, {module}\n"
+                "heavy = sorted({'torch', 'pyarrow'} & set(sys.modules))\n"
+                "assert not heavy, heavy")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=False, cwd=ROOT / "python")
+        assert out.returncode == 0, f"import {module}: {out.stderr}"
