@@ -42,7 +42,7 @@ K towers joined at the loss (docs/multichain.md): give one --chain per tower (ea
 a loss of its own) and the joint loss with --loss, or one chainplan.multichain/v1 bundle;
 the budget counts every tower input.
 Without --algo, the input chooses, as Python's chainplan.plan does: towers (several
---chain, a --loss, a bundle, a stored run of towers) are planned with `+planner.DefaultMultichainAlgo+`,
+--chain, a --loss, a bundle, a stored run of towers) are planned with ` + planner.DefaultMultichainAlgo + `,
 a chain whose stages have operation-level options with rotor-ops, any other chain with
 rotor; the plan says which ("algo").
 --budget min solves at the algorithm's smallest feasible budget.
