@@ -71,7 +71,7 @@ func TestEveryExportHasAPythonCaller(t *testing.T) {
 	others := strings.Join(modules, "\n")
 	for _, m := range regexp.MustCompile(`(?m)^def ([a-z][a-z0-9_]*)\(`).FindAllStringSubmatch(string(bind), -1) {
 		name := m[1]
-		inside := regexp.MustCompile(`[^.\w]` + name + `\(`).FindAllStringIndex(string(bind), -1)
+		inside := regexp.MustCompile(`[^.\w]`+name+`\(`).FindAllStringIndex(string(bind), -1)
 		if !strings.Contains(others, "_bind."+name+"(") && len(inside) < 2 { // the def itself is one
 			t.Errorf("chainplan._bind.%s: no module of python/chainplan calls it; drop it and its binding", name)
 		}
