@@ -126,22 +126,41 @@ bench: postgres
 	$(WITHPG) $(GO) test -run='^$$' -bench=Queries -timeout=60m ./store
 
 ## gpu-check: on a machine with a CUDA device, the tests that have a CUDA variant (skipped
-## elsewhere) and bench/promise on CUDA (peaks from max_memory_allocated), each model its
-## own report in build/gpu/, in under 8 minutes on one H100/H200. GPU_PY is a Python whose
-## torch sees the device and that imports this tree's chainplan (default: the venv's; on a
-## lent machine whose image holds torch, python3 with PYTHONPATH=python and the extension
-## of its CPython in python/chainplan/_gocore). GPU_MODELS and GPU_ROUNDS choose the work.
+## elsewhere), the executor's overhead (bench/promise/overhead.py) and bench/promise on CUDA
+## (peaks from max_memory_allocated) at the models' large size, each model its own report in
+## build/gpu/, then chainplan + torch.compile against torch.compile on GPU_COMPILE_MODELS
+## (GPU_COMPILE_PLANS of chainplan's plans compiled), in under 8 minutes on one H100/H200.
+## Each benchmark step runs under a time limit (GPU_STEP_S seconds) and a step that fails or
+## runs out is reported and the next one runs: one model's failure leaves the others'
+## figures. GPU_PY is a Python whose torch sees the device and that imports this tree's
+## chainplan (default: the venv's; on a lent machine whose image holds torch, python3 with
+## PYTHONPATH=python and the extension of its CPython in python/chainplan/_gocore).
 GPU_PY ?= $(PY)
 GPU_MODELS ?= gpt llama resnet vit cnn-head
+GPU_COMPILE_MODELS ?= gpt llama
+GPU_COMPILE_PLANS ?= 2
+GPU_SIZE ?= large
 GPU_ROUNDS ?= 5
+GPU_STEP_S ?= 150
 gpu-check:
 	$(GPU_PY) -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "gpu-check: torch sees no CUDA device")'
 	$(GPU_PY) -m pytest -q -p no:cacheprovider python/tests -k cuda
 	mkdir -p build/gpu
+	fail=0; \
+	timeout $(GPU_STEP_S) $(GPU_PY) bench/promise/overhead.py --device cuda --size $(GPU_SIZE) \
+		--models $$(echo $(GPU_MODELS) | tr ' ' ,) > build/gpu/overhead.md || { echo "gpu-check: overhead failed"; fail=1; }; \
+	cat build/gpu/overhead.md; \
 	for m in $(GPU_MODELS); do \
-		$(GPU_PY) bench/promise/main.py --device cuda --models $$m --rounds $(GPU_ROUNDS) \
-			$(GPU_BENCH_FLAGS) -o build/gpu/promise-$$m.md || exit 1; \
-	done
+		timeout $(GPU_STEP_S) $(GPU_PY) bench/promise/main.py --device cuda --size $(GPU_SIZE) \
+			--models $$m --rounds $(GPU_ROUNDS) -o build/gpu/promise-$$m.md \
+			|| { echo "gpu-check: bench/promise on $$m failed"; fail=1; }; \
+	done; \
+	for m in $(GPU_COMPILE_MODELS); do \
+		timeout $(GPU_STEP_S) $(GPU_PY) bench/promise/main.py --device cuda --size $(GPU_SIZE) \
+			--models $$m --rounds $(GPU_ROUNDS) --compile --compile-plans $(GPU_COMPILE_PLANS) \
+			-o build/gpu/compile-$$m.md || { echo "gpu-check: compiled run on $$m failed"; fail=1; }; \
+	done; \
+	exit $$fail
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
 testdata-profiles: venv

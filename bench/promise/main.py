@@ -18,7 +18,12 @@ its own (the partitioner's caches keep the first budget's choice within a proces
 Run from the repository root after ``make bind``::
 
     .venv/bin/python bench/promise/main.py [--models gpt,llama,resnet,vit,cnn-head]
-        [--rounds 7] [--compile] [--device cpu|cuda] [-o docs/promise-bench.md]
+        [--rounds 7] [--compile [--compile-plans K]] [--device cpu|cuda]
+        [--size small|large] [-o docs/promise-bench.md]
+
+``--compile-plans K`` compiles K of chainplan's plans (spread from the smallest to the
+largest budget) instead of all of them: each compiled plan is one more compilation, which on
+a large model costs tens of seconds.
 
 The report's tables and the frontier picture (docs/promise-frontier.svg, drawn by
 ``go run ./bench/promise/frontier``) go to ``-o`` and beside it.
@@ -41,7 +46,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
-from models import MODELS, Bench  # noqa: E402
+from models import MODELS, SIZES, Bench  # noqa: E402
 from report import Result, Variant, report_model, summarize  # noqa: E402
 from systems import grouped, per_block  # noqa: E402
 
@@ -155,7 +160,7 @@ def bench_model(name: str, case: Bench, rounds: int) -> Result:
     return Result(name, case, prof, alts, ours)
 
 
-def compile_run(name: str, budget: float, rounds: int, device: str, run_id: int,
+def compile_run(name: str, size: str, budget: float, rounds: int, device: str, run_id: int,
                 plan_budgets: list[int]) -> dict[str, object]:
     """In a fresh process: torch.compile at one activation_memory_budget (plan_budgets
     empty), or chainplan's plans at these budgets compiled, each against the eager plain
@@ -163,7 +168,7 @@ def compile_run(name: str, budget: float, rounds: int, device: str, run_id: int,
     import torch._functorch.config as fconfig
 
     torch.manual_seed(0)
-    case = to_device(MODELS[name](), device)
+    case = to_device(MODELS[name](size), device)
     case.model.train()
     plain = Variant("plain", "plain", case.model)
     variants = [plain]
@@ -185,9 +190,20 @@ def compile_run(name: str, budget: float, rounds: int, device: str, run_id: int,
         {"name": v.name, "peak": v.peak, "ms": v.ms, "budget": v.budget} for v in variants[1:]]}
 
 
-def bench_compile(res: Result, rounds: int, device: str) -> None:
+def spread(values: list[int], k: int) -> list[int]:
+    """k of the sorted values, from the first to the last, evenly spaced (all when k is 0 or
+    at least their number)."""
+    if k <= 0 or k >= len(values):
+        return values
+    if k == 1:
+        return [values[0]]
+    return sorted({values[round(i * (len(values) - 1) / (k - 1))] for i in range(k)})
+
+
+def bench_compile(res: Result, size: str, rounds: int, device: str, plans_kept: int) -> None:
     def sub(budget: float, plans: list[int]) -> dict[str, object]:
-        cmd = [sys.executable, __file__, "--compile-run", res.name, "--compile-budget",
+        cmd = [sys.executable, __file__, "--compile-run", res.name, "--size", size,
+               "--compile-budget",
                str(budget), "--rounds", str(rounds), "--device", device,
                "--run-id", str(res.prof.run_id), "--plan-budgets",
                ",".join(str(b) for b in plans)]
@@ -204,7 +220,8 @@ def bench_compile(res: Result, rounds: int, device: str) -> None:
             res.compiled.append(Variant(f"torch.compile, budget {budget}", "torch.compile",
                                         None, peak=row["peak"],
                                         ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
-    plans = sorted({v.budget for v in res.ours if v.net is not None and v.budget})
+    plans = spread(sorted({v.budget for v in res.ours if v.net is not None and v.budget}),
+                   plans_kept)
     r = sub(1.0, plans)
     for row in r["rows"]:  # type: ignore[union-attr]
         res.compiled.append(Variant(f"chainplan + compile @ {row['budget'] / 2**20:.1f} MiB",
@@ -220,6 +237,10 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--compile-plans", type=int, default=0,
+                    help="compile this many of chainplan's plans (0: all)")
+    ap.add_argument("--size", choices=SIZES, default=SIZES[0],
+                    help="the models' size: large for a GPU (bench/promise/models.py)")
     ap.add_argument("-o", "--output", default="")
     ap.add_argument("--compile-run", default="", help=argparse.SUPPRESS)
     ap.add_argument("--compile-budget", type=float, default=1.0, help=argparse.SUPPRESS)
@@ -232,16 +253,16 @@ def main() -> int:
         return 2
     if args.compile_run:
         budgets = [int(b) for b in args.plan_budgets.split(",") if b]
-        print(json.dumps(compile_run(args.compile_run, args.compile_budget, args.rounds,
-                                     args.device, args.run_id, budgets)))
+        print(json.dumps(compile_run(args.compile_run, args.size, args.compile_budget,
+                                     args.rounds, args.device, args.run_id, budgets)))
         return 0
     t0 = time.perf_counter()
     results = []
     for name in args.models.split(","):
         torch.manual_seed(0)
-        res = bench_model(name, to_device(MODELS[name](), args.device), args.rounds)
+        res = bench_model(name, to_device(MODELS[name](args.size), args.device), args.rounds)
         if args.compile:
-            bench_compile(res, args.rounds, args.device)
+            bench_compile(res, args.size, args.rounds, args.device, args.compile_plans)
         results.append(res)
         print(f"{name}: done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
     header = (f"Generated by `.venv/bin/python bench/promise/main.py {' '.join(sys.argv[1:])}` "

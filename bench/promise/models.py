@@ -11,6 +11,13 @@ modules PyTorch's own checkpointing wraps ("blocks").
 
 The first four are captured from their graph by chainplan (stages cut where every path
 crosses, operation-level options); the last is the chain of its stages.
+
+``--size large`` (for a GPU, where the small models' steps of a few milliseconds are bound by
+kernel launches) scales each model to a step of tens of milliseconds on one H100/H200: the
+GPT at width 768, 12 heads, 8 blocks, sequence 512, batch 8 (a 32768-word head); the Llama at
+width 1024, 16 heads, 8 layers, sequence 512, batch 8; the ResNet on 128x128 images in
+batches of 128; the ViT at width 768, 8 blocks, 224x224 images in 16x16 patches, batch 64;
+the CNN in batches of 128.
 """
 
 from __future__ import annotations
@@ -46,34 +53,45 @@ class Bench:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def gpt() -> Bench:
-    vocab, seq, batch = 8192, 64, 8
-    model = GPT(vocab=vocab, width=128, heads=4, blocks=4, seq=seq)
+LARGE = "large"
+
+
+def gpt(size: str = "small") -> Bench:
+    vocab, seq, batch, width, heads, depth = 8192, 64, 8, 128, 4, 4
+    if size == LARGE:
+        vocab, seq, width, heads, depth = 32768, 512, 768, 12, 8
+    model = GPT(vocab=vocab, width=width, heads=heads, blocks=depth, seq=seq)
     idx = torch.randint(0, vocab, (batch, seq))
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
     return Bench(model, (idx,), {"mask": mask}, F.cross_entropy,
-                 torch.randint(0, vocab, (batch * seq,)), [f"blocks.{i}" for i in range(4)],
+                 torch.randint(0, vocab, (batch * seq,)), [f"blocks.{i}" for i in range(depth)],
                  transformer=True)
 
 
-def llama() -> Bench:
-    vocab, seq, batch = 8192, 64, 8
-    model = Llama(vocab=vocab, width=128, heads=4, layers=4, max_seq=seq)
+def llama(size: str = "small") -> Bench:
+    vocab, seq, batch, width, heads, depth = 8192, 64, 8, 128, 4, 4
+    if size == LARGE:
+        vocab, seq, width, heads, depth = 32000, 512, 1024, 16, 8
+    model = Llama(vocab=vocab, width=width, heads=heads, layers=depth, max_seq=seq)
     idx = torch.randint(0, vocab, (batch, seq))
     return Bench(model, (idx,), {}, F.cross_entropy, torch.randint(0, vocab, (batch * seq,)),
-                 [f"layers.{i}" for i in range(4)], transformer=True)
+                 [f"layers.{i}" for i in range(depth)], transformer=True)
 
 
-def resnet() -> Bench:
-    return Bench(ResNet(), (torch.randn(16, 3, 64, 64),), {}, F.cross_entropy,
-                 torch.randint(0, 10, (16,)),
+def resnet(size: str = "small") -> Bench:
+    batch, image = (128, 128) if size == LARGE else (16, 64)
+    return Bench(ResNet(), (torch.randn(batch, 3, image, image),), {}, F.cross_entropy,
+                 torch.randint(0, 10, (batch,)),
                  ["layer1.0", "layer1.1", "layer2.0", "layer2.1"])
 
 
-def vit() -> Bench:
-    model = ViT(width=128, patch=4, image=32, depth=4)
-    return Bench(model, (torch.randn(32, 3, 32, 32),), {}, F.cross_entropy,
-                 torch.randint(0, 10, (32,)), [f"blocks.{i}" for i in range(4)],
+def vit(size: str = "small") -> Bench:
+    width, patch, image, depth, batch = 128, 4, 32, 4, 32
+    if size == LARGE:
+        width, patch, image, depth, batch = 768, 16, 224, 8, 64
+    model = ViT(width=width, patch=patch, image=image, depth=depth)
+    return Bench(model, (torch.randn(batch, 3, image, image),), {}, F.cross_entropy,
+                 torch.randint(0, 10, (batch,)), [f"blocks.{i}" for i in range(depth)],
                  transformer=True)
 
 
@@ -81,7 +99,7 @@ def conv(cin: int, cout: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
 
 
-def cnn_head() -> Bench:
+def cnn_head(size: str = "small") -> Bench:
     """Wide early convolutions at full resolution, narrower ones after each pooling, and a
     two-layer classifier head: 26 stages once nested Sequentials are flattened."""
     model = nn.Sequential(
@@ -90,10 +108,12 @@ def cnn_head() -> Bench:
         conv(64, 128), conv(128, 128), nn.MaxPool2d(2),
         nn.Flatten(), nn.Sequential(nn.Linear(128 * 8 * 8, 512), nn.ReLU(), nn.Dropout(0.1)),
         nn.Linear(512, 100))
-    return Bench(model, (torch.randn(16, 3, 64, 64),), {}, F.cross_entropy,
-                 torch.randint(0, 100, (16,)), ["0", "1", "3", "4", "6", "7"],
+    batch = 128 if size == LARGE else 16
+    return Bench(model, (torch.randn(batch, 3, 64, 64),), {}, F.cross_entropy,
+                 torch.randint(0, 100, (batch,)), ["0", "1", "3", "4", "6", "7"],
                  sequential=True)
 
 
-MODELS: dict[str, Callable[[], Bench]] = {
+SIZES = ("small", LARGE)
+MODELS: dict[str, Callable[[str], Bench]] = {
     "gpt": gpt, "llama": llama, "resnet": resnet, "vit": vit, "cnn-head": cnn_head}

@@ -7,7 +7,7 @@ time (its makespan: the profile's stage times, nothing for the executor) beside 
 measured one. Run from the repository root after ``make bind``::
 
     .venv/bin/python bench/promise/overhead.py [--models gpt,llama,resnet,vit,cnn-head]
-        [--rounds 21]
+        [--rounds 21] [--device cpu|cuda] [--size small|large]
 
 The issue 19 target: the store-all plan within 2 % of the plain step on every model.
 """
@@ -23,8 +23,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
 
-from main import step, time_rounds  # noqa: E402  (sets a private CHAINPLAN_DB)
-from models import MODELS  # noqa: E402
+from main import step, time_rounds, to_device  # noqa: E402  (sets a private CHAINPLAN_DB)
+from models import MODELS, SIZES  # noqa: E402
 from report import Variant  # noqa: E402
 
 import chainplan  # noqa: E402
@@ -35,6 +35,8 @@ def main() -> None:
     ap.add_argument("--models", default=",".join(MODELS))
     ap.add_argument("--rounds", type=int, default=21)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--size", choices=SIZES, default=SIZES[0])
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     print("| model | stages | plain ms | store-all plan ms | overhead | predicted ms "
@@ -42,7 +44,7 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|")
     for name in args.models.split(","):
         torch.manual_seed(0)
-        case = MODELS[name]()
+        case = to_device(MODELS[name](args.size), args.device)
         case.model.train()
         prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn,
                                  target=case.target, repeats=5, warmup=2, progress=False,

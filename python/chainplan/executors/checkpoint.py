@@ -67,6 +67,10 @@ class _Step:
         self.stages = stages
         self.choices = choices or {}  # the plan's operation-level options, by stage
         self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
+        # Under torch.compile, the stages whose option runs as "keep nothing, recompute the
+        # whole stage before its backward" (_record): a compiled stage does not save the
+        # tensors the option's positions name.
+        self.refill: set[int] = set()
         self.callback = callback  # torch.compile's frame evaluation (chainplan.runtime.compiled)
         self.program = program
         self.sequence = sequence
@@ -109,20 +113,28 @@ class _Step:
         # it replays its RNG state too (chainplan.graph.partial).
         replays = k in self.program.recomputed or (op.kind == "F_all" and op.option > 0)
         state = RNGState(self.device) if replays else None
-        if op.kind == "F_all" and op.option:
+        option = op.kind == "F_all" and op.option > 0
+        if option and self.callback is None:
             program = self._option(k, x)
             saves = StageSaves(k, self.before_backward)
             with dropping(saves, buffer_storages(stage), program.mask):
                 out = compiled.stage_call(self.callback, stage, x)
             self.saves[k] = saves
-        elif op.kind == "F_all":
+        elif op.kind == "F_all" and not option:
             out = compiled.stage_call(self.callback, stage, x)
         else:
+            # F_ck and F_none keep nothing. So does an option under torch.compile: its kept
+            # positions number the saved tensors of the stage's eager graph, and a compiled
+            # stage saves others (AOTAutograd's partition). It is recomputed whole before
+            # its backward instead (_refill): no more memory than the option until then, the
+            # same at its backward, one stage forward more in time.
             saves = StageSaves(k, self.before_backward)
             with dropping(saves, buffer_storages(stage)):
                 out = compiled.stage_call(self.callback, stage, x)
             if saves.empty:
                 self.saves[k] = saves
+                if option:
+                    self.refill.add(k)
         if state is not None and state.consumed():
             self.rng[k] = state
         if not isinstance(out, torch.Tensor):
@@ -161,6 +173,8 @@ class _Step:
                 self._advance(self.program.backward_at[k])
                 if k in self.options and k in self.saves:
                     self._rest(k)
+                elif k in self.refill and k in self.saves:
+                    self._refill(k)
         finally:
             self.busy = False
 
@@ -182,6 +196,30 @@ class _Step:
         if saves.empty:
             raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option left "
                                 f"{saves.empty} saved tensors missing")
+        saves.close()
+
+    def _refill(self, k: int) -> None:
+        """Under torch.compile, stage k ran its option keeping nothing: recompute it whole,
+        compiled as its first forward ran, to bring back every saved tensor it dropped."""
+        self.refill.discard(k)
+        saves = self.saves.pop(k)
+        stage = self.stages[k - 1]
+        x = self.acts.get(k - 1)
+        if x is None:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
+                                f"input a_{k - 1}, which is not in memory")
+        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
+        if self.autocast.enabled:
+            inp = not_a_leaf(inp)
+        del x
+        with self._replaying(k, stage), torch.enable_grad(), filling(saves, stop=True):
+            try:
+                compiled.stage_call(self.callback, stage, inp)
+            except StopRecomputation:
+                pass
+        if saves.empty:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k} left {saves.empty} "
+                                "saved tensors missing")
         saves.close()
 
     def _advance(self, to: int) -> None:
@@ -208,6 +246,9 @@ class _Step:
         with self._replaying(k, stage):
             # Under the forward's autocast: the pack map runs the stage, and in the backward
             # (outside the user's autocast block) it would record other dtypes.
+            if fill and op.option and self.callback is not None:
+                fill = False  # compiled: the whole stage before its backward (_refill)
+                self.refill.add(k)
             only = (self._option(k, x.detach().requires_grad_(grad)).mask
                     if fill and op.option else None)
             if not fill:

@@ -8,10 +8,14 @@ from __future__ import annotations
 import copy
 import logging
 
+import pytest
 import torch
 from torch import nn
 
 import chainplan
+from chainplan.graph.stage import GraphStage
+from tests.graph.models import CASES
+from tests.graph.test_options import _kept_sets, _plan, _recomputed_plan, _reference, _step
 from tests.models import gpt_like
 
 
@@ -71,6 +75,34 @@ def test_compiled_plan_on_a_captured_model() -> None:
     assert graphs[0] > 0, "nothing was compiled"
     assert graphs[1] == graphs[2] == graphs[0], graphs  # nothing compiled after the first
     assert graphs[0] <= 2 * (prof.num_stages + 2), graphs  # about one graph per stage
+
+
+@pytest.mark.parametrize("where", ["forward", "recomputed"])
+def test_compiled_plan_with_an_option(where: str) -> None:
+    """An operation-level option under ``torch.compile`` with a backend that partitions the
+    stage's graph (AOTAutograd: what inductor does on CUDA): the compiled stage saves other
+    tensors than its eager graph, which the option's kept positions number. The executor
+    runs the option keeping nothing and recomputes the stage whole before its backward; the
+    gradients are the plain model's, with the option in the first forward and in a
+    recomputation (it raised a ScheduleError or an out-of-bounds view before)."""
+    case = CASES["gpt"]()
+    model = case.model.train()
+    want, want_grads, chain, side, inputs = _reference(case)
+    k = next(i for i, st in enumerate(chain.stages, 1) if isinstance(st, GraphStage)
+             and "blocks.0." in st.stage_name)
+    with side.scope():
+        sets = _kept_sets(chain.stages[k - 1], inputs[k - 1].detach().requires_grad_(True))
+    keep = sets[len(sets) // 2]
+    assert keep, "a kept set that keeps something"
+    make = _plan if where == "forward" else _recomputed_plan
+    torch._dynamo.reset()
+    net = torch.compile(make(len(chain.stages), k, keep).wrap(model), backend="aot_eager")
+    for _ in range(2):  # the first call compiles, the second runs what it compiled
+        model.zero_grad(set_to_none=True)
+        got = _step(net, case)
+        torch.testing.assert_close(got, want)
+        for p, w in zip(model.parameters(), want_grads, strict=True):
+            torch.testing.assert_close(p.grad, w, rtol=1e-4, atol=1e-5)
 
 
 class _Collect(logging.Handler):
