@@ -64,45 +64,43 @@ type Options struct {
 	Checkpoint bool `json:"checkpoint,omitempty"`
 }
 
-// OptionError reports a bad platform or model option; Field is the request field's name
-// (gpus, memory, bandwidth, weight_copies, activation_model, headroom). It wraps
-// chainplan.ErrUnsupported.
-type OptionError struct {
-	Field string
-	Msg   string
+// OptionError reports a bad platform or model option: the shared chainplan.OptionError,
+// Planner "pipeline" and Field the request field's name (gpus, memory, bandwidth,
+// weight_copies, activation_model, headroom, microbatches, time_limit_s), so that one
+// errors.As finds the option errors of every planner. It wraps chainplan.ErrUnsupported.
+type OptionError = chainplan.OptionError
+
+// optionError is an *OptionError of the pipeline request ("pipeline: FIELD: MSG").
+func optionError(field, msg string) *OptionError {
+	return &OptionError{Planner: "pipeline", Field: field, Msg: msg}
 }
-
-func (e *OptionError) Error() string { return fmt.Sprintf("pipeline: %s: %s", e.Field, e.Msg) }
-
-// Unwrap makes errors.Is(err, chainplan.ErrUnsupported) true.
-func (e *OptionError) Unwrap() error { return chainplan.ErrUnsupported }
 
 // WithDefaults checks the options and fills in the defaults; errors are *OptionError.
 func (o Options) WithDefaults() (Options, error) {
 	if o.GPUs < 1 || o.GPUs > MaxGPUs {
-		return o, &OptionError{"gpus", fmt.Sprintf("want 1..%d devices (got %d)", MaxGPUs, o.GPUs)}
+		return o, optionError("gpus", fmt.Sprintf("want 1..%d devices (got %d)", MaxGPUs, o.GPUs))
 	}
 	if o.MemoryBytes < 0 {
-		return o, &OptionError{"memory", fmt.Sprintf("want bytes ≥ 0 (got %d)", o.MemoryBytes)}
+		return o, optionError("memory", fmt.Sprintf("want bytes ≥ 0 (got %d)", o.MemoryBytes))
 	}
 	if b := o.Bandwidth; math.IsNaN(b) || math.IsInf(b, 0) || b <= 0 {
-		return o, &OptionError{"bandwidth", fmt.Sprintf("want a positive, finite number of bytes per second (got %v)", b)}
+		return o, optionError("bandwidth", fmt.Sprintf("want a positive, finite number of bytes per second (got %v)", b))
 	}
 	switch {
 	case o.WeightCopies == 0:
 		o.WeightCopies = DefaultWeightCopies
 	case o.WeightCopies < 0 || o.WeightCopies > maxWeightCopies:
-		return o, &OptionError{"weight_copies", fmt.Sprintf("want 1..%d copies: 2 for weights and gradients, one more per optimizer buffer (got %d)", maxWeightCopies, o.WeightCopies)}
+		return o, optionError("weight_copies", fmt.Sprintf("want 1..%d copies: 2 for weights and gradients, one more per optimizer buffer (got %d)", maxWeightCopies, o.WeightCopies))
 	}
 	switch o.ActivationModel {
 	case "":
 		o.ActivationModel = ActivationsSaved
 	case ActivationsSaved, ActivationsInput:
 	default:
-		return o, &OptionError{"activation_model", fmt.Sprintf("want %q or %q (got %q)", ActivationsSaved, ActivationsInput, o.ActivationModel)}
+		return o, optionError("activation_model", fmt.Sprintf("want %q or %q (got %q)", ActivationsSaved, ActivationsInput, o.ActivationModel))
 	}
 	if h := o.Headroom; math.IsNaN(h) || h < 0 || h >= 1 {
-		return o, &OptionError{"headroom", fmt.Sprintf("want a share of the memory in [0, 1), such as 0.1 (got %v)", h)}
+		return o, optionError("headroom", fmt.Sprintf("want a share of the memory in [0, 1), such as 0.1 (got %v)", h))
 	}
 	return o, nil
 }

@@ -96,13 +96,13 @@ func read[T int64 | float64](f flexNumber, field string, out *T, parse func(stri
 	if json.Unmarshal(f.raw, &s) == nil {
 		v, err := parse(s)
 		if err != nil {
-			return &OptionError{field, fmt.Sprintf("must be a number or a string such as %q: %v", example[field], err)}
+			return optionError(field, fmt.Sprintf("must be a number or a string such as %q: %v", example[field], err))
 		}
 		*out = v
 		return nil
 	}
 	if err := json.Unmarshal(f.raw, out); err != nil {
-		return &OptionError{field, fmt.Sprintf("must be %s or a string such as %q (got %s)", kind[field], example[field], f.raw)}
+		return optionError(field, fmt.Sprintf("must be %s or a string such as %q (got %s)", kind[field], example[field], f.raw))
 	}
 	return nil
 }
@@ -131,10 +131,10 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if w.Microbatches < 0 {
-		return &OptionError{"microbatches", fmt.Sprintf("must be ≥ 1 (got %d)", w.Microbatches)}
+		return optionError("microbatches", fmt.Sprintf("must be ≥ 1 (got %d)", w.Microbatches))
 	}
 	if w.TimeLimitS < 0 {
-		return &OptionError{"time_limit_s", fmt.Sprintf("must be a positive number of seconds (got %v)", w.TimeLimitS)}
+		return optionError("time_limit_s", fmt.Sprintf("must be a positive number of seconds (got %v)", w.TimeLimitS))
 	}
 	*r = Request(w.requestFields)
 	r.MemoryBytes, r.Bandwidth = mem, bw

@@ -39,7 +39,7 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 	if _, err := Ingest(db, profile); err != nil {
 		t.Fatal(err)
 	}
-	res, err := SolveRun(db, 1, `{"min_budget": true}`)
+	res, err := planRun(db, 1, `{"min_budget": true}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestConcurrentCalls(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			res, err := SolveRun(db, 1, fmt.Sprintf(`{"budget_bytes": %d, "algo": "store-all"}`, 1<<40))
+			res, err := planRun(db, 1, fmt.Sprintf(`{"budget_bytes": %d, "algo": "store-all"}`, 1<<40))
 			if err != nil {
 				errs[i] = err
 				return

@@ -34,13 +34,13 @@ func TestFrontier(t *testing.T) {
 			t.Fatalf("%s: frontier starts at %d, MinBudget = %d, %v", algo, f.Points[0].BudgetBytes, lo, err)
 		}
 		for k, pt := range f.Points {
-			res, err := Solve(exampleA(t), fmt.Sprintf(`{"algo": %q, "budget_bytes": %d}`, algo, pt.BudgetBytes))
+			res, err := planChain(exampleA(t), fmt.Sprintf(`{"algo": %q, "budget_bytes": %d}`, algo, pt.BudgetBytes))
 			if err != nil {
 				t.Fatalf("%s point %d %+v: %v", algo, k, pt, err)
 			}
 			var p chainplan.Plan
 			if err := json.Unmarshal([]byte(res), &p); err != nil || p.Makespan != pt.Makespan {
-				t.Fatalf("%s point %d %+v: Solve makespan %v, %v", algo, k, pt, p.Makespan, err)
+				t.Fatalf("%s point %d %+v: Plan makespan %v, %v", algo, k, pt, p.Makespan, err)
 			}
 			if k > 0 && pt.Makespan >= f.Points[k-1].Makespan {
 				t.Fatalf("%s: makespan does not fall at point %d: %+v", algo, k, f.Points)

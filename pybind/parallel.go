@@ -12,18 +12,6 @@ import (
 	"github.com/chainplan/chainplan/planner/paradl"
 )
 
-// CheckCluster reads a cluster description (YAML or JSON text) and returns its canonical
-// JSON document (chainplan.cluster/v1); a refused description is a bad request naming the
-// field.
-func CheckCluster(text string) (canonical string, err error) {
-	defer recoverError(&err)
-	c, err := cluster.Parse([]byte(text))
-	if err != nil {
-		return "", codedError(err)
-	}
-	return string(c.Canonical()), nil
-}
-
 // parallelInput reads what the parallel planners take from Python: the cluster text, and
 // when runID ≤ 0 the profile file profilePath, or else the chain chainJSON measured at
 // batch samples (δ = dtypeBytes), named name.

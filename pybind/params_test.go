@@ -22,7 +22,7 @@ func runDB(t *testing.T, db string, args ...string) (code int, stdout, stderr st
 }
 
 // A plan of a stored run is recorded with one parameter set whichever front end asked:
-// `chainplan solve --run` and the Python bindings (pybind.SolveRun) store the same
+// `chainplan solve --run` and the Python bindings (pybind.Plan) store the same
 // params_json but for its "source".
 func TestCLIAndBindingsRecordOneParameterSet(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
@@ -48,8 +48,8 @@ func TestCLIAndBindingsRecordOneParameterSet(t *testing.T) {
 		if code, _, errs := runDB(t, db, args...); code != 0 {
 			t.Fatalf("%v: exit %d: %s", args, code, errs)
 		}
-		if _, err := SolveRun(db, 1, tt.python); err != nil {
-			t.Fatalf("SolveRun(%s): %v", tt.python, err)
+		if _, err := planRun(db, 1, tt.python); err != nil {
+			t.Fatalf("Plan(%s): %v", tt.python, err)
 		}
 		plan += 2
 		cli, python := storedParams(t, db, plan-1), storedParams(t, db, plan)

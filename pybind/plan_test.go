@@ -2,6 +2,7 @@ package pybind
 
 import (
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -20,6 +21,37 @@ type planAnswer struct {
 	RunID      int64   `json:"run_id"`
 	InputShape []int64 `json:"input_shape"`
 	ChainJSON  string  `json:"chain_json"`
+}
+
+// planRun is Plan on stored run runID of the database db (a file or a PostgreSQL DSN, as
+// $CHAINPLAN_DB names it), request in service.Request's JSON form as Python sends it; it
+// returns Plan's whole answer.
+func planRun(db string, runID int64, request string) (string, error) {
+	dbJSON, err := json.Marshal(db)
+	if err != nil {
+		return "", err
+	}
+	return Plan(fmt.Sprintf(`{"request": %s, "run_id": %d, "db_env": %s}`, request, runID, dbJSON))
+}
+
+// planChain is Plan on a chain document, request as for planRun; it returns the plan
+// document alone.
+func planChain(chainJSON, request string) (string, error) {
+	chain, err := json.Marshal(chainJSON)
+	if err != nil {
+		return "", err
+	}
+	out, err := Plan(fmt.Sprintf(`{"request": %s, "chain": %s}`, request, chain))
+	if err != nil {
+		return "", err
+	}
+	var answer struct {
+		Plan json.RawMessage `json:"plan"`
+	}
+	if err := json.Unmarshal([]byte(out), &answer); err != nil {
+		return "", err
+	}
+	return string(answer.Plan), nil
 }
 
 func callPlan(t *testing.T, call map[string]any) (planAnswer, error) {
@@ -57,10 +89,10 @@ func TestPlanOneCrossing(t *testing.T) {
 		len(stored.InputShape) == 0 || stored.ChainJSON != "" || stored.Plan.PeakBytes > stored.Plan.BudgetBytes {
 		t.Fatalf("Plan of run 1 = %+v", stored)
 	}
-	// The same run through the old entry point: the same plan at the same smallest budget.
-	old, err := SolveRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
-	if err != nil || !strings.Contains(old, `"budget_bytes":`+jsonInt(stored.Plan.BudgetBytes)) {
-		t.Fatalf("SolveRun = %.120s, %v; want budget %d", old, err, stored.Plan.BudgetBytes)
+	// The request's older spelling (budget_bytes, min_budget) plans the same.
+	old, err := planRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
+	if err != nil || !strings.Contains(old, `"budget_bytes":`+jsonInt(stored.Plan.BudgetBytes)) || !strings.Contains(old, `"plan_id":2`) {
+		t.Fatalf("Plan = %.120s, %v; want budget %d, plan 2", old, err, stored.Plan.BudgetBytes)
 	}
 	// Without db_env the database is home's: a fresh home has no run 1.
 	if _, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "min"}, "run_id": 1,

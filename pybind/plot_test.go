@@ -11,7 +11,7 @@ const tinyChain = `{"format": "chainplan.chain/v1", "input_bytes": 4, "stages": 
  {"name": "b", "fwd_time": 1, "bwd_time": 2, "out_bytes": 4, "saved_bytes": 8, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0}]}`
 
 func TestPlotFrontierAndTimeline(t *testing.T) {
-	plan, err := Solve(tinyChain, `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
+	plan, err := planChain(tinyChain, `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
 	if err != nil {
 		t.Fatal(err)
 	}

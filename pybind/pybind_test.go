@@ -17,8 +17,10 @@ func exampleA(*testing.T) string {
  "loss": {"fwd_time": 0, "bwd_time": 1, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 1}}`
 }
 
-func TestSolve(t *testing.T) {
-	out, err := Solve(exampleA(t), `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
+// TestPlanChain: Plan on a chain as chainplan.plan(chain) sends it, at a budget and at the
+// smallest one.
+func TestPlanChain(t *testing.T) {
+	out, err := planChain(exampleA(t), `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestSolve(t *testing.T) {
 	if p.Makespan != 21 || p.PeakBytes != 24 { // rotor spec §4.7
 		t.Fatalf("plan %+v", p)
 	}
-	out, err = Solve(exampleA(t), `{"algo": "rotor", "slots": 30, "min_budget": true}`)
+	out, err = planChain(exampleA(t), `{"algo": "rotor", "slots": 30, "min_budget": true}`)
 	if err != nil || !strings.Contains(out, `"budget_bytes":22`) {
 		t.Fatalf("min_budget: %s, %v", out, err)
 	}
@@ -50,9 +52,9 @@ func TestErrorCodes(t *testing.T) {
 		{exampleA(t), `{"algo": "POFO", "budget_bytes": 30, "bandwidth": 1e9}`, `chainplan[bad-request]: unsupported request: unknown algorithm "POFO" (names are lower-case: did you mean "pofo"?`},
 	}
 	for _, tt := range tests {
-		_, err := Solve(tt.chain, tt.req)
+		_, err := planChain(tt.chain, tt.req)
 		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
-			t.Errorf("Solve(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
+			t.Errorf("Plan(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
 		}
 	}
 }

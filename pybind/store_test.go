@@ -25,7 +25,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if out, _ := Ingest(db, profile); !strings.Contains(out, `"existing":true`) {
 		t.Fatalf("second ingest = %s, want existing", out)
 	}
-	res, err := SolveRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
+	res, err := planRun(db, 1, `{"algo": "rotor", "min_budget": true}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestStoreRoundTrip(t *testing.T) {
 		} `json:"plan"`
 	}
 	if err := json.Unmarshal([]byte(res), &solved); err != nil || solved.PlanID != 1 || solved.Plan.Algo != "rotor" {
-		t.Fatalf("SolveRun = %s, %v", res, err)
+		t.Fatalf("Plan = %s, %v", res, err)
 	}
 	if _, err := RecordExecution(db, solved.PlanID, `{"step_time_s": 0.5, "peak_bytes": 123, "steps": 3}`); err != nil {
 		t.Fatal(err)
@@ -65,9 +65,13 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil || json.Unmarshal([]byte(run), &r) != nil || r.Device == "" || len(r.InputShape) == 0 || r.DType == "" {
 		t.Fatalf("Run(1) = %s, %v", run, err)
 	}
-	plan, err := SolveFile(profile, `{"budget_bytes": 1000000000}`)
+	file, err := json.Marshal(profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Plan(`{"request": {"budget_bytes": 1000000000}, "profile_path": ` + string(file) + `}`)
 	if err != nil || !strings.Contains(plan, `"algo":"rotor"`) {
-		t.Fatalf("SolveFile = %.80s, %v", plan, err)
+		t.Fatalf("Plan of the profile file = %.80s, %v", plan, err)
 	}
 }
 
@@ -91,12 +95,12 @@ func TestStoreErrors(t *testing.T) {
 		// One code and one "bad query", not "bad request: chainplan: bad query" as before.
 		{"Syntax", func() error { _, err := Query(db, "SELEC 1"); return err }, `chainplan[bad-query]: bad query: near "SELEC": syntax error`},
 		{"UnknownColumn", func() error { _, err := Query(db, "SELECT nope FROM runs"); return err }, "chainplan[bad-query]: bad query: no such column: nope"},
-		{"UnknownRun", func() error { _, err := SolveRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
-		{"TooSmall", func() error { _, err := SolveRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
+		{"UnknownRun", func() error { _, err := planRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
+		{"TooSmall", func() error { _, err := planRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
 		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},
 		{"NegativePeak", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": -1}`); return err }, "chainplan[bad-request]: execution: peak_bytes"},
-		{"UnknownKey", func() error { _, err := SolveRun(db, 1, `{"budjet": 100}`); return err }, `chainplan[bad-request]: request: json: unknown field "budjet"`},
-		{"UnknownSource", func() error { _, err := SolveRun(db, 1, `{"min_budget": true, "source": "x"}`); return err }, `chainplan[bad-request]: source "x"`},
+		{"UnknownKey", func() error { _, err := planRun(db, 1, `{"budjet": 100}`); return err }, `chainplan[bad-request]: request: json: unknown field "budjet"`},
+		{"UnknownSource", func() error { _, err := planRun(db, 1, `{"min_budget": true, "source": "x"}`); return err }, `chainplan[bad-request]: source "x"`},
 		{"BadFilter", func() error { _, err := Runs(db, `{"modelname": "x"}`); return err }, "chainplan[bad-request]: bad request: run filter: json: unknown field \"modelname\""},
 		{"NoRun", func() error { _, err := Run(db, 3); return err }, "chainplan[not-found]: no run 3"},
 		{"NoDatabase", func() error { _, err := Run(db+"-none", 1); return err }, "chainplan[not-found]: no database"},

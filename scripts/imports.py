@@ -32,7 +32,8 @@ PACKAGE = Path(__file__).resolve().parent.parent / "python" / "chainplan"
 #: longer pattern over a shorter one.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("chainplan._lazy", "chainplan._moved", "chainplan._highs", "chainplan.errors",
-              "chainplan.jsonfields", "chainplan.schema", "chainplan.svg", "chainplan.ops",
+              "chainplan.jsonfields", "chainplan.profilerow", "chainplan.schema", "chainplan.svg",
+              "chainplan.ops",
               "chainplan._gocore", "chainplan._gocore.*")),
     ("bindings", ("chainplan._bind", "chainplan._cli")),
     ("documents", ("chainplan.offloading", "chainplan.towerplan", "chainplan.plandoc",
@@ -45,11 +46,13 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
                   "chainplan.pipeline.plan", "chainplan.pipeline.requests",
                   "chainplan.pipeline.planning")),
-    ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph",
-                   "chainplan.graph.*", "chainplan.profiler", "chainplan.profiler.*",
-                   "chainplan.towers", "chainplan.towers.*", "chainplan.pipeline.*",
-                   "chainplan.sequential", "chainplan.gradrelease", "chainplan.reuse",
-                   "chainplan.shapecheck")),
+    ("runtime", ("chainplan.runtime", "chainplan.runtime.*")),
+    ("models", ("chainplan.graph", "chainplan.graph.*", "chainplan.profiler",
+                "chainplan.profiler.*", "chainplan.towers", "chainplan.towers.*",
+                "chainplan.sequential", "chainplan.gradrelease", "chainplan.reuse",
+                "chainplan.shapecheck")),
+    ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
+                   "chainplan.towers.executor", "chainplan.pipeline.*")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",
                 "chainplan.pipeline")),
 ]
@@ -126,14 +129,71 @@ def _targets(stmt: ast.stmt, module: str, is_package: bool) -> list[str]:
 
 
 def _needs(stmt: ast.stmt, module: str, is_package: bool, files: set[str]) -> set[str]:
-    """The modules of files an import statement needs loaded: ``from pkg import sub``
-    of submodules only needs them, not pkg's own code (which may be loading)."""
+    """The modules of files an import statement names and needs loaded: ``from pkg import
+    sub`` of submodules needs them; what it needs of pkg's ``__init__`` is
+    :func:`_parents`'s."""
     targets = [t for t in _targets(stmt, module, is_package) if t in files]
     if isinstance(stmt, ast.ImportFrom) and targets:
         base, subs = targets[0], targets[1:]
         if len(subs) == len(stmt.names) and base not in subs:
             return set(subs)
     return set(targets)
+
+
+def _parents(targets: set[str], module: str, is_package: bool, files: set[str]) -> set[str]:
+    """The packages Python runs the ``__init__`` of before it loads targets (``from
+    pkg.sub import x`` runs ``pkg/__init__.py`` first), but those the importer is itself
+    inside (loaded before it) and the root ``chainplan``, the lazy façade."""
+    own = module if is_package else module.rpartition(".")[0]
+    out = set()
+    for t in targets:
+        parts = t.split(".")
+        for i in range(2, len(parts) + 1):
+            pkg = ".".join(parts[:i])
+            if pkg != t and pkg in files and not (own == pkg or own.startswith(pkg + ".")):
+                out.add(pkg)
+    return out
+
+
+def _package_loads(files: dict[str, Path]) -> dict[str, set[str]]:
+    """What each package's ``__init__`` imports at load time: what a module importing one
+    of its submodules from outside needs loaded besides that submodule."""
+    out: dict[str, set[str]] = {}
+    for m, p in files.items():
+        if p.name != "__init__.py":
+            continue
+        out[m] = set()
+        for stmt, d in _imports(ast.parse(p.read_text(), str(p))):
+            if not d:
+                out[m] |= _needs(stmt, m, True, set(files)) - {m}
+    return out
+
+
+def _all_needs(files: dict[str, Path], with_deferred: bool = True, inline: bool = True
+               ) -> dict[tuple[str, str], tuple[bool, str]]:
+    """Every module one chainplan module needs loaded to load (or, with deferred imports,
+    to run): (importer, needed) -> (whether every import making the edge is deferred, the
+    package whose ``__init__`` loads it, "" when the importer names it). inline: a package
+    run first stands for what its ``__init__`` loads (its deferred imports, a lazy
+    façade's, are not needed); else the package itself is needed, as for the circles at
+    load time, where its edges are its load-time imports."""
+    loads = _package_loads(files)
+    out: dict[tuple[str, str], tuple[bool, str]] = {}
+    for m, p in files.items():
+        is_package = p.name == "__init__.py"
+        for stmt, d in _imports(ast.parse(p.read_text(), str(p))):
+            if d and not with_deferred:
+                continue
+            named = _needs(stmt, m, is_package, set(files))
+            found = [(t, "") for t in named]
+            for pkg in sorted(_parents(named, m, is_package, set(files))):
+                found += [(t, pkg) for t in loads[pkg]] if inline else [(pkg, pkg)]
+            for t, via in found:
+                if t == m:
+                    continue
+                was_d, was_via = out.get((m, t), (True, via))
+                out[(m, t)] = (was_d and d, was_via if not was_d else via)
+    return out
 
 
 def deferred(paths: list[Path], package: Path, own: bool = False) -> list[str]:
@@ -146,16 +206,11 @@ def deferred(paths: list[Path], package: Path, own: bool = False) -> list[str]:
     return found
 
 
-def edges(package: Path) -> dict[tuple[str, str], bool]:
-    """Every import of one chainplan module by another: (importer, imported) -> whether
-    all the imports making the edge are deferred."""
+def edges(package: Path) -> dict[tuple[str, str], tuple[bool, str]]:
+    """Every module one chainplan module needs: (importer, needed) -> (whether all the
+    imports making the edge are deferred, the package whose ``__init__`` loads it or "")."""
     files = {module_name(p, package): p for p in package.rglob("*.py")}
-    out: dict[tuple[str, str], bool] = {}
-    for m, p in files.items():
-        for stmt, d in _imports(ast.parse(p.read_text(), str(p))):
-            for t in _needs(stmt, m, p.name == "__init__.py", set(files)) - {m}:
-                out[(m, t)] = out.get((m, t), True) and d
-    return out
+    return _all_needs(files)
 
 
 def private_imports(package: Path) -> list[tuple[str, str]]:
@@ -187,15 +242,16 @@ def layer_problems(package: Path) -> list[str]:
     files = sorted(module_name(p, package) for p in package.rglob("*.py"))
     out = [f"{m}: in no layer (name it in LAYERS, scripts/imports.py, and in "
            f"docs/ARCHITECTURE.md)" for m in files if layer_of(m) < 0]
-    for (m, t), deferred_only in sorted(edges(package).items()):
+    for (m, t), (deferred_only, via) in sorted(edges(package).items()):
         lm, lt = layer_of(m), layer_of(t)
         if lm < 0 or lt <= lm:
             continue
         if deferred_only and (m, t) in HEAVY_UPWARD:
             continue
         how = "a deferred import" if deferred_only else "an import at load time"
+        through = f" (the package {via}, which it imports from, loads it)" if via else ""
         out.append(f"{m} ({LAYERS[lm][0]}) imports {t} ({LAYERS[lt][0]}), a higher layer, "
-                   f"by {how}")
+                   f"by {how}{through}")
     return out
 
 
@@ -204,12 +260,11 @@ def circles(package: Path, with_deferred: bool = False) -> list[list[str]]:
     close too (what a module needs to work, not just to load)."""
     files = {module_name(p, package): p for p in package.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in files}
-    for m, p in files.items():
-        for stmt, d in _imports(ast.parse(p.read_text(), str(p))):
-            if with_deferred or not d:
-                # The package's own __init__ is the façade that re-exports everything:
-                # an edge to it is not a layer's dependency.
-                graph[m] |= _needs(stmt, m, p.name == "__init__.py", set(files)) - {m, "chainplan"}
+    for (m, t) in _all_needs(files, with_deferred, inline=with_deferred):
+        # The package's own __init__ is the façade that re-exports everything:
+        # an edge to it is not a layer's dependency.
+        if t != "chainplan":
+            graph[m].add(t)
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []

@@ -62,27 +62,27 @@ func ingestFile(ctx context.Context, svc *service.Service, path string) (store.I
 
 // solveInput plans what solve was given: the --chain file, or with --run a stored run,
 // whose plan it records with the service's parameters and reports on standard error
-// (standard output carries the plan alone). It returns the chain planned and the plan.
-func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (*chainplan.Chain, *chainplan.Plan, error) {
+// (standard output carries the plan alone). It returns the planned document: the plan with
+// its chain, or with the bundle of a stored run of towers planned with their default.
+func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (*service.Planned, error) {
 	if f.run == "" {
 		c, err := chainplan.ReadChain(f.chain)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		p, err := service.Solve(c, req)
-		return c, p, err
+		return service.PlanChain(c, req)
 	}
 	svc, ref, err := openRunStore(cmd, f.run)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer svc.Close()
 	got, err := svc.PlanRun(cmd.Context(), ref, req)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	reportRecorded(e, svc, got.RunID, got.PlanID)
-	return got.Chain, got.Plan, nil
+	return got, nil
 }
 
 // openRunStore reads the --run value of a command that plans a stored run (solve,

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -40,6 +41,10 @@ The offloading algorithms are described in docs/pofo.md. The multichain algorith
 K towers joined at the loss (docs/multichain.md): give one --chain per tower (each without
 a loss of its own) and the joint loss with --loss, or one chainplan.multichain/v1 bundle;
 the budget counts every tower input.
+Without --algo, the input chooses, as Python's chainplan.plan does: towers (several
+--chain, a --loss, a bundle, a stored run of towers) are planned with ` + planner.DefaultMultichainAlgo + `,
+a chain whose stages have operation-level options with rotor-ops, any other chain with
+rotor; the plan says which ("algo").
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
 		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
@@ -53,7 +58,9 @@ Exit status 3 means the budget is too small; the message gives the smallest one.
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(solvable)))
+	fl.StringVar(&f.algo, "algo", "", "algorithm: "+orList(algoNames(solvable))+
+		" (default: the input's, as Python's chainplan.plan: "+planner.DefaultMultichainAlgo+
+		" for towers, rotor-ops for stages with operation options, else rotor)")
 	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for "+
 		orList(planner.MultichainAlgos())+" one per tower, or a chainplan.multichain/v1 bundle")
 	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (JSON: fwd_time, bwd_time, fwd_tmp_bytes, bwd_tmp_bytes)")
@@ -79,7 +86,10 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if len(f.towers.chains) > 0 && f.run != "" {
 		return usagef("--chain and --run are mutually exclusive")
 	}
-	towers := isMultichainAlgo(f.algo)
+	if f.run != "" && (f.towers.loss != "" || len(f.towers.keep) > 0) {
+		return usagef("--loss and --keep-input-grad apply to chain files; a stored run of towers holds its loss")
+	}
+	towers := isMultichainAlgo(f.algo) || (f.algo == "" && f.run == "" && describesTowers(f.towers))
 	if !towers {
 		var err error
 		if f.chain, err = singleChain(f.towers, f.algo); err != nil {
@@ -92,6 +102,10 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	// --budget min: one search gives the plan at the smallest budget (service.Solve).
 	req := service.Request{Request: planner.Request{Algo: f.algo, Slots: f.slots, Segments: f.segments},
 		Min: f.budget == "min", Source: service.SourceCLI}
+	if f.algo == "" && f.bandwidth != "" { // no default algorithm reads a link
+		return usagef("--bandwidth applies to the offloading algorithms only: name one with --algo (%s)",
+			strings.Join(algoNames(func(e planner.Entry) bool { return e.Reads(planner.FieldBandwidth) }), ", "))
+	}
 	if err := offloadRequest(cmd, &req.Request, f.bandwidth); err != nil {
 		return err
 	}
@@ -104,14 +118,18 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if towers {
 		return solveTowers(cmd, e, f, req)
 	}
-	c, p, err := solveInput(cmd, e, f, req)
+	got, err := solveInput(cmd, e, f, req)
 	if err != nil {
 		return err
 	}
 	if f.format == "json" {
-		return writeJSON(w, p)
+		return writeJSON(w, got.Plan)
 	}
-	writePlanText(w, c, p)
+	if got.MultiChain != nil { // a stored run of towers, planned with their default
+		writeMultichainPlanText(w, got.MultiChain, got.Plan)
+		return nil
+	}
+	writePlanText(w, got.Chain, got.Plan)
 	return nil
 }
 
@@ -134,9 +152,6 @@ func solveTowers(cmd *cobra.Command, e *env, f solveFlags, req service.Request) 
 	var mc *chainplan.MultiChain
 	var p *chainplan.Plan
 	if f.run != "" {
-		if f.towers.loss != "" || len(f.towers.keep) > 0 {
-			return usagef("--loss and --keep-input-grad apply to chain files; a stored run of towers holds its loss")
-		}
 		svc, ref, err := openRunStore(cmd, f.run)
 		if err != nil {
 			return err
@@ -153,9 +168,11 @@ func solveTowers(cmd *cobra.Command, e *env, f solveFlags, req service.Request) 
 		if mc, err = readTowers(f.towers); err != nil {
 			return err
 		}
-		if p, err = service.SolveMultichain(mc, req); err != nil {
+		got, err := service.PlanMultiChain(mc, req)
+		if err != nil {
 			return err
 		}
+		p = got.Plan
 	}
 	if f.format == "json" {
 		return writeJSON(e.stdout, p)

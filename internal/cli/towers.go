@@ -26,6 +26,13 @@ func isMultichainAlgo(algo string) bool {
 	return slices.Contains(planner.MultichainAlgos(), algo)
 }
 
+// describesTowers reports whether the --chain, --loss and --keep-input-grad flags describe towers
+// joined at the loss (several chains, a joint loss, or one bundle file): what solve plans
+// with the multichain default when --algo is not given.
+func describesTowers(f towerFlags) bool {
+	return len(f.chains) > 1 || f.loss != "" || len(f.keep) > 0 || (len(f.chains) == 1 && fileIsBundle(f.chains[0]))
+}
+
 // fileIsBundle reports whether path holds a chainplan.multichain/v1 bundle (a file that
 // cannot be read is not: the reader that follows reports it).
 func fileIsBundle(path string) bool {

@@ -131,9 +131,9 @@ func TestSolveTowersBadInput(t *testing.T) {
 			"--budget", "70"}, 2, "negative value"},
 		{"bundle and loss", []string{"--algo", "multichain", "--chain", bundle, "--loss", loss, "--budget", "70"}, 2,
 			"holds its loss"},
-		{"rotor with two chains", []string{"--chain", image, "--chain", text, "--budget", "70"}, 2, "--chain given 2 times"},
-		{"rotor with a bundle", []string{"--chain", bundle, "--budget", "70"}, 2, "plan it with --algo multichain"},
-		{"rotor with a loss", []string{"--chain", image, "--loss", loss, "--budget", "70"}, 2, "apply to towers"},
+		{"rotor with two chains", []string{"--algo", "rotor", "--chain", image, "--chain", text, "--budget", "70"}, 2, "--chain given 2 times"},
+		{"rotor with a bundle", []string{"--algo", "rotor", "--chain", bundle, "--budget", "70"}, 2, "plan it with --algo multichain"},
+		{"rotor with a loss", []string{"--algo", "rotor", "--chain", image, "--loss", loss, "--budget", "70"}, 2, "apply to towers"},
 		{"segments", []string{"--algo", "multichain", "--chain", bundle, "--segments", "2", "--budget", "70"}, 2,
 			"segments apply"},
 	}
@@ -194,7 +194,16 @@ func TestTowersRun(t *testing.T) {
 	if err != nil || mc.K() != 3 {
 		t.Fatalf("exported bundle: %v, %v", mc, err)
 	}
-	if code, _, errs := runDB(t, db, "solve", "--run", "1", "--budget", "1GiB"); code != 2 || !strings.Contains(errs, "--algo multichain") {
+	if code, _, errs := runDB(t, db, "solve", "--run", "1", "--algo", "rotor", "--budget", "1GiB"); code != 2 || !strings.Contains(errs, "--algo multichain") {
 		t.Fatalf("rotor on a towers run: exit %d %s", code, errs)
+	}
+	// Without --algo the run of towers chooses, as chainplan.plan does: multichain,
+	// printed and recorded.
+	code, out, errs = runDB(t, db, "solve", "--run", "1", "--budget", "min", "--format", "text")
+	if code != 0 || !strings.Contains(out, "algorithm   multichain\n") || !strings.Contains(out, "towers      3 with") {
+		t.Fatalf("solve --run without --algo: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := runDB(t, db, "sql", "--format", "csv", "SELECT algo FROM plans ORDER BY plan_id DESC LIMIT 1"); code != 0 || !strings.Contains(out, "multichain") {
+		t.Fatalf("recorded algo: exit %d %s", code, out)
 	}
 }

@@ -17,17 +17,16 @@ func PlanProfile(p *profilearrow.Profile, req Request) (*Planned, error) {
 		return nil, err
 	}
 	if tw != nil {
-		if req.Algo == "" {
-			req.Algo = planner.DefaultMultichainAlgo
-		}
-		if got.MultiChain, err = p.MultiChain(); err != nil {
+		mc, err := p.MultiChain()
+		if err != nil {
 			return nil, err
 		}
-		if got.Plan, err = SolveMultichain(got.MultiChain, req); err != nil {
+		planned, err := PlanMultiChain(mc, req)
+		if err != nil {
 			return nil, err
 		}
-		got.Algo = req.Algo
-		return got, nil
+		planned.InputShape = got.InputShape
+		return planned, nil
 	}
 	c, err := p.Chain()
 	if err != nil {
@@ -52,4 +51,17 @@ func PlanChain(c *chainplan.Chain, req Request) (*Planned, error) {
 		return nil, err
 	}
 	return &Planned{Chain: c, Plan: p, Algo: req.Algo}, nil
+}
+
+// PlanMultiChain plans bundle mc (towers joined at the loss) as SolveMultichain does, with
+// planner.DefaultMultichainAlgo when req.Algo is empty. Nothing is recorded.
+func PlanMultiChain(mc *chainplan.MultiChain, req Request) (*Planned, error) {
+	if req.Algo == "" {
+		req.Algo = planner.DefaultMultichainAlgo
+	}
+	p, err := SolveMultichain(mc, req)
+	if err != nil {
+		return nil, err
+	}
+	return &Planned{MultiChain: mc, Plan: p, Algo: req.Algo}, nil
 }

@@ -77,11 +77,6 @@ def call(fn: Callable[..., _T], *args: Any) -> _T:
         raise translate(e) from e
 
 
-def solve(chain_json: str, request: dict[str, Any]) -> str:
-    """Plan a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
-    return str(call(_go().Solve, chain_json, json.dumps(request)))
-
-
 def plan(request: dict[str, Any], *, run_id: int = 0, profile_path: str = "",
          chain: str = "") -> dict[str, Any]:
     """Plan a checkpointing schedule in one crossing (``pybind.Plan``): of stored run
@@ -103,12 +98,6 @@ def plan(request: dict[str, Any], *, run_id: int = 0, profile_path: str = "",
         call_["chain"] = chain
     out: dict[str, Any] = json.loads(call(_go().Plan, json.dumps(call_)))
     return out
-
-
-def solve_multichain(bundle_json: str, request: dict[str, Any]) -> str:
-    """Plan a ``chainplan.multichain/v1`` bundle of towers joined at the loss; the plan
-    document (JSON)."""
-    return str(call(_go().SolveMultichain, bundle_json, json.dumps(request)))
 
 
 def min_budget(chain_json: str, request: dict[str, Any]) -> int:
@@ -293,11 +282,6 @@ def plot_history(run_id: int, model: str) -> str:
 def plot_pipeline(plan_json: str, periods: int) -> str:
     """The Gantt chart of a pipeline plan, as an SVG document (``pybind.PlotPipeline``)."""
     return str(call(_go().PlotPipeline, plan_json, periods))
-
-
-def check_cluster(text: str) -> str:
-    """A cluster description (YAML or JSON) in canonical form (``chainplan.cluster/v1``)."""
-    return str(call(_go().CheckCluster, text))
 
 
 def _parallel(fn: Callable[..., str], source: dict[str, Any], cluster_text: str,

@@ -119,7 +119,7 @@ class Plan(PlanDocument):
         returned :class:`~chainplan.executors.CheckpointedChain` shares its parameters; a
         plan with an :attr:`offload` section gets an
         :class:`~chainplan.executors.OffloadedChain`, a :attr:`multichain` plan a view of the
-        model running a :class:`~chainplan.towers.executor.TowersPlan`. The same as
+        model running a :class:`~chainplan.executors.towersplan.TowersPlan`. The same as
         :func:`chainplan.executors.wrap`, which this imports only when called (the
         executors need torch, this module does not).
         """

@@ -2,31 +2,34 @@
 
 One row per stage and per repetition (or training step), the loss as the last stage with
 ``stage_kind = "loss"``, the unit in every column name, and the provenance in the schema
-metadata. This module mirrors profiler/schema.go and never imports torch.
+metadata. This module is the Arrow codec (it mirrors Go's profilearrow and never imports
+torch); the rows and the provenance it reads and writes are :mod:`chainplan.profilerow`'s,
+re-exported here, which import without pyarrow.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import hashlib
-import json
 import os
-import platform
-import re
-import socket
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from chainplan.errors import SchemaError
+from chainplan.profilerow import (
+    FORMAT,
+    PARALLEL_REVISION,
+    ProfileMetadata,
+    ProfileRow,
+    cpu_name,
+    file_stem,
+    signature,
+)
 
 __all__ = ["FORMAT", "SCHEMA", "PARALLEL_COLUMNS", "PARALLEL_REVISION", "ProfileRow",
-           "ProfileMetadata", "read_rows", "write_profile", "signature", "file_stem"]
-
-FORMAT = "chainplan.profile/v1"
+           "ProfileMetadata", "read_rows", "write_profile", "signature", "file_stem", "cpu_name"]
 
 SCHEMA = pa.schema([
     pa.field("stage_index", pa.int64(), nullable=False),
@@ -51,7 +54,6 @@ SCHEMA = pa.schema([
 
 # The parallel fields (docs/formats.md, "Parallel fields"): optional columns a reader that
 # does not know them ignores; written only when a row has one (profiler/parallel.go).
-PARALLEL_REVISION = "1"
 PARALLEL_COLUMNS = [
     pa.field("in_shape", pa.string()),          # JSON array, batch first
     pa.field("out_shape", pa.string()),
@@ -60,107 +62,6 @@ PARALLEL_COLUMNS = [
     pa.field("modules_json", pa.string()),      # the stage's convolutions and linear layers
     pa.field("batch_times_json", pa.string()),  # this row's times at other batch sizes
 ]
-
-
-@dataclasses.dataclass(frozen=True)
-class ProfileRow:
-    """One measurement of one stage (1..L) or of the loss (L+1, ``kind="loss"``).
-
-    ``saved_bytes`` and the temporaries are None when not measured (a profile recorded
-    during training with ``chainplan.record``). The last five fields are the exact memory
-    model (docs/formats.md): whether the stage's backward needs its input and its output,
-    the recomputation that runs right before it (time, temporary peak) and the stage's
-    operation-level options as JSON; None when not measured.
-    """
-
-    stage_index: int
-    stage_name: str
-    rep: int
-    fwd_time_s: float
-    bwd_time_s: float
-    in_bytes: int
-    out_bytes: int
-    saved_bytes: int | None
-    fwd_tmp_bytes: int | None
-    bwd_tmp_bytes: int | None
-    param_bytes: int
-    stage_kind: str = "stage"
-    saves_input: bool | None = None
-    saves_output: bool | None = None
-    recompute_time_s: float | None = None
-    recompute_tmp_bytes: int | None = None
-    options_json: str | None = None
-    in_shape: str | None = None
-    out_shape: str | None = None
-    weight_count: int | None = None
-    bias_count: int | None = None
-    modules_json: str | None = None
-    batch_times_json: str | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class ProfileMetadata:
-    """The provenance of a profile, written as the Arrow schema metadata."""
-
-    model_name: str
-    model_signature: str
-    torch_version: str
-    device: str
-    device_name: str
-    dtype: str
-    batch_size: int
-    input_shape: Sequence[int]
-    threads: int
-    timing_method: str
-    warmup_reps: int
-    reps: int
-    created_at: _dt.datetime = dataclasses.field(
-        default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
-    host: str = dataclasses.field(default_factory=socket.gethostname)
-    #: Optional keys written after the required ones (``call_signature``, the parallel
-    #: fields' revision, the optimizer's; docs/formats.md).
-    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, str]:
-        created = self.created_at
-        if created.tzinfo is None:
-            created = created.replace(tzinfo=_dt.timezone.utc)
-        return {
-            "format": FORMAT,
-            "model_name": self.model_name,
-            "model_signature": self.model_signature,
-            "torch_version": self.torch_version,
-            "device": self.device,
-            "device_name": self.device_name,
-            "dtype": self.dtype,
-            "batch_size": str(self.batch_size),
-            "input_shape": json.dumps([int(d) for d in self.input_shape]),
-            "threads": str(self.threads),
-            "timing_method": self.timing_method,
-            "warmup_reps": str(self.warmup_reps),
-            "reps": str(self.reps),
-            "created_at": created.astimezone(_dt.timezone.utc).isoformat().replace("+00:00", "Z"),
-            "host": self.host,
-            **{k: str(v) for k, v in self.extra.items() if k != "format"},
-        }
-
-
-def signature(structure: str) -> str:
-    """A digest of a model's structure (e.g. ``repr(model)``), as stored in profiles."""
-    return "sha256:" + hashlib.sha256(structure.encode()).hexdigest()
-
-
-def file_stem(name: str) -> str:
-    """A file name made from a model's name, safe in any folder: letters, digits, ``.``,
-    ``_`` and ``-`` kept, every other character (``/``, ``<``, a space) replaced by ``_``,
-    no leading dot, at most 64 characters; a name that had to change gets a digest of
-    itself appended, so that two names never share a stem (``../../x`` →
-    ``x-1a2b3c4d``). Names are data from any host: nothing in them may choose the folder.
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip("._-")[:64] or "model"
-    if safe != name:
-        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
-    return safe
 
 
 def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str, str]]:
@@ -182,18 +83,6 @@ def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str,
     # The parallel columns are optional: a file without them reads with their defaults.
     rows = [ProfileRow(**{n: cols[n][i] for n in names}) for i in range(table.num_rows)]
     return rows, meta
-
-
-def cpu_name() -> str:
-    """A readable name of this machine's processor."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def write_profile(path: str | os.PathLike[str], rows: Iterable[ProfileRow],

@@ -15,6 +15,7 @@ import chainplan
 from chainplan import _bind
 from chainplan.algorithms import Algorithm, algorithms, check_algorithm
 from chainplan.errors import ArgumentTypeError, PlanError
+from tests.planning import plan_chain
 
 
 def test_table_is_the_go_registry() -> None:
@@ -68,7 +69,7 @@ def test_go_planner_agrees(tmp_path: Path) -> None:
             check_algorithm(algo, segments=int(req.get("segments", 0)),
                             bandwidth="bandwidth" in req)
         with pytest.raises(PlanError) as go:
-            _bind.solve(chain, {"algo": algo, "budget_bytes": 100, **req})
+            plan_chain(chain, {"algo": algo, "budget_bytes": 100, **req})
         words = re.split(r" \(|: ", str(py.value))[0]
         assert words in str(go.value), (py.value, go.value)
     for algo in algorithms():
@@ -76,12 +77,12 @@ def test_go_planner_agrees(tmp_path: Path) -> None:
             continue  # planned by pipeline_plan, advise and search3d, or simulated by pipesim
         if algorithms()[algo].family == "multichain":  # plans bundles of towers only
             with pytest.raises(PlanError, match="bundle of the towers"):
-                _bind.solve(chain, {"algo": algo, "min_budget": True})
+                plan_chain(chain, {"algo": algo, "min_budget": True})
             continue
         req = {"algo": algo, "min_budget": True}
         if "bandwidth" in algorithms()[algo].needs:
             req["bandwidth"] = 1e9
-        assert json.loads(_bind.solve(chain, req))["algo"] == algo
+        assert json.loads(plan_chain(chain, req))["algo"] == algo
 
 
 def test_plan_checks_before_profiling(private_db: Path) -> None:

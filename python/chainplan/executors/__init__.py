@@ -5,7 +5,10 @@ the model's class, attributes, children and state-dict keys; only the training f
 differs), whose forward runs the executor the plan needs: :class:`CheckpointedChain` runs a
 rematerialization sequence (:mod:`~chainplan.executors.checkpoint`), :class:`OffloadedChain`
 one with transfers to host memory (:mod:`~chainplan.executors.offload`). Both run their
-operations through the shared :class:`~chainplan.executors.runner.Runner`.
+operations through the shared :class:`~chainplan.executors.runner.Runner`. Which model
+runs them: an ``nn.Sequential``'s declared stages (:mod:`~chainplan.executors.declared`),
+any other model's stages cut from its graph (:mod:`~chainplan.executors.graphplan`), or
+towers joined at the loss (:mod:`~chainplan.executors.towersplan`).
 :func:`~chainplan.executors.view.planned` gives a view's plan and executors.
 """
 
@@ -14,7 +17,10 @@ from __future__ import annotations
 from torch import nn
 
 from chainplan.executors.checkpoint import CheckpointedChain
+from chainplan.executors.declared import DeclaredPlan
+from chainplan.executors.graphplan import GraphPlan
 from chainplan.executors.offload import OffloadedChain
+from chainplan.executors.towersplan import TowersPlan
 from chainplan.executors.view import plain_model, planned, planned_view
 from chainplan.plandoc import PlanDocument
 
@@ -40,20 +46,14 @@ def wrap(plan: PlanDocument, model: nn.Module) -> nn.Module:
         executor of calls like these.
 
         For a plan of towers joined at the loss (``plan.multichain``), the view runs a
-        :class:`~chainplan.towers.executor.TowersPlan`.
+        :class:`~chainplan.executors.towersplan.TowersPlan`.
 
     Raises:
         ScheduleError: the plan is malformed or is for another number of stages.
     """
     model = plain_model(model)
     if plan.multichain is not None:
-        from chainplan.towers.executor import TowersPlan
-
         return planned_view(model, TowersPlan(model, plan))
     if isinstance(model, nn.Sequential):
-        from chainplan.executors.declared import DeclaredPlan
-
         return planned_view(model, DeclaredPlan(model, plan))
-    from chainplan.graph.executor import GraphPlan
-
     return planned_view(model, GraphPlan(model, plan))

@@ -6,7 +6,7 @@
 * the **forward phase** runs every stage once, in order, recording one autograd graph for
   the whole chain, as a plain forward does. A stage whose forward-phase operation is
   ``F_all`` keeps its saved tensors (no hook at all: a plan that recomputes nothing is the
-  plain forward); an ``F_ck`` or ``F_none`` stage keeps none (:mod:`chainplan.executors.saved`);
+  plain forward); an ``F_ck`` or ``F_none`` stage keeps none (:mod:`chainplan.runtime.saved`);
 * the training script computes the loss on the returned output and calls ``backward()``:
   **autograd runs the backward**, on the graph of the forward phase. Right before the
   backward of stage k reaches it (a pre-hook on the node that made a_k, or the first
@@ -23,9 +23,9 @@ an input that no graph saved is gone after the stage's forward, an output its st
 save after the next stage's backward, and each gradient as soon as autograd is done with it.
 
 Recomputations replay the forward's RNG and autocast state and leave BatchNorm statistics
-alone (:mod:`chainplan.executors.recompute`). Stages extracted from a model's graph may read
+alone (:mod:`chainplan.runtime.recompute`). Stages extracted from a model's graph may read
 side values (a mask, a timestep embedding); ``forward(x, side)`` installs the step's
-:class:`~chainplan.executors.side.SideInputs` while its operations run, and their gradients
+:class:`~chainplan.runtime.side.SideInputs` while its operations run, and their gradients
 flow through the graph as in a plain step.
 """
 
@@ -39,19 +39,19 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors import compiled
 from chainplan.executors.program import Program
-from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
-from chainplan.executors.saved import (
+from chainplan.ops import Op
+from chainplan.plandoc import PlanDocument
+from chainplan.runtime import compiled
+from chainplan.runtime.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
+from chainplan.runtime.saved import (
     StageSaves,
     StopRecomputation,
     buffer_storages,
     dropping,
     filling,
 )
-from chainplan.executors.side import SideInputs
-from chainplan.ops import Op
-from chainplan.plandoc import PlanDocument
+from chainplan.runtime.side import SideInputs
 from chainplan.shapecheck import warn_if_shape_differs
 
 __all__ = ["CheckpointedChain"]
@@ -71,7 +71,7 @@ class _Step:
         # whole stage before its backward" (_record): a compiled stage does not save the
         # tensors the option's positions name.
         self.refill: set[int] = set()
-        self.callback = callback  # torch.compile's frame evaluation (chainplan.executors.compiled)
+        self.callback = callback  # torch.compile's frame evaluation (chainplan.runtime.compiled)
         self.program = program
         self.sequence = sequence
         self.side = side
@@ -340,7 +340,7 @@ class CheckpointedChain(nn.Module):
         values when the stages were extracted from a graph (:mod:`chainplan.graph`).
 
         Under ``torch.compile`` the executor's own code runs eagerly and the stages compile,
-        each once (:mod:`chainplan.executors.compiled`).
+        each once (:mod:`chainplan.runtime.compiled`).
         """
         return self._run(x, side, compiled.current())
 

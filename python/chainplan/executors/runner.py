@@ -28,9 +28,9 @@ from torch.autograd.graph import GradientEdge, get_gradient_edge
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import release_if_unused, saving_aliases
-from chainplan.executors.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.ops import Op
+from chainplan.runtime.recompute import AutocastState, RNGState, frozen_buffers, not_a_leaf
 
 __all__ = ["Runner", "not_a_leaf"]
 

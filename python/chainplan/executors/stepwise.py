@@ -30,7 +30,7 @@ Recomputations replay the forward's RNG and autocast state and leave BatchNorm s
 alone (:mod:`chainplan.executors.runner`).
 
 Stages extracted from a model's graph may read side values (a mask, a timestep embedding);
-``forward(x, side)`` installs the step's :class:`~chainplan.executors.side.SideInputs`
+``forward(x, side)`` installs the step's :class:`~chainplan.runtime.side.SideInputs`
 while the step's operations run, and B_1's node feeds their gradient join.
 """
 
@@ -46,9 +46,9 @@ from torch import nn
 from chainplan.errors import ScheduleError
 from chainplan.executors.inputrelease import releasable_after
 from chainplan.executors.runner import Runner
-from chainplan.executors.side import SideInputs
 from chainplan.ops import Op
 from chainplan.plandoc import PlanDocument
+from chainplan.runtime.side import SideInputs
 from chainplan.shapecheck import warn_if_shape_differs
 
 __all__ = ["StepwiseChain"]
@@ -189,7 +189,7 @@ class StepwiseChain(nn.Module):
         # Nodes from B_1 (fed by the chain input) to B_L (producing a_L). The anchor
         # requires grad so that autograd calls the nodes even when neither the input nor
         # the output of the chain would (e.g. integer token ids); B_1's anchor is the side
-        # values' join when they need gradients (chainplan.executors.side).
+        # values' join when they need gradients (chainplan.runtime.side).
         link = x
         for k, ops, first in reversed(self.backward_groups):
             value = out if k == len(self.stages) else _placeholder(runner.out_meta.get(k),

@@ -8,7 +8,7 @@ crosses (:mod:`~chainplan.graph.capture`, :mod:`~chainplan.graph.cuts`,
 (:mod:`~chainplan.graph.choose`); tensors the stages share but none produces are side
 values, computed once per step (:mod:`~chainplan.graph.partition`). The stages run with the
 model's own parameters (:mod:`~chainplan.graph.stage`); :mod:`~chainplan.graph.chain` puts
-it together, :mod:`~chainplan.graph.executor` runs plans on it and
+it together, the executors run plans on it (:mod:`~chainplan.executors.graphplan`) and
 :mod:`~chainplan.graph.split` chooses between declared and extracted stages.
 """
 

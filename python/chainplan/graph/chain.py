@@ -5,7 +5,7 @@
 places every node (:mod:`~chainplan.graph.partition`) and builds one
 :class:`~chainplan.graph.stage.GraphStage` per stage plus the prelude that computes the
 shared side values once per step. :meth:`ExtractedChain.bind` turns a call's arguments into
-the chain input a_0 and the step's :class:`~chainplan.executors.side.SideInputs`, and
+the chain input a_0 and the step's :class:`~chainplan.runtime.side.SideInputs`, and
 :meth:`ExtractedChain.finish` turns the chain's end into what ``forward`` returns
 (:mod:`~chainplan.graph.outputs`). Every call is first put in the form a training step
 makes (:func:`~chainplan.graph.call.training_call`: keywords in signature order, no
@@ -28,7 +28,6 @@ from torch import fx, nn
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ChainplanWarning, ScheduleError
-from chainplan.executors.side import SideInputs, SideSlot
 from chainplan.graph.analysis import ChainGraph, analyze, nbytes
 from chainplan.graph.call import training_call
 from chainplan.graph.capture import Capture, capture
@@ -46,6 +45,7 @@ from chainplan.graph.stage import (
     state_of,
 )
 from chainplan.graph.stageinfo import stage_info
+from chainplan.runtime.side import SideInputs, SideSlot
 
 __all__ = ["BranchWarning", "ExtractedChain", "args_key", "extract", "input_key"]
 
@@ -160,7 +160,7 @@ class ExtractedChain:
         the caller's grad mode. ``detach=False`` hands side values needing a gradient to
         the stages as they are, for running the stages one after the other under plain
         autograd (``chainplan.record``); the executors need them detached
-        (:class:`~chainplan.executors.side.SideInputs`).
+        (:class:`~chainplan.runtime.side.SideInputs`).
 
         Raises:
             ScheduleError: the arguments are not of the kind the graph was captured for.

@@ -27,12 +27,12 @@ import torch
 from torch import fx
 
 from chainplan import _bind
-from chainplan.executors.recompute import frozen_buffers
-from chainplan.executors.saved import StageSaves, buffer_storages, dropping
 from chainplan.graph.packs import PackMap, call, supported
 from chainplan.graph.partial import OptionProgram
 from chainplan.graph.stage import GraphStage
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.runtime.recompute import frozen_buffers
+from chainplan.runtime.saved import StageSaves, buffer_storages, dropping
 
 __all__ = ["graph_of", "stage_options", "structure_key"]
 

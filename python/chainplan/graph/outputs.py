@@ -18,11 +18,11 @@ import torch
 from torch import fx, nn
 from torch.utils import _pytree as pytree
 
-from chainplan.executors.side import SideSlot
 from chainplan.graph.analysis import ChainGraph
 from chainplan.graph.capture import FALLBACK, CaptureError
 from chainplan.graph.partition import Partition
 from chainplan.graph.stage import GraphStage, mutated_buffers, readers, run_graph
+from chainplan.runtime.side import SideSlot
 
 __all__ = ["Outputs"]
 

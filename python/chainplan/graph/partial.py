@@ -8,7 +8,7 @@ executable from the stage's :class:`~chainplan.graph.packs.PackMap`:
 * ``mask`` says, for each tensor autograd saves in the stage's forward (by its order),
   whether the forward keeps it: a view of a kept node's value, of the stage input, of a
   parameter, buffer or side value, or of the stage's output, or a tensor of a kept node's
-  own; the others are dropped (:func:`chainplan.executors.saved.dropping`);
+  own; the others are dropped (:func:`chainplan.runtime.saved.dropping`);
 * :meth:`OptionProgram.run` recomputes, right before the backward, only the nodes that
   produce what was dropped, from the stage input, the kept values (rebuilt from the saved
   views of them) and the stage's other inputs: a node whose own tensors were dropped runs
@@ -29,8 +29,8 @@ from torch import fx
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.saved import StageSaves
 from chainplan.graph.packs import PackMap, call
+from chainplan.runtime.saved import StageSaves
 
 __all__ = ["OptionProgram"]
 

@@ -25,10 +25,10 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.describe import ChainSplit, StageInfo
 from chainplan.profiler.saved import SavedTensorProbe
+from chainplan.runtime.side import SideInputs
 from chainplan.sequential import flatten_stages
 
 __all__ = ["ProfiledChain", "bound_side", "declared", "profiled_chain", "split_of",

@@ -10,7 +10,7 @@ each call:
   updates what the stage reads, ``load_state_dict`` and ``.to()`` are seen). They are also
   registered on the stage (the same objects, never copies) so that the profiler and the
   executors find them with ``parameters()`` and ``buffers()``;
-* **side values** come from the chain's :class:`~chainplan.executors.side.SideSlot`;
+* **side values** come from the chain's :class:`~chainplan.runtime.side.SideSlot`;
 * **constants** (tensors made inside ``forward``, lifted by export) are held by the stage.
 
 Buffers updated in place (BatchNorm's running statistics and ``num_batches_tracked``) are
@@ -32,11 +32,11 @@ import torch
 from torch import fx, nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors import compiled
-from chainplan.executors.side import SideSlot
 from chainplan.graph.capture import Capture, alias_root, writes
 from chainplan.graph.packs import PackMap, record_packs, supported
 from chainplan.graph.partial import OptionProgram
+from chainplan.runtime import compiled
+from chainplan.runtime.side import SideSlot
 
 __all__ = ["GraphStage", "Reader", "mutated_buffers", "readers", "run_graph", "state_of"]
 
@@ -156,7 +156,7 @@ class GraphStage(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Run the stage's graph module on ``x`` and its other inputs. Under
         ``torch.compile`` the frame compiled is the graph module's own, distinct per stage
-        (:mod:`chainplan.executors.compiled`)."""
+        (:mod:`chainplan.runtime.compiled`)."""
         out: torch.Tensor = self.gm(*self.inputs(x))
         return out
 

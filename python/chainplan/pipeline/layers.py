@@ -32,11 +32,11 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.split import declared
 from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.reference import split_call
+from chainplan.runtime.side import SideInputs
 from chainplan.sequential import flatten_stages
 
 __all__ = ["ModelLayers"]

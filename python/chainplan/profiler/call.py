@@ -16,8 +16,8 @@ from chainplan.graph.split import ProfiledChain
 from chainplan.profiler.labels import compute_dtype, device_name
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.stored import call_signature
+from chainplan.profilerow import ProfileMetadata
 from chainplan.reuse import model_loss_name
-from chainplan.schema import ProfileMetadata
 
 __all__: list[str] = []
 

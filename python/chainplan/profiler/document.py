@@ -17,7 +17,7 @@ from chainplan import _bind
 from chainplan.graph.describe import ChainSplit
 from chainplan.profiler.spread import StageSpread, stage_spreads
 from chainplan.profiler.summary import format_bytes, stage_table
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 from chainplan.svg import svg_or_none
 
 __all__ = ["FRONTIER_DEFAULTS", "Profile", "default_profile_dir"]

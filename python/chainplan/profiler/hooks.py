@@ -50,8 +50,9 @@ from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
 from chainplan.profiler.stepmemory import StepMemory
+from chainplan.profilerow import ProfileMetadata, ProfileRow
 from chainplan.reuse import model_loss_name
-from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
+from chainplan.schema import write_profile
 from chainplan.sequential import flatten_stages
 
 __all__ = ["Recording", "record_model"]

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
-from chainplan.schema import cpu_name
+from chainplan.profilerow import cpu_name
 
 __all__ = ["compute_dtype", "device_name", "naming_stage", "stage_name"]
 

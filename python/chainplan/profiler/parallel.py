@@ -25,7 +25,7 @@ from torch import nn
 from chainplan.errors import ProfileError
 from chainplan.profiler.measuring import preserved, timed
 from chainplan.profiler.sizes import nbytes
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 
 __all__ = ["StageStructure", "SplitModule", "split_modules", "stage_structure", "resize_batch",
            "batch_times_json",

@@ -1,7 +1,7 @@
 """Measuring the recomputation that runs right before a stage's backward (u_R and o_R).
 
 When a stage's first forward kept nothing, the checkpointing executor recomputes it right
-before its backward, under :func:`chainplan.executors.saved.filling`: the forward runs
+before its backward, under :func:`chainplan.runtime.saved.filling`: the forward runs
 again from the stage input and stops once autograd has saved the last tensor the backward
 reads (``F_all`` immediately followed by ``B`` in a plan; docs/rotor.md, "The exact memory
 model"). The chain charges that recomputation, not a whole forward: :func:`measure_recompute`
@@ -19,16 +19,16 @@ from functools import partial
 import torch
 from torch import nn
 
-from chainplan.executors.recompute import frozen_buffers
-from chainplan.executors.saved import (
+from chainplan.profiler.measuring import timed
+from chainplan.profiler.memory import MemoryProbe
+from chainplan.runtime.recompute import frozen_buffers
+from chainplan.runtime.saved import (
     StageSaves,
     StopRecomputation,
     buffer_storages,
     dropping,
     filling,
 )
-from chainplan.profiler.measuring import timed
-from chainplan.profiler.memory import MemoryProbe
 
 __all__ = ["Recomputation", "measure_recompute"]
 

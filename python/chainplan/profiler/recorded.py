@@ -22,7 +22,7 @@ from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stepmemory import StepMemory
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 
 __all__: list[str] = []
 

@@ -54,7 +54,8 @@ from chainplan.profiler.spread import (
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
-from chainplan.schema import PARALLEL_REVISION, file_stem, write_profile
+from chainplan.profilerow import PARALLEL_REVISION, file_stem
+from chainplan.schema import write_profile
 from chainplan.towers.profile import profile_towers_if_any
 
 if TYPE_CHECKING:

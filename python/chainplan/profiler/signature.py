@@ -18,7 +18,7 @@ import json
 import torch
 from torch import nn
 
-from chainplan.schema import signature
+from chainplan.profilerow import signature
 
 __all__ = ["model_signature"]
 

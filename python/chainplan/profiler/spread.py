@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chainplan.errors import ChainplanWarning
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 
 __all__ = ["DEFAULT_SPREAD_WARNING", "StageSpread", "stage_spreads", "warn_if_spread"]
 

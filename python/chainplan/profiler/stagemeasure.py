@@ -50,7 +50,6 @@ from torch import nn
 from torch.autograd.graph import get_gradient_edge
 
 from chainplan.errors import ProfileError
-from chainplan.executors.recompute import RNGState, not_a_leaf
 from chainplan.gradrelease import backward_step
 from chainplan.profiler.measuring import (
     check_counts,
@@ -68,6 +67,7 @@ from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.recompute import measure_recompute
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
+from chainplan.runtime.recompute import RNGState, not_a_leaf
 
 __all__ = ["StageMeasurement", "measure_stage", "time_stage"]
 

@@ -17,7 +17,7 @@ from torch import nn
 
 from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
 from chainplan.profiler.stagemeasure import StageMeasurement
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 
 __all__ = ["Held", "held_during", "loss_rows", "stage_rows"]
 

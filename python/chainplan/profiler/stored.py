@@ -25,7 +25,8 @@ import torch
 from chainplan import _bind
 from chainplan.errors import NotFoundError
 from chainplan.graph.chain import args_key
-from chainplan.schema import ProfileMetadata, ProfileRow, read_rows, signature
+from chainplan.profilerow import ProfileMetadata, ProfileRow, signature
+from chainplan.schema import read_rows
 
 __all__: list[str] = []
 

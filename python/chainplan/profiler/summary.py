@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from chainplan.schema import ProfileRow
+from chainplan.profilerow import ProfileRow
 
 __all__: list[str] = []
 

@@ -2,7 +2,7 @@
 (docs/multichain.md).
 
 :mod:`~chainplan.towers.detect` recognizes them, :mod:`~chainplan.towers.profile` measures
-each tower once and the join, :mod:`~chainplan.towers.executor` runs a multichain plan.
+each tower once and the join, :mod:`~chainplan.executors.towersplan` runs a multichain plan.
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
-from chainplan.executors.side import SideInputs
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.graph.split import declared, stage_names
+from chainplan.runtime.side import SideInputs
 from chainplan.sequential import flatten_stages
 from chainplan.towers.detect import BranchCall, TowerSplit
 

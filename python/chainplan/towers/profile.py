@@ -41,8 +41,9 @@ from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stored import call_signature, find_stored
+from chainplan.profilerow import ProfileMetadata, ProfileRow
 from chainplan.reuse import loss_name
-from chainplan.schema import ProfileMetadata, ProfileRow, write_profile
+from chainplan.schema import write_profile
 from chainplan.towers.detect import TowerSplit, find_towers
 from chainplan.towers.measure import measure_join
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain

@@ -57,7 +57,7 @@ def test_not_a_leaf_is_tracked_inside_the_backward() -> None:
     """A recomputation runs in the backward, gradients off: the input's alias must still be
     tracked by autograd, or the stage saves other tensors than its first forward did (the
     Llama RMSNorm stages under bf16, python/tests/graph/test_libraries.py)."""
-    from chainplan.executors.recompute import not_a_leaf
+    from chainplan.runtime.recompute import not_a_leaf
 
     x = torch.ones(3, requires_grad=True)
     with torch.no_grad():

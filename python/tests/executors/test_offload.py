@@ -26,6 +26,7 @@ from chainplan.schedule import Plan
 from chainplan.stages import flatten_stages
 from tests.executors.test_transparency import step, synthetic_chain
 from tests.models import MODELS
+from tests.planning import plan_chain
 
 ALGOS = {"pofo": "pofo", "dynprog": "offload", "greedy": "greedy"}
 
@@ -46,7 +47,7 @@ def _entries(model: str) -> str:
     for algo, b in want:
         req = {"algo": ALGOS[algo], "budget_bytes": b, "bandwidth": beta}
         out.append({"model": model, "algo": algo, "budget_bytes": b,
-                    "plan": json.loads(_bind.solve(chain, req))})
+                    "plan": json.loads(plan_chain(chain, req))})
     return json.dumps(out)
 
 
@@ -198,7 +199,7 @@ def test_no_transfers_is_rotor() -> None:
     model, x = MODELS["vgg"]()
     chain = synthetic_chain(flatten_stages(model), x)
     lo = _bind.min_budget(chain, {"algo": "rotor", "slots": 500})
-    doc = json.loads(_bind.solve(chain, {"algo": "rotor", "budget_bytes": lo}))
+    doc = json.loads(plan_chain(chain, {"algo": "rotor", "budget_bytes": lo}))
     rotor = Plan.from_json(json.dumps(doc))
     doc["offload"] = {"bandwidth_bytes_per_s": 1e9, "memory_model": "integral",
                       "sync_at_loss": True, "offloaded_bytes": 0, "transfers": []}

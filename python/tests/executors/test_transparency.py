@@ -14,6 +14,7 @@ from chainplan.executors.checkpoint import CheckpointedChain
 from chainplan.schedule import Plan
 from chainplan.stages import flatten_stages
 from tests.models import MODELS
+from tests.planning import plan_chain
 
 
 def synthetic_chain(stages: list[nn.Module], x: torch.Tensor) -> str:
@@ -39,7 +40,7 @@ def plans_for(stages: list[nn.Module], x: torch.Tensor) -> list[Plan]:
         lo = _bind.min_budget(chain, {"algo": algo, "slots": 500})
         hi = _bind.min_budget(chain, {"algo": "store-all"})
         for budget in sorted({lo, (lo + hi) // 2, max(lo, hi)}):
-            out.append(Plan.from_json(_bind.solve(chain, {"algo": algo, "budget_bytes": budget})))
+            out.append(Plan.from_json(plan_chain(chain, {"algo": algo, "budget_bytes": budget})))
     return out
 
 
@@ -97,7 +98,7 @@ def test_integer_input() -> None:
     doc = json.loads(chain)
     doc["stages"].insert(0, dict(doc["stages"][0], name="emb"))
     lo = _bind.min_budget(json.dumps(doc), {"algo": "rotor", "slots": 500})
-    p = Plan.from_json(_bind.solve(json.dumps(doc), {"algo": "rotor", "budget_bytes": lo}))
+    p = Plan.from_json(plan_chain(json.dumps(doc), {"algo": "rotor", "budget_bytes": lo}))
     net = CheckpointedChain(stages, p)
     net(ids).sum().backward()
     ref(ids).sum().backward()

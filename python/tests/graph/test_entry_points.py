@@ -12,8 +12,8 @@ from torch import nn
 import chainplan
 from chainplan.errors import ScheduleError
 from chainplan.executors import planned
+from chainplan.executors.graphplan import GraphPlan
 from chainplan.graph.capture import CaptureError
-from chainplan.graph.executor import GraphPlan
 from chainplan.shapecheck import ShapeWarning
 from tests.graph.models import CASES, Case, make_gpt
 

@@ -16,6 +16,7 @@ from chainplan.executors import CheckpointedChain, OffloadedChain
 from chainplan.graph.chain import ExtractedChain, extract
 from chainplan.schedule import Plan
 from tests.graph.models import CASES, Case
+from tests.planning import plan_chain
 
 
 def synthetic_chain(chain: ExtractedChain, case: Case) -> str:
@@ -46,7 +47,7 @@ def plans_for(chain: str) -> list[Plan]:
                 {"algo": "store-all", "budget_bytes": hi},
                 {"algo": "pofo", "budget_bytes": lo_pofo, **offl},
                 {"algo": "offload", "budget_bytes": (lo_pofo + hi) // 2, **offl}]
-    return [Plan.from_json(_bind.solve(chain, r)) for r in requests]
+    return [Plan.from_json(plan_chain(chain, r)) for r in requests]
 
 
 def step(net: Any, case: Case, seed: int) -> torch.Tensor:

@@ -10,36 +10,6 @@ import (
 	"github.com/chainplan/chainplan/planner"
 )
 
-// Solve plans the chain chainJSON (a chainplan.chain/v1 document) as requestJSON asks
-// ({"algo": "rotor", "budget_bytes": N, "slots": 500, "segments": 0, "bandwidth": 0,
-// "min_budget": false})
-// and returns the plan as JSON (DESIGN.md, "Sequence").
-func Solve(chainJSON, requestJSON string) (plan string, err error) {
-	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
-	if err != nil {
-		return "", codedError(err)
-	}
-	req, err := parseRequest(requestJSON)
-	if err != nil {
-		return "", codedError(err)
-	}
-	p, err := service.Solve(c, req)
-	if err != nil {
-		return "", codedError(err)
-	}
-	return marshalPlan(p)
-}
-
-// marshalPlan returns a plan document as JSON.
-func marshalPlan(p *chainplan.Plan) (string, error) {
-	b, err := json.Marshal(p)
-	if err != nil {
-		return "", codedError(err)
-	}
-	return string(b), nil
-}
-
 // MinBudget returns the smallest budget in bytes at which the request's algorithm finds a
 // schedule for chainJSON (the request's budget is ignored).
 func MinBudget(chainJSON, requestJSON string) (budget int64, err error) {

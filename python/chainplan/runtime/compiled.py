@@ -1,0 +1,81 @@
+"""``torch.compile`` around an executor: the executor's Python runs eagerly, the stages compile.
+
+``torch.compile(plan.wrap(model))`` compiles, frame by frame, what the wrapped module's
+forward calls. The executor's own code (its loop over the plan, the saved-tensor hooks,
+the RNG bookkeeping) must not be traced: it is plain Python over a few objects per stage,
+and traced it would be re-specialized for every stage (a recompilation storm past
+``torch._dynamo.config.cache_size_limit``). The stages must be compiled, and a stage
+recomputed during the backward must run the *same* compiled code as its first forward, so
+that autograd saves the same tensors in the same order (the executor fills the tensors
+the first forward dropped by their order, :mod:`chainplan.runtime.saved`). Hence:
+
+* the executor's entry points are skipped by Dynamo, without taking its frame evaluation
+  away from what they call (:func:`entry`), and they read the callback Dynamo evaluates
+  frames with (:func:`current`);
+* the executor's body runs with frame evaluation off (:func:`eager`), and each stage call
+  re-enables it with that callback (:func:`stage_call`), in the forward and in the
+  recomputations that run during the backward, outside the compiled call;
+* a stage cut from a captured graph skips its own ``forward`` (:func:`entry`), so that the
+  frame compiled is its graph module's generated code, distinct per stage: each stage
+  compiles once, whatever the number of stages.
+
+This is the only module that uses Dynamo's private frame-evaluation API
+(``torch._C._dynamo.eval_frame``); without it (a build without Dynamo) compiled wrapping is
+simply eager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import torch
+
+__all__ = ["current", "eager", "entry", "stage_call"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+_get_callback: Callable[[], Any] | None
+_set_callback: Callable[[Any], Any] | None
+try:
+    from torch._C._dynamo.eval_frame import get_eval_frame_callback as _get_callback
+    from torch._C._dynamo.eval_frame import set_eval_frame as _set_callback
+except ImportError:  # pragma: no cover - a torch build without Dynamo
+    _get_callback = _set_callback = None
+
+
+def entry(fn: _F) -> _F:
+    """Dynamo skips ``fn``'s own frame but goes on compiling the frames it calls."""
+    disable = getattr(torch._dynamo, "disable", None)
+    if disable is None:  # pragma: no cover
+        return fn
+    wrapped: _F = disable(fn, recursive=False)
+    return wrapped
+
+
+def current() -> Any:
+    """The frame-evaluation callback in force (Dynamo's, under ``torch.compile``), or None."""
+    if _get_callback is None:
+        return None
+    cb = _get_callback()
+    return cb if cb else None
+
+
+def eager(fn: _F) -> _F:
+    """``fn`` and every frame it calls run without Dynamo (stage calls re-enable it)."""
+    disable = getattr(torch._dynamo, "disable", None)
+    if disable is None:  # pragma: no cover
+        return fn
+    wrapped: _F = disable(fn, recursive=True)
+    return wrapped
+
+
+def stage_call(callback: Any, stage: torch.nn.Module, x: torch.Tensor) -> Any:
+    """``stage(x)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
+    if callback is None or _set_callback is None:
+        return stage(x)
+    prior = _set_callback(callback)
+    try:
+        return stage(x)
+    finally:
+        _set_callback(prior)
