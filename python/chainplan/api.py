@@ -101,8 +101,9 @@ def plan(
 
     Args:
         source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, a chain file
-            (``chainplan.chain/v1`` JSON), or the model itself (then ``sample`` is
-            required and the model is profiled first).
+            (``chainplan.chain/v1`` JSON), a profile file (``chainplan.profile/v1`` Arrow
+            IPC, as ``chainplan solve --profile`` takes), or the model itself (then
+            ``sample`` is required and the model is profiled first).
 
     Keyword Args:
         budget: total activation memory (chain input included): bytes (an int), a size
@@ -181,6 +182,8 @@ def plan_from(
     elif isinstance(source, Profile) or (isinstance(source, int) and not isinstance(source, bool)):
         run_id = source.run_id if isinstance(source, Profile) else source
         doc = _bind.plan({**req, "source": origin}, run_id=int(cast(int, run_id)))
+    elif isinstance(source, (str, os.PathLike)) and _is_arrow_file(source):
+        doc = _bind.plan(req, profile_path=str(source))  # a profile file, as the CLI takes
     elif isinstance(source, (str, os.PathLike)):
         chain = _read_chain_file(source)
         doc = _bind.plan(req, chain=chain)
@@ -190,6 +193,15 @@ def plan_from(
     return Plan.from_json(doc["plan"], trusted=True, plan_id=doc.get("plan_id"),
                           run_id=doc.get("run_id"), input_shape=doc.get("input_shape"),
                           chain_json=doc.get("chain_json", chain))
+
+
+def _is_arrow_file(source: str | os.PathLike[str]) -> bool:
+    """Whether ``source`` is an Arrow IPC file (a profile), by its magic bytes."""
+    try:
+        with open(source, "rb") as f:
+            return f.read(6) == b"ARROW1"
+    except OSError:
+        return False  # _read_chain_file says what is wrong with the path
 
 
 def _read_chain_file(source: str | os.PathLike[str]) -> str:

@@ -68,6 +68,12 @@ def test_round_trip(private_db: Path) -> None:
 
     assert _bind.ingest(str(prof.path)) == 1
 
+    # The profile's file is a source too (as `chainplan solve --profile` takes it): the same
+    # plan, not a chain file that fails to decode as text.
+    by_file = chainplan.plan(str(prof.path), budget="min")
+    assert by_file.sequence == p.sequence and by_file.peak_bytes == p.peak_bytes
+    assert by_file.plan_id is None and by_file.run_id is None
+
 
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_measured_peak_within_budget(name: str) -> None:
