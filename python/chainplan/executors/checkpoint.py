@@ -183,14 +183,7 @@ class _Step:
         saves = self.saves.pop(k)
         program = self.options.pop(k)
         stage = self.stages[k - 1]
-        x = self.acts.get(k - 1)
-        if x is None:
-            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
-                                f"input a_{k - 1}, which is not in memory")
-        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
-        if self.autocast.enabled:
-            inp = not_a_leaf(inp)
-        del x
+        inp = self._option_input(k)
         with self._replaying(k, stage):
             program.run(stage.inputs(inp), saves)  # type: ignore[operator]
         if saves.empty:
@@ -204,14 +197,7 @@ class _Step:
         self.refill.discard(k)
         saves = self.saves.pop(k)
         stage = self.stages[k - 1]
-        x = self.acts.get(k - 1)
-        if x is None:
-            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
-                                f"input a_{k - 1}, which is not in memory")
-        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
-        if self.autocast.enabled:
-            inp = not_a_leaf(inp)
-        del x
+        inp = self._option_input(k)
         with self._replaying(k, stage), torch.enable_grad(), filling(saves, stop=True):
             try:
                 compiled.stage_call(self.callback, stage, inp)
@@ -221,6 +207,18 @@ class _Step:
             raise ScheduleError(f"B {k}: the recomputation of stage {k} left {saves.empty} "
                                 "saved tensors missing")
         saves.close()
+
+    def _option_input(self, k: int) -> torch.Tensor:
+        """Stage k's input for the recomputation of its option right before B_k, needing a
+        gradient as its first forward's did (the packs are that forward's)."""
+        x = self.acts.get(k - 1)
+        if x is None:
+            raise ScheduleError(f"B {k}: the recomputation of stage {k}'s option needs its "
+                                f"input a_{k - 1}, which is not in memory")
+        inp = x.detach().requires_grad_(self.input_grad.get(k, False) and x.is_floating_point())
+        if self.autocast.enabled:
+            inp = not_a_leaf(inp)
+        return inp
 
     def _advance(self, to: int) -> None:
         while self.pos < to:
