@@ -228,18 +228,27 @@ def _heads(split: TowerSplit, chains: Sequence[TowerChain], inputs: Sequence[Any
 
 def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[TowerChain],
           jm: Any, outs: list[torch.Tensor], resident: int, loss_name: str) -> list[ProfileRow]:
-    """One row per stage of each tower and repetition, then the join's."""
+    """One row per stage of each tower and repetition, then the join's.
+
+    Every tower stage's overheads also count the K output gradients δ_{L_j}: autograd hands
+    them to the executor's join node at once and holds them until its backward phase ends
+    (:mod:`chainplan.towers.executor`), while the model counts each only until its tower's
+    backward starts. Counted in the forward phase too, where they do not exist yet
+    (conservative): a recomputation in the backward phase runs while they are held. With a
+    tower's chain ending at its last hidden state (a HuggingFace ``ModelOutput`` tower) they
+    are a full activation each, no longer an embedding's few kilobytes."""
+    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
+    held = resident + in_bytes
     rows: list[ProfileRow] = []
     k = 0
     for tower_rows, chain in zip(measured, chains, strict=True):
-        for (m, in_bytes), sname in zip(tower_rows, chain.names, strict=True):
+        for (m, stage_in), sname in zip(tower_rows, chain.names, strict=True):
             k += 1
             bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
             for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-                rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, m.saved_bytes,
-                                       m.fwd_tmp_bytes + resident, m.bwd_tmp_bytes + resident,
+                rows.append(ProfileRow(k, sname, r, f, b, stage_in, m.out_bytes, m.saved_bytes,
+                                       m.fwd_tmp_bytes + held, m.bwd_tmp_bytes + held,
                                        m.param_bytes))
-    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
     for r, (f, b) in enumerate(zip(jm.fwd_times_s, jm.bwd_times_s, strict=True)):
         rows.append(ProfileRow(k + 1, loss_name, r, f, b, in_bytes, 0, 0,
                                jm.fwd_tmp_bytes + resident, jm.bwd_tmp_bytes + resident, 0,
