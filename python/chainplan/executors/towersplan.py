@@ -26,6 +26,7 @@ gradients equal the plain model's up to floating-point reassociation (docs/multi
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +41,7 @@ from chainplan.graph.chain import args_key
 from chainplan.ops import Op
 from chainplan.plandoc import PlanDocument
 from chainplan.runtime.side import SideInputs
-from chainplan.towers.detect import TowerSplit, find_towers
+from chainplan.towers.detect import TowerSplit, find_towers, input_name, model_inputs
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
 
 __all__ = ["TowersPlan"]
@@ -156,13 +157,14 @@ class TowersPlan(Planned):
     def rewrap(self, model: nn.Module) -> TowersPlan:
         return TowersPlan(model, self.plan)
 
-    def executor(self, *inputs: Any, **kwargs: Any) -> _Setup:
+    def executor(self, *args: Any, **kwargs: Any) -> _Setup:
         """The towers and their chains for calls like this one (found now if new)."""
-        key: Hashable = (args_key(inputs, kwargs), self.model.training)
+        key: Hashable = (args_key(args, kwargs), self.model.training)
         got = self._setups.get(key)
         if got is not None:
             return got
-        split = find_towers(self.model, inputs, kwargs, required=True)
+        split = find_towers(self.model, args, kwargs, required=True)
+        inputs = model_inputs(args, kwargs)
         assert split is not None
         m = self.plan.multichain
         assert m is not None
@@ -181,15 +183,16 @@ class TowersPlan(Planned):
                                     "a profile of this model taken with the same kind of input")
             x = inputs[b.input]
             if x.requires_grad and not m.keep_input_grad[j]:
-                raise ScheduleError(f"input {b.input + 1} needs a gradient, but the plan drops "
+                raise ScheduleError(f"model {input_name(b.input, args, kwargs)} needs a "
+                                    "gradient, but the plan drops "
                                     f"branch {j + 1}'s input gradient: profile with inputs that "
                                     "need gradients as they do in training")
         got = self._setups[key] = _Setup(split, tuple(chains))
         return got
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        inputs = args
-        s = self.executor(*inputs, **kwargs)
+        inputs = model_inputs(args, kwargs)
+        s = self.executor(*args, **kwargs)
         split = s.split
         runners: list[Runner] = []
         sides: list[SideInputs | None] = []
@@ -198,7 +201,8 @@ class TowersPlan(Planned):
             chain = s.chains[b.tower]
             x, side = chain.bind(b, inputs)
             if keep[j] and x is not inputs[b.input]:
-                raise ScheduleError(f"input {b.input + 1} needs a gradient, but tower "
+                raise ScheduleError(f"model {input_name(b.input, args, kwargs)} needs a "
+                                    "gradient, but tower "
                                     f"{split.names[b.tower]} computes its chain input from it in "
                                     "a prelude: not supported")
             runners.append(Runner(list(chain.stages), x, self.recomputed[j]))
@@ -214,8 +218,10 @@ class TowersPlan(Planned):
         anchors = [side.anchor for side in sides if side is not None and side.anchor is not None]
         joined = _TowersJoin.apply(step, _anchor(outs[0].device), len(grad_inputs), *grad_inputs,
                                    *anchors)
-        with given_towers(split, joined, inputs):
-            return self.model(*inputs, **kwargs)
+        heads = [functools.partial(s.chains[b.tower].finish, side=side)
+                 for b, side in zip(split.branches, sides, strict=True)]
+        with given_towers(split, joined, inputs, heads):
+            return self.model(*args, **kwargs)
 
 
 def _anchor(device: torch.device) -> torch.Tensor:

@@ -109,14 +109,25 @@ class ChainGraph:
     stacks: dict[fx.Node, list[tuple[str, str, str]]]
 
 
-def analyze(cap: Capture) -> ChainGraph:
+def analyze(cap: Capture, *, epilogue_share: float = 0.0,
+            index_side: bool = False) -> ChainGraph:
     """Find the path, its cut candidates and their levels (module docstring).
+
+    ``epilogue_share`` is the largest share of the model's parameters the epilogue may read
+    (default 0: a chain's epilogue runs no layer). A tower of a multi-chain model passes a
+    small share: its pooling head (a LayerNorm, a pooler) runs with the join
+    (:mod:`chainplan.towers`).
+
+    With ``index_side``, integer values computed from a_0 by integer operations only (the
+    position of each sequence's end-of-text token, which a text tower's pooler reads) are
+    side values computed from the argument, not activations of the chain: otherwise the
+    pooler's read of them joins the output to a_0 and leaves no cut point before it.
 
     The time complexity is O(|V| + |E|) plus the parameter sets' sizes.
     """
     nodes = list(cap.graph.nodes)
     pos = {n: i for i, n in enumerate(nodes)}
-    main = _downstream(cap.main)
+    main = _downstream(cap.main, index_side=index_side)
     last_write: dict[fx.Node, int] = {}
     for n in nodes:
         for w in writes(n):
@@ -128,7 +139,7 @@ def analyze(cap: Capture) -> ChainGraph:
                and (writes(n) or n.is_impure(impure_random=False))]
     returned = [r for r in cap.returns if isinstance(r, fx.Node) and r in tail]
     epilogue = _upstream(returned + [n for n in effects if n in tail], tail)
-    _check_epilogue(cap, epilogue, main)
+    _check_epilogue(cap, epilogue, main, epilogue_share)
     reach = _upstream([end], main)
     # Main dead ends that update something in place stay with the stage that feeds them.
     reach |= _upstream([n for n in effects if n not in reach and n not in tail], main - tail)
@@ -176,14 +187,25 @@ def _chain_end(cap: Capture, main: set[fx.Node], pos: dict[fx.Node, int],
     return found[-1]
 
 
-def _check_epilogue(cap: Capture, epilogue: set[fx.Node], main: set[fx.Node]) -> None:
-    """Refuse an epilogue that runs layers: returned values taken along the way."""
-    for n in epilogue:
-        for u in n.all_input_nodes:
-            spec = cap.inputs.get(u)
-            if spec is not None and spec.kind == "parameter":
-                outs = [r for r in cap.returns if isinstance(r, fx.Node) and r in main]
-                raise CaptureError(_spread_returns(cap, outs))
+def _check_epilogue(cap: Capture, epilogue: set[fx.Node], main: set[fx.Node],
+                    share: float) -> None:
+    """Refuse an epilogue that runs layers (returned values taken along the way): one that
+    reads parameters, or with ``share`` > 0 more than that share of the model's."""
+    read = {u for n in epilogue for u in n.all_input_nodes
+            if (spec := cap.inputs.get(u)) is not None and spec.kind == "parameter"}
+    if not read:
+        return
+    if share > 0:
+        params = [n for n, spec in cap.inputs.items() if spec.kind == "parameter"]
+        if sum(_numel(n) for n in read) <= share * sum(_numel(n) for n in params):
+            return
+    outs = [r for r in cap.returns if isinstance(r, fx.Node) and r in main]
+    raise CaptureError(_spread_returns(cap, outs))
+
+
+def _numel(node: fx.Node) -> int:
+    val = node.meta.get("val")
+    return int(val.numel()) if isinstance(val, torch.Tensor) else 0
 
 
 def _spread_returns(cap: Capture, outs: list[fx.Node]) -> str:
@@ -204,15 +226,29 @@ def _cuttable(node: fx.Node, pos: dict[fx.Node, int], last_write: dict[fx.Node, 
     return last_write.get(alias_root(node), -1) <= pos[node]
 
 
-def _downstream(start: fx.Node) -> set[fx.Node]:
+def _downstream(start: fx.Node, *, index_side: bool = False) -> set[fx.Node]:
+    """The nodes that depend on ``start``; with ``index_side``, leaving out integer values
+    computed from it through integer values only (:func:`analyze`)."""
     seen = {start}
+    index: set[fx.Node] = set()
     todo = [start]
     while todo:
-        for u in todo.pop().users:
-            if u not in seen and u.op != "output":
+        n = todo.pop()
+        for u in n.users:
+            if u in seen or u in index or u.op == "output":
+                continue
+            if index_side and (n is start or n in index) and _integer(u) and not any(
+                    v in seen and v is not start for v in u.all_input_nodes):
+                index.add(u)
+            else:
                 seen.add(u)
-                todo.append(u)
+            todo.append(u)
     return seen
+
+
+def _integer(node: fx.Node) -> bool:
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) and not (val.is_floating_point() or val.is_complex())
 
 
 def _upstream(starts: list[fx.Node], within: set[fx.Node]) -> set[fx.Node]:

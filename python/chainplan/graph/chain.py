@@ -190,7 +190,8 @@ def _fetch(r: Reader, leaves: list[Any]) -> Any:
 
 
 def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-            min_stages: int = MIN_STAGES) -> ExtractedChain:
+            min_stages: int = MIN_STAGES, epilogue_share: float = 0.0,
+            index_side: bool = False) -> ExtractedChain:
     """Capture ``model`` on ``(args, kwargs)`` and split it into a chain (reused for the
     same model, module structure and kind of input: ``profile()`` and the executors of its
     plans share one capture).
@@ -204,6 +205,9 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     Keyword Args:
         min_stages: the fewest stages the module-level rule aims for (default: 4;
             :mod:`chainplan.graph.choose`).
+        epilogue_share: the largest share of the model's parameters the code after the
+            chain's end may read (default 0: none; :func:`~chainplan.graph.analysis.analyze`).
+        index_side: integer values computed from a_0 are side values (``analyze``).
 
     Raises:
         CaptureError: the model cannot be captured or cut (the message names the
@@ -216,12 +220,12 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     args, kwargs = training_call(model, args, kwargs)
     key = input_key(model, args, kwargs)
     cached = _CACHE.setdefault(model, {})
-    full = (key, _structure(model), min_stages)
+    full = (key, _structure(model), min_stages, epilogue_share, index_side)
     chain = cached.get(full)
     if chain is not None:
         return chain
     cap = capture(model, args, kwargs)
-    g = analyze(cap)
+    g = analyze(cap, epilogue_share=epilogue_share, index_side=index_side)
     bounds, level = choose_boundaries(g, min_stages)
     chain = ExtractedChain(model, key, cap, g, partition(g, bounds), level)
     for text in chain.split.branches:

@@ -113,8 +113,9 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
         inside = set(nodes) | {first}
         reads = sorted({u for n in nodes for u in n.all_input_nodes if u not in inside},
                        key=g.pos.__getitem__)
-        for u in reads:
-            if (u.op != "placeholder" and u not in prelude) or u is g.capture.main:
+        for u in reads:  # a side node may read a_0 (analyze's index_side), a path node not
+            if (u.op != "placeholder" and u not in prelude) or (u is g.capture.main and any(
+                    n in g.main and u in n.all_input_nodes for n in nodes)):
                 what = f"stage {k + 1}" if k < after else "the epilogue"
                 raise AssertionError(f"{what} reads {u.name} from another stage")
         return Part(first, last, tuple(nodes), tuple(reads), tuple(own))

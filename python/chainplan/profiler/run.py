@@ -163,9 +163,10 @@ def profile_model(
     sample = chain_sample(model, args, kwargs)
     device = sample.device
     name = name or type(model).__name__
-    # Towers joined at the loss, one per input (chainplan.towers)? The parallel fields
-    # (batch_sizes, optimizer: the advisors') describe one chain: with them, one chain.
-    if len(args) > 1 and not batches and optimizer is None:
+    # Towers joined at the loss, one per input, positional or keyword (chainplan.towers)?
+    # The parallel fields (batch_sizes, optimizer: the advisors') describe one chain: with
+    # them, one chain.
+    if _tensor_inputs(args, kwargs) > 1 and not batches and optimizer is None:
         towers = profile_towers_if_any(
             model, args, kwargs, loss_fn=loss_fn, target=target, repeats=repeats,
             warmup=warmup, name=name, path=path, ingest=ingest, progress=show_progress(progress),
@@ -308,3 +309,9 @@ def _check_spread_warning(value: float | None) -> None:
         raise ProfileError(f"spread_warning must be a number ≥ 0 or None (got {value!r})")
     if not value >= 0:
         raise ProfileError(f"spread_warning must be ≥ 0 (got {value!r})")
+
+
+def _tensor_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+    """How many of the call's arguments, positional or keyword, are tensors: a model of
+    towers joined at the loss takes two at least (``model(input_ids=..., pixel_values=...)``)."""
+    return sum(isinstance(v, torch.Tensor) for v in (*args, *kwargs.values()))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import json
 import logging
 import time
@@ -33,6 +34,7 @@ from torch.utils import _pytree as pytree
 
 from chainplan import _bind
 from chainplan.errors import ProfileError
+from chainplan.graph.capture import CaptureError
 from chainplan.graph.split import side_bytes
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
@@ -44,7 +46,7 @@ from chainplan.profiler.stored import call_signature, find_stored
 from chainplan.profilerow import ProfileMetadata, ProfileRow
 from chainplan.reuse import loss_name
 from chainplan.schema import write_profile
-from chainplan.towers.detect import TowerSplit, find_towers
+from chainplan.towers.detect import TowerSplit, find_towers, model_inputs
 from chainplan.towers.measure import measure_join
 from chainplan.towers.parts import TowerChain, given_towers, tower_chain
 
@@ -75,12 +77,17 @@ class TowersProfile(Profile):
 
 
 def join_of(model: nn.Module, split: TowerSplit, inputs: Sequence[Any], kwargs: dict[str, Any],
-            loss_fn: LossFn | None, target: torch.Tensor | None) -> Callable[..., object]:
-    """The join: ``model(*inputs, **kwargs)`` with the towers' results given, then the loss
+            loss_fn: LossFn | None, target: torch.Tensor | None,
+            finish: Sequence[Callable[[torch.Tensor], Any]] | None = None
+            ) -> Callable[..., object]:
+    """The join: ``model(*inputs, **kwargs)`` with the towers' results given (through their
+    heads, ``finish``: :func:`~chainplan.towers.parts.given_towers`), then the loss
     (``loss_fn(*outputs[, target])`` for a tuple of outputs, ``loss_fn(output[, target])``
     for one)."""
+    flat = model_inputs(inputs, kwargs)
+
     def join(*outs: torch.Tensor) -> object:
-        with given_towers(split, outs, inputs):
+        with given_towers(split, outs, flat, finish):
             result = model(*inputs, **kwargs)
         if loss_fn is None:
             return result
@@ -103,11 +110,12 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
         ProfileError: a stage or the join fails while measured (naming it).
     """
     start = time.perf_counter()
-    device = inputs[split.branches[0].input].device
+    flat = model_inputs(inputs, kwargs)
+    device = flat[split.branches[0].input].device
     meta = _metadata(model, split, inputs, kwargs, name=name, loss=loss_name(loss_fn),
                      target=target, repeats=repeats, warmup=warmup)
     if reuse and ingest and path is None:
-        stored = _stored(meta, split, inputs, loss_name(loss_fn))
+        stored = _stored(meta, split, flat, loss_name(loss_fn))
         if stored is not None:
             stored_id, stored_path, stored_rows, stored_names, stored_lengths = stored
             _log.info("profile of %s: reused the stored profile of the same call (run %d)",
@@ -125,10 +133,10 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     for t, tower in enumerate(split.towers):
         calls = split.calls_of(t)
         first = split.branches[calls[0]]
-        chain = tower_chain(tower, split.names[t], first, inputs)
+        chain = tower_chain(tower, split.names[t], first, flat)
         chains.append(chain)
         with contextlib.ExitStack() as bound:
-            x, side = chain.bind(first, inputs)
+            x, side = chain.bind(first, flat)
             if side is not None:
                 bound.enter_context(side.scope())
                 resident += side_bytes(side, tower)
@@ -141,16 +149,21 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                 x = m.output
             measured.append(rows)
         for j in calls:  # a shared tower: each branch's own input, the same output shape
-            xj, _ = chain.bind(split.branches[j], inputs)
+            xj, _ = chain.bind(split.branches[j], flat)
             a0[j] = nbytes(xj)
-            outputs[j] = x if j == calls[0] else _tower_output(tower, split, j, inputs, kwargs)
+            if j == calls[0]:
+                outputs[j] = x
+            else:
+                with torch.no_grad():  # the join is measured on every branch's own output
+                    outputs[j] = chain.run(split.branches[j], flat).detach()
     outs = [o for o in outputs if o is not None]
+    heads = _heads(split, chains, flat)
     with naming_stage(total + 1, "join"):
-        jm = measure_join(join_of(model, split, inputs, kwargs, loss_fn, target), outs,
+        jm = measure_join(join_of(model, split, inputs, kwargs, loss_fn, target, heads), outs,
                           model=model, repeats=repeats, warmup=warmup, device=device)
     rows_out = _rows(measured, chains, jm, outs, resident, loss_name(loss_fn))
     lengths = [len(c.stages) for c in chains]
-    keep = [bool(inputs[b.input].requires_grad) for b in split.branches]
+    keep = [bool(flat[b.input].requires_grad) for b in split.branches]
     towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
                    "input_bytes": a0, "names": list(split.names), "keep_input_grad": keep}
     if path is None:
@@ -174,7 +187,7 @@ def _metadata(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
               repeats: int, warmup: int) -> ProfileMetadata:
     """The profile's metadata: the first tower input's shape, and the call signature of the
     whole call (every input), which finds it again (:mod:`chainplan.profiler.stored`)."""
-    first_input = inputs[split.branches[0].input]
+    first_input = model_inputs(inputs, kwargs)[split.branches[0].input]
     device = first_input.device
     call = call_signature(tuple(inputs), kwargs, loss=loss, target=target,
                           device_name=device_name(device))
@@ -202,33 +215,41 @@ def _stored(meta: ProfileMetadata, split: TowerSplit, inputs: Sequence[Any], los
     return run_id, path, rows, tuple(names), tuple(len(c.stages) for c in chains)
 
 
-def _tower_output(tower: nn.Module, split: TowerSplit, j: int, inputs: Sequence[Any],
-                  kwargs: dict[str, Any]) -> torch.Tensor:
-    """The output of a shared tower for branch ``j``, computed without a graph: the join is
-    measured on every branch's own output."""
-    b = split.branches[j]
-    args, kw = b.bind(inputs)
-    with torch.no_grad():
-        out = tower(inputs[b.input], *args, **kw)
-    if not isinstance(out, torch.Tensor):
-        raise ProfileError(f"tower {split.names[b.tower]} returns {type(out).__name__}")
-    return out.detach()
+def _heads(split: TowerSplit, chains: Sequence[TowerChain], inputs: Sequence[Any]
+           ) -> list[Callable[[torch.Tensor], Any]]:
+    """Per branch, its tower's head (:meth:`TowerChain.finish`) with the branch's own side
+    values, which the head may read (the positions a text pooler gathers)."""
+    heads: list[Callable[[torch.Tensor], Any]] = []
+    for b in split.branches:
+        chain = chains[b.tower]
+        _, side = chain.bind(b, inputs)
+        heads.append(functools.partial(chain.finish, side=side))
+    return heads
 
 
 def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[TowerChain],
           jm: Any, outs: list[torch.Tensor], resident: int, loss_name: str) -> list[ProfileRow]:
-    """One row per stage of each tower and repetition, then the join's."""
+    """One row per stage of each tower and repetition, then the join's.
+
+    Every tower stage's overheads also count the K output gradients δ_{L_j}: autograd hands
+    them to the executor's join node at once and holds them until its backward phase ends
+    (:mod:`chainplan.towers.executor`), while the model counts each only until its tower's
+    backward starts. Counted in the forward phase too, where they do not exist yet
+    (conservative): a recomputation in the backward phase runs while they are held. With a
+    tower's chain ending at its last hidden state (a HuggingFace ``ModelOutput`` tower) they
+    are a full activation each, no longer an embedding's few kilobytes."""
+    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
+    held = resident + in_bytes
     rows: list[ProfileRow] = []
     k = 0
     for tower_rows, chain in zip(measured, chains, strict=True):
-        for (m, in_bytes), sname in zip(tower_rows, chain.names, strict=True):
+        for (m, stage_in), sname in zip(tower_rows, chain.names, strict=True):
             k += 1
             bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
             for r, (f, b) in enumerate(zip(m.fwd_times_s, bwd, strict=True)):
-                rows.append(ProfileRow(k, sname, r, f, b, in_bytes, m.out_bytes, m.saved_bytes,
-                                       m.fwd_tmp_bytes + resident, m.bwd_tmp_bytes + resident,
+                rows.append(ProfileRow(k, sname, r, f, b, stage_in, m.out_bytes, m.saved_bytes,
+                                       m.fwd_tmp_bytes + held, m.bwd_tmp_bytes + held,
                                        m.param_bytes))
-    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
     for r, (f, b) in enumerate(zip(jm.fwd_times_s, jm.bwd_times_s, strict=True)):
         rows.append(ProfileRow(k + 1, loss_name, r, f, b, in_bytes, 0, 0,
                                jm.fwd_tmp_bytes + resident, jm.bwd_tmp_bytes + resident, 0,
@@ -246,12 +267,28 @@ def profile_towers_if_any(model: nn.Module, inputs: Sequence[Any], kwargs: dict[
     model.train()
     try:
         split = find_towers(model, inputs, kwargs)
-        if split is None:
+        if split is None or not _heads_cut(split, model_inputs(inputs, kwargs)):
             return None
         _check_loss_fn(options.get("loss_fn"))
         return profile_towers(model, split, inputs, kwargs, **options)
     finally:
         model.train(was)
+
+
+def _heads_cut(split: TowerSplit, inputs: Sequence[Any]) -> bool:
+    """Whether every tower that returns a structure is cut with a light head
+    (:mod:`chainplan.towers.parts`); one that is not (an LSTM returning its output and its
+    states, values from different depths) leaves the model to the single-chain capture, as
+    before towers could return structures. The cut is cached for the profile."""
+    for t, tower in enumerate(split.towers):
+        if t < len(split.structured) and split.structured[t]:
+            try:
+                tower_chain(tower, split.names[t], split.branches[split.calls_of(t)[0]], inputs)
+            except CaptureError as e:
+                _log.info("towers of the model not used: tower %s is not one chain with a "
+                          "light head (%s)", split.names[t], e)
+                return False
+    return True
 
 
 def _check_loss_fn(loss_fn: object) -> None:

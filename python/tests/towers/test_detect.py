@@ -76,7 +76,7 @@ def test_a_tower_may_take_model_inputs() -> None:
     split = find_towers(Towers(), args)
     assert split is not None
     text = split.branches[1]
-    assert (text.tower, text.input, text.args) == (1, 1, (("input", 2),))
+    assert (text.tower, text.input, text.args, text.at) == (1, 1, (("input", 1), ("input", 2)), 0)
 
 
 class Computed(nn.Module):
@@ -100,10 +100,27 @@ class TupleTower(nn.Module):
         return (out.sum(1) * self.other(y)).sum()
 
 
+class Shapes(nn.Module):
+    def forward(self, x: torch.Tensor) -> dict[str, int]:
+        return {"rows": x.shape[0]}
+
+
+class NoTensorTower(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.enc = Shapes()
+        self.other = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.other(y).sum() * self.enc(x)["rows"]
+
+
 def test_rules() -> None:
     assert find_towers(Computed(), (torch.randn(2, 4), torch.randn(2, 4))) is not None
     args = (torch.randn(2, 3, 4), torch.randn(2, 4))
-    with pytest.raises(TowersError, match="tower enc returns tuple"):
-        find_towers(TupleTower(), args, required=True)
+    split = find_towers(TupleTower(), args, required=True)  # found; cut or not when profiled
+    assert split is not None and split.structured == (True, False)
+    with pytest.raises(TowersError, match="tower enc returns dict with no tensor"):
+        find_towers(NoTensorTower(), (torch.randn(2, 4), torch.randn(2, 4)), required=True)
     with pytest.raises(TowersError, match="takes 1 tensor input"):
         find_towers(nn.Linear(2, 2), (torch.randn(1, 2),), required=True)
