@@ -131,7 +131,8 @@ bench: postgres
 ## build/gpu/, then chainplan + torch.compile against torch.compile on GPU_COMPILE_MODELS
 ## at GPU_COMPILE_SIZE (GPU_COMPILE_PLANS of chainplan's plans compiled, GPU_COMPILE_S
 ## seconds each: at the large size the compilations alone took over 170 s per model on an
-## H200), in under 8 minutes on one H100/H200.
+## H200). Without the compiled step it took 161 s on one H200 (docs/promise-bench-cuda.md);
+## the compiled step is bounded by GPU_COMPILE_S.
 ## Each benchmark step runs under a time limit (GPU_STEP_S seconds) and a step that fails or
 ## runs out is reported and the next one runs: one model's failure leaves the others'
 ## figures. GPU_PY is a Python whose torch sees the device and that imports this tree's

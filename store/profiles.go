@@ -160,7 +160,7 @@ const batchRows = 128
 // with the backend's bulk copy (bulk.go) when it has one and the rows fill more than one
 // INSERT; values(i, dst) appends row i's values to dst.
 func insertRows(ctx context.Context, tx txn, table, columns string, width, n int, values func(i int, dst []any) []any) error {
-	if bulk, ok := tx.be.(bulkCopier); ok && tx.conn != nil && n > batchRows {
+	if bulk, ok := tx.be.(bulkCopier); ok && n > batchRows {
 		cols := columnList(columns)
 		if len(cols) != width {
 			return fmt.Errorf("insert %s: %d columns named, %d values a row", table, len(cols), width)
