@@ -102,7 +102,7 @@ def plan(
     Args:
         source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, a chain file
             (``chainplan.chain/v1`` JSON), a profile file (``chainplan.profile/v1`` Arrow
-            IPC, as ``chainplan solve --profile`` takes), or the model itself (then
+            IPC, the file ``chainplan.profile`` writes), or the model itself (then
             ``sample`` is required and the model is profiled first).
 
     Keyword Args:

@@ -68,7 +68,7 @@ def test_round_trip(private_db: Path) -> None:
 
     assert _bind.ingest(str(prof.path)) == 1
 
-    # The profile's file is a source too (as `chainplan solve --profile` takes it): the same
+    # The profile's file is a source too (the file chainplan.profile writes): the same
     # plan, not a chain file that fails to decode as text.
     by_file = chainplan.plan(str(prof.path), budget="min")
     assert by_file.sequence == p.sequence and by_file.peak_bytes == p.peak_bytes
