@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
 from models import MODELS, SIZES, Bench  # noqa: E402
-from report import Result, Variant, report_model, summarize  # noqa: E402
+from report import OUTSIDE, Result, Variant, report_model, summarize  # noqa: E402
 from systems import grouped, per_block  # noqa: E402
 
 import chainplan  # noqa: E402
@@ -68,15 +68,28 @@ def to_device(case: Bench, device: str) -> Bench:
 
 
 def step(v: Variant, case: Bench) -> None:
-    case.loss_fn(v.net(*case.args, **case.kwargs), case.target).backward()
+    if v.own_loss:
+        v.net(*case.args, labels=case.target, **case.kwargs)["loss"].backward()
+    else:
+        case.loss_fn(v.net(*case.args, **case.kwargs), case.target).backward()
 
 
 def measure_peaks(variants: list[Variant], case: Bench) -> None:
     for v in variants:
-        if v.peak == 0:
+        if v.peak == 0 and v.own_loss:
+            v.peak = chainplan.measure(v.net, *case.args, labels=case.target, steps=1,
+                                       store=False, **case.kwargs).peak_bytes
+        elif v.peak == 0:
             v.peak = chainplan.measure(v.net, *case.args, loss_fn=case.loss_fn,
                                        target=case.target, steps=1, store=False,
                                        **case.kwargs).peak_bytes
+
+
+def with_loss(case: Bench) -> chainplan.WithLoss:
+    """The model and its loss as one module, as chainplan's rows run it: the loss is then
+    part of the planned chain, and a linear head's cross-entropy runs fused
+    (chainplan.graph.fuseloss). The same model object: its parameters are the model's."""
+    return chainplan.WithLoss(case.model, case.loss_fn)
 
 
 def time_rounds(variants: list[Variant], case: Bench, rounds: int) -> None:
@@ -119,6 +132,7 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
     smallest to store-all; identical plans are run once."""
     seen: dict[str, Variant] = {}
     out: list[Variant] = []
+    net = with_loss(case)
 
     def add(label: str, budget: int | str) -> None:
         try:
@@ -131,8 +145,8 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
         if key in seen:
             seen[key].labels.append(label)
             return
-        v = Variant(label, "chainplan", p.wrap(case.model), budget=p.budget_bytes,
-                    predicted=p.peak_bytes, plan=p)
+        v = Variant(label, "chainplan", p.wrap(net), budget=p.budget_bytes,
+                    predicted=p.peak_bytes, plan=p, own_loss=True)
         seen[key] = v
         out.append(v)
 
@@ -146,14 +160,25 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
     return out
 
 
+def outside_smallest(name: str, case: Bench) -> Variant:
+    """chainplan's smallest plan of the model with the loss computed outside it, as the
+    script wrote it (``loss_fn(net(x), y)``): what the fused loss adds, measured."""
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=5, warmup=2, progress=False, name=f"{name}, loss outside",
+                             spread_warning=None, **case.kwargs)
+    p = chainplan.plan(prof, budget="min")
+    return Variant(f"{OUTSIDE}, smallest", OUTSIDE, p.wrap(case.model), budget=p.budget_bytes,
+                   predicted=p.peak_bytes, plan=p)
+
+
 def bench_model(name: str, case: Bench, rounds: int) -> Result:
     case.model.train()
-    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+    prof = chainplan.profile(with_loss(case), *case.args, labels=case.target,
                              repeats=5, warmup=2, progress=False, name=name,
                              spread_warning=None, **case.kwargs)
     alts = alternatives(name, case)
     measure_peaks(alts, case)
-    ours = chainplan_variants(prof, case, alts)
+    ours = chainplan_variants(prof, case, alts) + [outside_smallest(name, case)]
     runnable = [v for v in alts + ours if v.net is not None]
     measure_peaks(runnable, case)
     time_rounds(runnable, case, rounds)
@@ -181,8 +206,8 @@ def compile_run(name: str, size: str, budget: float, rounds: int, device: str, r
     for b in plan_budgets:
         p = chainplan.plan(run_id, budget=b)
         variants.append(Variant(f"chainplan @ {b}", "chainplan + compile",
-                                torch.compile(p.wrap(case.model)), budget=p.budget_bytes,
-                                predicted=p.peak_bytes))
+                                torch.compile(p.wrap(with_loss(case))), budget=p.budget_bytes,
+                                predicted=p.peak_bytes, own_loss=True))
     time_rounds(variants, case, 1)  # compile first, then measure compiled memory
     measure_peaks(variants, case)
     time_rounds(variants, case, rounds)
@@ -220,7 +245,8 @@ def bench_compile(res: Result, size: str, rounds: int, device: str, plans_kept: 
             res.compiled.append(Variant(f"torch.compile, budget {budget}", "torch.compile",
                                         None, peak=row["peak"],
                                         ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
-    plans = spread(sorted({v.budget for v in res.ours if v.net is not None and v.budget}),
+    plans = spread(sorted({v.budget for v in res.ours
+                           if v.net is not None and v.budget and v.family == "chainplan"}),
                    plans_kept)
     r = sub(1.0, plans)
     for row in r["rows"]:  # type: ignore[union-attr]
