@@ -5,7 +5,13 @@ plain model, of every alternative a user would reach for (bench/promise/systems.
 ``checkpoint_sequential(k)`` or grouped blocks for every k, per-block checkpointing, per-block
 selective activation checkpointing), of chainplan given, as its budget, each alternative's
 measured peak, and of chainplan at budgets spread from its smallest to store-all (the
-frontier). Every variant of a model is timed in one process, alternating: round r runs one
+frontier). chainplan's rows run the model with its loss inside (``chainplan.WithLoss``; a
+linear head's cross-entropy then runs fused, docs/executors.md, "The loss inside the
+chain"), an ``nn.Sequential`` as declared with its loss outside; ``chainplan, loss outside,
+smallest`` is the smallest plan of the model with the loss outside, as the script wrote it.
+At equal memory, chainplan's step is compared with the fastest alternative within the
+larger of the two measured peaks (the alternative's, which is chainplan's budget, and
+chainplan's). Every variant of a model is timed in one process, alternating: round r runs one
 step of every variant in turn, and the figure is the median over the rounds, so a busy
 machine slows all of them alike; ratios to the plain step are what the report compares.
 Peaks come from ``chainplan.measure`` (CPU allocator events, or ``max_memory_allocated`` on
@@ -85,10 +91,14 @@ def measure_peaks(variants: list[Variant], case: Bench) -> None:
                                        **case.kwargs).peak_bytes
 
 
-def with_loss(case: Bench) -> chainplan.WithLoss:
-    """The model and its loss as one module, as chainplan's rows run it: the loss is then
-    part of the planned chain, and a linear head's cross-entropy runs fused
-    (chainplan.graph.fuseloss). The same model object: its parameters are the model's."""
+def with_loss(case: Bench) -> torch.nn.Module:
+    """The model as chainplan's rows run it. The model and its loss as one module
+    (chainplan.WithLoss): the loss is then part of the planned chain, and a linear head's
+    cross-entropy runs fused (chainplan.graph.fuseloss). The same model object: its
+    parameters are the model's. An nn.Sequential runs as declared, its loss outside: its
+    stages are the ones it declares, and a WithLoss around it would be captured instead."""
+    if case.sequential:
+        return case.model
     return chainplan.WithLoss(case.model, case.loss_fn)
 
 
@@ -133,6 +143,7 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
     seen: dict[str, Variant] = {}
     out: list[Variant] = []
     net = with_loss(case)
+    inside = net is not case.model
 
     def add(label: str, budget: int | str) -> None:
         try:
@@ -146,7 +157,7 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
             seen[key].labels.append(label)
             return
         v = Variant(label, "chainplan", p.wrap(net), budget=p.budget_bytes,
-                    predicted=p.peak_bytes, plan=p, own_loss=True)
+                    predicted=p.peak_bytes, plan=p, own_loss=inside)
         seen[key] = v
         out.append(v)
 
@@ -173,12 +184,16 @@ def outside_smallest(name: str, case: Bench) -> Variant:
 
 def bench_model(name: str, case: Bench, rounds: int) -> Result:
     case.model.train()
-    prof = chainplan.profile(with_loss(case), *case.args, labels=case.target,
-                             repeats=5, warmup=2, progress=False, name=name,
-                             spread_warning=None, **case.kwargs)
+    net = with_loss(case)
+    call = ({"labels": case.target} if net is not case.model else
+            {"loss_fn": case.loss_fn, "target": case.target})
+    prof = chainplan.profile(net, *case.args, repeats=5, warmup=2, progress=False, name=name,
+                             spread_warning=None, **call, **case.kwargs)
     alts = alternatives(name, case)
     measure_peaks(alts, case)
-    ours = chainplan_variants(prof, case, alts) + [outside_smallest(name, case)]
+    ours = chainplan_variants(prof, case, alts)
+    if net is not case.model:
+        ours.append(outside_smallest(name, case))
     runnable = [v for v in alts + ours if v.net is not None]
     measure_peaks(runnable, case)
     time_rounds(runnable, case, rounds)
@@ -205,9 +220,10 @@ def compile_run(name: str, size: str, budget: float, rounds: int, device: str, r
                                 torch.compile(copy.deepcopy(case.model))))
     for b in plan_budgets:
         p = chainplan.plan(run_id, budget=b)
+        net = with_loss(case)
         variants.append(Variant(f"chainplan @ {b}", "chainplan + compile",
-                                torch.compile(p.wrap(with_loss(case))), budget=p.budget_bytes,
-                                predicted=p.peak_bytes, own_loss=True))
+                                torch.compile(p.wrap(net)), budget=p.budget_bytes,
+                                predicted=p.peak_bytes, own_loss=net is not case.model))
     time_rounds(variants, case, 1)  # compile first, then measure compiled memory
     measure_peaks(variants, case)
     time_rounds(variants, case, rounds)
