@@ -224,20 +224,26 @@ class ChainEnd:
         fwd_tmp_bytes: ``o_F(L)``, the last forward's peak on top of ``ā_L``.
         loss_fwd_tmp_bytes: ``o_F(L+1)``, the loss forward's peak, plus ``a_L`` when the
             loss consumes it (``a_L`` is then no longer part of ``ā_L``).
-        held_bytes: what the loss value holds from the loss to the end of the step
-            (:attr:`LossMeasurement.held_bytes`). The chain model has no place for memory
-            held through the whole backward phase, so the profiler adds it to every
-            stage's overheads: exact after the loss, where the peaks are, and an
-            over-estimate before it.
+        loss_bwd_tmp_bytes: ``o_B(L+1)``, the loss backward's overhead, plus ``a_L`` when
+            the loss consumes it but the model's output holds it (``holds_end``): the
+            loss's measurement takes ``a_L`` as present before it, and the chain model has
+            it nowhere else from the loss forward on.
+        held_bytes: what stays in memory from the loss to the end of the step: what the
+            loss value holds (:attr:`LossMeasurement.held_bytes`), plus ``a_L`` when the
+            model's output holds it. The chain model has no place for memory held through
+            the whole backward phase, so the profiler adds it to every stage's overheads:
+            exact after the loss, where the peaks are, and an over-estimate before it.
     """
 
     saved_bytes: int
     fwd_tmp_bytes: int
     loss_fwd_tmp_bytes: int
+    loss_bwd_tmp_bytes: int = 0
     held_bytes: int = 0
 
 
-def chain_end(last: StageMeasurement, loss: LossMeasurement | None) -> ChainEnd:
+def chain_end(last: StageMeasurement, loss: LossMeasurement | None, *,
+              holds_end: bool = False) -> ChainEnd:
     """How the chain's output is counted: held until ``B_L``, or consumed by the loss.
 
     The executors hand ``a_L`` to the training script and keep no reference to it, so when
@@ -246,11 +252,20 @@ def chain_end(last: StageMeasurement, loss: LossMeasurement | None) -> ChainEnd:
     ``o_F(L+1)`` instead of in ``ā_L``, which may become smaller than ``a_L``
     (docs/formats.md). Without a measured loss nothing is known about what the script does
     with ``a_L``, and it stays in ``ā_L`` as for every other stage.
+
+    A model that returns its loss next to ``a_L`` (a ``ModelOutput`` with ``loss`` and
+    ``logits``, ``holds_end``) keeps ``a_L`` alive in the object the training loop holds
+    through ``loss.backward()``: ``a_L`` is then counted in ``held_bytes`` (every stage's
+    overheads) and, when the loss consumes it, in the loss backward's overhead as well,
+    where a cross-entropy's backward has its peak (``a_L``, its log-softmax, and the two
+    gradients of ``a_L``'s size).
     """
     if loss is None:
         return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, 0)
+    held_end = last.out_bytes if holds_end else 0
     if last.output_kept or loss.input_kept:
         return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, loss.fwd_tmp_bytes,
-                        loss.held_bytes)
+                        loss.bwd_tmp_bytes, loss.held_bytes + held_end)
     return ChainEnd(last.kept_bytes, max(0, last.fwd_peak_bytes - last.kept_bytes),
-                    loss.fwd_tmp_bytes + last.out_bytes, loss.held_bytes)
+                    loss.fwd_tmp_bytes + last.out_bytes, loss.bwd_tmp_bytes + held_end,
+                    loss.held_bytes + held_end)

@@ -7,7 +7,6 @@ rules ``profile()`` uses (``stagerows.stage_rows``, ``stagerows.loss_rows``,
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -115,17 +114,15 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
             kept_bytes=mem.kept_bytes, output_kept=mem.output_kept, output=torch.empty(0))
         measured.append((m, measured_step.in_bytes.get(k, 0)))
     lm = _loss_measurement(timed, memory, clock)
-    if lm is not None and holds_end:
-        lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + measured[-1][0].out_bytes)
     # What the executor holds beside the stages' own measurements, as profile() counts it
     # (a tied weight's gradient). The recorded rows have no recomputation fields, so a
     # random stage's replayed state has nowhere to go: draws_random stays False here.
     device = torch.device("cuda" if clock.cuda else "cpu")
     rows = stage_rows(measured, names, lm, resident,
-                      held=held_during(list(stages), measured, device))
-    end = chain_end(measured[-1][0], lm)
-    rows.extend(loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name,
-                           end.loss_fwd_tmp_bytes, resident))
+                      held=held_during(list(stages), measured, device), holds_end=holds_end)
+    end = chain_end(measured[-1][0], lm, holds_end=holds_end)
+    rows.extend(loss_rows(len(stages) + 1, measured[-1][0].out_bytes, lm, loss_name, end,
+                          resident))
     return rows
 
 

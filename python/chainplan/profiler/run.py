@@ -197,7 +197,9 @@ def profile_model(
         # Whether the stages' operation-level options are measured: a stored profile is
         # reused only when it answers the same question (find_stored).
         with_options = "true" if stage_options and chain.split is not None else "false"
-        meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options})
+        holds_end = "true" if chain.holds_end and loss is not None else "false"
+        meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options,
+                                                "holds_end": holds_end})
         if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
@@ -239,13 +241,13 @@ def profile_model(
             rounds = Rounds(list(stages), list(names), measured, first, device,
                              None if loss is None else (loss[0], loss_target, loss_name))
             measured, lm = rounds.run(repeats - 1, lm)
-            if lm is not None and chain.holds_end:  # the output keeps a_L to the step's end
-                lm = dataclasses.replace(lm, held_bytes=lm.held_bytes + _nbytes(x))
+            # holds_end: the model's output keeps a_L to the step's end (chain_end).
             rows = stage_rows(measured, names, lm, chain.side_bytes, options,
-                              held_during(list(stages), measured, device))
-            end = chain_end(measured[-1][0], lm)
-            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name,
-                                   end.loss_fwd_tmp_bytes, chain.side_bytes))
+                              held_during(list(stages), measured, device),
+                              holds_end=chain.holds_end)
+            end = chain_end(measured[-1][0], lm, holds_end=chain.holds_end)
+            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name, end,
+                                  chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
         extra = {**meta.extra, "parallel_fields": PARALLEL_REVISION}

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from chainplan.profiler.lossmeasure import LossMeasurement, chain_end
+from chainplan.profiler.lossmeasure import ChainEnd, LossMeasurement, chain_end
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profilerow import ProfileRow
 
@@ -42,16 +42,17 @@ class Held:
 def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
                lm: LossMeasurement | None, resident: int = 0,
                options: list[str | None] | None = None,
-               held: Held | None = None) -> list[ProfileRow]:
+               held: Held | None = None, *, holds_end: bool = False) -> list[ProfileRow]:
     """One row per stage and repetition; the last stage's memory as the executor runs it;
     ``resident`` bytes held through the whole step (side values) in every overhead;
     ``options`` the stages' operation-level options (``options_json``); ``held`` more bytes
-    the executor holds (:func:`held_during`)."""
+    the executor holds (:func:`held_during`); ``holds_end`` whether the model's output
+    holds ``a_L`` to the end of the step (:func:`~chainplan.profiler.lossmeasure.chain_end`)."""
     rows: list[ProfileRow] = []
     n = len(measured)
     options = options or [None] * n
     held = held or Held([0] * n, [0] * n)
-    end = chain_end(measured[-1][0], lm)
+    end = chain_end(measured[-1][0], lm, holds_end=holds_end)
     for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
         always = end.held_bytes + resident + held.step[k - 1]
         replaying = always + held.replay[k - 1]
@@ -123,11 +124,12 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
 
 
 def loss_rows(k: int, in_bytes: int, lm: LossMeasurement | None, name: str,
-              fwd_tmp: int, resident: int = 0) -> list[ProfileRow]:
-    """The loss stage's rows (one per repetition; one row of zeros without a loss)."""
+              end: ChainEnd, resident: int = 0) -> list[ProfileRow]:
+    """The loss stage's rows (one per repetition; one row of zeros without a loss), its
+    overheads as ``end`` (:func:`~chainplan.profiler.lossmeasure.chain_end`) counts them."""
     if lm is None:  # no loss given: the loss stage costs nothing
         return [ProfileRow(k, name, 0, 0.0, 0.0, in_bytes, 0, 0, resident, resident, 0,
                            stage_kind="loss")]
-    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, fwd_tmp + resident,
-                       lm.bwd_tmp_bytes + resident, 0, stage_kind="loss")
+    return [ProfileRow(k, name, r, f, b, in_bytes, 0, 0, end.loss_fwd_tmp_bytes + resident,
+                       end.loss_bwd_tmp_bytes + resident, 0, stage_kind="loss")
             for r, (f, b) in enumerate(zip(lm.fwd_times_s, lm.bwd_times_s, strict=True))]

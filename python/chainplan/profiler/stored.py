@@ -32,6 +32,11 @@ __all__: list[str] = []
 
 _log = logging.getLogger("chainplan.profile")
 
+# Metadata keys ("true"/"false", "false" when absent) that a stored profile must share with
+# the call to answer it: whether the stages' options were measured, and whether the rows
+# count a_L as held by the model's output to the end of the step (run.py).
+_ANSWERS = ("stage_options", "holds_end")
+
 
 def call_signature(args: tuple[Any, ...], kwargs: dict[str, Any], *, loss: str,
                    target: Any, device_name: str) -> str:
@@ -45,8 +50,9 @@ def call_signature(args: tuple[Any, ...], kwargs: dict[str, Any], *, loss: str,
 
 def find_stored(meta: ProfileMetadata, loss: str,
                 names: list[str]) -> tuple[int, Path, list[ProfileRow]] | None:
-    """The newest stored run measured for this call whose stages are ``names`` and whose
-    stage options were measured as this call asks (``meta.extra["stage_options"]``): its
+    """The newest stored run measured for this call whose stages are ``names``, whose
+    stage options were measured as this call asks (``meta.extra["stage_options"]``) and
+    whose rows count the chain's end as this call needs (``meta.extra["holds_end"]``): its
     run id, file and rows; None when there is none."""
     call = meta.extra.get("call_signature", "")
     if not call:
@@ -67,9 +73,12 @@ def find_stored(meta: ProfileMetadata, loss: str,
             continue
         stages = [r.stage_name for r in rows if r.stage_kind == "stage" and r.rep == 0]
         # Made with other stage options (a file older than the key measured none): its
-        # rows lack, or carry, the options this call asks for.
-        if stored_meta.get("stage_options", "false") != meta.extra.get("stage_options",
-                                                                      "false"):
+        # rows lack, or carry, the options this call asks for. Made before the rows counted
+        # a_L held by the model's output through the loss backward (a file older than the
+        # holds_end key): its loss rows miss one a_L, so a model that returns its loss next
+        # to its logits is measured again.
+        if any(stored_meta.get(key, "false") != meta.extra.get(key, "false")
+               for key in _ANSWERS):
             continue
         if stages == names:
             return int(run["run_id"]), path, rows
