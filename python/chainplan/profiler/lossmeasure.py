@@ -233,6 +233,9 @@ class ChainEnd:
             model's output holds it. The chain model has no place for memory held through
             the whole backward phase, so the profiler adds it to every stage's overheads:
             exact after the loss, where the peaks are, and an over-estimate before it.
+        last_bwd_held_bytes: the part of ``held_bytes`` in ``o_B(L)``: all of it, less the
+            ``a_L`` the output holds when ``ā_L`` already counts it (the last stage or the
+            loss saves ``a_L``: it is then in memory during ``B_L`` once, not twice).
     """
 
     saved_bytes: int
@@ -240,6 +243,7 @@ class ChainEnd:
     loss_fwd_tmp_bytes: int
     loss_bwd_tmp_bytes: int = 0
     held_bytes: int = 0
+    last_bwd_held_bytes: int = 0
 
 
 def chain_end(last: StageMeasurement, loss: LossMeasurement | None, *,
@@ -265,7 +269,7 @@ def chain_end(last: StageMeasurement, loss: LossMeasurement | None, *,
     held_end = last.out_bytes if holds_end else 0
     if last.output_kept or loss.input_kept:
         return ChainEnd(last.saved_bytes, last.fwd_tmp_bytes, loss.fwd_tmp_bytes,
-                        loss.bwd_tmp_bytes, loss.held_bytes + held_end)
+                        loss.bwd_tmp_bytes, loss.held_bytes + held_end, loss.held_bytes)
     return ChainEnd(last.kept_bytes, max(0, last.fwd_peak_bytes - last.kept_bytes),
                     loss.fwd_tmp_bytes + last.out_bytes, loss.bwd_tmp_bytes + held_end,
-                    loss.held_bytes + held_end)
+                    loss.held_bytes + held_end, loss.held_bytes + held_end)

@@ -218,8 +218,10 @@ def profile_model(
             for k, (stage, sname) in enumerate(zip(stages, names, strict=True), start=1):
                 bar.set_postfix_str(sname, refresh=False)
                 with naming_stage(k, sname):
+                    # The output holds a_L to the step's end (chain_end): measured so.
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device,
-                                      timed_runs=1)
+                                      timed_runs=1, output_held=chain.holds_end
+                                      and loss is not None and k == len(stages))
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
                     structures.append(stage_structure(stage, x, m.output, modules or []))

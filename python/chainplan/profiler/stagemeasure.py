@@ -143,6 +143,7 @@ def measure_stage(
     warmup: int = 1,
     device: torch.device | str | None = None,
     timed_runs: int | None = None,
+    output_held: bool = False,
 ) -> StageMeasurement:
     """Measures one chain stage: times, activation sizes and temporary memory.
 
@@ -160,6 +161,11 @@ def measure_stage(
             ``repeats``); ``profile()`` times one here and the others in rounds across the
             stages (:func:`time_stage`), so that a stretch of contention on the host cannot
             land on every run of one stage.
+        output_held: whether the caller holds ``a_ℓ`` to the end of the step (the last
+            stage of a model returning its logits next to its loss): when an operation of
+            the stage saves its output, the backward is measured with the output still
+            held, as in that step, instead of released once the operation is done with it
+            (default: False).
 
     Returns:
         The stage's :class:`StageMeasurement`, with its output detached in ``output``.
@@ -217,12 +223,15 @@ def measure_stage(
                 edge = get_gradient_edge(out)
                 layout = torch.empty_like(out, memory_format=torch.preserve_format,
                                           device="meta")  # δ_ℓ's shape and strides, no data
+                # a_ℓ held by the caller through the backward (output_held): saved, it is
+                # in ā_ℓ and must stay there after its operation's backward releases it.
+                held = out.detach() if output_held and output_kept else None
                 del out
                 with MemoryProbe(device=dev) as bwd:
                     delta = random_as(layout, dev)
                     backward_step(edge, delta, owned=True)  # as the executor's B_ℓ
                     del delta
-                del edge
+                del edge, held
             else:
                 del out
         input_grad_bytes = nbytes(x_in.grad) if x_in.grad is not None else 0

@@ -57,14 +57,16 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
         always = end.held_bytes + resident + held.step[k - 1]
         replaying = always + held.replay[k - 1]
         saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
+        bwd_always = always
         if k == n:
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
+            bwd_always = always - end.held_bytes + end.last_bwd_held_bytes
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
         rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
         for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
             rows.append(ProfileRow(
                 k, sname, r, f, b, in_bytes, m.out_bytes, saved,
-                fwd_tmp + always, m.bwd_tmp_bytes + always, m.param_bytes,
+                fwd_tmp + always, m.bwd_tmp_bytes + bwd_always, m.param_bytes,
                 saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
                 else None, recompute_time_s=u,
                 recompute_tmp_bytes=None if m.recompute_tmp_bytes is None

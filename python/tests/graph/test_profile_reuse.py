@@ -6,7 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import torch
+from torch import nn
+from torch.nn import functional as F
+
 import chainplan
+from chainplan.schema import read_rows, write_profile
 from tests.graph.models import CASES
 
 FAST = {"repeats": 1, "warmup": 0, "progress": False, "spread_warning": None}
@@ -31,3 +36,35 @@ def test_reuse_matches_on_stage_options(private_db: Path) -> None:
     assert _profile(True).reused and _profile(True).run_id == with_options.run_id
     again = _profile(False)
     assert again.reused and again.run_id == bare.run_id
+
+
+class _LossAndLogits(nn.Module):
+    """Returns its loss next to its logits (a ``*ForCausalLM`` given ``labels=``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.body, self.head = nn.Linear(8, 8), nn.Linear(8, 64)
+
+    def forward(self, x: torch.Tensor, labels: torch.Tensor) -> dict[str, torch.Tensor]:
+        logits = self.head(torch.tanh(self.body(x)))
+        return {"loss": F.cross_entropy(logits, labels), "logits": logits}
+
+
+def test_a_profile_older_than_the_held_end_is_not_reused(private_db: Path) -> None:
+    """Issue 19: profiles of a model returning its loss next to its logits missed one a_L in
+    the loss backward's overhead; a stored one from before the fix (a file without the
+    holds_end key) must be measured again, not returned with the old rows."""
+    model, x, y = _LossAndLogits(), torch.randn(16, 8), torch.randint(0, 64, (16,))
+    first = chainplan.profile(model, x, labels=y, **FAST)
+    assert read_rows(first.path)[1]["holds_end"] == "true"
+    again = chainplan.profile(model, x, labels=y, **FAST)
+    assert again.reused and again.run_id == first.run_id
+    rows, meta = read_rows(first.path)  # as a file written before the key was
+    del meta["holds_end"]
+    write_profile(first.path, rows, meta)
+    fresh = chainplan.profile(model, x, labels=y, **FAST)
+    assert not fresh.reused and fresh.run_id != first.run_id
+    # A model whose output is its chain's end alone needs no key to be reused.
+    plain = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 64))
+    bare = chainplan.profile(plain, x, loss_fn=F.cross_entropy, target=y, **FAST)
+    assert read_rows(bare.path)[1]["holds_end"] == "false"
