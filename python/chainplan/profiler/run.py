@@ -197,9 +197,11 @@ def profile_model(
         # Whether the stages' operation-level options are measured: a stored profile is
         # reused only when it answers the same question (find_stored).
         with_options = "true" if stage_options and chain.split is not None else "false"
-        holds_end = "true" if chain.holds_end and loss is not None else "false"
+        # Whether the output a training step holds through loss.backward() keeps a_L: the
+        # model's own loss returned next to it (as chainplan.measure and record() hold it).
+        holds_end = chain.holds_end and loss_fn is None and loss is not None
         meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options,
-                                                "holds_end": holds_end})
+                                                "holds_end": str(holds_end).lower()})
         if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
@@ -220,8 +222,8 @@ def profile_model(
                 with naming_stage(k, sname):
                     # The output holds a_L to the step's end (chain_end): measured so.
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device,
-                                      timed_runs=1, output_held=chain.holds_end
-                                      and loss is not None and k == len(stages))
+                                      timed_runs=1,
+                                      output_held=holds_end and k == len(stages))
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
@@ -246,8 +248,8 @@ def profile_model(
             # holds_end: the model's output keeps a_L to the step's end (chain_end).
             rows = stage_rows(measured, names, lm, chain.side_bytes, options,
                               held_during(list(stages), measured, device),
-                              holds_end=chain.holds_end)
-            end = chain_end(measured[-1][0], lm, holds_end=chain.holds_end)
+                              holds_end=holds_end)
+            end = chain_end(measured[-1][0], lm, holds_end=holds_end)
             rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name, end,
                                   chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
