@@ -76,9 +76,9 @@ def test_gradients_of_a_frozen_head_and_a_tied_weight() -> None:
 
 
 def test_chunks_are_sized_like_the_hidden_states() -> None:
-    # A GPT at sequence 512, batch 8, width 768 and 32768 words: 16 chunks of 256 rows,
-    # 32 MiB of float32 logits each, not the 512 MiB whole.
-    assert chunk_rows(4096, 768, 32768, 4) == 256
+    # A GPT at sequence 512, batch 8, width 768 and 32768 words: 8 chunks of 512 rows,
+    # 64 MiB of float32 logits each, not the 512 MiB whole.
+    assert chunk_rows(4096, 768, 32768, 4) == 512
     assert chunk_rows(10, 4, 1000, 4) == 10  # never more rows than there are
     assert chunk_rows(512, 128, 8192, 4) == 128  # at least 4 MiB of logits a chunk
     assert chunk_rows(1 << 16, 4096, 1000, 2) == 1 << 16  # logits as small as h: one chunk
