@@ -171,7 +171,9 @@ def test_the_loss_inside_lowers_the_smallest_plan_and_keeps_the_promise() -> Non
     logits = 8 * 32 * 8192 * 4  # two chunks of the fused head
     assert got <= 1.02 * inside.budget_bytes, (got, inside.budget_bytes)
     assert abs(got - inside.peak_bytes) <= 0.05 * inside.peak_bytes, (got, inside.peak_bytes)
-    assert got + 2 * logits <= got_outside, (got, got_outside)
+    # Outside, the loss holds three logits at its backward (logits, log-probabilities, their
+    # gradient); inside, one or two chunks of them.
+    assert got + 1.5 * logits <= got_outside, (got, got_outside)
     ref = F.cross_entropy(case.model(*case.args, **case.kwargs), case.target)
     params = list(case.model.parameters())
     want = torch.autograd.grad(ref, params)
