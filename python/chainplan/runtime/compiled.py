@@ -81,12 +81,12 @@ def eager(fn: _F) -> _F:
     return wrapped
 
 
-def stage_call(callback: Any, stage: torch.nn.Module, x: torch.Tensor) -> Any:
-    """``stage(x)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
+def stage_call(callback: Any, stage: torch.nn.Module, *args: Any) -> Any:
+    """``stage(*args)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
     if callback is None or _set_callback is None:
-        return stage(x)
+        return stage(*args)
     prior = _set_callback(callback)
     try:
-        return stage(x)
+        return stage(*args)
     finally:
         _set_callback(prior)
