@@ -38,6 +38,41 @@ def test_compiled_wrapped_plan_trains_like_the_model() -> None:
         torch.testing.assert_close(b.grad, a.grad, msg=name)
 
 
+def test_compiled_declared_stages_never_trace_the_hooks() -> None:
+    """A chain of torch.nn stages (convolution, BatchNorm, pooling), its smallest plan
+    compiled: the stages run eagerly under Dynamo's callback (Dynamo does not compile
+    torch.nn's own frames) and autograd calls the executor's saved-tensor hooks from there.
+    Dynamo must never see them: it traced the hooks into graphs of their own, re-guarded on
+    every saved tensor and recompiled per dtype (a pooling's int64 indices) up to its limit.
+    Gradients and running statistics are the plain model's."""
+    from torch._dynamo.convert_frame import input_codes
+
+    def conv(i: int, o: int) -> nn.Sequential:
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+
+    model = nn.Sequential(conv(3, 8), conv(8, 8), nn.MaxPool2d(2), conv(8, 16), nn.Flatten(),
+                          nn.Linear(16 * 8 * 8, 10))
+    ref = copy.deepcopy(model)
+    x, y = torch.randn(4, 3, 16, 16), torch.randint(0, 10, (4,))
+    ce = nn.CrossEntropyLoss()
+    prof = chainplan.profile(model, x, loss_fn=ce, target=y, repeats=1, warmup=0,
+                             progress=False, spread_warning=None)
+    p = chainplan.plan(prof, budget="min")
+    assert any(op.kind == "F_ck" for op in p.sequence)  # stages run under the hooks
+    torch._dynamo.reset()
+    net = torch.compile(p.wrap(model), backend="aot_eager")
+    for _ in range(2):
+        for m in (net, ref):
+            m.zero_grad(set_to_none=True)
+            ce(m(x), y).backward()
+        for (name, a), b in zip(ref.named_parameters(), model.parameters(), strict=True):
+            torch.testing.assert_close(b.grad, a.grad, msg=name)
+        for (name, a), b in zip(ref.named_buffers(), model.buffers(), strict=True):
+            torch.testing.assert_close(b, a, msg=name)
+    seen = {c.co_filename for c in (w() for w in input_codes.seen) if c is not None}
+    assert not any(f.endswith("runtime/saved.py") for f in seen), seen
+
+
 def test_compiled_plan_on_a_captured_model() -> None:
     """``torch.compile(plan.wrap(model))`` on a model captured from its graph (a GPT with
     dropout, a mask argument, blocks cut at their residual addition) trains like the model
