@@ -50,7 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("models", ("chainplan.graph", "chainplan.graph.*", "chainplan.profiler",
                 "chainplan.profiler.*", "chainplan.towers", "chainplan.towers.*",
                 "chainplan.sequential", "chainplan.gradrelease", "chainplan.reuse",
-                "chainplan.shapecheck")),
+                "chainplan.shapecheck", "chainplan.withloss")),
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",

@@ -5,7 +5,13 @@ plain model, of every alternative a user would reach for (bench/promise/systems.
 ``checkpoint_sequential(k)`` or grouped blocks for every k, per-block checkpointing, per-block
 selective activation checkpointing), of chainplan given, as its budget, each alternative's
 measured peak, and of chainplan at budgets spread from its smallest to store-all (the
-frontier). Every variant of a model is timed in one process, alternating: round r runs one
+frontier). chainplan's rows run the model with its loss inside (``chainplan.WithLoss``; a
+linear head's cross-entropy then runs fused, docs/executors.md, "The loss inside the
+chain"), an ``nn.Sequential`` as declared with its loss outside; ``chainplan, loss outside,
+smallest`` is the smallest plan of the model with the loss outside, as the script wrote it.
+At equal memory, chainplan's step is compared with the fastest alternative within the
+larger of the two measured peaks (the alternative's, which is chainplan's budget, and
+chainplan's). Every variant of a model is timed in one process, alternating: round r runs one
 step of every variant in turn, and the figure is the median over the rounds, so a busy
 machine slows all of them alike; ratios to the plain step are what the report compares.
 Peaks come from ``chainplan.measure`` (CPU allocator events, or ``max_memory_allocated`` on
@@ -47,7 +53,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
 from models import MODELS, SIZES, Bench  # noqa: E402
-from report import Result, Variant, report_model, summarize  # noqa: E402
+from report import OUTSIDE, Result, Variant, report_model, summarize  # noqa: E402
 from systems import grouped, per_block  # noqa: E402
 
 import chainplan  # noqa: E402
@@ -68,15 +74,32 @@ def to_device(case: Bench, device: str) -> Bench:
 
 
 def step(v: Variant, case: Bench) -> None:
-    case.loss_fn(v.net(*case.args, **case.kwargs), case.target).backward()
+    if v.own_loss:
+        v.net(*case.args, labels=case.target, **case.kwargs)["loss"].backward()
+    else:
+        case.loss_fn(v.net(*case.args, **case.kwargs), case.target).backward()
 
 
 def measure_peaks(variants: list[Variant], case: Bench) -> None:
     for v in variants:
-        if v.peak == 0:
+        if v.peak == 0 and v.own_loss:
+            v.peak = chainplan.measure(v.net, *case.args, labels=case.target, steps=1,
+                                       store=False, **case.kwargs).peak_bytes
+        elif v.peak == 0:
             v.peak = chainplan.measure(v.net, *case.args, loss_fn=case.loss_fn,
                                        target=case.target, steps=1, store=False,
                                        **case.kwargs).peak_bytes
+
+
+def with_loss(case: Bench) -> torch.nn.Module:
+    """The model as chainplan's rows run it. The model and its loss as one module
+    (chainplan.WithLoss): the loss is then part of the planned chain, and a linear head's
+    cross-entropy runs fused (chainplan.graph.fuseloss). The same model object: its
+    parameters are the model's. An nn.Sequential runs as declared, its loss outside: its
+    stages are the ones it declares, and a WithLoss around it would be captured instead."""
+    if case.sequential:
+        return case.model
+    return chainplan.WithLoss(case.model, case.loss_fn)
 
 
 def time_rounds(variants: list[Variant], case: Bench, rounds: int) -> None:
@@ -119,6 +142,8 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
     smallest to store-all; identical plans are run once."""
     seen: dict[str, Variant] = {}
     out: list[Variant] = []
+    net = with_loss(case)
+    inside = net is not case.model
 
     def add(label: str, budget: int | str) -> None:
         try:
@@ -131,8 +156,8 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
         if key in seen:
             seen[key].labels.append(label)
             return
-        v = Variant(label, "chainplan", p.wrap(case.model), budget=p.budget_bytes,
-                    predicted=p.peak_bytes, plan=p)
+        v = Variant(label, "chainplan", p.wrap(net), budget=p.budget_bytes,
+                    predicted=p.peak_bytes, plan=p, own_loss=inside)
         seen[key] = v
         out.append(v)
 
@@ -146,14 +171,29 @@ def chainplan_variants(prof: chainplan.Profile, case: Bench,
     return out
 
 
+def outside_smallest(name: str, case: Bench) -> Variant:
+    """chainplan's smallest plan of the model with the loss computed outside it, as the
+    script wrote it (``loss_fn(net(x), y)``): what the fused loss adds, measured."""
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             repeats=5, warmup=2, progress=False, name=f"{name}, loss outside",
+                             spread_warning=None, **case.kwargs)
+    p = chainplan.plan(prof, budget="min")
+    return Variant(f"{OUTSIDE}, smallest", OUTSIDE, p.wrap(case.model), budget=p.budget_bytes,
+                   predicted=p.peak_bytes, plan=p)
+
+
 def bench_model(name: str, case: Bench, rounds: int) -> Result:
     case.model.train()
-    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
-                             repeats=5, warmup=2, progress=False, name=name,
-                             spread_warning=None, **case.kwargs)
+    net = with_loss(case)
+    call = ({"labels": case.target} if net is not case.model else
+            {"loss_fn": case.loss_fn, "target": case.target})
+    prof = chainplan.profile(net, *case.args, repeats=5, warmup=2, progress=False, name=name,
+                             spread_warning=None, **call, **case.kwargs)
     alts = alternatives(name, case)
     measure_peaks(alts, case)
     ours = chainplan_variants(prof, case, alts)
+    if net is not case.model:
+        ours.append(outside_smallest(name, case))
     runnable = [v for v in alts + ours if v.net is not None]
     measure_peaks(runnable, case)
     time_rounds(runnable, case, rounds)
@@ -180,9 +220,10 @@ def compile_run(name: str, size: str, budget: float, rounds: int, device: str, r
                                 torch.compile(copy.deepcopy(case.model))))
     for b in plan_budgets:
         p = chainplan.plan(run_id, budget=b)
+        net = with_loss(case)
         variants.append(Variant(f"chainplan @ {b}", "chainplan + compile",
-                                torch.compile(p.wrap(case.model)), budget=p.budget_bytes,
-                                predicted=p.peak_bytes))
+                                torch.compile(p.wrap(net)), budget=p.budget_bytes,
+                                predicted=p.peak_bytes, own_loss=net is not case.model))
     time_rounds(variants, case, 1)  # compile first, then measure compiled memory
     measure_peaks(variants, case)
     time_rounds(variants, case, rounds)
@@ -220,7 +261,8 @@ def bench_compile(res: Result, size: str, rounds: int, device: str, plans_kept: 
             res.compiled.append(Variant(f"torch.compile, budget {budget}", "torch.compile",
                                         None, peak=row["peak"],
                                         ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
-    plans = spread(sorted({v.budget for v in res.ours if v.net is not None and v.budget}),
+    plans = spread(sorted({v.budget for v in res.ours
+                           if v.net is not None and v.budget and v.family == "chainplan"}),
                    plans_kept)
     r = sub(1.0, plans)
     for row in r["rows"]:  # type: ignore[union-attr]

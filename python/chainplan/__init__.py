@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from chainplan.simulating import pipesim
     from chainplan.stages import stages
     from chainplan.tradeoff import Frontier, frontier, min_budget, plot_frontier
+    from chainplan.withloss import WithLoss
 
 __all__ = [
     "profile",
@@ -71,6 +72,7 @@ __all__ = [
     "search3d",
     "Advice",
     "Search3D",
+    "WithLoss",
 ]
 
 _WHERE = {
@@ -98,6 +100,7 @@ _WHERE = {
     "search3d": "chainplan.parallel",
     "Advice": "chainplan.advice",
     "Search3D": "chainplan.advice",
+    "WithLoss": "chainplan.withloss",
 }
 
 

@@ -47,6 +47,7 @@ from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.graph.fuseloss import fuse_linear_cross_entropy
 
 __all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
 
@@ -202,6 +203,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             return capture(model, args, kwargs, traces=traces, eager=False)
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
+    fuse_linear_cross_entropy(graph)  # the head and its loss, never holding the logits
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     by_name = {n.name: n for n in placeholders}
     inputs: dict[fx.Node, Input] = {}
