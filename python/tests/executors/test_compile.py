@@ -78,40 +78,20 @@ def test_compiled_plan_on_a_captured_model() -> None:
     dropout, a mask argument, blocks cut at their residual addition) trains like the model
     from its first call on, and compiles once: the later steps, and the recomputations that
     run during their backward, reuse what the first step compiled (no recompilation)."""
-    from torch._dynamo import utils as dynamo_utils
-    from torch._dynamo.utils import counters
-
-    from tests.graph.models import make_gpt
-
     case = make_gpt(blocks=1, batch=2, seq=8)
     model = case.model
-    ref = copy.deepcopy(model)
     prof = chainplan.profile(model, *case.args, loss_fn=case.loss_fn, target=case.target,
                              repeats=1, warmup=0, progress=False, spread_warning=None,
                              **case.kwargs)
     plan = chainplan.plan(prof, budget="min")
     assert len(plan.sequence) > 2 * (prof.num_stages + 1)  # it recomputes
-    torch._dynamo.reset()
-    counters.clear()
     recompiles: list[str] = []  # what Dynamo's "recompiles" log says
     handler = _Collect(recompiles)
     log = logging.getLogger("torch._dynamo.guards.__recompiles")
     torch._logging.set_logs(recompiles=True)
     log.addHandler(handler)
-    try:
-        net = torch.compile(plan.wrap(model), backend="eager")  # Dynamo alone: it recompiles
-        graphs = []
-        frames = []  # frames Dynamo was asked to convert, per step
-        for _ in range(3):  # the first call compiles; the next ones must not
-            for m in (net, ref):
-                torch.manual_seed(5)  # the same dropout masks
-                before = dynamo_utils.curr_frame
-                case.loss_fn(m(*case.args, **case.kwargs), case.target).backward()
-                if m is net:
-                    frames.append(dynamo_utils.curr_frame - before)
-            for (name, a), b in zip(ref.named_parameters(), model.parameters(), strict=True):
-                torch.testing.assert_close(b.grad, a.grad, msg=name)
-            graphs.append(counters["stats"]["unique_graphs"])
+    try:  # Dynamo alone: it recompiles; the first call compiles, the next ones must not
+        graphs, frames, _ = _compiled_steps(plan, case, 3, backend="eager")
     finally:
         log.removeHandler(handler)
         torch._logging.set_logs()
@@ -169,9 +149,11 @@ def _ops(text: str) -> tuple[Op, ...]:
                  for w in text.split())
 
 
-def _compiled_steps(plan: Plan, case: Case, steps: int) -> tuple[list[int], list[int], int]:
-    """Train ``torch.compile(plan.wrap(model))`` (AOTAutograd, as inductor partitions) for
-    ``steps`` steps beside the plain model, checking the gradients at each; return the
+def _compiled_steps(plan: Plan, case: Case, steps: int,
+                    backend: str = "aot_eager") -> tuple[list[int], list[int], int]:
+    """Train ``torch.compile(plan.wrap(model))`` (by default with AOTAutograd, which
+    partitions as inductor does) for ``steps`` steps beside the plain model (a copy made
+    now), checking the gradients at each; return the
     graphs Dynamo made so far and the frames it was asked to convert, per step, and the
     compiled regions AOTAutograd made."""
     from torch._dynamo import utils as dynamo_utils
@@ -181,7 +163,7 @@ def _compiled_steps(plan: Plan, case: Case, steps: int) -> tuple[list[int], list
     ref = copy.deepcopy(model)
     torch._dynamo.reset()
     counters.clear()
-    net = torch.compile(plan.wrap(model), backend="aot_eager")
+    net = torch.compile(plan.wrap(model), backend=backend)
     graphs, frames = [], []
     for _ in range(steps):
         for m in (net, ref):
