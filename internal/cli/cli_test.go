@@ -219,3 +219,23 @@ func TestFrontier(t *testing.T) {
 		t.Fatalf("table output: exit %d\n%s", code, out)
 	}
 }
+
+// TestFrontierDefaultAlgo: without --algo, frontier shows the trade-off of the algorithm
+// solve would plan the input with: rotor-ops for stages with operation-level options.
+func TestFrontierDefaultAlgo(t *testing.T) {
+	ops := strings.Replace(strings.Replace(exampleA, "chain/v1", "chain/v2", 1), `"fwd_tmp_bytes": 1, "bwd_tmp_bytes": 1},`,
+		`"fwd_tmp_bytes": 1, "bwd_tmp_bytes": 1, "recompute_time": 2, "recompute_tmp_bytes": 1,
+		 "options": [{"saved_bytes": 3, "fwd_tmp_bytes": 1, "recompute_time": 1, "keep": [0]}]},`, 1)
+	path := filepath.Join(t.TempDir(), "ops.json")
+	if err := os.WriteFile(path, []byte(ops), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := run(t, "frontier", "--chain", path)
+	if code != 0 || !strings.HasPrefix(out, "rotor-ops frontier:") {
+		t.Fatalf("exit %d, want a rotor-ops frontier:\n%s%s", code, out, errs)
+	}
+	code, out, _ = run(t, "frontier", "--chain", writeChain(t))
+	if code != 0 || !strings.HasPrefix(out, "rotor frontier:") {
+		t.Fatalf("exit %d, want a rotor frontier:\n%s", code, out)
+	}
+}

@@ -42,7 +42,8 @@ no recomputation from its peak on.`,
 	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for multichain one per tower, or a bundle")
 	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (multichain)")
 	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input (multichain)")
-	fl.StringVar(&f.algo, "algo", "rotor", "algorithm: "+orList(algoNames(planner.HasFrontier)))
+	fl.StringVar(&f.algo, "algo", "", "algorithm: "+orList(algoNames(planner.HasFrontier))+
+		" (default: the input's, as solve picks it: multichain for towers, rotor-ops for stages with options, else rotor)")
 	fl.Int64Var(&f.slots, "slots", 500, "memory slots of the discretization")
 	fl.StringVar(&f.format, "format", "table", "output format: table or json")
 	return cmd
@@ -54,6 +55,13 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	}
 	if len(f.towers.chains) == 0 {
 		return usagef("--chain is required")
+	}
+	if f.algo == "" {
+		algo, err := defaultFrontierAlgo(f.towers)
+		if err != nil {
+			return err
+		}
+		f.algo = algo
 	}
 	e, _ := planner.Lookup(f.algo)
 	if !planner.HasFrontier(e) {
@@ -98,4 +106,18 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 		fmt.Fprintf(w, "%16d  %12s  %14.6g  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), p.Makespan, 100*p.Overhead)
 	}
 	return nil
+}
+
+// defaultFrontierAlgo is the algorithm solve would plan the input with when --algo is not
+// given (planner.DefaultAlgo, planner.DefaultMultichainAlgo), so that the frontier shows
+// the trade-off of the plans solve makes.
+func defaultFrontierAlgo(t towerFlags) (string, error) {
+	if describesTowers(t) {
+		return planner.DefaultMultichainAlgo, nil
+	}
+	c, err := chainplan.ReadChain(t.chains[0])
+	if err != nil {
+		return "", err
+	}
+	return planner.DefaultAlgo(c), nil
 }

@@ -47,7 +47,7 @@ a chain whose stages have operation-level options with rotor-ops, any other chai
 rotor; the plan says which ("algo").
 --budget min solves at the algorithm's smallest feasible budget.
 Exit status 3 means the budget is too small; the message gives the smallest one.`,
-		Example: `  chainplan solve --chain examples/resnet50.json --budget 2GiB
+		Example: `  chainplan solve --chain examples/resnet50.json --budget 3GiB
   chainplan solve --algo sequential --segments 4 --chain c.json --budget 800MB --format text
   chainplan solve --chain c.json --budget min --slots 1000
   chainplan solve --algo pofo --chain c.json --budget 3GiB --bandwidth 12GB/s

@@ -40,6 +40,7 @@ from torch import nn
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.program import Program
+from chainplan.executors.stretch import Stretch, stretches
 from chainplan.ops import Op
 from chainplan.plandoc import PlanDocument
 from chainplan.runtime import compiled
@@ -63,8 +64,12 @@ class _Step:
 
     def __init__(self, stages: Sequence[nn.Module], program: Program, sequence: tuple[Op, ...],
                  x: torch.Tensor, side: SideInputs | None, callback: Any = None,
-                 choices: dict[int, tuple[int, ...]] | None = None) -> None:
+                 choices: dict[int, tuple[int, ...]] | None = None,
+                 stretches: dict[int, Stretch] | None = None) -> None:
         self.stages = stages
+        # Under torch.compile, runs of store-all stages compiled as one region, by first
+        # stage (chainplan.executors.stretch).
+        self.stretches = stretches or {}
         self.choices = choices or {}  # the plan's operation-level options, by stage
         self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
         # Under torch.compile, the stages whose option runs as "keep nothing, recompute the
@@ -94,16 +99,31 @@ class _Step:
         pre-hooks and holders), never the other way round, and it all goes with the graph.
         """
         x = self.acts[0]
-        for i, op in self.program.forward:
+        forward = self.program.forward
+        j = 0
+        while j < len(forward):
+            i, op = forward[j]
             k = op.stage
             self.input_grad[k] = x.requires_grad
-            out = self._record(k, op, x)
+            run = self.stretches.get(k)
+            if run is not None:  # stages k..run.last, one compiled region, nothing dropped
+                out = run(self.callback, x)
+                if not isinstance(out, torch.Tensor):
+                    raise ScheduleError(f"stages {k}-{run.last} returned "
+                                        f"{type(out).__name__}; a chain stage must return "
+                                        "one tensor")
+                j += run.last - k
+                k = run.last
+            else:
+                out = self._record(k, op, x)
             self.acts[k] = out.detach()
             if k in self.program.groups and out.grad_fn is not None:
                 out.grad_fn.register_prehook(self._prehook(k))
             x = out
             del out
-            self._drop(i)
+            for i, _ in forward[j - (k - op.stage):j + 1]:
+                self._drop(i)
+            j += 1
         self.acts.pop(self.program.stages, None)
         return x
 
@@ -326,6 +346,7 @@ class CheckpointedChain(nn.Module):
         self.stages = nn.ModuleList(stages)
         self.plan = plan
         self.program = Program.of(plan)
+        self._stretches: dict[int, Stretch] | None = None  # made at the first compiled call
 
     @property
     def recomputed(self) -> frozenset[int]:
@@ -352,7 +373,12 @@ class CheckpointedChain(nn.Module):
         warn_if_shape_differs(self.plan, x)
         if side is not None:
             side = side.attached()  # one graph per step: the side values' gradients flow
+        runs = None
+        if callback is not None:
+            if self._stretches is None:
+                self._stretches = stretches(self.program, list(self.stages))
+            runs = self._stretches
         step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
-                     self.plan.choices)
+                     self.plan.choices, runs)
         with _scope(side):
             return step.forward()

@@ -42,15 +42,26 @@ try:
     from torch._C._dynamo.eval_frame import set_eval_frame as _set_callback
 except ImportError:  # pragma: no cover - a torch build without Dynamo
     _get_callback = _set_callback = None
+_skip: Callable[[Any], Any] | None
+try:
+    from torch._dynamo.decorators import skip as _skip
+except ImportError:  # pragma: no cover
+    _skip = None
 
 
 def entry(fn: _F) -> _F:
-    """Dynamo skips ``fn``'s own frame but goes on compiling the frames it calls."""
-    disable = getattr(torch._dynamo, "disable", None)
-    if disable is None:  # pragma: no cover
+    """Dynamo skips ``fn``'s own frame but goes on compiling the frames it calls.
+
+    The skip is marked on ``fn``'s code object once (``torch._dynamo.decorators.skip``), so
+    Dynamo's frame evaluation passes over the frame in C at every call. ``disable(fn,
+    recursive=False)`` does not: its wrapper makes Dynamo decide again at every call of
+    ``fn`` (``convert_frame``, 0.5 ms on the 2-core test machine), 13 times per step of a
+    10-stage plan, which made a compiled plan slower than the same plan eager.
+    """
+    if _skip is None:  # pragma: no cover - a torch build without Dynamo
         return fn
-    wrapped: _F = disable(fn, recursive=False)
-    return wrapped
+    marked: _F = _skip(fn)
+    return marked
 
 
 def current() -> Any:
@@ -70,12 +81,12 @@ def eager(fn: _F) -> _F:
     return wrapped
 
 
-def stage_call(callback: Any, stage: torch.nn.Module, x: torch.Tensor) -> Any:
-    """``stage(x)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
+def stage_call(callback: Any, stage: torch.nn.Module, *args: Any) -> Any:
+    """``stage(*args)``, with Dynamo's ``callback`` evaluating its frames when one is given."""
     if callback is None or _set_callback is None:
-        return stage(x)
+        return stage(*args)
     prior = _set_callback(callback)
     try:
-        return stage(x)
+        return stage(*args)
     finally:
         _set_callback(prior)

@@ -18,6 +18,12 @@ and decides with ``torch.autograd.graph.saved_tensors_hooks`` what each stage's 
 
 A holder lives as long as the graph node that saved it: autograd frees a node's saved
 tensors after running its backward, and the holder's tensor goes with them.
+
+Under ``torch.compile`` the hooks run inside stage calls that Dynamo evaluates; their
+frames (and the holder's constructor) are marked skipped
+(:func:`chainplan.runtime.compiled.entry`), so Dynamo never traces them: it compiled them
+into graphs of their own before, re-guarded on every saved tensor and recompiled per
+dtype up to its limit (a stage run eagerly under the callback: a declared stage).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.runtime import compiled
 
 __all__ = ["Holder", "StageSaves", "StopRecomputation", "buffer_storages", "dropping", "filling"]
 
@@ -48,6 +55,7 @@ class Holder:
 
     __slots__ = ("tensor", "shape", "dtype", "saves")
 
+    @compiled.entry  # created by the hooks, which Dynamo never traces (module docstring)
     def __init__(self, t: torch.Tensor, saves: StageSaves) -> None:
         self.tensor: torch.Tensor | None = None
         self.shape = t.shape
@@ -81,6 +89,7 @@ class StageSaves:
         self.need = None
 
 
+@compiled.entry
 def _is_parameter(t: torch.Tensor) -> bool:
     """Whether ``t`` is a parameter or a view of one (``weight.t()``): it stays in memory
     whatever the graph keeps, so dropping it would only cost a recomputation."""
@@ -103,6 +112,7 @@ def dropping(saves: StageSaves, keep: frozenset[int] = frozenset(),
     (an operation-level option's, by the order of the saved tensors), what it marks; those
     are also recorded in ``saves.kept``."""
 
+    @compiled.entry
     def pack(t: torch.Tensor) -> Any:
         i = len(saves.holders)
         if mask is not None:
@@ -126,6 +136,7 @@ def dropping(saves: StageSaves, keep: frozenset[int] = frozenset(),
     return torch.autograd.graph.saved_tensors_hooks(pack, _unpack)
 
 
+@compiled.entry
 def _unpack(packed: Any) -> Any:
     if type(packed) is not Holder:
         return packed
@@ -153,6 +164,7 @@ def filling(saves: StageSaves, *, stop: bool,
     counter = [0]
     holders = saves.holders
 
+    @compiled.entry
     def pack(t: torch.Tensor) -> Any:
         i = counter[0]
         counter[0] = i + 1

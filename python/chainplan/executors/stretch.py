@@ -1,0 +1,112 @@
+"""Consecutive store-all stages compiled as one region, under ``torch.compile``.
+
+Compiled stage by stage (:mod:`chainplan.runtime.compiled`), a plan pays for each stage
+what ``torch.compile(model)`` pays once per step: Dynamo's guards, AOTAutograd's runtime
+wrappers around the stage's forward and backward (one autograd node per compiled region)
+and a boundary the compiler cannot fuse across (the residual addition that ends a stage and
+the layer norm that starts the next). On a launch-bound step (a small GPT on a GPU) that is
+most of the step.
+
+Between some stages of the forward phase the executor has nothing to do: a **stretch** is a
+run of consecutive stages that the plan runs ``F_all`` without an operation-level option,
+that it never runs forward again (no RNG state to keep, no graph to fill), whose
+recomputations come after the stretch's last backward (only the last stage may have
+operations to run before its backward: the pre-hook goes on the stretch's output) and whose
+activations have no reader past the next stage. Under ``torch.compile`` the executor runs a
+stretch of two or more stages as one graph module calling the stages in order
+(:class:`Stretch`), so one compiled region: a plan that recomputes nothing is then compiled
+as the model is by ``torch.compile(model)``, and the store-all part of any other plan
+compiles in one piece. Eager execution is unchanged (stage by stage).
+
+The region's graph module is generated per stretch (its own code object), so Dynamo
+compiles each stretch once, however many stretches or stages there are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from torch import fx, nn
+
+from chainplan.executors.program import Program
+from chainplan.graph.stage import GraphStage
+from chainplan.runtime import compiled
+
+__all__ = ["Stretch", "stretches"]
+
+
+class Stretch:
+    """Stages ``first..last`` of a chain run as one graph module (module docstring).
+
+    A stage cut from a captured graph enters as its graph module, its other inputs
+    (parameters, buffers, side values, constants) fetched at each call as the stage does
+    (:meth:`GraphStage.inputs`) and passed as inputs of the region; any other stage enters
+    as the module it is.
+
+    Args:
+        stages: the chain's stages ``first..last``, in order (two or more).
+        first: the index of the first (1-based).
+    """
+
+    def __init__(self, stages: Sequence[nn.Module], first: int) -> None:
+        self.first = first
+        self.last = first + len(stages) - 1
+        self.stages = list(stages)
+        root = nn.Module()
+        graph = fx.Graph()
+        x: fx.Node = graph.placeholder("x")
+        for k, stage in enumerate(self.stages, start=first):
+            name = f"stage{k}"
+            if isinstance(stage, GraphStage):
+                root.add_module(name, stage.gm)
+                rest = [graph.placeholder(f"{name}_in{j}") for j in range(len(stage.reads))]
+                x = graph.call_module(name, (x, *rest))
+            else:
+                root.add_module(name, stage)
+                x = graph.call_module(name, (x,))
+        graph.output(x)
+        self.module = fx.GraphModule(root, graph, class_name=f"Stages{first}to{self.last}")
+
+    def __call__(self, callback: Any, x: torch.Tensor) -> Any:
+        """Run the stretch on its input a_{first-1}; return a_last."""
+        args: list[Any] = [x]
+        for stage in self.stages:
+            if isinstance(stage, GraphStage):
+                args.extend(stage.inputs(x)[1:])
+        return compiled.stage_call(callback, self.module, *args)
+
+
+def stretches(program: Program, stages: Sequence[nn.Module]) -> dict[int, Stretch]:
+    """The stretches of ``program``'s forward phase (module docstring), by first stage.
+
+    Args:
+        program: the plan's program.
+        stages: the chain's stages, in order.
+    """
+    drops_at: dict[int, int] = {}  # stage -> where the executor drops its forward-phase copy
+    for i in sorted(program.drops):
+        for k in program.drops[i]:
+            drops_at.setdefault(k, i)
+    out: dict[int, Stretch] = {}
+    run: list[int] = []  # stages of the current stretch
+
+    def close() -> None:
+        if len(run) >= 2:
+            out[run[0]] = Stretch([stages[k - 1] for k in run], run[0])
+        run.clear()
+
+    for j, (i, op) in enumerate(program.forward):
+        k = op.stage
+        if op.kind != "F_all" or op.option or k in program.recomputed:
+            close()
+            continue
+        run.append(k)
+        # The stretch ends at a stage whose backward needs work first (its pre-hook goes on
+        # the region's output) or whose activation is read past the next stage.
+        nxt = program.forward[j + 1][0] if j + 1 < len(program.forward) else i
+        if k in program.groups or drops_at.get(k, nxt) > nxt:
+            close()
+    close()
+    return out
