@@ -15,14 +15,25 @@ import re
 import socket
 from collections.abc import Mapping, Sequence
 
-__all__ = ["FORMAT", "PARALLEL_REVISION", "ProfileRow", "ProfileMetadata", "signature",
-           "file_stem", "cpu_name"]
+__all__ = ["FORMAT", "MEASUREMENT_REVISION", "PARALLEL_REVISION", "measured_now", "ProfileRow",
+           "ProfileMetadata", "signature", "file_stem", "cpu_name"]
 
 FORMAT = "chainplan.profile/v1"
 
 # The revision of the parallel fields (docs/formats.md, "Parallel fields"), written in the
 # metadata of a profile that has them.
 PARALLEL_REVISION = "1"
+# What a profile's rows measure changes with chainplan, not only with the model: a stored
+# profile is reused (chainplan.profile, Checkpointed, find_profile) only when it was taken
+# at this revision (metadata "measurement_revision"; "1" when absent). 2: a linear head and
+# its cross-entropy run fused (chainplan.graph.fuseloss), and a model's output holding a_L
+# through the loss backward is counted (issue 19).
+MEASUREMENT_REVISION = "2"
+
+
+def measured_now(meta: Mapping[str, str]) -> bool:
+    """Whether a stored profile's metadata says it was measured at this revision."""
+    return meta.get("measurement_revision", "1") == MEASUREMENT_REVISION
 
 
 @dataclasses.dataclass(frozen=True)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow.ipc as ipc
 import torch
 
 from chainplan import _bind
 from chainplan.errors import NotFoundError
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.signature import model_signature
+from chainplan.profilerow import measured_now
 
 __all__ = ["find_profile"]
 
@@ -96,7 +98,7 @@ def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,
         return []  # nothing stored yet (reading does not create the database)
     out = []
     for row in rows:
-        if row.get("towers"):
+        if row.get("towers") or not _measured_now(str(row.get("source_path", ""))):
             continue
         shape = tuple(int(d) for d in row["input_shape"])
         if shape:  # a run without its input shape cannot be matched to an input
@@ -171,3 +173,15 @@ def write_scaled_chain(run: StoredRun, batch: int, folder: Path) -> Path:
     tmp.write_text(json.dumps(doc, indent=1))
     os.replace(tmp, path)
     return path
+
+
+def _measured_now(path: str) -> bool:
+    """Whether the profile file of a stored run was measured at this chainplan's
+    measurement revision (:data:`chainplan.profilerow.MEASUREMENT_REVISION`): its schema
+    metadata only is read. A run whose file is gone or unreadable is not planned from."""
+    try:
+        with ipc.open_file(path) as reader:
+            meta = {k.decode(): v.decode() for k, v in (reader.schema.metadata or {}).items()}
+    except Exception:  # gone, moved or damaged: a new profile is taken instead
+        return False
+    return measured_now(meta)

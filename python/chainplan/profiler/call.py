@@ -16,7 +16,7 @@ from chainplan.graph.split import ProfiledChain
 from chainplan.profiler.labels import compute_dtype, device_name
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.stored import call_signature
-from chainplan.profilerow import ProfileMetadata
+from chainplan.profilerow import MEASUREMENT_REVISION, ProfileMetadata
 from chainplan.reuse import model_loss_name
 
 __all__: list[str] = []
@@ -79,5 +79,5 @@ def profile_metadata(model: nn.Module, sample: torch.Tensor, name: str, repeats:
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
         warmup_reps=warmup,
         reps=repeats,
-        extra={"call_signature": call},
+        extra={"call_signature": call, "measurement_revision": MEASUREMENT_REVISION},
     )

@@ -25,7 +25,7 @@ import torch
 from chainplan import _bind
 from chainplan.errors import NotFoundError
 from chainplan.graph.chain import args_key
-from chainplan.profilerow import ProfileMetadata, ProfileRow, signature
+from chainplan.profilerow import ProfileMetadata, ProfileRow, measured_now, signature
 from chainplan.schema import read_rows
 
 __all__: list[str] = []
@@ -79,6 +79,8 @@ def find_stored(meta: ProfileMetadata, loss: str,
         # to its logits is measured again.
         if any(stored_meta.get(key, "false") != meta.extra.get(key, "false")
                for key in _ANSWERS):
+            continue
+        if not measured_now(stored_meta):  # measured by an earlier chainplan (profilerow)
             continue
         if stages == names:
             return int(run["run_id"]), path, rows

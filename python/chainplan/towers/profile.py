@@ -43,7 +43,7 @@ from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stored import call_signature, find_stored
-from chainplan.profilerow import ProfileMetadata, ProfileRow
+from chainplan.profilerow import MEASUREMENT_REVISION, ProfileMetadata, ProfileRow
 from chainplan.reuse import loss_name
 from chainplan.schema import write_profile
 from chainplan.towers.detect import TowerSplit, find_towers, model_inputs
@@ -198,7 +198,8 @@ def _metadata(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
         batch_size=int(first_input.shape[0]) if first_input.dim() > 0 else 1,
         input_shape=list(first_input.shape), threads=torch.get_num_threads(),
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=warmup, reps=repeats, extra={"call_signature": call})
+        warmup_reps=warmup, reps=repeats,
+        extra={"call_signature": call, "measurement_revision": MEASUREMENT_REVISION})
 
 
 def _stored(meta: ProfileMetadata, split: TowerSplit, inputs: Sequence[Any], loss: str

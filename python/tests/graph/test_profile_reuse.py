@@ -11,6 +11,7 @@ from torch import nn
 from torch.nn import functional as F
 
 import chainplan
+from chainplan.profilerow import MEASUREMENT_REVISION
 from chainplan.schema import read_rows, write_profile
 from tests.graph.models import CASES
 
@@ -68,3 +69,24 @@ def test_a_profile_older_than_the_held_end_is_not_reused(private_db: Path) -> No
     plain = nn.Sequential(nn.Linear(8, 8), nn.Tanh(), nn.Linear(8, 64))
     bare = chainplan.profile(plain, x, loss_fn=F.cross_entropy, target=y, **FAST)
     assert read_rows(bare.path)[1]["holds_end"] == "false"
+
+
+def test_a_profile_of_an_earlier_measurement_revision_is_not_reused(private_db: Path) -> None:
+    """What a profile measures changes with chainplan (the head fused with its loss at
+    capture, issue 19): a stored profile from an earlier revision (a file without the
+    measurement_revision key, or another value) is measured again by profile(), and
+    neither Checkpointed's nor find_profile's stored runs offer it."""
+    case = CASES["mlp"]()
+    prof = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn, target=case.target,
+                             **FAST, **case.kwargs)
+    assert read_rows(prof.path)[1]["measurement_revision"] == MEASUREMENT_REVISION
+    sample = case.args[0]
+    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) == prof.run_id
+    rows, meta = read_rows(prof.path)  # as a file an earlier chainplan wrote
+    del meta["measurement_revision"]
+    write_profile(prof.path, rows, meta)
+    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) is None
+    fresh = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn,
+                              target=case.target, **FAST, **case.kwargs)
+    assert not fresh.reused and fresh.run_id != prof.run_id
+    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) == fresh.run_id
