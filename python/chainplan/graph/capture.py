@@ -204,8 +204,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
     fuse_linear_cross_entropy(graph)  # the head and its loss, never holding the logits
-    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
-    by_name = {n.name: n for n in placeholders}
+    by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     inputs: dict[fx.Node, Input] = {}
     positional = _positional(model)
     user_index = 0
