@@ -136,13 +136,13 @@ def alternatives(name: str, case: Bench) -> list[Variant]:
     return out
 
 
-def chainplan_variants(prof: chainplan.Profile, case: Bench,
-                       alts: list[Variant]) -> list[Variant]:
+def chainplan_variants(prof: chainplan.Profile, case: Bench, alts: list[Variant],
+                       net: torch.nn.Module) -> list[Variant]:
     """chainplan at each alternative's measured peak, then at budgets spread from its
-    smallest to store-all; identical plans are run once."""
+    smallest to store-all, run on ``net``, the module ``prof`` profiled (its capture is
+    reused); identical plans are run once."""
     seen: dict[str, Variant] = {}
     out: list[Variant] = []
-    net = with_loss(case)
     inside = net is not case.model
 
     def add(label: str, budget: int | str) -> None:
@@ -191,7 +191,7 @@ def bench_model(name: str, case: Bench, rounds: int) -> Result:
                              spread_warning=None, **call, **case.kwargs)
     alts = alternatives(name, case)
     measure_peaks(alts, case)
-    ours = chainplan_variants(prof, case, alts)
+    ours = chainplan_variants(prof, case, alts, net)
     if net is not case.model:
         ours.append(outside_smallest(name, case))
     runnable = [v for v in alts + ours if v.net is not None]
@@ -218,9 +218,9 @@ def compile_run(name: str, size: str, budget: float, rounds: int, device: str, r
         fconfig.activation_memory_budget = budget
         variants.append(Variant("compiled", "torch.compile",
                                 torch.compile(copy.deepcopy(case.model))))
+    net = with_loss(case)  # one module: its plans share one capture
     for b in plan_budgets:
         p = chainplan.plan(run_id, budget=b)
-        net = with_loss(case)
         variants.append(Variant(f"chainplan @ {b}", "chainplan + compile",
                                 torch.compile(p.wrap(net)), budget=p.budget_bytes,
                                 predicted=p.peak_bytes, own_loss=net is not case.model))

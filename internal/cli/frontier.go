@@ -56,12 +56,13 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if len(f.towers.chains) == 0 {
 		return usagef("--chain is required")
 	}
+	var single *chainplan.Chain // the chain, when reading it chose the default algorithm
 	if f.algo == "" {
-		algo, err := defaultFrontierAlgo(f.towers)
+		algo, c, err := defaultFrontierAlgo(f.towers)
 		if err != nil {
 			return err
 		}
-		f.algo = algo
+		f.algo, single = algo, c
 	}
 	e, _ := planner.Lookup(f.algo)
 	if !planner.HasFrontier(e) {
@@ -80,14 +81,17 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 			return err
 		}
 	} else {
-		path, err := singleChain(f.towers, f.algo)
-		if err != nil {
-			return err
+		c := single
+		if c == nil {
+			path, err := singleChain(f.towers, f.algo)
+			if err != nil {
+				return err
+			}
+			if c, err = chainplan.ReadChain(path); err != nil {
+				return err
+			}
 		}
-		c, err := chainplan.ReadChain(path)
-		if err != nil {
-			return err
-		}
+		var err error
 		if fr, err = planner.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
 			return err
 		}
@@ -110,14 +114,14 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 
 // defaultFrontierAlgo is the algorithm solve would plan the input with when --algo is not
 // given (planner.DefaultAlgo, planner.DefaultMultichainAlgo), so that the frontier shows
-// the trade-off of the plans solve makes.
-func defaultFrontierAlgo(t towerFlags) (string, error) {
+// the trade-off of the plans solve makes; for a single chain, also the chain it read.
+func defaultFrontierAlgo(t towerFlags) (string, *chainplan.Chain, error) {
 	if describesTowers(t) {
-		return planner.DefaultMultichainAlgo, nil
+		return planner.DefaultMultichainAlgo, nil, nil
 	}
 	c, err := chainplan.ReadChain(t.chains[0])
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return planner.DefaultAlgo(c), nil
+	return planner.DefaultAlgo(c), c, nil
 }

@@ -7,8 +7,8 @@ step's largest tensors) lies beyond the plan's reach. :class:`WithLoss` makes th
 part of the forward, as a HuggingFace model given ``labels=`` does::
 
     net = chainplan.WithLoss(model, F.cross_entropy)
-    plan = chainplan.plan(net, sample=(x,), budget="min")        # or profile(net, x, labels=y)
-    run = plan.wrap(net)
+    prof = chainplan.profile(net, x, labels=y)
+    run = chainplan.plan(prof, budget="min").wrap(net)
     run(x, labels=y)["loss"].backward()
 
 Captured from its graph, such a model's output projection and cross-entropy run fused

@@ -41,10 +41,12 @@ def chunk_rows(rows: int, width: int, vocab: int, element_size: int) -> int:
     """Rows per chunk: the largest of the rows whose float32 logits are as large as the
     hidden states ``h`` (``rows x width``), those of 4 MiB of logits, and an eighth of the
     rows. The head then holds about what a block holds, in matrix products large enough
-    to run at speed (on a CPU, 32-row products ran the head 25 % slower than PyTorch's,
+    to run at speed (on a CPU, one thread, 512 rows of width 128 and 8192 words, timed alone:
+    32-row products ran the head 25 % slower than PyTorch's,
     128-row ones as fast), in at most 8 chunks: each chunk is a dozen kernel launches on a
     GPU and one more read and write of the weight's gradient (on an H200, the GPT's
-    32768-word head in 16 chunks ran its step 5.8 % slower than PyTorch's)."""
+    32768-word head in 16 chunks ran its step 5.8 % slower than PyTorch's, in 8 chunks 3.5 %:
+    docs/promise-bench-cuda.md, third and fourth runs)."""
     per_row = vocab * 4
     want = max(-(-rows * width * element_size // per_row), -(-_MIN_CHUNK_BYTES // per_row),
                -(-rows // _MAX_CHUNKS))
@@ -93,15 +95,20 @@ def _logits(hc: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -
     return logits.float() if logits.element_size() < 4 else logits
 
 
+def _targets(tc: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """A chunk's rows that count, and its targets as gather indices (``(rows, 1)``, an
+    ignored row's pointing at class 0, masked out afterwards)."""
+    valid = tc != ignore_index
+    return valid, torch.where(valid, tc, torch.zeros_like(tc)).unsqueeze(1)
+
+
 def _loss_only(flat: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                tgt: torch.Tensor, reduction: str, ignore_index: int, rows: int) -> torch.Tensor:
     total = torch.zeros((), dtype=_sum_dtype(flat, weight), device=flat.device)
     for s in range(0, flat.shape[0], rows):
         logits = _logits(flat[s:s + rows], weight, bias)
-        tc = tgt[s:s + rows]
-        valid = tc != ignore_index
-        safe = torch.where(valid, tc, torch.zeros_like(tc))
-        picked = torch.log_softmax(logits, dim=1).gather(1, safe.unsqueeze(1)).squeeze(1)
+        valid, safe = _targets(tgt[s:s + rows], ignore_index)
+        picked = torch.log_softmax(logits, dim=1).gather(1, safe).squeeze(1)
         total = total + torch.where(valid, -picked, torch.zeros_like(picked)).sum()
     if reduction == "mean":
         total = total / (tgt != ignore_index).sum()
@@ -142,10 +149,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
         bm = bias.to(mm) if bias is not None else None
         for s in range(0, flat.shape[0], rows):
             hc = flat[s:s + rows].to(mm)
-            tc = tgt[s:s + rows]
             logits = _logits(hc, wm, bm)
-            valid = tc != ignore_index
-            safe = torch.where(valid, tc, torch.zeros_like(tc)).unsqueeze(1)
+            valid, safe = _targets(tgt[s:s + rows], ignore_index)
             picked = logits.gather(1, safe).squeeze(1)
             # The gradient of the chunk's summed loss with respect to its logits is
             # softmax - one_hot on the counted rows. softmax's kernel, not exp: an exp of
