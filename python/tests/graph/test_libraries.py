@@ -5,6 +5,7 @@ library's own call and output, the plain model's gradients and parameters bit fo
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from typing import Any
 
 import pytest
@@ -67,5 +68,20 @@ def test_checkpointed_trains_as_the_plain_model(name: str, cast: bool) -> None:
         for p, q in zip(model.parameters(), ref.parameters(), strict=True):
             assert torch.equal(p, q)
     plan = chainplan.executors.planned(net).plans[0]  # type: ignore[union-attr]
-    assert plan.budget_bytes < chainplan.plan(plan.run_id, budget="min",  # type: ignore[arg-type]
-                                              algo="store-all").budget_bytes
+    store_all = chainplan.plan(plan.run_id, budget="min",  # type: ignore[arg-type]
+                               algo="store-all")
+    assert plan.budget_bytes <= store_all.budget_bytes
+    # What the plan recomputes: stages run forward more than once, and stages whose first
+    # forward keeps only part of what they save (an operation-level option).
+    forwards = Counter(op.stage for op in plan.sequence if op.kind != "B")
+    recomputed = sorted({s for s, n in forwards.items() if n > 1}
+                        | {op.stage for op in plan.sequence if op.option})
+    if plan.budget_bytes == store_all.budget_bytes:
+        # The floor is one stage's own working memory (on some CPUs the patch embedding's
+        # convolution backward workspace: 172 KB measured on an AMD EPYC), which every plan,
+        # store-all included, needs: the smallest plan is then store-all, recomputing nothing,
+        # since recomputing could only cost time at the same peak.
+        assert not recomputed, (name, recomputed)
+    else:
+        # Below store-all's peak, the plan fits only by recomputing.
+        assert recomputed, name
