@@ -175,3 +175,35 @@ func TestReportPipelinePlans(t *testing.T) {
 		}
 	}
 }
+
+// TestReportDrawsExecutedPlansFirst: with more plans than pictures, the page draws the
+// plans that ran, then the newest, and lists the others with the command that draws them.
+func TestReportDrawsExecutedPlansFirst(t *testing.T) {
+	svc := storedRun(t) // plan 1 (rotor) ran, plan 2 (greedy) did not
+	ctx := context.Background()
+	for _, algo := range []string{"revolve", "rotor-ops"} { // plans 3 and 4
+		if _, err := svc.PlanRun(ctx, service.RunID(1), service.Request{Request: planner.Request{Algo: algo}, Min: true,
+			Source: service.SourcePython}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.RecordExecution(ctx, 3, service.Execution{StepTimeS: 0.003, PeakBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(ctx, svc, 1, Options{MaxTimelines: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drawn []int64
+	for _, s := range p.Plans {
+		if s.Timeline != "" {
+			drawn = append(drawn, s.ID)
+		} else if !strings.Contains(s.Note, "those that ran first, then the newest") ||
+			!strings.Contains(s.Note, fmt.Sprintf("--plan-id %d", s.ID)) {
+			t.Errorf("plan %d: note %q", s.ID, s.Note)
+		}
+	}
+	if fmt.Sprint(drawn) != "[1 3 4]" {
+		t.Fatalf("drawn plans %v, want [1 3 4]: the two that ran, then the newest", drawn)
+	}
+}
