@@ -14,6 +14,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
@@ -60,6 +61,9 @@ type PlanSection struct {
 	// Heading says what the plan is: its algorithm, its memory and its time, in the
 	// units of its family (a pipeline plan's memory per device and period).
 	Heading string
+	// Recompute, for a pipeline plan whose stages recompute, names them (their backward is
+	// hatched in the picture); empty otherwise.
+	Recompute string
 	// Timeline is its picture: the memory timeline, or a pipeline plan's Gantt chart.
 	Timeline template.HTML
 	Note     string
@@ -191,6 +195,7 @@ func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s
 		if pp.Chosen != "" && pp.Chosen != pp.Algo {
 			s.Heading += ", the " + pp.Chosen + " plan"
 		}
+		s.Recompute = recomputeNote(pp)
 	} else {
 		s.Heading = fmt.Sprintf("%s at %s (predicted peak %s, step %.3f ms)", sp.Plan.Algo,
 			chainplan.FormatBytes(sp.Plan.BudgetBytes), chainplan.FormatBytes(sp.Plan.PeakBytes), 1000*sp.Plan.Makespan)
@@ -221,6 +226,24 @@ func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s
 		s.Timeline, err = inline(plot.Timeline(d))
 	}
 	return err
+}
+
+// recomputeNote says which stages of pipeline plan p recompute their activations, and
+// where the picture shows it; "" when none does.
+func recomputeNote(p *pipeplan.Plan) string {
+	var ks []string
+	for k, st := range p.Stages {
+		if st.Recompute != nil {
+			ks = append(ks, fmt.Sprintf("%d (layers %d-%d, in %s)", k, st.First, st.Last, chainplan.FormatBytes(st.Recompute.BudgetBytes)))
+		}
+	}
+	switch len(ks) {
+	case 0:
+		return ""
+	case 1:
+		return "Recomputes: stage " + ks[0] + " keeps only its input and runs its forward again in its backward (hatched)."
+	}
+	return "Recomputes: stages " + strings.Join(ks, ", ") + " keep only their input and run their forward again in their backward (hatched)."
 }
 
 // solveTime matches the solver time in a plan document, the one field two computations of
