@@ -99,15 +99,15 @@ func runFrontier(w io.Writer, f frontierFlags) error {
 	if f.format == "json" {
 		return writeJSON(w, fr)
 	}
-	fmt.Fprintf(w, "%s frontier: %d points, %d slots of %s, no-recomputation time %.6g, store-all peak %s\n",
-		fr.Algo, len(fr.Points), fr.Slots, chainplan.FormatBytes(fr.UnitBytes), fr.SumTime, bytesLabel(fr.StoreAllPeakByte))
+	fmt.Fprintf(w, "%s frontier: %d points, %d slots of %s, no-recomputation time %s, store-all peak %s\n",
+		fr.Algo, len(fr.Points), fr.Slots, chainplan.FormatBytes(fr.UnitBytes), secondsText(fr.SumTime), bytesLabel(fr.StoreAllPeakByte))
 	if e.Multichain != nil {
 		fmt.Fprintln(w, "(the multi-chain DP on slots and no recomputation; solve may find a faster plan by rotor on the "+
 			"towers concatenated: plot frontier draws both)")
 	}
 	fmt.Fprintf(w, "%16s  %12s  %14s  %9s\n", "budget_bytes", "budget", "makespan", "overhead")
 	for _, p := range fr.Points {
-		fmt.Fprintf(w, "%16d  %12s  %14.6g  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), p.Makespan, 100*p.Overhead)
+		fmt.Fprintf(w, "%16d  %12s  %14s  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), secondsText(p.Makespan), 100*p.Overhead)
 	}
 	return nil
 }

@@ -136,19 +136,6 @@ func parseDevices(s string) ([]int, error) {
 	return out, nil
 }
 
-// secondsText writes a time with a unit that reads well: "3.2 ms", "4.71 s", "1.3 h".
-func secondsText(s float64) string {
-	switch {
-	case s >= 7200:
-		return fmt.Sprintf("%.3g h", s/3600)
-	case s >= 1:
-		return fmt.Sprintf("%.4g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.4g ms", s*1e3)
-	}
-	return fmt.Sprintf("%.4g µs", s*1e6)
-}
-
 // savePicture draws a figure to path (.svg or .png) and says so on standard error.
 func savePicture(e *env, path string, draw func() (*plot.Figure, error)) error {
 	fig, err := draw()
