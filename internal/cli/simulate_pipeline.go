@@ -71,7 +71,7 @@ func runSimulatePipeline(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan, f si
 	} else {
 		fmt.Fprintf(w, "plan        %s: %s, %s on %d devices, %d stages, %d operations\n", f.plan,
 			verdictLabel(rep.Valid, len(rep.Issues)), p.Algo, p.GPUs, len(p.Stages), len(p.Pattern))
-		fmt.Fprintf(w, "period      %.6g (load bound %.6g, speedup %.3g)\n", rep.Period, rep.LoadBound, rep.Speedup)
+		fmt.Fprintf(w, "period      %s per mini-batch (load bound %s, speedup %.3g)\n", secondsText(rep.Period), secondsText(rep.LoadBound), rep.Speedup)
 		if f.budget != "none" {
 			fmt.Fprintf(w, "memory      %s per device\n", bytesLabel(pr.Options().MemoryBytes))
 		}

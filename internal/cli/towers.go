@@ -91,7 +91,13 @@ func readTowers(f towerFlags) (*chainplan.MultiChain, error) {
 // singleChain returns the one chain file of a single-chain command, refusing several and
 // bundles with a pointer to the multichain algorithms.
 func singleChain(f towerFlags, algo string) (string, error) {
-	multi := "--algo " + orList(planner.MultichainAlgos())
+	return singleChainFor(f, algo, planner.MultichainAlgos())
+}
+
+// singleChainFor is singleChain pointing to the algorithms for towers named: those that
+// do what the command does (frontier's are not all of them).
+func singleChainFor(f towerFlags, algo string, towerAlgos []string) (string, error) {
+	multi := "--algo " + orList(towerAlgos)
 	switch {
 	case len(f.chains) > 1:
 		return "", usagef("--chain given %d times: only the algorithms for towers joined at the loss take several chains "+

@@ -162,9 +162,15 @@ class PipelineExecution:
         return all(r.peak_bytes <= r.predicted_bytes for r in self.ranks)
 
     def __str__(self) -> str:
+        if math.isnan(self.microbatch_time_s):  # NaN says "not measured", not a time
+            per_mb = (f"no steady state to time a micro-batch in ({self.microbatches} "
+                      f"micro-batches per step fill and drain the pipeline; the step is "
+                      f"{self.step_time_s / self.microbatches * 1e3:.3f} ms per micro-batch)")
+        else:
+            per_mb = f"{self.microbatch_time_s * 1e3:.3f} ms per micro-batch"
         lines = [f"{self.schedule}, {self.microbatches} micro-batches: step "
-                 f"{self.step_time_s * 1e3:.2f} ms, {self.microbatch_time_s * 1e3:.3f} ms per "
-                 f"micro-batch (plan: period {self.predicted_period_s * 1e3:.3f} ms)"]
+                 f"{self.step_time_s * 1e3:.2f} ms, {per_mb} "
+                 f"(plan: period {self.predicted_period_s * 1e3:.3f} ms)"]
         lines += [f"  rank {r.rank}: peak {r.peak_bytes / 2**20:.1f} MiB (plan "
                   f"{r.predicted_bytes / 2**20:.1f} MiB, "
                   f"{r.peak_bytes / max(r.predicted_bytes, 1):.2f}x), stages {list(r.stages)}"
