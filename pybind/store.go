@@ -24,7 +24,7 @@ func fileError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission), errors.Is(err, chainplan.ErrInputFile):
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	case errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
 		return fmt.Errorf("%w: %v", errInvalidProfile, err)

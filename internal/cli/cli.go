@@ -85,6 +85,7 @@ func exitCode(err error) int {
 		errors.Is(err, chainplan.ErrUnsupported),
 		errors.Is(err, chainplan.ErrNotFound),
 		errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, chainplan.ErrInputFile),
 		errors.Is(err, service.ErrBadInput),
 		errors.Is(err, milp.ErrNoSolver),
 		errors.Is(err, os.ErrNotExist):
