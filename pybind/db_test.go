@@ -179,12 +179,21 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 }
 
 func TestDataDir(t *testing.T) {
-	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan"} {
+	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan",
+		"host=db.lab password=PW dbname=x": "/home/u/.chainplan"} {
 		if got, err := DataDir(db, "/home/u"); err != nil || got != want {
 			t.Errorf("DataDir(%q) = %q, %v; want %q", db, got, err, want)
 		}
 	}
 	if _, err := DataDir("postgres://db.lab/x", ""); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
 		t.Errorf("DataDir without a home: %v, want a coded bad request", err)
+	}
+	for _, call := range []func() (string, error){
+		func() (string, error) { return DataDir("my dir/a=1 password=PW", "/home/u") },
+		func() (string, error) { return DBPath("my dir/a=1 password=PW", "/home/u") },
+	} {
+		if got, err := call(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") || strings.Contains(err.Error(), "PW") {
+			t.Errorf("neither a DSN nor a path: %q, %v; want a coded bad request without the password", got, err)
+		}
 	}
 }

@@ -63,7 +63,9 @@ func TestInputsThatAreNoFiles(t *testing.T) {
 			return []string{"pipeline", "--chain", p, "--gpus", "2", "--memory", "1GiB", "--bandwidth", "1GB/s"}
 		}, "want a chain file"},
 		{func(p string) []string { return []string{"simulate", "--chain", chain, "--plan", p} }, "want a plan file (JSON)"},
-		{func(p string) []string { return []string{"plot", "pipeline", "--plan", p, "-o", filepath.Join(dir, "p.svg")} }, "want a pipeline plan"},
+		{func(p string) []string {
+			return []string{"plot", "pipeline", "--plan", p, "-o", filepath.Join(dir, "p.svg")}
+		}, "want a pipeline plan"},
 		{func(p string) []string { return []string{"--db", db, "ingest", p} }, "want a profile file (chainplan.profile/v1 Arrow)"},
 		{func(p string) []string { return []string{"import", "pipedream", p} }, "want a PipeDream profile"},
 		{func(p string) []string { return []string{"cluster", "check", p} }, "want a cluster file (YAML or JSON)"},
