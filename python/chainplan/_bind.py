@@ -148,9 +148,10 @@ def ingest(file_path: str) -> int:
     return int(doc["run_id"])
 
 
-def query(sql: str) -> bytes:
-    """Run a read-only query; returns the result as Arrow IPC file bytes."""
-    return base64.b64decode(call(_go().Query, db_path(), sql))
+def query(sql: str, params: list[Any]) -> bytes:
+    """Run one read-only statement with ``params`` bound to its placeholders (sent as a
+    JSON array); returns the result as Arrow IPC file bytes."""
+    return base64.b64decode(call(_go().Query, db_path(), sql, json.dumps(params)))
 
 
 def export_chain(run_id: int) -> str:
