@@ -42,6 +42,10 @@ func TestTargetRule(t *testing.T) {
 }
 
 func TestRedactKeywordValueDSN(t *testing.T) {
+	// What pgx reads from the environment when the DSN leaves it out.
+	for _, v := range []string{"PGHOST", "PGPORT", "PGUSER", "PGDATABASE", "PGAPPNAME", "PGOPTIONS", "PGSERVICE", "PGSERVICEFILE"} {
+		t.Setenv(v, "")
+	}
 	for dsn, want := range map[string]string{
 		"host=db.lab user=ann password=PW dbname=x":                              "host=db.lab port=5432 user=ann dbname=x",
 		"host=db.lab port=6432 user=ann password = 'P W' dbname=x":               "host=db.lab port=6432 user=ann dbname=x",

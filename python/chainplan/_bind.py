@@ -127,7 +127,8 @@ def _home() -> str:
 
 def db_path() -> str:
     """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
-    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``.
+    ``postgres://`` or ``host=... dbname=...`` DSN) or ``~/.chainplan/chainplan.db``; a
+    value that is neither a DSN nor a path is refused (:class:`~chainplan.errors.PlanError`).
 
     The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
     each call and passed in: a Go runtime loaded into Python sees the environment of the
