@@ -333,6 +333,10 @@ func truncate(s string, n int) string {
 
 // describeJSONError turns an encoding/json error into a message with line and column.
 func describeJSONError(data []byte, err error) string {
+	if bytes.HasPrefix(data, []byte("ARROW1")) || bytes.HasPrefix(data, []byte{0xff, 0xff, 0xff, 0xff}) {
+		// The file given where JSON belongs is the other kind chainplan reads.
+		return "the file is an Arrow file (a profile?), not JSON"
+	}
 	var off int64 = -1
 	switch e := err.(type) {
 	case *json.SyntaxError:

@@ -88,7 +88,7 @@ func TestInputsThatAreNoFiles(t *testing.T) {
 
 // TestUnknownVersionsRefused: a document of a format version this chainplan does not read
 // exits 2 naming the version and the one it reads (issue 33: simulate --plan accepted a
-// chainplan.schedule/v7 plan).
+// chainplan.schedule/v7 plan), and a file of another kind says what it is.
 func TestUnknownVersionsRefused(t *testing.T) {
 	chain := writeChain(t)
 	dir := t.TempDir()
@@ -119,6 +119,8 @@ func TestUnknownVersionsRefused(t *testing.T) {
 			"format chainplan.pipeline/v2 is not supported (this chainplan reads chainplan.pipeline/v1)"},
 		{[]string{"solve", "--chain", chain3, "--budget", "40"},
 			"read chain " + chain3 + ": format chainplan.chain/v3 is not supported (this chainplan reads chainplan.chain/v1 or chainplan.chain/v2)"},
+		{[]string{"solve", "--chain", testdataFile("resnet_file.arrow"), "--budget", "40"},
+			"resnet_file.arrow: chainplan: invalid chain: the file is an Arrow file (a profile?), not JSON"},
 		{[]string{"cluster", "check", cluster9},
 			cluster9 + ": format chainplan.cluster/v9 is not supported (this chainplan reads chainplan.cluster/v1)"},
 	} {
