@@ -135,17 +135,31 @@ func (sqliteBackend) setVersion(ctx context.Context, tx *sql.Tx, version int) er
 
 // query runs a user's statement on a read-only connection (mode=ro, query_only and the
 // read authorizer, sqlite_readonly.go).
+// query runs a user's statement on a read-only connection (sqlite_readonly.go) as one
+// prepared statement: sqliteStatement has refused a text of several, and a prepared
+// statement runs its first statement only whatever the text holds. database/sql then
+// counts the arguments against the statement's placeholders.
 func (sqliteBackend) query(ctx context.Context, db *DB, query string, args []any) (*Rows, error) {
+	query, err := sqliteStatement(query)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := db.r.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
-	rows, err := conn.QueryContext(ctx, query, args...)
+	stmt, err := conn.PrepareContext(ctx, query)
 	if err != nil {
 		conn.Close()
 		return nil, sqliteQueryError(err)
 	}
-	return newRows(rows, sqliteQueryError, nil, conn.Close)
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		stmt.Close()
+		conn.Close()
+		return nil, sqliteQueryError(err)
+	}
+	return newRows(rows, sqliteQueryError, nil, stmt.Close, conn.Close)
 }
 
 func (sqliteBackend) columns(ctx context.Context, db *DB, table string) ([]string, error) {

@@ -43,21 +43,26 @@ type Options struct {
 }
 
 // Open opens the database at target and migrates its schema forward to the newest version
-// this build knows. target is a PostgreSQL DSN (postgres://user@host/db, IsPostgres) or the
-// path of a SQLite file, created with its folder unless opts.MustExist. A database written
-// by a newer chainplan fails with an error wrapping chainplan.ErrSchemaVersion; a DSN that
-// does not parse, with one wrapping ErrBadDSN.
+// this build knows. target is a PostgreSQL DSN (postgres://user@host/db or
+// host=... dbname=..., IsPostgres) or the path of a SQLite file, created with its folder
+// unless opts.MustExist (target.go has the rule). A database written by a newer chainplan
+// fails with an error wrapping chainplan.ErrSchemaVersion; a DSN that does not parse, with
+// one wrapping ErrBadDSN; a name that is neither a DSN nor a path, with one wrapping
+// ErrBadTarget.
 func Open(ctx context.Context, target string, opts Options) (*DB, error) {
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
+	kind, err := kindOf(target)
+	if err != nil {
+		return nil, err
+	}
 	var db *DB
-	var err error
-	if IsPostgres(target) {
-		db, err = openPostgres(ctx, target, opts.MustExist, busy)
-	} else {
+	if kind == sqliteFile {
 		db, err = openSQLite(ctx, target, opts.MustExist, busy)
+	} else {
+		db, err = openPostgres(ctx, target, opts.MustExist, busy)
 	}
 	if err != nil {
 		return nil, err

@@ -85,6 +85,7 @@ func exitCode(err error) int {
 		errors.Is(err, chainplan.ErrUnsupported),
 		errors.Is(err, chainplan.ErrNotFound),
 		errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, chainplan.ErrInputFile),
 		errors.Is(err, service.ErrBadInput),
 		errors.Is(err, milp.ErrNoSolver),
 		errors.Is(err, os.ErrNotExist):
@@ -111,7 +112,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.PersistentFlags().String("db", "", "profile database: a SQLite file or a postgres:// DSN (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
+	root.PersistentFlags().String("db", "", "profile database: a SQLite file or a PostgreSQL DSN, postgres://... or host=... dbname=... (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
 	root.AddCommand(
 		newSolveCmd(e),
 		newSimulateCmd(e),

@@ -54,7 +54,8 @@ func ingestFile(ctx context.Context, svc *service.Service, path string) (store.I
 	res, p, err := svc.Ingest(ctx, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
-		errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+		errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, chainplan.ErrInputFile):
 		return res, p, &usageError{err}
 	}
 	return res, p, err

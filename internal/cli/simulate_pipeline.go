@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/pipeplan"
@@ -16,7 +15,7 @@ func simulatePipelineFile(w io.Writer, f simulateFlags) (done bool, err error) {
 	if f.planID != "" || f.chain == "" || f.plan == "" {
 		return false, nil
 	}
-	data, err := os.ReadFile(f.plan)
+	data, err := chainplan.ReadInput(f.plan, "")
 	if err != nil || !pipeplan.IsPipelinePlan(data) {
 		return false, nil // the sequence path reports a file it cannot read
 	}

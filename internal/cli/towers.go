@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/chainplan/chainplan"
@@ -33,10 +32,11 @@ func describesTowers(f towerFlags) bool {
 	return len(f.chains) > 1 || f.loss != "" || len(f.keep) > 0 || (len(f.chains) == 1 && fileIsBundle(f.chains[0]))
 }
 
-// fileIsBundle reports whether path holds a chainplan.multichain/v1 bundle (a file that
-// cannot be read is not: the reader that follows reports it).
+// fileIsBundle reports whether path holds a chainplan.multichain bundle (a path that is
+// no regular file with content is not: the reader that follows reports it, and a named
+// pipe is not opened).
 func fileIsBundle(path string) bool {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, "")
 	return err == nil && chainplan.IsMultiChain(data)
 }
 
@@ -71,7 +71,7 @@ func readTowers(f towerFlags) (*chainplan.MultiChain, error) {
 		mc.Branches = append(mc.Branches, *c.Conservative()) // the multichain planners read version 1
 	}
 	if f.loss != "" {
-		data, err := os.ReadFile(f.loss)
+		data, err := chainplan.ReadInput(f.loss, "a loss (JSON: fwd_time, bwd_time, fwd_tmp_bytes, bwd_tmp_bytes)")
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--loss: %w", err)}
 		}

@@ -194,9 +194,7 @@ class PipelineDocument:
                   notes: Sequence[str] = ()) -> Self:
         """Read a decoded document (see :meth:`from_json`)."""
         f = Fields(doc)
-        fmt = f.string("format")
-        if fmt != FORMAT:
-            raise ScheduleError(f"format: want {FORMAT!r} (got {fmt!r})")
+        f.format_tag(FORMAT)
         gpus = f.integer("gpus", low=1)
         stages = read_stages(f, gpus)
         period = f.number("period", positive=True)
