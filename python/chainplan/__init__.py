@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from chainplan._version import __version__ as __version__
+    __version__: str  # chainplan._version's, read on first use
     from chainplan.advice import Advice, Search3D
     from chainplan.api import measure, plan, profile, record
     from chainplan.checkpointed import Checkpointed
