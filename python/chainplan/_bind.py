@@ -105,6 +105,12 @@ def min_budget(chain_json: str, request: dict[str, Any]) -> int:
     return int(call(_go().MinBudget, chain_json, json.dumps(request)))
 
 
+def version() -> str:
+    """The version the Go side was built as (``chainplan.Version``, version.go), which it
+    records with every plan."""
+    return str(_go().Version())
+
+
 def algorithms() -> str:
     """The planner registry as JSON: one object per algorithm (see chainplan.algorithms)."""
     return str(call(_go().Algorithms))

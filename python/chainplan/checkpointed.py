@@ -32,6 +32,7 @@ from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
 from chainplan.graph.call import chain_input, training_call
 from chainplan.graph.chain import args_key, extract
+from chainplan.profiler.filename import check_profile_name
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
@@ -123,7 +124,8 @@ class Checkpointed(metaclass=_CheckpointedType):
             (default: None).
         target: the sample target for ``loss_fn``: an example tensor or a function of
             the input (default: None; required when ``loss_fn`` takes a target).
-        name: the model's name in the database (default: the model's class name).
+        name: the model's name in the database and in its profiles' file names (default:
+            the model's class name), a label refused as ``profile()`` refuses it.
         slots: memory slots of the planner's discretization (default: the algorithm's).
         reuse: look for stored profiles before profiling (default: True).
         rescale: plan a new batch size from a stored profile scaled to it (default: True;
@@ -136,7 +138,8 @@ class Checkpointed(metaclass=_CheckpointedType):
 
     Raises:
         ProfileError: at construction, an empty nn.Sequential, ``loss_fn`` takes a
-            target and none is given, or a profiling option is out of range.
+            target and none is given, a profiling option is out of range, or ``name``
+            cannot name a profile.
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
         InfeasibleBudget: at the first forward of a shape, the budget is below the
@@ -181,7 +184,7 @@ class CheckpointedPlans(Planned):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
         self.loss_fn, self.target = loss_fn, target
-        self.name = name or type(model).__name__
+        self.name = check_profile_name(name, default_from=model)  # now, not at the first call
         self.budget, self.algo, self.slots = budget, algo, slots
         self.bandwidth = "auto" if auto else request.get("bandwidth")
         self._bandwidth_given = bandwidth

@@ -11,12 +11,11 @@ import datetime as _dt
 import hashlib
 import json
 import platform
-import re
 import socket
 from collections.abc import Mapping, Sequence
 
 __all__ = ["FORMAT", "MEASUREMENT_REVISION", "PARALLEL_REVISION", "measured_now", "ProfileRow",
-           "ProfileMetadata", "signature", "file_stem", "cpu_name"]
+           "ProfileMetadata", "signature", "cpu_name"]
 
 FORMAT = "chainplan.profile/v1"
 
@@ -122,19 +121,6 @@ class ProfileMetadata:
 def signature(structure: str) -> str:
     """A digest of a model's structure (e.g. ``repr(model)``), as stored in profiles."""
     return "sha256:" + hashlib.sha256(structure.encode()).hexdigest()
-
-
-def file_stem(name: str) -> str:
-    """A file name made from a model's name, safe in any folder: letters, digits, ``.``,
-    ``_`` and ``-`` kept, every other character (``/``, ``<``, a space) replaced by ``_``,
-    no leading dot, at most 64 characters; a name that had to change gets a digest of
-    itself appended, so that two names never share a stem (``../../x`` →
-    ``x-1a2b3c4d``). Names are data from any host: nothing in them may choose the folder.
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip("._-")[:64] or "model"
-    if safe != name:
-        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
-    return safe
 
 
 def cpu_name() -> str:

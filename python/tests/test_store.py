@@ -95,19 +95,6 @@ def test_no_store_sql_in_the_package() -> None:
     assert found == []
 
 
-@pytest.mark.parametrize("name", ["../../escaped", "a/b<c>", "..", "/etc/passwd", "x" * 300])
-def test_profile_file_names_stay_in_the_profile_folder(name: str, private_db: Path) -> None:
-    """Issue 20, item 9: profile(name="../../escaped") wrote two folders above the profile
-    folder; a name with / or < made folders."""
-    folder = private_db.parent / "profiles"
-    prof = chainplan.profile(nn.Sequential(nn.Linear(4, 4)), torch.randn(2, 4), name=name,
-                             repeats=1, warmup=0, progress=False, spread_warning=None)
-    assert prof.path.parent == folder and len(prof.path.name) < 120
-    assert prof.model_name == name  # the name itself is kept, as data
-    stored = chainplan.query(f"SELECT model_name FROM runs WHERE run_id = {prof.run_id}")
-    assert stored.to_pylist() == [{"model_name": name}]
-
-
 PROFILE_FILE = Path(__file__).resolve().parents[2] / "testdata" / "profiles" / "resnet_file.arrow"
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
 import logging
 import os
 import sys
@@ -32,6 +31,7 @@ from chainplan.graph.options import stage_options
 from chainplan.graph.split import profiled_chain
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.document import Profile, default_profile_dir
+from chainplan.profiler.filename import check_profile_name, new_profile_path
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import chain_end, measure_loss
 from chainplan.profiler.measuring import preserved
@@ -54,7 +54,7 @@ from chainplan.profiler.spread import (
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
-from chainplan.profilerow import PARALLEL_REVISION, file_stem
+from chainplan.profilerow import PARALLEL_REVISION
 from chainplan.schema import write_profile
 from chainplan.towers.profile import profile_towers_if_any
 
@@ -117,10 +117,12 @@ def profile_model(
         repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians, the
             repetitions after the first taken in rounds over the whole chain.
         warmup: untimed repetitions first, ≥ 0 (default: 2).
-        name: the model's name in the database (default: its class name).
+        name: the model's name in the database and in the profile's file name (default:
+            its class name): a label, never a path; names with ``/``, ``\\``, NUL or
+            another control character, a leading ``.`` or ``-``, or over 128 bytes are
+            refused (:mod:`chainplan.profiler.filename`).
         path: the Arrow file to write (default: a new file in
-            :func:`default_profile_dir`, named after the model by
-            :func:`chainplan.schema.file_stem`).
+            :func:`default_profile_dir`, named after the model).
         ingest: store the profile in the database (default: True).
         progress: show a progress bar over the stages (default: when stderr is a terminal).
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
@@ -152,8 +154,8 @@ def profile_model(
     Raises:
         ProfileError: a stage does not return one tensor, a stage or the loss raises while
             measured (the error names it, ``stage_index`` and ``stage_name`` say which, and
-            the original error is its ``__cause__``), the call has no tensor argument, or
-            an option is out of range.
+            the original error is its ``__cause__``), the call has no tensor argument, an
+            option is out of range, or ``name`` cannot name a profile (before measuring).
         CaptureError: a model that is not a Sequential cannot be captured (a
             :class:`ProfileError` naming the construct, e.g. data-dependent control flow).
     """
@@ -162,7 +164,7 @@ def profile_model(
     batches = check_batch_sizes(batch_sizes)
     sample = chain_sample(model, args, kwargs)
     device = sample.device
-    name = name or type(model).__name__
+    name = check_profile_name(name, default_from=model)  # before anything is measured
     # Towers joined at the loss, one per input, positional or keyword (chainplan.towers)?
     # The parallel fields (batch_sizes, optimizer: the advisors') describe one chain: with
     # them, one chain.
@@ -263,8 +265,7 @@ def profile_model(
         bound.close()
         model.train(was_training)
     if path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{file_stem(name)}-{stamp}-{os.getpid()}.arrow"
+        path = new_profile_path(name)
     out = write_profile(path, rows, meta)
     run_id = None
     if ingest:

@@ -18,7 +18,6 @@ mask a graph-captured tower reads) is added to every operation's overheads, as f
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import functools
 import json
 import logging
@@ -36,7 +35,8 @@ from chainplan import _bind
 from chainplan.errors import ProfileError
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.split import side_bytes
-from chainplan.profiler.document import Profile, default_profile_dir
+from chainplan.profiler.document import Profile
+from chainplan.profiler.filename import check_profile_name, new_profile_path
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
 from chainplan.profiler.signature import model_signature
 from chainplan.profiler.sizes import nbytes
@@ -107,9 +107,11 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     (:mod:`chainplan.profiler.stored`: the call signature covers every input's shape).
 
     Raises:
-        ProfileError: a stage or the join fails while measured (naming it).
+        ProfileError: a stage or the join fails while measured (naming it), or ``name``
+            cannot name a profile (before measuring).
     """
     start = time.perf_counter()
+    name = check_profile_name(name)
     flat = model_inputs(inputs, kwargs)
     device = flat[split.branches[0].input].device
     meta = _metadata(model, split, inputs, kwargs, name=name, loss=loss_name(loss_fn),
@@ -167,8 +169,7 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
                    "input_bytes": a0, "names": list(split.names), "keep_input_grad": keep}
     if path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{name}-{stamp}.arrow"
+        path = new_profile_path(name, "towers")
     out = write_profile(Path(path), rows_out,
                         {**meta.as_dict(), "towers": json.dumps(towers_meta)})
     run_id = None
