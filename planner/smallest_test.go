@@ -1,0 +1,115 @@
+package planner_test
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner"
+	"github.com/chainplan/chainplan/planner/internal/testchains"
+)
+
+// The smallest budget a planner reports is the smallest at which it plans: a search that
+// assumes feasibility monotone in the budget (a bisection) can stop at a budget above the
+// smallest when rounding to the budget's grid makes it not quite monotone. These tests ask
+// Solve at every budget below the reported one, on chains small enough to scan.
+
+// scanBelow returns the first budget in [1, m) at which solve plans, or 0.
+func scanBelow(m int64, solve func(b int64) error) int64 {
+	for b := int64(1); b < m; b++ {
+		if solve(b) == nil {
+			return b
+		}
+	}
+	return 0
+}
+
+// TestSmallestBudget: for every checkpointing algorithm of the registry, on random chains
+// of up to six stages and sizes up to 30 bytes (every other one with the exact memory
+// model and options), half of them on a grid of 4-23 slots, where a budget's unit grows
+// with it and rounding makes feasibility not monotone in the budget: Solve refuses every
+// budget below MinBudget. Before, rotor's bisection could end above the smallest (rotor
+// at 14 slots named 165 B where 150 B planned; revolve, rotor-ops and optimal alike).
+func TestSmallestBudget(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 7))
+	for _, e := range planner.Entries() {
+		if e.Schedule == nil || e.Family != planner.Checkpointing {
+			continue
+		}
+		t.Run(e.Name, func(t *testing.T) {
+			n := 150
+			if testing.Short() {
+				n = 40
+			}
+			for i := range n {
+				c := testchains.Random(rng, 1+rng.IntN(6), testchains.RandomOptions{MaxSize: 30, Exact: i%2 == 1, Options: 2})
+				req := planner.Request{Algo: e.Name}
+				if e.Reads(planner.FieldSlots) && rng.IntN(2) == 0 {
+					req.Slots = 4 + rng.Int64N(20)
+				}
+				if e.Reads(planner.FieldSegments) && rng.IntN(2) == 0 {
+					req.Segments = 1 + rng.IntN(c.Len())
+				}
+				m, err := planner.MinBudget(c, req)
+				if err != nil {
+					continue // a grid too coarse for the chain: no budget fits it
+				}
+				if b := scanBelow(m, func(b int64) error {
+					r := req
+					r.BudgetBytes = b
+					_, err := planner.Solve(c, r)
+					return err
+				}); b > 0 {
+					t.Fatalf("chain %d %+v: MinBudget %d, Solve plans at %d", i, req, m, b)
+				}
+			}
+		})
+	}
+}
+
+// TestSmallestBudgetMultichain: the same for the multichain algorithms, on random bundles
+// of up to three towers, rotor's grid of the concatenation coarse half the time.
+func TestSmallestBudgetMultichain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 8))
+	n := 60
+	if testing.Short() {
+		n = 15
+	}
+	for i := range n {
+		mc := randomBundle(rng)
+		for _, algo := range planner.MultichainAlgos() {
+			req := planner.Request{Algo: algo}
+			if rng.IntN(2) == 0 {
+				req.Slots = 4 + rng.Int64N(20)
+			}
+			m, err := planner.MinBudgetMultichain(mc, req)
+			if err != nil {
+				continue
+			}
+			if b := scanBelow(m, func(b int64) error {
+				r := req
+				r.BudgetBytes = b
+				_, err := planner.SolveMultichain(mc, r)
+				return err
+			}); b > 0 {
+				t.Fatalf("bundle %d %+v: MinBudget %d, Solve plans at %d", i, req, m, b)
+			}
+		}
+	}
+}
+
+// randomBundle draws one to three towers of one to four stages with sizes up to 30 bytes
+// and a joint loss; one tower in eight has no stage.
+func randomBundle(rng *rand.Rand) *chainplan.MultiChain {
+	mc := &chainplan.MultiChain{Format: chainplan.MultiChainFormat}
+	for range 1 + rng.IntN(3) {
+		c := testchains.Random(rng, 1+rng.IntN(4), testchains.RandomOptions{MaxSize: 30})
+		if rng.IntN(8) == 0 {
+			c.Stages = nil
+		}
+		mc.Loss, c.Loss = c.Loss, chainplan.Loss{}
+		mc.Branches = append(mc.Branches, *c)
+		mc.KeepInputGrad = append(mc.KeepInputGrad, rng.IntN(3) == 0)
+	}
+	return mc
+}
