@@ -57,7 +57,9 @@ func firstFit(lo, slots int64, algo string, need func(unit int64) (int64, error)
 	if err != nil || ok {
 		return max(lo, start(u)), err
 	}
-	bad, step := u, int64(1)
+	// Steps start at 1/S of the unit (a budget's step of one unit), as rounding moves the
+	// answer by a few units per size.
+	bad, step := u, max(1, u/slots)
 	for {
 		if step > math.MaxInt64/(8*slots) || u > math.MaxInt64/(8*slots)-step {
 			return 0, fmt.Errorf("%w: %s: no budget fits at %d slots (every size rounds up to "+
