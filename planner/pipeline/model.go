@@ -107,6 +107,15 @@ func (p *Problem) WithMemory(m int64) *Problem {
 	return &q
 }
 
+// WithoutCheckpoint returns the same problem with checkpointing inside stages off: a
+// planner that may make stages recompute also plans without it and keeps the better plan,
+// so that allowing recomputation never makes a plan worse (docs/pipeline.md).
+func (p *Problem) WithoutCheckpoint() *Problem {
+	q := *p
+	q.opts.Checkpoint = false
+	return &q
+}
+
 // Limit returns the memory a plan may use on each device: M·(1−Headroom), rounded down.
 func (p *Problem) Limit() int64 {
 	if p.opts.Headroom == 0 {

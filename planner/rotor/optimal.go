@@ -76,50 +76,44 @@ func SolveFloatingMin(c *chainplan.Chain, opts Options) (*chainplan.Plan, error)
 }
 
 func minBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
-	hi, err := MinBudget(c, opts)
-	if err != nil {
-		return 0, err
-	}
 	ex := discretize.Exact(c)
-	lo := int64(0) // largest budget known or assumed to fail
+	lo := int64(1) // the smallest budget not known to fail
 	for l := 1; l <= ex.N; l++ {
 		// a_0 stays during every backward, and B_ℓ needs its input, ā_ℓ, δ_ℓ, δ_{ℓ-1}, o_B.
 		in := ex.A[l-1]
 		if l == 1 {
 			in = 0 // a_0 is the input itself
 		}
-		lo = max(lo, ex.A[0]+in+ex.ABar[l]+ex.Grad(l)+ex.Grad(l-1)+ex.OB[l]-1)
+		lo = max(lo, ex.A[0]+in+ex.ABar[l]+ex.Grad(l)+ex.Grad(l-1)+ex.OB[l])
+	}
+	peak := StoreAllPeak(c) // SolveFloating returns the no-recomputation schedule from it on
+	if peak <= lo {
+		return max(1, peak), nil
+	}
+	slots := opts.Slots
+	if slots == 0 {
+		slots = DefaultSlots
 	}
 	needs := map[int64]int64{} // by unit
-	// fits answers as solveFloating would at budget b: infeasible below a_0, refused over
-	// the table limits, else feasible from the need on.
-	fits := func(b int64) (bool, error) {
-		dc := discretize.ForBudget(c, b, opts.slots(b))
-		m := dc.Units(b) - dc.A[0]
-		if m < 0 {
-			return false, nil
-		}
-		if err := floatingLimits(dc.N, m); err != nil {
-			return false, err
-		}
-		need, ok := needs[dc.Unit]
+	best, err := firstFit(lo, slots, "optimal", func(unit int64) (int64, error) {
+		need, ok := needs[unit]
 		if !ok {
-			need = floatingNeed(dc)
-			needs[dc.Unit] = need
+			dc := discretize.WithUnit(c, unit)
+			need = dc.A[0] + floatingNeed(dc)
+			needs[unit] = need
 		}
-		return need <= m, nil
+		return need, nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := fits(mid)
-		switch {
-		case err != nil:
-			return 0, err
-		case ok:
-			hi = mid
-		default:
-			lo = mid
-		}
+	if peak < best {
+		return max(1, peak), nil
 	}
-	return hi, nil
+	// The table of that budget must be one the floating DP accepts, as SolveFloating checks.
+	dc := discretize.ForBudget(c, best, opts.slots(best))
+	if err := floatingLimits(dc.N, dc.Units(best)-dc.A[0]); err != nil {
+		return 0, err
+	}
+	return best, nil
 }
