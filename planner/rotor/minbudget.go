@@ -60,28 +60,64 @@ type minSearch struct {
 
 func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 	exact := discretize.Exact(c)
-	exactNeed := minMemory(exact, opts.variant())
+	// The search keeps the tables of its best budget while it builds a probe's.
+	if err := checkTables(exact, searchNeed, -1, opts); err != nil {
+		return minSearch{}, err
+	}
+	exactNeed, err := minMemory(exact, opts.variant())
+	if err != nil {
+		return minSearch{}, err
+	}
 	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N, 0))
+	// A probe keeps, per memory unit, only whether the chain fits in how many units; the
+	// tables of the smallest feasible budget probed, which the search returns, are kept
+	// beside (best), so that at most two feasibility tables live at once.
 	type probe struct {
 		dc   *discretize.Chain
 		need *needTable
 	}
-	probes := map[int64]probe{1: {exact, exactNeed}} // by unit
-	at := func(b int64) probe {
-		unit := discretize.Unit(b, opts.slots(b))
-		p, ok := probes[unit]
-		if !ok {
-			dc := discretize.WithUnit(c, unit)
-			p = probe{dc, minMemory(dc, opts.variant())}
-			probes[unit] = p
-		}
-		return p
-	}
+	needs := map[int64]int64{1: exact.A[0] + exactNeed.at(1, exact.N, 0)} // by unit: a_0 + need, in units
+	best := struct {
+		budget int64
+		probe
+	}{budget: -1}
+	var probeErr error
 	fits := func(b int64) bool {
-		p := at(b)
-		return p.dc.A[0]+p.need.at(1, p.dc.N, 0) <= p.dc.Units(b)
+		unit := discretize.Unit(b, opts.slots(b))
+		need, ok := needs[unit]
+		var p probe
+		switch {
+		case ok && unit == 1:
+			p = probe{exact, exactNeed}
+		case !ok:
+			dc := discretize.WithUnit(c, unit)
+			nt, err := minMemory(dc, opts.variant())
+			if err != nil {
+				probeErr = err
+				return true // ends the search; the error is returned
+			}
+			p = probe{dc, nt}
+			need = dc.A[0] + nt.at(1, dc.N, 0)
+			needs[unit] = need
+		}
+		ok = need <= b/unit
+		if ok && (best.budget < 0 || b < best.budget) {
+			if p.dc == nil && best.dc != nil && best.dc.Unit == unit {
+				p = best.probe
+			}
+			if p.dc == nil { // a unit probed before whose tables were not kept
+				dc := discretize.WithUnit(c, unit)
+				nt, err := minMemory(dc, opts.variant())
+				if err != nil {
+					probeErr = err
+					return true
+				}
+				p = probe{dc, nt}
+			}
+			best.budget, best.probe = b, p
+		}
+		return ok
 	}
-	best := lo
 	if !fits(lo) {
 		step := max(1, lo/opts.slots(lo))
 		bad, hi := lo, lo+step
@@ -98,7 +134,7 @@ func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 		// Rounding makes feasibility almost, not exactly, monotone in the budget; the
 		// bisection keeps hi feasible at every step, so the answer is always a budget
 		// that works.
-		for hi-bad > 1 {
+		for hi-bad > 1 && probeErr == nil {
 			mid := bad + (hi-bad)/2
 			if fits(mid) {
 				hi = mid
@@ -106,13 +142,14 @@ func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 				bad = mid
 			}
 		}
-		best = hi
+	}
+	if probeErr != nil {
+		return minSearch{}, probeErr
 	}
 	if !opts.Revolve {
-		if peak := StoreAllPeak(c); peak < best {
+		if peak := StoreAllPeak(c); peak < best.budget {
 			return minSearch{budget: max(1, peak)}, nil
 		}
 	}
-	p := at(best)
-	return minSearch{budget: best, dc: p.dc, need: p.need}, nil
+	return minSearch{budget: best.budget, dc: best.dc, need: best.need}, nil
 }

@@ -25,6 +25,10 @@ type SubChains struct {
 	cols int64
 }
 
+// subChainsAlgo names what builds a SubChains table in its errors: the pipeline planners'
+// stages that recompute (docs/pipeline.md, "Checkpointing inside stages").
+const subChainsAlgo = "pipeline checkpointing"
+
 // maxSubChainTableBytes bounds the table of NewSubChains: fewer slots are used for long
 // chains (the table has one row per sub-chain).
 const maxSubChainTableBytes = 256 << 20
@@ -33,8 +37,8 @@ const maxSubChainTableBytes = 256 << 20
 // excluded), discretized into at most slots units (0: DefaultSlots; fewer when the table
 // would pass 256 MiB). The unit is max(1, floor(maxBytes/slots)) bytes, sizes rounded up,
 // so a sequence that fits its budget in units fits it in bytes. O(S·L³) time, O(S·L²)
-// memory. Errors: the chain's validation error; ErrUnsupported for a chain too long for
-// the DP.
+// memory. Errors: the chain's validation error; a *chainplan.SizeError, before anything is
+// allocated, for a chain whose table passes chainplan.TableLimit even at one slot.
 func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -53,6 +57,13 @@ func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error)
 	slots = max(1, min(slots, int64(maxSubChainTableBytes/(rows*10))-1))
 	dc := discretize.ForBudget(c, max(maxBytes, 1), slots)
 	m := dc.Units(max(maxBytes, 1))
+	r, cols := tableShape(dc, m)
+	if err := chainplan.CheckTables(subChainsAlgo, n-1,
+		fmt.Sprintf("the rotor table of its sub-chains (%d sub-chains × %d budgets, and the feasibility table)", r, cols),
+		needTableBytes(n)+tableBytes(r, cols),
+		func(int64) string { return "plan without checkpointing inside the stages (no --checkpoint)" }); err != nil {
+		return nil, err
+	}
 	tb, err := newTable(dc, m, variant{}) // no operation-level options: the pipeline runner recomputes whole stages
 	if err != nil {
 		return nil, err
