@@ -3,7 +3,6 @@ package multichain
 import (
 	"runtime"
 	"sync"
-
 )
 
 // table is the dynamic program Opt(R, μ) of spec §5.2 (Theorem 3 with the heterogeneous
