@@ -70,7 +70,7 @@ type SizeError struct {
 	Stages     int    // the chain's length in stages (layers), the loss not counted
 	What       string // the tables or the work refused, with their dimensions
 	NeedBytes  int64  // the memory the tables would take; 0 when the limit is on steps
-	AtLeast    bool   // NeedBytes is only a lower bound: tables that grow as the planner explores
+	AtLeast    bool   // the need is a lower bound: tables or work that grow as the planner explores
 	LimitBytes int64  // TableLimit when NeedBytes is set
 	NeedSteps  float64
 	LimitSteps float64 // the planner's limit on steps when NeedSteps is set
@@ -85,7 +85,15 @@ func (e *SizeError) Error() string {
 		if unit == "" {
 			unit = "steps"
 		}
-		over = fmt.Sprintf("%s would take about %.3g %s, over %s's limit of %.3g", e.What, e.NeedSteps, unit, e.Algo, e.LimitSteps)
+		about := "about "
+		switch {
+		case e.AtLeast:
+			about = "more than "
+		case e.NeedSteps == math.Trunc(e.NeedSteps):
+			about = ""
+		}
+		over = fmt.Sprintf("%s would take %s%s %s, over %s's limit of %s", e.What, about, count(e.NeedSteps), unit, e.Algo,
+			count(e.LimitSteps))
 	} else {
 		more := ""
 		if e.AtLeast {
@@ -103,6 +111,14 @@ func (e *SizeError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrUnsupported) true.
 func (e *SizeError) Unwrap() error { return ErrUnsupported }
+
+// count writes a count of steps or cells: whole below a million, else with three digits.
+func count(v float64) string {
+	if v < 1e6 && v == math.Trunc(v) {
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
 
 // saturate converts a byte count computed in floating point to an int64, MaxInt64 when it
 // does not fit.

@@ -29,6 +29,9 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 	if err := requireSolver(opts); err != nil {
 		return 0, err
 	}
+	if err := checkProblem(pr); err != nil {
+		return 0, err
+	}
 	hi, err := contiguous.MinMemory(pr)
 	if err != nil {
 		return 0, err
@@ -43,9 +46,13 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 	tol := max(1, int64(math.Ceil(minMemoryTolerance*float64(hi))))
 	for hi-lo > tol {
 		mid := lo + (hi-lo)/2
-		if schedulable(pr.WithMemory(mid), opts) {
+		ok, err := schedulable(pr.WithMemory(mid), opts)
+		switch {
+		case err != nil:
+			return 0, err
+		case ok:
 			hi = mid
-		} else {
+		default:
 			lo = mid
 		}
 	}
@@ -53,13 +60,18 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 }
 
 // schedulable reports whether Solve finds a plan at pr's memory, where the contiguous
-// planner finds none: whether phase 2 schedules one of phase 1's allocations.
-func schedulable(pr *pipeline.Problem, opts Options) bool {
+// planner finds none: whether phase 2 schedules one of phase 1's allocations. Errors:
+// phase 1's refusal for size.
+func schedulable(pr *pipeline.Problem, opts Options) (bool, error) {
 	if _, err := contiguous.Solve(pr); err == nil {
-		return true
+		return true, nil
 	} else if !errors.Is(err, chainplan.ErrInfeasible) {
-		return false
+		return false, nil
 	}
-	p, _ := phase2(pr, phase1(pr, false), nil, opts, &Trace{})
-	return p != nil
+	its, err := phase1(pr, false)
+	if err != nil {
+		return false, err
+	}
+	p, _ := phase2(pr, its, nil, opts, &Trace{})
+	return p != nil, nil
 }

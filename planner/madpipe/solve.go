@@ -93,6 +93,9 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	if err := requireSolver(opts); err != nil {
 		return nil, err
 	}
+	if err := checkProblem(pr); err != nil {
+		return nil, err
+	}
 	contig, err := contiguous.Solve(pr)
 	if err != nil && !errors.Is(err, chainplan.ErrInfeasible) {
 		return nil, err
@@ -102,7 +105,9 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	t1 := time.Now()
 	var its []iterate
 	if pr.Options().GPUs > 1 {
-		its = phase1(pr, false)
+		if its, err = phase1(pr, false); err != nil {
+			return nil, err
+		}
 	}
 	tr.Phase1 = time.Since(t1)
 	if len(its) > 0 {
@@ -122,7 +127,10 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 			break
 		}
 		t := time.Now()
-		more := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		more, err := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		if err != nil {
+			return nil, err
+		}
 		tr.Phase1 += time.Since(t)
 		retry := opts
 		retry.TimeLimit = time.Until(deadline)
