@@ -89,8 +89,8 @@ func (e *SizeError) Error() string {
 		switch {
 		case e.AtLeast:
 			about = "more than "
-		case e.NeedSteps == math.Trunc(e.NeedSteps):
-			about = ""
+		case whole(e.NeedSteps):
+			about = "" // an exact count
 		}
 		over = fmt.Sprintf("%s would take %s%s %s, over %s's limit of %s", e.What, about, count(e.NeedSteps), unit, e.Algo,
 			count(e.LimitSteps))
@@ -114,11 +114,13 @@ func (e *SizeError) Unwrap() error { return ErrUnsupported }
 
 // count writes a count of steps or cells: whole below a million, else with three digits.
 func count(v float64) string {
-	if v < 1e6 && v == math.Trunc(v) {
+	if whole(v) {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
 }
+
+func whole(v float64) bool { return v < 1e6 && v == math.Trunc(v) }
 
 // saturate converts a byte count computed in floating point to an int64, MaxInt64 when it
 // does not fit.
