@@ -85,7 +85,7 @@ func checkProblem(pr *pipeline.Problem) error {
 	e := &chainplan.SizeError{Algo: Algo, Stages: l,
 		What:      fmt.Sprintf("phase 1's DP, whose packed states hold at most %d layers and %d devices,", maxLayers, maxGPUs),
 		NeedSteps: float64(l), LimitSteps: maxLayers, Unit: "layers",
-		Fix:       "use --algo contiguous (the optimal contiguous plan, without this limit)"}
+		Fix: "use --algo contiguous (the optimal contiguous plan, without this limit)"}
 	if l <= maxLayers {
 		e.NeedSteps, e.LimitSteps, e.Unit = float64(p), maxGPUs, "devices"
 	}
