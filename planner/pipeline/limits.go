@@ -33,11 +33,12 @@ const maxRunSteps = 3e8
 // Replaying or validating a plan needs none of it.
 func (p *Problem) CheckPlanning() error {
 	l, gpus := len(p.layers), p.opts.GPUs
+	rows := float64(l+1) * 3 * 24 // the slice headers of contiguous's three tables
 	err := chainplan.CheckTables("pipeline", l,
 		fmt.Sprintf("the partitioning DPs' tables (%d layers × %d devices)", l+1, gpus+1),
-		float64(l+1)*float64(gpus+1)*cellBytes+float64(l+1)*3*24,
+		float64(l+1)*float64(gpus+1)*cellBytes+rows,
 		func(limit int64) string {
-			if most := int(float64(limit)/(float64(l+1)*cellBytes)) - 1; most >= 1 && most < gpus {
+			if most := int((float64(limit)-rows)/(float64(l+1)*cellBytes)) - 1; most >= 1 && most < gpus {
 				return fmt.Sprintf("use at most %d devices (--gpus)", most)
 			}
 			return "split the chain, or merge consecutive layers"
