@@ -109,6 +109,9 @@ func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := pr.CheckPlanning(); err != nil {
+		return nil, nil, err
+	}
 	var notes []string
 	switch {
 	case req.MinMemory && req.FasterMemory:

@@ -29,6 +29,9 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 	if err := requireSolver(opts); err != nil {
 		return 0, err
 	}
+	if err := checkProblem(pr); err != nil {
+		return 0, err
+	}
 	hi, err := contiguous.MinMemory(pr)
 	if err != nil {
 		return 0, err

@@ -95,6 +95,9 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	if err := requireSolver(opts); err != nil {
 		return nil, err
 	}
+	if err := checkProblem(pr); err != nil {
+		return nil, err
+	}
 	best, err := plan(pr, opts, tr)
 	if err != nil {
 		return nil, err
@@ -172,7 +175,9 @@ func planOnce(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, er
 	t1 := time.Now()
 	var its []iterate
 	if pr.Options().GPUs > 1 {
-		its = phase1(pr, false)
+		if its, err = phase1(pr, false); err != nil {
+			return nil, err
+		}
 	}
 	tr.Phase1 = time.Since(t1)
 	if len(its) > 0 {
@@ -192,7 +197,10 @@ func planOnce(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, er
 			break
 		}
 		t := time.Now()
-		more := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		more, err := phase1Within(pr, false, shrink*float64(pr.Limit()))
+		if err != nil {
+			return nil, err
+		}
 		tr.Phase1 += time.Since(t)
 		retry := opts
 		retry.TimeLimit = time.Until(deadline)

@@ -50,11 +50,15 @@ func minBudgetDP(c *chainplan.Chain, opts Options) (int64, error) {
 	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	lo := int64(math.Ceil(pofoNeed(exact) - 1e-9))
-	prec := max(1, hi/(8*opts.SlotsFor(hi, POFOSlots(c.Len()))))
+	// Checked before pofoNeed, whose table is quadratic in the chain's length too.
+	if err := checkReplay("pofo", c); err != nil {
+		return 0, err
+	}
 	if err := checkTableSize(c, hi, opts.SlotsFor(hi, POFOSlots(c.Len()))); err != nil {
 		return 0, err
 	}
+	lo := int64(math.Ceil(pofoNeed(exact) - 1e-9))
+	prec := max(1, hi/(8*opts.SlotsFor(hi, POFOSlots(c.Len()))))
 	feasible := func(b int64) bool {
 		if b >= hi {
 			return true

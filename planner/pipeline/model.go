@@ -48,7 +48,7 @@ type Problem struct {
 // saved_bytes kept for ActivationsSaved, and a_0 = input_bytes. The loss costs fold into
 // layer L (spec §1.1's recommendation: the paper has no loss layer); its temporaries are
 // not part of the model. Errors: the chain's *chainplan.ChainError, or an *OptionError
-// naming the option.
+// naming the option. The planners check their own sizes (CheckPlanning).
 func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 	if c == nil {
 		return nil, &chainplan.ChainError{Field: "stages", Msg: "no chain"}

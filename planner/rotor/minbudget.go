@@ -60,29 +60,49 @@ type minSearch struct {
 
 func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 	exact := discretize.Exact(c)
-	exactNeed := minMemory(exact, opts.variant())
+	// The search keeps the exact tables and one probe's at a time.
+	if err := checkTables(exact, searchNeed, -1, opts); err != nil {
+		return minSearch{}, err
+	}
+	exactNeed, err := minMemory(exact, opts.variant())
+	if err != nil {
+		return minSearch{}, err
+	}
 	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N, 0)) // rounding up only adds
 	type probe struct {
 		dc   *discretize.Chain
 		need *needTable
 	}
-	probes := map[int64]probe{1: {exact, exactNeed}} // by unit
-	at := func(unit int64) probe {
-		p, ok := probes[unit]
-		if !ok {
-			dc := discretize.WithUnit(c, unit)
-			p = probe{dc, minMemory(dc, opts.variant())}
-			probes[unit] = p
+	// A probe keeps, per memory unit, only how many units the chain needs; the tables of
+	// the budget the search returns are built again at its end, so that at most two
+	// feasibility tables (the exact one and a probe's) live at once.
+	needs := map[int64]int64{1: exact.A[0] + exactNeed.at(1, exact.N, 0)} // by unit
+	at := func(unit int64) (probe, error) {
+		if unit == 1 {
+			return probe{exact, exactNeed}, nil
 		}
-		return p
+		dc := discretize.WithUnit(c, unit)
+		nt, err := minMemory(dc, opts.variant())
+		if err != nil {
+			return probe{}, err
+		}
+		return probe{dc, nt}, nil
 	}
 	slots := opts.Slots
 	if slots == 0 {
 		slots = DefaultSlots
 	}
 	best, err := firstFit(lo, slots, opts.algo(), func(unit int64) (int64, error) {
-		p := at(unit)
-		return p.dc.A[0] + p.need.at(1, p.dc.N, 0), nil
+		if need, ok := needs[unit]; ok {
+			return need, nil
+		}
+		p, err := at(unit)
+		if err != nil {
+			return 0, err
+		}
+		need := p.dc.A[0] + p.need.at(1, p.dc.N, 0)
+		needs[unit] = need
+		return need, nil
 	})
 	if err != nil {
 		return minSearch{}, err
@@ -92,6 +112,9 @@ func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 			return minSearch{budget: max(1, peak)}, nil
 		}
 	}
-	p := at(discretize.Unit(best, opts.slots(best)))
+	p, err := at(discretize.Unit(best, opts.slots(best)))
+	if err != nil {
+		return minSearch{}, err
+	}
 	return minSearch{budget: best, dc: p.dc, need: p.need}, nil
 }

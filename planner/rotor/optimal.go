@@ -8,6 +8,9 @@ import (
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
+// floatingAlgo names the plans of the floating DP.
+const floatingAlgo = "optimal"
+
 // SolveFloating returns the optimal schedule without the memory-persistence restriction:
 // the floating DP of Theorem 5 with the fixes of spec §3.4, which matched exhaustive search
 // on every instance tried. It costs O(S·N⁶) and refuses (ErrUnsupported) chains where
@@ -24,12 +27,12 @@ func SolveFloating(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainp
 	opts.Revolve = false
 	slots := opts.slots(budgetBytes)
 	if plan := storeAllIfFits(c, budgetBytes); plan != nil {
-		plan.Algo, plan.Slots, plan.SolveMS = "optimal", slots, msSince(start)
+		plan.Algo, plan.Slots, plan.SolveMS = floatingAlgo, slots, msSince(start)
 		return plan, nil
 	}
 	makespan, seq, err := floatingAt(c, budgetBytes, slots)
 	if errors.Is(err, chainplan.ErrInfeasible) {
-		e := &chainplan.InfeasibleError{Algo: "optimal", BudgetBytes: budgetBytes, Slots: slots}
+		e := &chainplan.InfeasibleError{Algo: floatingAlgo, BudgetBytes: budgetBytes, Slots: slots}
 		if minB, err := minBudgetFloating(c, opts); err == nil {
 			e.MinBudgetBytes, e.Slots = minB, opts.slots(minB)
 		}
@@ -38,7 +41,7 @@ func SolveFloating(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainp
 	if err != nil {
 		return nil, err
 	}
-	return finishPlan(c, "optimal", budgetBytes, slots, makespan, seq, start)
+	return finishPlan(c, floatingAlgo, budgetBytes, slots, makespan, seq, start)
 }
 
 func floatingAt(c *chainplan.Chain, budgetBytes, slots int64) (float64, []chainplan.Op, error) {
@@ -76,6 +79,11 @@ func SolveFloatingMin(c *chainplan.Chain, opts Options) (*chainplan.Plan, error)
 }
 
 func minBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
+	// A chain too long for the floating DP at any budget is refused before the search
+	// below builds its tables.
+	if err := floatingLimits(c.Len()+1, 0); err != nil {
+		return 0, err
+	}
 	ex := discretize.Exact(c)
 	lo := int64(1) // the smallest budget not known to fail
 	for l := 1; l <= ex.N; l++ {
