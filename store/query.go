@@ -59,7 +59,13 @@ func newRows(rows *sql.Rows, classify func(error) error, convert []func(any) any
 // and an authorizer refuse writes; on PostgreSQL a read-only transaction run as the role
 // chainplan_reader, which holds no write grants, does (postgres_query.go).
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	return db.be.query(ctx, db, query, args)
+	rows, err := db.be.query(ctx, db, query, args)
+	if err != nil {
+		return nil, db.fault(err)
+	}
+	classify := rows.classify
+	rows.classify = func(err error) error { return db.fault(classify(err)) }
+	return rows, nil
 }
 
 // Columns returns the column names of the result.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -54,17 +55,22 @@ func Open(ctx context.Context, target string, opts Options) (*DB, error) {
 	}
 	var db *DB
 	var err error
+	where := target
 	if IsPostgres(target) {
+		where = RedactDSN(target)
 		db, err = openPostgres(ctx, target, opts.MustExist, busy)
 	} else {
+		if abs, err := filepath.Abs(target); err == nil {
+			where = abs
+		}
 		db, err = openSQLite(ctx, target, opts.MustExist, busy)
 	}
 	if err != nil {
-		return nil, err
+		return nil, markFault(where, err)
 	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", db.where, err)
+		return nil, db.fault(fmt.Errorf("open database %s: %w", db.where, err))
 	}
 	return db, nil
 }
@@ -104,7 +110,7 @@ func (db *DB) write(ctx context.Context, fn func(tx txn) error) error {
 			if err != nil && db.be.retryable(err) {
 				return fmt.Errorf("database %s stayed locked by another process for %v: %w", db.where, db.busyTimeout, err)
 			}
-			return err
+			return db.fault(err)
 		}
 		backoff := time.Duration(1+rand.IntN(10<<min(attempt, 4))) * time.Millisecond
 		select {
