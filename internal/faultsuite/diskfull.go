@@ -115,7 +115,7 @@ func (e *env) fullDiskCases(ctx context.Context, t target, fill func(int64) erro
 		o.unchanged = true
 		if res.exit != 0 {
 			// A command that failed must say the disk is full.
-			o.ok = o.ok && (strings.Contains(res.stderr, "full") || strings.Contains(res.stderr, "no space"))
+			o.ok = o.ok && (strings.Contains(res.stderr, "full") || strings.Contains(strings.ToLower(res.stderr), "no space"))
 		}
 		out = append(out, o)
 		return res, nil
