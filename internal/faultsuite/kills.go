@@ -26,19 +26,15 @@ type killFigures struct {
 	elapsed          time.Duration
 }
 
-// The first watchedRuns runs are uninterrupted and watched, to measure when the
-// command's write transactions begin and end; the next plainRuns are uninterrupted and
-// not watched, since watching (polling the probe) slows the command, and their duration
-// rescales the window.
-const (
-	watchedRuns     = 3
-	plainRuns       = 2
-	calibrationRuns = watchedRuns + plainRuns
-)
+// calibration says how many runs measure a command before the kills: the first watched
+// runs are uninterrupted and watched, to measure when the command's write transactions
+// begin and end; the next plain runs are uninterrupted and not watched, since watching
+// (polling the probe) slows the command, and their duration rescales the window.
+type calibration struct{ watched, plain int }
 
 // killGroup runs w on backend: calibration runs, then trials until kills processes were
 // killed (a trial whose process exits before its kill counts as a trial, not a kill).
-func (e *env) killGroup(ctx context.Context, w workload, backend string, kills int, seed uint64) killFigures {
+func (e *env) killGroup(ctx context.Context, w workload, backend string, kills int, cal calibration, seed uint64) killFigures {
 	start := time.Now()
 	fig := killFigures{command: w.name(), backend: backend}
 	fail := func(format string, args ...any) {
@@ -49,6 +45,7 @@ func (e *env) killGroup(ctx context.Context, w workload, backend string, kills i
 		return fig
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(len(w.name()))<<8|uint64(len(backend))))
+	watchedRuns, calibrationRuns := cal.watched, cal.watched+cal.plain
 	var watched, plain, froms, tos []time.Duration
 	var d, from, to time.Duration
 	for i := 0; fig.kills < kills && i < calibrationRuns+3*kills; i++ {

@@ -39,6 +39,7 @@ type config struct {
 	cli      []string // the chainplan program (and arguments before the command's)
 	cliEnv   []string
 	kills    int // per command and backend
+	cal      calibration
 	seed     uint64
 	backends []string
 	parts    []string // "kills", "corrupt", "full"
@@ -60,7 +61,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "faultsuite:", err)
 		os.Exit(2)
 	}
-	cfg := config{cli: []string{abs}, kills: *kills, seed: *seed, backends: strings.Split(*backends, ","),
+	cfg := config{cli: []string{abs}, kills: *kills, seed: *seed, cal: calibration{watched: 3, plain: 2}, backends: strings.Split(*backends, ","),
 		parts: strings.Split(*parts, ","), ingestShapes: [][2]int{{120, 20}, {40, 10}, {10, 4}}, planStages: []int{80, 80}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,7 +122,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (int, error) {
 			func() workload { return &planLoad{pipeline: true, stages: cfg.planStages} },
 		} {
 			for _, b := range cfg.backends {
-				f := e.killGroup(ctx, mk(), b, cfg.kills, cfg.seed)
+				f := e.killGroup(ctx, mk(), b, cfg.kills, cfg.cal, cfg.seed)
 				failures += len(f.failures)
 				figs = append(figs, f)
 				fmt.Fprintf(os.Stderr, "faultsuite: %s on %s: %d kills, %d failures, %v\n",
