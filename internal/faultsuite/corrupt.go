@@ -49,7 +49,7 @@ type outcome struct {
 	message        string // the first line of standard error
 	namesFile      bool   // the message names the database
 	panicked       bool   // standard error shows a Go panic or a stack trace
-	unchanged      bool   // the file is as it was (checked when the command failed)
+	unchanged      string // "yes" when the file is as it was, "no", "" when not checked
 	ok             bool   // the outcome is what the suite requires
 }
 
@@ -130,8 +130,11 @@ func (e *env) corruptCases(ctx context.Context, seed uint64) ([]outcome, error) 
 			}
 			after, _ := os.ReadFile(path)
 			o := judge(d.name, strings.Join(args, " "), path, res)
-			o.unchanged = sha256.Sum256(after) == sha256.Sum256(data)
-			o.ok = o.ok && (res.exit == 0 || o.unchanged)
+			o.command = strings.ReplaceAll(o.command, e.dir, "$TMP")
+			o.message = strings.ReplaceAll(o.message, e.dir, "$TMP")
+			same := sha256.Sum256(after) == sha256.Sum256(data)
+			o.unchanged = yesNo(same)
+			o.ok = o.ok && (res.exit == 0 || same)
 			out = append(out, o)
 		}
 	}

@@ -112,7 +112,6 @@ func (e *env) fullDiskCases(ctx context.Context, t target, fill func(int64) erro
 		o := judge(label, strings.Join(args, " "), cmdTarget.where, res)
 		o.command = strings.ReplaceAll(o.command, e.dir, "$TMP")
 		o.message = strings.ReplaceAll(o.message, e.dir, "$TMP")
-		o.unchanged = true
 		if res.exit != 0 {
 			// A command that failed must say the disk is full.
 			o.ok = o.ok && (strings.Contains(res.stderr, "full") || strings.Contains(strings.ToLower(res.stderr), "no space"))
@@ -166,7 +165,7 @@ func (e *env) fullDiskCases(ctx context.Context, t target, fill func(int64) erro
 	// Nothing already stored was lost, nothing partial was left (read with the space
 	// back: on a full disk SQLite cannot even open the file).
 	after, err := e.snapshot(ctx, t)
-	check := outcome{store: t.backend + ", space freed", command: "(check) integrity; every run and plan as before", unchanged: true}
+	check := outcome{store: t.backend + ", space freed", command: "(check) integrity; every run and plan as before"}
 	if err == nil {
 		err = lost(before, after)
 	}

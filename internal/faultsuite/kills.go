@@ -33,7 +33,9 @@ type killFigures struct {
 type calibration struct{ watched, plain int }
 
 // killGroup runs w on backend: calibration runs, then trials until kills processes were
-// killed (a trial whose process exits before its kill counts as a trial, not a kill).
+// killed (a trial whose process exits before its kill counts as a trial, not a kill; at
+// most 5 trials per kill). The write window is measured as shares of each watched run's
+// duration and placed in the median duration of the runs not watched and not killed.
 func (e *env) killGroup(ctx context.Context, w workload, backend string, kills int, cal calibration, seed uint64) killFigures {
 	start := time.Now()
 	fig := killFigures{command: w.name(), backend: backend}
@@ -46,20 +48,21 @@ func (e *env) killGroup(ctx context.Context, w workload, backend string, kills i
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(len(w.name()))<<8|uint64(len(backend))))
 	watchedRuns, calibrationRuns := cal.watched, cal.watched+cal.plain
-	var watched, plain, froms, tos []time.Duration
+	var plain []time.Duration
+	var froms, tos []float64 // the write window of each watched run, as shares of its duration
 	var d, from, to time.Duration
-	for i := 0; fig.kills < kills && i < calibrationRuns+3*kills; i++ {
+	for i := 0; fig.kills < kills && i < calibrationRuns+5*kills; i++ {
 		tr, err := w.prepare(ctx, e, i)
 		if err != nil {
 			fail("trial %d: prepare: %v", i, err)
 			break
 		}
 		delay, stratum, watch := never, -1, i < watchedRuns
-		if i == calibrationRuns {
+		if i >= calibrationRuns {
 			d = median(plain)
-			scale := float64(d) / float64(max(median(watched), 1))
-			from = time.Duration(scale * float64(median(froms)))
-			to = time.Duration(scale * float64(median(tos)))
+			if len(froms) > 0 {
+				from, to = time.Duration(medianOf(froms)*float64(d)), time.Duration(medianOf(tos)*float64(d))
+			}
 		}
 		if i >= calibrationRuns {
 			stratum = (i - calibrationRuns) % 3
@@ -69,11 +72,13 @@ func (e *env) killGroup(ctx context.Context, w workload, backend string, kills i
 		fig.trials++
 		switch {
 		case watch:
-			watched = append(watched, res.first.elapsed)
-			if res.first.writeTo > 0 {
-				froms, tos = append(froms, res.first.writeFrom), append(tos, res.first.writeTo)
+			if r := res.first; r.writeTo > 0 {
+				froms = append(froms, float64(r.writeFrom)/float64(r.elapsed))
+				tos = append(tos, float64(r.writeTo)/float64(r.elapsed))
 			}
-		case i < calibrationRuns:
+		case !res.first.killed:
+			// Runs that were not killed, calibration or exited before their kill, keep the
+			// duration up to date as the machine's load changes.
 			plain = append(plain, res.first.elapsed)
 		}
 		if res.first.killed {
@@ -196,6 +201,12 @@ func median(ds []time.Duration) time.Duration {
 		return 0
 	}
 	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
 	slices.Sort(s)
 	return s[len(s)/2]
 }

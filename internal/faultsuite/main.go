@@ -61,7 +61,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "faultsuite:", err)
 		os.Exit(2)
 	}
-	cfg := config{cli: []string{abs}, kills: *kills, seed: *seed, cal: calibration{watched: 3, plain: 2}, backends: strings.Split(*backends, ","),
+	cfg := config{cli: []string{abs}, kills: *kills, seed: *seed, cal: calibration{watched: 3, plain: 3}, backends: strings.Split(*backends, ","),
 		parts: strings.Split(*parts, ","), ingestShapes: [][2]int{{120, 20}, {40, 10}, {10, 4}}, planStages: []int{80, 80}}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -30,7 +30,7 @@ func writeKillFigures(w io.Writer, figs []killFigures) {
 // writeOutcomes writes the outcomes of the damaged or full stores.
 func writeOutcomes(w io.Writer, title string, outs []outcome) int {
 	failed := 0
-	fmt.Fprintf(w, "\n%s\n\n| store | command | exit | message (first line; DB is the file) | names the file | file unchanged | as required |\n|---|---|---|---|---|---|---|\n", title)
+	fmt.Fprintf(w, "\n%s\n\n| store | command | exit | message (first line; DB is the database) | names it | file unchanged | as required |\n|---|---|---|---|---|---|---|\n", title)
 	for _, o := range outs {
 		verdict := "yes"
 		if !o.ok {
@@ -40,12 +40,24 @@ func writeOutcomes(w io.Writer, title string, outs []outcome) int {
 		if o.panicked {
 			verdict += " (Go panic)"
 		}
-		msg := o.message
-		if o.exit == 0 && !strings.HasPrefix(o.command, "(check)") {
-			msg = "(succeeded)"
+		// Whether a message names the file, and whether the file changed, matter for
+		// commands that failed.
+		msg, names, unchanged := o.message, yesNo(o.namesFile), o.unchanged
+		if o.exit == 0 {
+			names, unchanged = "", ""
+			if !strings.HasPrefix(o.command, "(check)") {
+				msg = "(succeeded)"
+			}
 		}
-		fmt.Fprintf(w, "| %s | `%s` | %d | %s | %v | %v | %s |\n", o.store, o.command, o.exit,
-			strings.ReplaceAll(msg, "|", `\|`), o.namesFile, o.unchanged, verdict)
+		fmt.Fprintf(w, "| %s | `%s` | %d | %s | %s | %s | %s |\n", o.store, o.command, o.exit,
+			strings.ReplaceAll(msg, "|", `\|`), names, unchanged, verdict)
 	}
 	return failed
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
 }
