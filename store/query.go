@@ -63,7 +63,13 @@ func newRows(rows *sql.Rows, classify func(error) error, convert []func(any) any
 // chainplan_reader, which holds no write grants, does, and the extended protocol takes
 // one statement only (postgres_query.go).
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	return db.be.query(ctx, db, query, args)
+	rows, err := db.be.query(ctx, db, query, args)
+	if err != nil {
+		return nil, db.fault(err)
+	}
+	classify := rows.classify
+	rows.classify = func(err error) error { return db.fault(classify(err)) }
+	return rows, nil
 }
 
 // argumentCount is how database/sql (SQLite's prepared statements) and pgx say that the

@@ -32,7 +32,7 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	_, statErr := os.Stat(abs)
+	st, statErr := os.Stat(abs)
 	if errors.Is(statErr, os.ErrNotExist) {
 		if mustExist {
 			return nil, notFound("no database at %s (ingest a profile first)", abs)
@@ -42,6 +42,10 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 		}
 	} else if statErr != nil {
 		return nil, fmt.Errorf("open database %s: %w", abs, statErr)
+	} else if mustExist && st.Mode().IsRegular() && st.Size() == 0 && emptyWAL(abs) {
+		// SQLite reads an empty file as an empty database, and opening it would write a
+		// schema into it: a command that reads refuses it, as it refuses a missing file.
+		return nil, notFound("no database at %s: the file is empty (ingest a profile first)", abs)
 	}
 	db := &DB{where: abs, be: sqliteBackend{}, busyTimeout: busy}
 	// Writer: WAL, foreign keys, BEGIN IMMEDIATE so that a transaction takes the write
@@ -69,6 +73,14 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 		}
 	}
 	return db, nil
+}
+
+// emptyWAL reports whether the database at path has no write-ahead log, or an empty one.
+// A process killed before its first checkpoint leaves an empty database file whose
+// pages are all in the log.
+func emptyWAL(path string) bool {
+	st, err := os.Stat(path + "-wal")
+	return err != nil || st.Size() == 0
 }
 
 // sqliteDSN builds a go-sqlite3 data source name for path (a URI, so that any character

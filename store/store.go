@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -59,17 +60,21 @@ func Open(ctx context.Context, target string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	var db *DB
+	where := RedactDSN(target)
 	if kind == sqliteFile {
+		if abs, err := filepath.Abs(target); err == nil {
+			where = abs
+		}
 		db, err = openSQLite(ctx, target, opts.MustExist, busy)
 	} else {
 		db, err = openPostgres(ctx, target, opts.MustExist, busy)
 	}
 	if err != nil {
-		return nil, err
+		return nil, markFault(where, err)
 	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", db.where, err)
+		return nil, db.fault(fmt.Errorf("open database %s: %w", db.where, err))
 	}
 	return db, nil
 }
@@ -109,7 +114,7 @@ func (db *DB) write(ctx context.Context, fn func(tx txn) error) error {
 			if err != nil && db.be.retryable(err) {
 				return fmt.Errorf("database %s stayed locked by another process for %v: %w", db.where, db.busyTimeout, err)
 			}
-			return err
+			return db.fault(err)
 		}
 		backoff := time.Duration(1+rand.IntN(10<<min(attempt, 4))) * time.Millisecond
 		select {

@@ -19,6 +19,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/milp"
+	"github.com/chainplan/chainplan/store"
 )
 
 // Version is what `chainplan --version` prints and what the CLI records with the plans it
@@ -88,7 +89,9 @@ func exitCode(err error) int {
 		errors.Is(err, chainplan.ErrInputFile),
 		errors.Is(err, service.ErrBadInput),
 		errors.Is(err, milp.ErrNoSolver),
-		errors.Is(err, os.ErrNotExist):
+		errors.Is(err, os.ErrNotExist),
+		// A damaged database or a full disk is no bug of chainplan (its hint says what to do).
+		errors.Is(err, store.ErrDamaged), errors.Is(err, store.ErrDiskFull):
 		return exitBadInput
 	}
 	return exitInternal
