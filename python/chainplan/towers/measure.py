@@ -30,7 +30,7 @@ from chainplan.errors import ProfileError
 from chainplan.profiler.measuring import preallocate_grads, preserved, random_like, timed
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
-from chainplan.profiler.sizes import nbytes, storage_nbytes
+from chainplan.profiler.sizes import held_nbytes, nbytes
 
 __all__ = ["JoinMeasurement", "measure_join"]
 
@@ -111,7 +111,7 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
             kept = saved.saved_bytes
             tensors, grads = seeds(result)
             del result
-            kept += sum(storage_nbytes(t) for t in tensors if not saved.is_saved(t))
+            kept += held_nbytes(t for t in tensors if not saved.is_saved(t))
             with MemoryProbe(device=device) as bwd:
                 torch.autograd.backward(tensors, grads)
             del tensors, grads

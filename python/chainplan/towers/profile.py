@@ -39,7 +39,7 @@ from chainplan.graph.split import side_bytes
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
 from chainplan.profiler.signature import model_signature
-from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stored import call_signature, find_stored
@@ -145,12 +145,12 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                 total += 1
                 with naming_stage(total, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
-                rows.append((m, nbytes(x)))
+                rows.append((m, storage_nbytes(x)))
                 x = m.output
             measured.append(rows)
         for j in calls:  # a shared tower: each branch's own input, the same output shape
             xj, _ = chain.bind(split.branches[j], flat)
-            a0[j] = nbytes(xj)
+            a0[j] = storage_nbytes(xj)
             if j == calls[0]:
                 outputs[j] = x
             else:
@@ -239,7 +239,7 @@ def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[Tower
     (conservative): a recomputation in the backward phase runs while they are held. With a
     tower's chain ending at its last hidden state (a HuggingFace ``ModelOutput`` tower) they
     are a full activation each, no longer an embedding's few kilobytes."""
-    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
+    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))  # the gradients: dense
     held = resident + in_bytes
     rows: list[ProfileRow] = []
     k = 0
