@@ -240,7 +240,10 @@ def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[Tower
     tower's chain ending at its last hidden state (a HuggingFace ``ModelOutput`` tower) they
     are a full activation each, no longer an embedding's few kilobytes."""
     in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))  # the gradients: dense
-    held = resident + in_bytes
+    # A model returning its own loss among its outputs: the loop holds them to the step's
+    # end (JoinMeasurement.held_bytes), in every tower stage's overheads, as chain_end
+    # counts a language model's logits (exact in the backward phase, over before it).
+    held = resident + in_bytes + jm.held_bytes
     rows: list[ProfileRow] = []
     k = 0
     for tower_rows, chain in zip(measured, chains, strict=True):
