@@ -23,6 +23,7 @@ from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
+from chainplan.profiler.sizes import held_nbytes
 from chainplan.schedule import Plan
 
 __all__ = ["profile", "plan", "record", "measure", "Execution"]
@@ -266,13 +267,9 @@ def _own_loss(out: Any) -> torch.Tensor | None:
 
 
 def _inputs_bytes(inputs: Any) -> int:
-    """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once."""
-    seen: dict[int, int] = {}
-    for t in pytree.tree_leaves(inputs):
-        if isinstance(t, torch.Tensor):
-            ptr = t.untyped_storage().data_ptr()
-            seen[ptr] = max(seen.get(ptr, 0), t.numel() * t.element_size())
-    return sum(seen.values())
+    """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once
+    and whole (a view holds its base: :mod:`chainplan.profiler.sizes`)."""
+    return held_nbytes(t for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor))
 
 
 def measure(

@@ -31,12 +31,18 @@ from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
 from chainplan.graph.call import chain_input, training_call
-from chainplan.graph.chain import args_key, extract
+from chainplan.graph.chain import args_key
 from chainplan.profiler.filename import check_profile_name
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
-from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
+from chainplan.reuse import (
+    chain_loss_label,
+    choose,
+    loss_name,
+    stored_runs,
+    write_scaled_chain,
+)
 from chainplan.schedule import Plan
 from chainplan.sequential import flatten_stages
 from chainplan.shapecheck import ShapeWarning
@@ -252,24 +258,15 @@ class CheckpointedPlans(Planned):
         self._cache[key], self._plans[key] = state, p
         return state
 
-    def _loss_label(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        """The name the profile's loss stage has: ``loss_fn``'s, the model's own loss, or
-        ``none``."""
-        if self.loss_fn is not None or isinstance(self.model, nn.Sequential):
-            return loss_name(self.loss_fn)
-
-        chain = extract(self.model, args, kwargs)
-        return model_loss_name(self.model) if chain.outputs.loss_index is not None else "none"
-
     def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
         """A plan for calls like ``(*args, **kwargs)``, and how its profile was found."""
         run, scaled = None, False
-        if self.reuse:
+        label = chain_loss_label(self.model, self.loss_fn, args, kwargs) if self.reuse else None
+        if label is not None:  # one chain: its stored runs (towers: profile_model's lookup)
             runs = stored_runs(signature=model_signature(self.model, x.device),
                                dtype=compute_dtype(self.model, x), device=str(x.device),
-                               torch_version=torch.__version__,
-                               loss=self._loss_label(args, kwargs))
+                               torch_version=torch.__version__, loss=label)
             run, scaled = choose(runs, shape, rescale=self.rescale)
         if run is None:
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,

@@ -47,7 +47,7 @@ from chainplan.profiler.labels import compute_dtype, device_name, stage_name
 from chainplan.profiler.recorded import Clock, Step, recorded_rows
 from chainplan.profiler.recordroute import ChainRoute
 from chainplan.profiler.signature import model_signature
-from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.profilerow import ProfileMetadata, ProfileRow
@@ -129,7 +129,7 @@ class Recording:
             return
         step = self.steps[-1]
         if isinstance(x, torch.Tensor):
-            step.in_bytes[k] = nbytes(x)
+            step.in_bytes[k] = storage_nbytes(x)
         if step.memory is not None:
             step.memory.fwd_begin(k, x)
         self._fwd_start[k] = self.clock.now()

@@ -47,6 +47,7 @@ from chainplan.profiler.parallel import (
     with_parallel,
 )
 from chainplan.profiler.rounds import Rounds
+from chainplan.profiler.sizes import storage_nbytes
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
@@ -66,10 +67,6 @@ _log = logging.getLogger("chainplan.profile")
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
 
 LossFn = Callable[..., torch.Tensor]
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
 
 
 def profile_model(
@@ -233,7 +230,7 @@ def profile_model(
                                             warmup=warmup, device=device) for b in batches]
                 bfwd.append([o.fwd_times_s for o in others])
                 bbwd.append([o.bwd_times_s for o in others])
-                measured.append((m, _nbytes(x)))
+                measured.append((m, storage_nbytes(x)))
                 x = m.output
                 bar.update()
             if split_error is not None:  # every stage ran: the whole forward's error stands
@@ -252,7 +249,7 @@ def profile_model(
                               held_during(list(stages), measured, device),
                               holds_end=holds_end)
             end = chain_end(measured[-1][0], lm, holds_end=holds_end)
-            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name, end,
+            rows.extend(loss_rows(len(stages) + 1, storage_nbytes(x), lm, loss_name, end,
                                   chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
