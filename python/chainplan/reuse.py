@@ -73,10 +73,12 @@ def loss_name(loss_fn: Callable[..., object] | None) -> str:
     return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
 
 
-def model_loss_name(model: object) -> str:
+def model_loss_name(model: object, logits_dropped: bool = False) -> str:
     """The name of the loss stage when ``forward`` computes the loss itself (a HuggingFace
-    model called with ``labels=``): ``LlamaForCausalLM.loss``."""
-    return f"{type(model).__name__}.loss"
+    model called with ``labels=``): ``LlamaForCausalLM.loss``, or
+    ``LlamaForCausalLM.loss (no logits)`` when its logits were left out and its head fused
+    with the loss (a stored profile is reused only for a call captured the same way)."""
+    return f"{type(model).__name__}.loss" + (" (no logits)" if logits_dropped else "")
 
 
 def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,

@@ -71,8 +71,9 @@ class Recording:
     """
 
     def __init__(self, model: nn.Module, stages: list[nn.Module], device: torch.device,
-                 loss_fn: LossFn | None, warmup: int) -> None:
+                 loss_fn: LossFn | None, warmup: int, keep_logits: bool = False) -> None:
         self.model = model
+        self.keep_logits = keep_logits
         self.stages = stages
         self.device = device
         self.clock = Clock(device)
@@ -98,13 +99,13 @@ class Recording:
         self._handles: list[RemovableHandle] = []
 
     def attach(self, stages: list[nn.Module], names: list[str], resident: int,
-               model_loss: bool, *, holds_end: bool) -> None:
+               model_loss: bool, *, holds_end: bool, logits_dropped: bool = False) -> None:
         """Take the stages of a model split from its graph (at its first recorded call)
         and hook them."""
         self.stages, self.names, self.resident = stages, names, resident
         self.model_loss, self.holds_end = model_loss, holds_end
         if model_loss:
-            self._loss_name = model_loss_name(self.model)
+            self._loss_name = model_loss_name(self.model, logits_dropped)
         self._handles.extend(self._stage_hooks())
 
     @property
@@ -315,6 +316,7 @@ def record_model(
     path: str | os.PathLike[str] | None = None,
     ingest: bool = True,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    keep_logits: bool = False,
 ) -> Iterator[Recording]:
     """Record a plannable profile over ordinary training steps (see the module doc).
 
@@ -344,6 +346,9 @@ def record_model(
         ingest: store the profile in the database (default: True).
         spread_warning: warn when a stage's times over the timed steps spread more than
             this, as ``(max − min) / median`` (default: 0.25; None never warns).
+        keep_logits: a language model computing its own loss returns its logits beside it
+            (default: False: ``logits`` is None while recording, its head fused with its
+            loss), as in ``profile()``.
 
     Raises:
         ProfileError: a stage does not return one tensor, or too few complete steps were
@@ -359,7 +364,7 @@ def record_model(
         device = next(model.parameters()).device
     except StopIteration:
         device = torch.device("cpu")
-    rec = Recording(model, stages, device, loss_fn, warmup)
+    rec = Recording(model, stages, device, loss_fn, warmup, keep_logits)
     handles = rec.install()
     route = contextlib.nullcontext() if declared else ChainRoute(model, rec)
     try:
@@ -380,7 +385,8 @@ def record_model(
         dtype=measured.dtype, batch_size=shape[0] if shape else 1, input_shape=shape,
         threads=torch.get_num_threads(),
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=warmup, reps=max(r.rep for r in rows) + 1)
+        warmup_reps=warmup, reps=max(r.rep for r in rows) + 1,
+        extra={"keep_logits": str(keep_logits).lower()})
     if path is None:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
         path = default_profile_dir() / f"{name}-record-{stamp}.arrow"
@@ -389,7 +395,8 @@ def record_model(
     if ingest:
         run_id = _bind.ingest(str(out))
     rec.profile = Profile(path=out, run_id=run_id, model_name=name,
-                          stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0)
+                          stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0,
+                          keep_logits=keep_logits)
     # stacklevel 4: past this generator and contextlib, to the user's `with` statement.
     warn_if_spread(rec.profile.spread, spread_warning, what=f"recorded profile of {name}",
                    stacklevel=4)
