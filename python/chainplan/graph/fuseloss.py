@@ -5,6 +5,7 @@ model wrapped by :class:`chainplan.WithLoss`), its captured graph ends with the 
 model's head and the loss::
 
     logits = aten.linear(h, W[, b])          # N x V: the step's largest activation
+    [logits = logits * s]  [ / s]            # a constant scale (Cohere, Granite)
     [logits = cap * tanh(logits / cap)]      # logit soft-capping (Gemma 2)
     flat = aten.flatten / view / reshape / to(float32) ... (logits)
     loss = aten.cross_entropy_loss(flat, target, reduction=mean|sum, ignore_index=i)
@@ -20,8 +21,9 @@ Fused only where the result is the same function of the same inputs:
 * the logits have no other reader (a model that also returns them, or computes a second
   loss on them, keeps PyTorch's head);
 * between the projection and the loss only reshapes that merge the leading dimensions
-  (the vocabulary stays the last, so rows stay in order), casts to float32 and one logit
-  soft-capping (``cap * tanh(logits / cap)``, the same ``cap`` twice);
+  (the vocabulary stays the last, so rows stay in order), casts to float32, one
+  multiplication or division by a constant, and one logit soft-capping after it
+  (``cap * tanh(logits / cap)``, the same ``cap`` twice);
 * the loss takes class indices, one per row, with no class weight and no label smoothing,
   reduced by mean or sum.
 
@@ -192,17 +194,25 @@ def _match(loss: fx.Node) -> _Head | str:
         return ("a cross-entropy that does not take one row of logits and one class index "
                 "per token (probabilities as targets, or the classes in dimension 1)")
     between: list[fx.Node] = []
+    scale: float | None = None
     softcap: float | None = None
     node = kw["self"]
     while isinstance(node, fx.Node) and node.op == "call_function" and node.target is not _LINEAR:
         others = _readers(node)
         if len(others) != 1:
             return f"the logits ({node.name}) read besides the loss, by {_names(others)}"
-        cap = _softcap(node)
-        if cap is not None and softcap is None:
+        # Met from the loss back: the cap first, then the scale (applied in that order).
+        cap = _softcap(node) if softcap is None and scale is None else None
+        if cap is not None:
             softcap = cap[0]
             between.extend(cap[1])
             node = cap[1][-1].args[0]
+            continue
+        factor = _factor(node) if scale is None else None
+        if factor is not None:
+            scale = factor
+            between.append(node)
+            node = node.args[0]
             continue
         if not _keeps_rows(node):
             return f"{_op(node)} between the head and the loss"
@@ -218,6 +228,8 @@ def _match(loss: fx.Node) -> _Head | str:
         return "logits whose rows the operations before the loss rearrange"
     options: dict[str, Any] = {"reduction": _REDUCTIONS[int(kw["reduction"])],
                                "ignore_index": int(kw.get("ignore_index", -100))}
+    if scale is not None:
+        options["scale"] = scale
     if softcap is not None:
         options["softcap"] = softcap
     return _Head(node, between, kw["target"], options)
@@ -239,6 +251,16 @@ def _softcap(node: fx.Node) -> tuple[float, list[fx.Node]] | None:
             or caps[0] != caps[1] or not caps[0] or mul.kwargs or div.kwargs):
         return None
     return float(caps[0]), nodes  # type: ignore[arg-type]
+
+
+def _factor(node: fx.Node) -> float | None:
+    """The constant ``node`` multiplies its input by (a division: its inverse), or None."""
+    if node.target not in (_aten.mul.Tensor, _aten.div.Tensor) or len(node.args) != 2:
+        return None
+    c = node.args[1]
+    if node.kwargs or isinstance(c, bool) or not isinstance(c, numbers.Real) or not c:
+        return None
+    return float(c) if node.target is _aten.mul.Tensor else 1.0 / float(c)
 
 
 def _names(nodes: list[fx.Node]) -> str:

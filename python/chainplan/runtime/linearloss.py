@@ -17,9 +17,11 @@ matrix products as the unfused head (one forward, two backward), no recomputatio
 Memory: one chunk of logits in float32 (:func:`chunk_rows`) and the
 gradients, ``h``'s and ``W``'s, kept from the forward to the backward.
 
-With ``softcap``, the logits are soft-capped first, ``cap * tanh(logits / cap)`` (Gemma 2's
-``final_logit_softcapping``), in float32 at least, and the chunk's gradient passes through
-the cap (``1 - tanh²``) before it reaches the products.
+With ``scale``, the logits are multiplied by a constant first (Cohere's ``logit_scale``,
+Granite's ``1 / logits_scaling``); with ``softcap``, they are then soft-capped,
+``cap * tanh(logits / cap)`` (Gemma 2's ``final_logit_softcapping``), in float32 at least,
+and the chunk's gradient passes back through the cap (``1 - tanh²``) and the scale before
+it reaches the products.
 
 The results equal PyTorch's within floating-point rounding (the log-softmax is computed in
 float32 at least, as ``F.cross_entropy`` does under autocast; the weight's gradient is summed chunk
@@ -60,6 +62,7 @@ def chunk_rows(rows: int, width: int, vocab: int, element_size: int) -> int:
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                          target: torch.Tensor, *, reduction: str = "mean",
                          ignore_index: int = -100, rows: int = 0,
+                         scale: float | None = None,
                          softcap: float | None = None) -> torch.Tensor:
     """``F.cross_entropy(F.linear(h, weight, bias).reshape(-1, V), target.reshape(-1))``,
     chunked (module docstring).
@@ -75,7 +78,8 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
             ``"sum"``.
         ignore_index: a target value whose row adds nothing.
         rows: rows per chunk (default: :func:`chunk_rows`).
-        softcap: soft-cap the logits first, ``softcap * tanh(logits / softcap)``
+        scale: multiply the logits by this first (default: None, no scaling).
+        softcap: soft-cap the logits next, ``softcap * tanh(logits / softcap)``
             (default: None, no capping).
     """
     if reduction not in ("mean", "sum"):
@@ -92,18 +96,26 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     grads = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (h, weight, bias))
     if not grads:
-        return _loss_only(flat, weight, bias, tgt, reduction, ignore_index, rows, softcap)
+        return _loss_only(flat, weight, bias, tgt, reduction, ignore_index, rows,
+                          (scale, softcap))
     out: torch.Tensor = _LinearCrossEntropy.apply(h, weight, bias, tgt, reduction,
-                                                  ignore_index, rows, softcap)
+                                                  ignore_index, rows, (scale, softcap))
     return out
 
 
+#: What is applied to the logits before the loss: a constant factor, then a soft cap.
+Transform = tuple[float | None, float | None]
+
+
 def _logits(hc: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-            softcap: float | None) -> tuple[torch.Tensor, torch.Tensor | None]:
+            transform: Transform) -> tuple[torch.Tensor, torch.Tensor | None]:
     """One chunk's logits, in float32 at least (a half-precision softmax loses too much),
-    soft-capped when asked, and the capping's ``tanh`` (None without capping)."""
+    scaled and soft-capped when asked, and the capping's ``tanh`` (None without capping)."""
+    scale, softcap = transform
     logits = F.linear(hc, weight, bias)
     logits = logits.float() if logits.element_size() < 4 else logits
+    if scale is not None:
+        logits = logits.mul_(scale)
     if softcap is None:
         return logits, None
     tanh = logits.div_(softcap).tanh_()  # in place: one chunk-sized tensor fewer
@@ -119,10 +131,10 @@ def _targets(tc: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.T
 
 def _loss_only(flat: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                tgt: torch.Tensor, reduction: str, ignore_index: int, rows: int,
-               softcap: float | None) -> torch.Tensor:
+               transform: Transform) -> torch.Tensor:
     total = torch.zeros((), dtype=_sum_dtype(flat, weight), device=flat.device)
     for s in range(0, flat.shape[0], rows):
-        logits, _ = _logits(flat[s:s + rows], weight, bias, softcap)
+        logits, _ = _logits(flat[s:s + rows], weight, bias, transform)
         valid, safe = _targets(tgt[s:s + rows], ignore_index)
         picked = torch.log_softmax(logits, dim=1).gather(1, safe).squeeze(1)
         total = total + torch.where(valid, -picked, torch.zeros_like(picked)).sum()
@@ -150,7 +162,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 tgt: torch.Tensor, reduction: str, ignore_index: int,
-                rows: int, softcap: float | None) -> torch.Tensor:
+                rows: int, transform: Transform) -> torch.Tensor:
         flat = h.reshape(-1, h.shape[-1])
         need_h, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         need_b = bias is not None and ctx.needs_input_grad[2]
@@ -165,7 +177,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         bm = bias.to(mm) if bias is not None else None
         for s in range(0, flat.shape[0], rows):
             hc = flat[s:s + rows].to(mm)
-            logits, tanh = _logits(hc, wm, bm, softcap)
+            logits, tanh = _logits(hc, wm, bm, transform)
             valid, safe = _targets(tgt[s:s + rows], ignore_index)
             picked = logits.gather(1, safe).squeeze(1)
             # The gradient of the chunk's summed loss with respect to its logits is
@@ -182,6 +194,8 @@ class _LinearCrossEntropy(torch.autograd.Function):
             if tanh is not None:  # through the cap: d(cap * tanh(z / cap))/dz = 1 - tanh²
                 g.mul_(tanh.mul_(tanh).neg_().add_(1))
                 del tanh
+            if transform[0] is not None:  # and through the scale
+                g.mul_(transform[0])
             # The ignored rows' gradients are zero: masked on the narrow side (the chunk's
             # hidden states and its gradient), not over the logits, a pass fewer over the
             # largest tensor.

@@ -40,13 +40,15 @@ def test_equals_pytorch_on_random_heads(seed: int) -> None:
     ignore = rng.choice([-100, 0, 3])
     t[torch.rand(n) < 0.3] = ignore  # some rows, possibly all, add nothing
     reduction = rng.choice(["mean", "sum"])
+    scale = rng.choice([None, None, 0.25, -3.0])  # Cohere's logit_scale, or none
     cap = rng.choice([None, None, 0.5, 30.0])  # Gemma 2's logit soft-capping, or none
     leaves = [x for x in (h, w, b) if x is not None]
     z = F.linear(h, w, b)
+    z = z if scale is None else z * scale
     z = z if cap is None else cap * torch.tanh(z / cap)
     ref = F.cross_entropy(z.reshape(n, vocab), t, reduction=reduction, ignore_index=ignore)
     out = linear_cross_entropy(h, w, b, t, reduction=reduction, ignore_index=ignore,
-                               rows=rng.randint(1, n + 2), softcap=cap)
+                               rows=rng.randint(1, n + 2), scale=scale, softcap=cap)
     if torch.isnan(ref):  # every row ignored, reduced by mean: 0 / 0 as in PyTorch
         assert torch.isnan(out)
         return
@@ -56,7 +58,7 @@ def test_equals_pytorch_on_random_heads(seed: int) -> None:
     with torch.no_grad():  # no gradient wanted: the loss alone
         torch.testing.assert_close(
             linear_cross_entropy(h, w, b, t, reduction=reduction, ignore_index=ignore,
-                                 softcap=cap),
+                                 scale=scale, softcap=cap),
             ref.detach(), rtol=1e-10, atol=1e-10)
 
 
