@@ -170,6 +170,10 @@ class Recording:
 
     def _grad_out(self, k: int, step: Step, g: torch.Tensor) -> None:
         now = self.clock.now()
+        if k == len(self.stages) and step.loss_is_end and not step.loss_bwd:
+            # The loss is a_L: its backward is empty, and a hook on it would run after this
+            # one (hooks on a tensor run in the order they were registered).
+            self._loss_backward(step)
         if k == len(self.stages) and len(step.loss_bwd) == 1:
             step.loss_bwd.append(now)  # δ_L is here: the loss's backward is over
             if step.memory is not None:
@@ -226,10 +230,11 @@ class Recording:
         self._loss_start = None
         if not isinstance(value, torch.Tensor):
             raise ProfileError(f"the loss returned {type(value).__name__}, not a tensor")
+        a_last = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if step.memory is not None:
-            a_last = args[0] if args and isinstance(args[0], torch.Tensor) else None
             step.memory.loss_fwd_end(a_last, value)
-        if value.requires_grad:
+        step.loss_is_end = value is a_last
+        if value.requires_grad and not step.loss_is_end:
             value.register_hook(  # type: ignore[no-untyped-call]
                 lambda g, step=step: self._loss_backward(step))
 
