@@ -80,7 +80,8 @@ class Checkpointed(metaclass=_CheckpointedType):
     with its attributes, children, methods, ``forward`` signature and state-dict keys, and
     ``isinstance(net, Checkpointed)``. Its training forward takes the model's own
     arguments, positional or keyword (``net(input_ids=ids, labels=ids)``), and returns what
-    the model returns: a tensor, a tuple, a HuggingFace ``ModelOutput`` with its ``loss``.
+    the model returns: a tensor, a tuple, a HuggingFace ``ModelOutput`` with its ``loss``
+    (a language model's ``logits`` None, unless ``keep_logits=True``).
     Under ``torch.no_grad()`` it is the plain model (evaluation, ``generate``). The
     options below and the plans made so far are read with
     ``chainplan.executors.planned(net)`` (``.plans``, ``.budget``, ...).
@@ -104,6 +105,11 @@ class Checkpointed(metaclass=_CheckpointedType):
     returns (``loss_fn(out, y)`` may read ``out.logits``); it is profiled, never called in
     training: pass the one the training script uses, or none (the loss then costs nothing
     in the plan).
+
+    A language model computing its own loss (a ``*ForCausalLM`` given ``labels=``) trains
+    without ever holding its logits: its head is fused with its loss (docs/executors.md,
+    "The loss inside the chain"), and its output's ``logits`` is None. ``keep_logits=True``
+    returns them, and keeps PyTorch's head and its memory.
 
     Args:
         model: the model as written: an ``nn.Sequential`` called with one tensor is the
@@ -138,6 +144,8 @@ class Checkpointed(metaclass=_CheckpointedType):
             False profiles the new shape).
         repeats: timed repetitions per stage when profiling, ≥ 1 (default: 3).
         warmup: untimed repetitions first, ≥ 0 (default: 1).
+        keep_logits: return a language model's logits beside the loss it computes
+            (default: False: ``logits`` is None and the head is fused with the loss).
 
     Returns:
         The planned view of ``model`` (an ``nn.Module`` of the model's class).
@@ -145,7 +153,10 @@ class Checkpointed(metaclass=_CheckpointedType):
     Raises:
         ProfileError: at construction, an empty nn.Sequential, ``loss_fn`` takes a
             target and none is given, a profiling option is out of range, or ``name``
-            cannot name a profile.
+            cannot name a profile; at the first forward, a language model whose loss
+            cannot be computed without its logits (a
+            :class:`~chainplan.graph.capture.CaptureError` naming the option:
+            ``keep_logits=True`` keeps them).
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
         InfeasibleBudget: at the first forward of a shape, the budget is below the
@@ -157,11 +168,12 @@ class Checkpointed(metaclass=_CheckpointedType):
                 bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
                 target: Target | None = None, name: str | None = None,
                 slots: int | None = None, reuse: bool = True, rescale: bool = True,
-                repeats: int = 3, warmup: int = 1) -> nn.Module:
+                repeats: int = 3, warmup: int = 1, keep_logits: bool = False) -> nn.Module:
         model = plain_model(model)
         state = CheckpointedPlans(model, budget=budget, algo=algo, bandwidth=bandwidth,
                                   loss_fn=loss_fn, target=target, name=name, slots=slots,
-                                  reuse=reuse, rescale=rescale, repeats=repeats, warmup=warmup)
+                                  reuse=reuse, rescale=rescale, repeats=repeats, warmup=warmup,
+                                  keep_logits=keep_logits)
         return planned_view(model, state)
 
 
@@ -176,7 +188,7 @@ class CheckpointedPlans(Planned):
     def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None,
                  bandwidth: float | str | None, loss_fn: LossFn | None,
                  target: Target | None, name: str | None, slots: int | None, reuse: bool,
-                 rescale: bool, repeats: int, warmup: int) -> None:
+                 rescale: bool, repeats: int, warmup: int, keep_logits: bool = False) -> None:
         super().__init__(model)
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
@@ -196,6 +208,9 @@ class CheckpointedPlans(Planned):
         self._bandwidth_given = bandwidth
         self.reuse, self.rescale = reuse, rescale
         self.repeats, self.warmup = repeats, warmup
+        if not isinstance(keep_logits, bool):
+            raise ProfileError(f"keep_logits must be True or False (got {keep_logits!r})")
+        self.keep_logits = keep_logits
         self._cache: dict[tuple[Any, ...], Planned] = {}  # the wraps, by _key
         self._plans: dict[tuple[Any, ...], Plan] = {}
 
@@ -222,7 +237,7 @@ class CheckpointedPlans(Planned):
                                  bandwidth=self._bandwidth_given, loss_fn=self.loss_fn,
                                  target=self.target, name=self.name, slots=self.slots,
                                  reuse=self.reuse, rescale=self.rescale, repeats=self.repeats,
-                                 warmup=self.warmup)
+                                 warmup=self.warmup, keep_logits=self.keep_logits)
 
     def executor(self, *args: Any, **kwargs: Any) -> Any:
         """The executor of calls like this one (planned now if new): the
@@ -243,6 +258,8 @@ class CheckpointedPlans(Planned):
                                "got a 0-dimensional tensor)")
         shape = tuple(int(d) for d in x.shape)
         p, how = self._plan_for(x, shape, args, kwargs)
+        # Run as profiled: a stored run or a scaled chain file may not say how.
+        p = dataclasses.replace(p, keep_logits=self.keep_logits)
         state = planned(wrap(p, self.model))
         assert state is not None
         msg = (f"Checkpointed({self.name}): input {_describe(key)}: {how}; {p.algo} plan, "
@@ -262,7 +279,8 @@ class CheckpointedPlans(Planned):
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
         """A plan for calls like ``(*args, **kwargs)``, and how its profile was found."""
         run, scaled = None, False
-        label = chain_loss_label(self.model, self.loss_fn, args, kwargs) if self.reuse else None
+        label = (chain_loss_label(self.model, self.loss_fn, args, kwargs,
+                                  keep_logits=self.keep_logits) if self.reuse else None)
         if label is not None:  # one chain: its stored runs (towers: profile_model's lookup)
             runs = stored_runs(signature=model_signature(self.model, x.device),
                                dtype=compute_dtype(self.model, x), device=str(x.device),
@@ -271,7 +289,7 @@ class CheckpointedPlans(Planned):
         if run is None:
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
-                                 warmup=self.warmup, name=self.name,
+                                 warmup=self.warmup, name=self.name, keep_logits=self.keep_logits,
                                  reuse=self.reuse and _towers_may_be_stored(self.model), **kwargs)
             how = ("reused the stored profile of the same call" if prof.reused
                    else "profiled anew")

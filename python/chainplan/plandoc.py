@@ -74,6 +74,9 @@ class PlanDocument:
             forward keeps (docs/formats-schedule.md); empty for other plans.
         multichain: for a plan of towers joined at the loss (the ``multichain``
             algorithms), its section: the operations then name their branch; else None.
+        keep_logits: whether the profile the plan was made from kept a language model's
+            logits beside its loss (``profile(..., keep_logits=True)``): the executor
+            captures the model as it was profiled (:mod:`chainplan.graph.fuseloss`).
     """
 
     algo: str
@@ -94,6 +97,7 @@ class PlanDocument:
     chain_json: str | None = field(default=None, compare=False, repr=False)
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
     multichain: Multichain | None = None
+    keep_logits: bool = field(default=False, compare=False)
 
     @property
     def num_stages(self) -> int:

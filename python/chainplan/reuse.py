@@ -76,16 +76,20 @@ def loss_name(loss_fn: Callable[..., object] | None) -> str:
     return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
 
 
-def model_loss_name(model: object) -> str:
+def model_loss_name(model: object, logits_dropped: bool = False) -> str:
     """The name of the loss stage when ``forward`` computes the loss itself (a HuggingFace
-    model called with ``labels=``): ``LlamaForCausalLM.loss``."""
-    return f"{type(model).__name__}.loss"
+    model called with ``labels=``): ``LlamaForCausalLM.loss``, or
+    ``LlamaForCausalLM.loss (no logits)`` when its logits were left out and its head fused
+    with the loss (a stored profile is reused only for a call captured the same way)."""
+    return f"{type(model).__name__}.loss" + (" (no logits)" if logits_dropped else "")
 
 
 def chain_loss_label(model: nn.Module, loss_fn: Callable[..., object] | None,
-                     args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+                     args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                     keep_logits: bool = False) -> str | None:
     """The name the loss stage of a stored chain profile of ``model(*args, **kwargs)`` has:
-    ``loss_fn``'s, the model's own loss (:func:`model_loss_name`), or ``none``; None when
+    ``loss_fn``'s, the model's own loss (:func:`model_loss_name`, captured with or without
+    its logits as ``keep_logits`` says), or ``none``; None when
     the call is not one chain. A model whose graph does not split into one chain
     (``CLIPModel`` called with ``return_loss=True``: towers joined at the loss) has no
     stored chain run; :func:`chainplan.profile` finds its stored towers by their call
@@ -94,10 +98,12 @@ def chain_loss_label(model: nn.Module, loss_fn: Callable[..., object] | None,
     if loss_fn is not None or isinstance(model, nn.Sequential):
         return loss_name(loss_fn)
     try:
-        chain = extract(model, args, kwargs)
+        chain = extract(model, args, kwargs, keep_logits=keep_logits)
     except CaptureError:
         return None
-    return model_loss_name(model) if chain.outputs.loss_index is not None else "none"
+    if chain.outputs.loss_index is None:
+        return "none"
+    return model_loss_name(model, chain.logits_dropped)
 
 
 def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,

@@ -44,7 +44,8 @@ class Plan(PlanDocument):
     def from_json(cls, text: str | bytes | dict[str, Any], *, plan_id: int | None = None,
                   run_id: int | None = None,
                   input_shape: Sequence[int] | None = None,
-                  chain_json: str | None = None, trusted: bool = False) -> Plan:
+                  chain_json: str | None = None, trusted: bool = False,
+                  keep_logits: bool = False) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document
@@ -110,6 +111,7 @@ class Plan(PlanDocument):
             choices={c.integer("stage", low=1): tuple(c.integers("keep"))
                      for c in f.objects("options")},
             multichain=None if towers is None else Multichain.from_fields(towers),
+            keep_logits=keep_logits,
         )
 
     def wrap(self, model: nn.Module) -> nn.Module:

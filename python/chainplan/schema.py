@@ -28,7 +28,8 @@ from chainplan.profilerow import (
 )
 
 __all__ = ["FORMAT", "SCHEMA", "PARALLEL_COLUMNS", "PARALLEL_REVISION", "ProfileRow",
-           "ProfileMetadata", "read_rows", "write_profile", "signature", "cpu_name"]
+           "ProfileMetadata", "read_metadata", "read_rows", "write_profile", "signature",
+           "cpu_name"]
 
 SCHEMA = pa.schema([
     pa.field("stage_index", pa.int64(), nullable=False),
@@ -82,6 +83,23 @@ def read_rows(path: str | os.PathLike[str]) -> tuple[list[ProfileRow], dict[str,
     # The parallel columns are optional: a file without them reads with their defaults.
     rows = [ProfileRow(**{n: cols[n][i] for n in names}) for i in range(table.num_rows)]
     return rows, meta
+
+
+def read_metadata(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The schema metadata (the provenance) of a profile file, without reading its rows.
+
+    Raises:
+        SchemaError: the file is not a readable chainplan profile.
+    """
+    try:
+        with pa.memory_map(str(path)) as source:
+            schema = ipc.open_file(source).schema
+    except (OSError, pa.ArrowInvalid) as err:
+        raise SchemaError(f"cannot read the profile {str(path)!r}: {err}") from err
+    meta = {k.decode(): v.decode() for k, v in (schema.metadata or {}).items()}
+    if meta.get("format") != FORMAT:
+        raise SchemaError(f"{str(path)!r} is not a {FORMAT} profile")
+    return meta
 
 
 def write_profile(path: str | os.PathLike[str], rows: Iterable[ProfileRow],

@@ -62,7 +62,8 @@ class GraphPlan(Planned):
         key = input_key(self.model, args, kwargs)
         entry = self._chains.get(key)
         if entry is None:
-            chain = extract(self.model, args, kwargs)
+            # Captured as the plan's profile was: a language model's logits kept or not.
+            chain = extract(self.model, args, kwargs, keep_logits=self.plan.keep_logits)
             if len(chain.stages) != self.plan.num_stages:
                 raise ScheduleError(
                     f"the plan is for {self.plan.num_stages} stages, but the chain extracted "

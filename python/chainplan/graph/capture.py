@@ -47,7 +47,7 @@ from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
-from chainplan.graph.fuseloss import fuse_linear_cross_entropy
+from chainplan.graph.fuseloss import UnfusedHead, fuse_head
 
 __all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
 
@@ -97,6 +97,9 @@ class Capture:
         containers: the module paths of the model's ``nn.Sequential`` containers.
         eager_paths: whether the model's Python code took its eager branches (module
             docstring); False when one of them reads tensor values.
+        dropped: the positions among :attr:`returns` of the logits taken out of what
+            ``forward`` returns so that a language model's head fuses with its loss
+            (:func:`~chainplan.graph.fuseloss.drop_returned_logits`; None there).
     """
 
     program: ExportedProgram
@@ -108,6 +111,7 @@ class Capture:
     spec: pytree.TreeSpec
     containers: frozenset[str]
     eager_paths: bool = True
+    dropped: tuple[int, ...] = ()
 
     def return_names(self) -> list[str]:
         """The returned leaves as a user reads them: ``logits``, ``loss``, ``[0]``."""
@@ -161,7 +165,7 @@ def _positional(model: nn.Module) -> list[str]:
 
 
 def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
-            traces: bool = False, eager: bool = True) -> Capture:
+            traces: bool = False, eager: bool = True, keep_logits: bool = False) -> Capture:
     """Export ``model``'s forward on ``(args, kwargs)`` and describe its placeholders.
 
     The chain input a_0 is the first tensor among the positional arguments (or, without
@@ -173,11 +177,15 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             only to name the line of a construct that is refused.
         eager: trace the model's own code on its eager branches (default: True; module
             docstring); a capture that fails so is repeated with export's settings.
+        keep_logits: return a language model's logits beside its loss, which keeps
+            PyTorch's head (default: False: the logits are not returned and the head is
+            fused with its loss, :mod:`chainplan.graph.fuseloss`).
 
     Raises:
         CaptureError: there is no tensor argument, torch.export cannot capture the forward
-            (the message names the construct and the source line), or the forward updates
-            an input in place.
+            (the message names the construct and the source line), the forward updates
+            an input in place, or a language model's loss cannot be computed without its
+            logits (the message names the option; ``keep_logits=True`` keeps them).
     """
     leaves, spec = pytree.tree_flatten_with_path((tuple(args), dict(kwargs)))
     tensors = [i for i, (_, v) in enumerate(leaves) if isinstance(v, torch.Tensor)]
@@ -200,10 +208,14 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                                           strict=False)
     except Exception as err:  # export raises many unrelated types; each is explained
         if eager:  # an eager branch may read values: export's own branches may not
-            return capture(model, args, kwargs, traces=traces, eager=False)
+            return capture(model, args, kwargs, traces=traces, eager=False,
+                           keep_logits=keep_logits)
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
-    fuse_linear_cross_entropy(graph)  # the head and its loss, never holding the logits
+    try:  # the head and its loss, never holding the logits
+        dropped = fuse_head(graph, type(model).__name__, keep_logits=keep_logits)
+    except UnfusedHead as err:
+        raise CaptureError(str(err)) from None
     by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     inputs: dict[fx.Node, Input] = {}
     positional = _positional(model)
@@ -232,7 +244,8 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     update = _input_update(graph, inputs)
     if update is not None:
         if not traces:  # capture again to name the line
-            return capture(model, args, kwargs, traces=True, eager=eager)
+            return capture(model, args, kwargs, traces=True, eager=eager,
+                           keep_logits=keep_logits)
         node, name = update
         raise CaptureError(
             f"{type(model).__name__}.forward updates its input {name!r} in place "
@@ -242,7 +255,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     containers = frozenset(name for name, m in model.named_modules()
                            if name and isinstance(m, nn.Sequential))
     return Capture(program, graph, inputs, main, returns, program.call_spec.out_spec, spec,
-                   containers, eager)
+                   containers, eager, tuple(dropped))
 
 
 def _returns(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> tuple[Any, ...]:

@@ -96,6 +96,9 @@ class ExtractedChain:
         outputs: what ``forward`` returns around the chain's end, and the epilogue.
         eager_paths: whether the capture followed the model's eager branches
             (:mod:`chainplan.graph.capture`).
+        logits_dropped: whether the logits of a language model's head were taken out of
+            what ``forward`` returns, its head fused with its loss
+            (:mod:`chainplan.graph.fuseloss`).
     """
 
     def __init__(self, model: nn.Module, key: Hashable, cap: Capture, g: ChainGraph,
@@ -130,6 +133,7 @@ class ExtractedChain:
                                 _branches(g, part, infos, type(model).__name__), "graph")
         self.outputs = Outputs(g, part, model, self.slot)
         self.eager_paths = cap.eager_paths
+        self.logits_dropped = bool(cap.dropped)
 
     @property
     def model(self) -> nn.Module:
@@ -191,7 +195,7 @@ def _fetch(r: Reader, leaves: list[Any]) -> Any:
 
 def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
             min_stages: int = MIN_STAGES, epilogue_share: float = 0.0,
-            index_side: bool = False) -> ExtractedChain:
+            index_side: bool = False, keep_logits: bool = False) -> ExtractedChain:
     """Capture ``model`` on ``(args, kwargs)`` and split it into a chain (reused for the
     same model, module structure and kind of input: ``profile()`` and the executors of its
     plans share one capture).
@@ -208,6 +212,8 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         epilogue_share: the largest share of the model's parameters the code after the
             chain's end may read (default 0: none; :func:`~chainplan.graph.analysis.analyze`).
         index_side: integer values computed from a_0 are side values (``analyze``).
+        keep_logits: return a language model's logits beside its loss (default: False:
+            they are None and its head is fused with its loss; :func:`capture`).
 
     Raises:
         CaptureError: the model cannot be captured or cut (the message names the
@@ -220,11 +226,11 @@ def extract(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     args, kwargs = training_call(model, args, kwargs)
     key = input_key(model, args, kwargs)
     cached = _CACHE.setdefault(model, {})
-    full = (key, _structure(model), min_stages, epilogue_share, index_side)
+    full = (key, _structure(model), min_stages, epilogue_share, index_side, keep_logits)
     chain = cached.get(full)
     if chain is not None:
         return chain
-    cap = capture(model, args, kwargs)
+    cap = capture(model, args, kwargs, keep_logits=keep_logits)
     g = analyze(cap, epilogue_share=epilogue_share, index_side=index_side)
     bounds, level = choose_boundaries(g, min_stages)
     chain = ExtractedChain(model, key, cap, g, partition(g, bounds), level)

@@ -113,6 +113,8 @@ class ProfiledChain:
         holds_end: whether what ``forward`` returns holds the chain's end next to the
             loss (a ``ModelOutput`` with its ``logits``): a training loop keeping the
             output object through ``loss.backward()`` keeps a_L.
+        logits_dropped: whether a language model's logits were left out of what
+            ``forward`` returns, its head fused with its loss (:mod:`chainplan.graph.fuseloss`).
     """
 
     stages: list[nn.Module]
@@ -124,13 +126,15 @@ class ProfiledChain:
     model_loss: Callable[[Any], torch.Tensor | None] = _no_loss
     computes_loss: bool = False
     holds_end: bool = False
+    logits_dropped: bool = False
 
 
 @contextlib.contextmanager
-def profiled_chain(model: nn.Module, args: Sequence[Any],
-                   kwargs: dict[str, Any]) -> Iterator[ProfiledChain]:
+def profiled_chain(model: nn.Module, args: Sequence[Any], kwargs: dict[str, Any], *,
+                   keep_logits: bool = False) -> Iterator[ProfiledChain]:
     """The chain ``model`` is for a call ``model(*args, **kwargs)``, its side values bound
-    (and their gradients allocated, as weight gradients are) while the block runs.
+    (and their gradients allocated, as weight gradients are) while the block runs;
+    ``keep_logits`` as for :func:`~chainplan.graph.chain.extract`.
 
     Raises:
         CaptureError: the model cannot be captured (see :func:`stages`).
@@ -139,7 +143,7 @@ def profiled_chain(model: nn.Module, args: Sequence[Any],
         parts = flatten_stages(model)
         yield ProfiledChain(parts, stage_names(model, parts), args[0])
         return
-    chain = extract(model, tuple(args), dict(kwargs))
+    chain = extract(model, tuple(args), dict(kwargs), keep_logits=keep_logits)
     x, side, held = bound_side(chain, model, args, kwargs)
     for leaf in side.leaves:
         leaf.grad = torch.zeros_like(leaf)  # outside every stage's measurement
@@ -149,7 +153,8 @@ def profiled_chain(model: nn.Module, args: Sequence[Any],
             yield ProfiledChain(list(chain.stages), chain.names, x, held, chain.split,
                                 chain.finish,
                                 outs.loss_of, outs.loss_index is not None,
-                                outs.loss_index is not None and not outs.plain)
+                                outs.loss_index is not None and not outs.plain,
+                                chain.logits_dropped)
     finally:
         for leaf in side.leaves:
             leaf.grad = None

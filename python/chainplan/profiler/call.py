@@ -53,7 +53,7 @@ def loss_stage(model: nn.Module, chain: ProfiledChain, loss_fn: LossFn | None,
             assert loss is not None
             return loss
 
-        return model_loss, model_loss_name(model)
+        return model_loss, model_loss_name(model, chain.logits_dropped)
     return None
 
 

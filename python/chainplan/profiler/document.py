@@ -43,6 +43,9 @@ class Profile:
         split: how a model split from its graph was cut (None for a Sequential).
         reused: whether ``profile()`` returned a stored profile of the same call instead
             of measuring (:mod:`chainplan.profiler.stored`).
+        keep_logits: whether a language model's logits were kept beside its loss
+            (``profile(..., keep_logits=True)``): the plans of this profile capture the
+            model so when they run (:mod:`chainplan.graph.fuseloss`).
     """
 
     path: Path
@@ -54,6 +57,7 @@ class Profile:
     side_bytes: int = 0
     split: ChainSplit | None = field(default=None, compare=False)
     reused: bool = False
+    keep_logits: bool = False
 
     @property
     def num_stages(self) -> int:

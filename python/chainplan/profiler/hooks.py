@@ -71,8 +71,9 @@ class Recording:
     """
 
     def __init__(self, model: nn.Module, stages: list[nn.Module], device: torch.device,
-                 loss_fn: LossFn | None, warmup: int) -> None:
+                 loss_fn: LossFn | None, warmup: int, keep_logits: bool = False) -> None:
         self.model = model
+        self.keep_logits = keep_logits
         self.stages = stages
         self.device = device
         self.clock = Clock(device)
@@ -98,13 +99,13 @@ class Recording:
         self._handles: list[RemovableHandle] = []
 
     def attach(self, stages: list[nn.Module], names: list[str], resident: int,
-               model_loss: bool, *, holds_end: bool) -> None:
+               model_loss: bool, *, holds_end: bool, logits_dropped: bool = False) -> None:
         """Take the stages of a model split from its graph (at its first recorded call)
         and hook them."""
         self.stages, self.names, self.resident = stages, names, resident
         self.model_loss, self.holds_end = model_loss, holds_end
         if model_loss:
-            self._loss_name = model_loss_name(self.model)
+            self._loss_name = model_loss_name(self.model, logits_dropped)
         self._handles.extend(self._stage_hooks())
 
     @property
@@ -169,6 +170,10 @@ class Recording:
 
     def _grad_out(self, k: int, step: Step, g: torch.Tensor) -> None:
         now = self.clock.now()
+        if k == len(self.stages) and step.loss_is_end and not step.loss_bwd:
+            # The loss is a_L: its backward is empty, and a hook on it would run after this
+            # one (hooks on a tensor run in the order they were registered).
+            self._loss_backward(step)
         if k == len(self.stages) and len(step.loss_bwd) == 1:
             step.loss_bwd.append(now)  # δ_L is here: the loss's backward is over
             if step.memory is not None:
@@ -225,10 +230,11 @@ class Recording:
         self._loss_start = None
         if not isinstance(value, torch.Tensor):
             raise ProfileError(f"the loss returned {type(value).__name__}, not a tensor")
+        a_last = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if step.memory is not None:
-            a_last = args[0] if args and isinstance(args[0], torch.Tensor) else None
             step.memory.loss_fwd_end(a_last, value)
-        if value.requires_grad:
+        step.loss_is_end = value is a_last
+        if value.requires_grad and not step.loss_is_end:
             value.register_hook(  # type: ignore[no-untyped-call]
                 lambda g, step=step: self._loss_backward(step))
 
@@ -315,6 +321,7 @@ def record_model(
     path: str | os.PathLike[str] | None = None,
     ingest: bool = True,
     spread_warning: float | None = DEFAULT_SPREAD_WARNING,
+    keep_logits: bool = False,
 ) -> Iterator[Recording]:
     """Record a plannable profile over ordinary training steps (see the module doc).
 
@@ -345,6 +352,9 @@ def record_model(
         ingest: store the profile in the database (default: True).
         spread_warning: warn when a stage's times over the timed steps spread more than
             this, as ``(max − min) / median`` (default: 0.25; None never warns).
+        keep_logits: a language model computing its own loss returns its logits beside it
+            (default: False: ``logits`` is None while recording, its head fused with its
+            loss), as in ``profile()``.
 
     Raises:
         ProfileError: a stage does not return one tensor, too few complete steps were
@@ -361,7 +371,7 @@ def record_model(
         device = next(model.parameters()).device
     except StopIteration:
         device = torch.device("cpu")
-    rec = Recording(model, stages, device, loss_fn, warmup)
+    rec = Recording(model, stages, device, loss_fn, warmup, keep_logits)
     handles = rec.install()
     route = contextlib.nullcontext() if declared else ChainRoute(model, rec)
     try:
@@ -381,7 +391,8 @@ def record_model(
         dtype=measured.dtype, batch_size=shape[0] if shape else 1, input_shape=shape,
         threads=torch.get_num_threads(),
         timing_method="cuda_event" if device.type == "cuda" else "perf_counter",
-        warmup_reps=warmup, reps=max(r.rep for r in rows) + 1)
+        warmup_reps=warmup, reps=max(r.rep for r in rows) + 1,
+        extra={"keep_logits": str(keep_logits).lower()})
     if path is None:
         path = new_profile_path(name, "record")
     out = write_profile(Path(path), rows, meta)
@@ -389,7 +400,8 @@ def record_model(
     if ingest:
         run_id = _bind.ingest(str(out))
     rec.profile = Profile(path=out, run_id=run_id, model_name=name,
-                          stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0)
+                          stage_names=tuple(rec.names), rows=tuple(rows), seconds=0.0,
+                          keep_logits=keep_logits)
     # stacklevel 4: past this generator and contextlib, to the user's `with` statement.
     warn_if_spread(rec.profile.spread, spread_warning, what=f"recorded profile of {name}",
                    stacklevel=4)

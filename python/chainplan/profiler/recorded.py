@@ -57,6 +57,8 @@ class Step:
     in_bytes: dict[int, int] = field(default_factory=dict)
     loss_fwd: tuple[Any, Any] | None = None
     loss_bwd: list[Any] = field(default_factory=list)  # [start] then [start, end]
+    # The loss is a_L itself (computed in the last stage, as a fused head computes it).
+    loss_is_end: bool = False
 
 
 def timed_steps(steps: list[Step], n: int, warmup: int,

@@ -36,9 +36,10 @@ class Recorder(Protocol):
 
     loss_fn: Callable[..., torch.Tensor] | None
     model_loss: bool
+    keep_logits: bool
 
     def attach(self, stages: list[nn.Module], names: list[str], resident: int,
-               model_loss: bool, *, holds_end: bool) -> None: ...
+               model_loss: bool, *, holds_end: bool, logits_dropped: bool) -> None: ...
 
     def loss_pre(self, args: tuple[Any, ...]) -> None: ...
 
@@ -86,12 +87,13 @@ class ChainRoute:
         model = self.model
         self.__exit__()
         try:
-            chain = extract(model, args, kwargs)
+            chain = extract(model, args, kwargs, keep_logits=self.rec.keep_logits)
             _, _, resident = bound_side(chain, model, args, kwargs)
         finally:
             self.__enter__()
         outs = chain.outputs
         model_loss = self.rec.loss_fn is None and outs.loss_index is not None
         self.rec.attach(list(chain.stages), list(chain.names), resident, model_loss,
-                        holds_end=model_loss and not outs.plain)
+                        holds_end=model_loss and not outs.plain,
+                        logits_dropped=chain.logits_dropped)
         return chain

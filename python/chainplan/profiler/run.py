@@ -85,6 +85,7 @@ def profile_model(
     reuse: bool = True,
     batch_sizes: Sequence[int] | None = None,
     optimizer: OptimizerFactory | None = None,
+    keep_logits: bool = False,
     **kwargs: Any,
 ) -> Profile:
     """Measure each stage of ``model`` on a sample call and write (and store) the profile.
@@ -93,6 +94,7 @@ def profile_model(
 
         prof = chainplan.profile(gpt, idx, mask=mask, loss_fn=F.cross_entropy, target=y)
         prof = chainplan.profile(llama, input_ids=ids, labels=ids)   # its own loss
+        # (a language model's logits left out: out.logits is None, its head fused)
 
     Args:
         model: the model as written. An ``nn.Sequential`` called with one tensor is the
@@ -140,6 +142,11 @@ def profile_model(
         optimizer: an optimizer class or factory (``torch.optim.Adam``, or ``lambda ps:
             torch.optim.SGD(ps, lr=0.1, momentum=0.9)``) whose step time and state the
             profile records, on clones of the parameters (default: none).
+        keep_logits: a language model computing its own loss (``labels=``) returns its
+            logits beside it (default: False: its output's ``logits`` is None, and its
+            head is fused with its loss, never holding the logits; docs/executors.md, "The
+            loss inside the chain"). True keeps PyTorch's head. The plans of the profile
+            run the model as it was profiled.
 
     Every profile records each stage's shapes, parameter and bias counts and convolutions
     and linear layers (the parallel fields: :func:`chainplan.advise`,
@@ -154,7 +161,9 @@ def profile_model(
             the original error is its ``__cause__``), the call has no tensor argument, an
             option is out of range, or ``name`` cannot name a profile (before measuring).
         CaptureError: a model that is not a Sequential cannot be captured (a
-            :class:`ProfileError` naming the construct, e.g. data-dependent control flow).
+            :class:`ProfileError` naming the construct, e.g. data-dependent control flow),
+            or a language model's loss cannot be computed without its logits (the message
+            names the option; ``keep_logits=True`` keeps them).
     """
     start = time.perf_counter()
     _check_spread_warning(spread_warning)
@@ -182,7 +191,8 @@ def profile_model(
     bbwd: list[list[tuple[float, ...]]] = []
     bound = contextlib.ExitStack()  # the side values, bound while the stages are measured
     try:
-        chain = bound.enter_context(profiled_chain(model, args, kwargs))
+        chain = bound.enter_context(profiled_chain(model, args, kwargs,
+                                                   keep_logits=keep_logits))
         stages, names, x = chain.stages, chain.names, chain.input
         first = x  # a_0, which the timing rounds feed the first stage again
         if batches and chain.side_bytes > 0:
@@ -200,7 +210,8 @@ def profile_model(
         # model's own loss returned next to it (as chainplan.measure and record() hold it).
         holds_end = chain.holds_end and loss_fn is None and loss is not None
         meta = dataclasses.replace(meta, extra={**meta.extra, "stage_options": with_options,
-                                                "holds_end": str(holds_end).lower()})
+                                                "holds_end": str(holds_end).lower(),
+                                                "keep_logits": str(keep_logits).lower()})
         if reuse and ingest and path is None and not batches and optimizer is None:
             found = find_stored(meta, loss_name, list(names))
             if found is not None:
@@ -210,7 +221,8 @@ def profile_model(
                 return Profile(path=stored_path, run_id=stored_id, model_name=name,
                                stage_names=tuple(names), rows=tuple(stored_rows),
                                seconds=time.perf_counter() - start,
-                               side_bytes=chain.side_bytes, split=chain.split, reused=True)
+                               side_bytes=chain.side_bytes, split=chain.split, reused=True,
+                               keep_logits=keep_logits)
         modules, split_error = _split_modules(model, args, kwargs, device)
 
         bar = tqdm(total=len(stages) + 1, desc=f"profiling {name}", unit="stage", disable=not show,
@@ -269,7 +281,7 @@ def profile_model(
         run_id = _bind.ingest(str(out))
     prof = Profile(path=out, run_id=run_id, model_name=name, stage_names=tuple(names),
                    rows=tuple(rows), seconds=time.perf_counter() - start,
-                   side_bytes=chain.side_bytes, split=chain.split)
+                   side_bytes=chain.side_bytes, split=chain.split, keep_logits=keep_logits)
     warn_if_spread(prof.spread, spread_warning, what=f"profile of {name}")
     return prof
 

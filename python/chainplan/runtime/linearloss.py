@@ -17,6 +17,12 @@ matrix products as the unfused head (one forward, two backward), no recomputatio
 Memory: one chunk of logits in float32 (:func:`chunk_rows`) and the
 gradients, ``h``'s and ``W``'s, kept from the forward to the backward.
 
+With ``scale``, the logits are multiplied by a constant first (Cohere's ``logit_scale``,
+Granite's ``1 / logits_scaling``); with ``softcap``, they are then soft-capped,
+``cap * tanh(logits / cap)`` (Gemma 2's ``final_logit_softcapping``), in float32 at least,
+and the chunk's gradient passes back through the cap (``1 - tanh²``) and the scale before
+it reaches the products.
+
 The results equal PyTorch's within floating-point rounding (the log-softmax is computed in
 float32 at least, as ``F.cross_entropy`` does under autocast; the weight's gradient is summed chunk
 by chunk). Supported: ``reduction`` ``"mean"`` or ``"sum"``, an ``ignore_index``, class
@@ -55,7 +61,9 @@ def chunk_rows(rows: int, width: int, vocab: int, element_size: int) -> int:
 
 def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                          target: torch.Tensor, *, reduction: str = "mean",
-                         ignore_index: int = -100, rows: int = 0) -> torch.Tensor:
+                         ignore_index: int = -100, rows: int = 0,
+                         scale: float | None = None,
+                         softcap: float | None = None) -> torch.Tensor:
     """``F.cross_entropy(F.linear(h, weight, bias).reshape(-1, V), target.reshape(-1))``,
     chunked (module docstring).
 
@@ -70,9 +78,14 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
             ``"sum"``.
         ignore_index: a target value whose row adds nothing.
         rows: rows per chunk (default: :func:`chunk_rows`).
+        scale: multiply the logits by this first (default: None, no scaling).
+        softcap: soft-cap the logits next, ``softcap * tanh(logits / softcap)``
+            (default: None, no capping).
     """
     if reduction not in ("mean", "sum"):
         raise ValueError(f"linear_cross_entropy: reduction {reduction!r} (mean or sum)")
+    if softcap is not None and not softcap > 0:
+        raise ValueError(f"linear_cross_entropy: softcap {softcap!r} (a number > 0, or None)")
     flat = h.reshape(-1, h.shape[-1])
     tgt = target.reshape(-1)
     if tgt.shape[0] != flat.shape[0]:
@@ -83,16 +96,30 @@ def linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor, bias: torch.Tens
     grads = torch.is_grad_enabled() and any(
         t is not None and t.requires_grad for t in (h, weight, bias))
     if not grads:
-        return _loss_only(flat, weight, bias, tgt, reduction, ignore_index, rows)
+        return _loss_only(flat, weight, bias, tgt, reduction, ignore_index, rows,
+                          (scale, softcap))
     out: torch.Tensor = _LinearCrossEntropy.apply(h, weight, bias, tgt, reduction,
-                                                  ignore_index, rows)
+                                                  ignore_index, rows, (scale, softcap))
     return out
 
 
-def _logits(hc: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    """One chunk's logits, in float32 at least (a half-precision softmax loses too much)."""
+#: What is applied to the logits before the loss: a constant factor, then a soft cap.
+Transform = tuple[float | None, float | None]
+
+
+def _logits(hc: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+            transform: Transform) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """One chunk's logits, in float32 at least (a half-precision softmax loses too much),
+    scaled and soft-capped when asked, and the capping's ``tanh`` (None without capping)."""
+    scale, softcap = transform
     logits = F.linear(hc, weight, bias)
-    return logits.float() if logits.element_size() < 4 else logits
+    logits = logits.float() if logits.element_size() < 4 else logits
+    if scale is not None:
+        logits = logits.mul_(scale)
+    if softcap is None:
+        return logits, None
+    tanh = logits.div_(softcap).tanh_()  # in place: one chunk-sized tensor fewer
+    return tanh * softcap, tanh
 
 
 def _targets(tc: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -103,10 +130,11 @@ def _targets(tc: torch.Tensor, ignore_index: int) -> tuple[torch.Tensor, torch.T
 
 
 def _loss_only(flat: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-               tgt: torch.Tensor, reduction: str, ignore_index: int, rows: int) -> torch.Tensor:
+               tgt: torch.Tensor, reduction: str, ignore_index: int, rows: int,
+               transform: Transform) -> torch.Tensor:
     total = torch.zeros((), dtype=_sum_dtype(flat, weight), device=flat.device)
     for s in range(0, flat.shape[0], rows):
-        logits = _logits(flat[s:s + rows], weight, bias)
+        logits, _ = _logits(flat[s:s + rows], weight, bias, transform)
         valid, safe = _targets(tgt[s:s + rows], ignore_index)
         picked = torch.log_softmax(logits, dim=1).gather(1, safe).squeeze(1)
         total = total + torch.where(valid, -picked, torch.zeros_like(picked)).sum()
@@ -134,7 +162,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, h: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
                 tgt: torch.Tensor, reduction: str, ignore_index: int,
-                rows: int) -> torch.Tensor:
+                rows: int, transform: Transform) -> torch.Tensor:
         flat = h.reshape(-1, h.shape[-1])
         need_h, need_w = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
         need_b = bias is not None and ctx.needs_input_grad[2]
@@ -149,7 +177,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
         bm = bias.to(mm) if bias is not None else None
         for s in range(0, flat.shape[0], rows):
             hc = flat[s:s + rows].to(mm)
-            logits = _logits(hc, wm, bm)
+            logits, tanh = _logits(hc, wm, bm, transform)
             valid, safe = _targets(tgt[s:s + rows], ignore_index)
             picked = logits.gather(1, safe).squeeze(1)
             # The gradient of the chunk's summed loss with respect to its logits is
@@ -163,6 +191,11 @@ class _LinearCrossEntropy(torch.autograd.Function):
             lse = top - g.amax(dim=1).log()
             total += torch.where(valid, lse - picked, torch.zeros_like(lse)).sum()
             g.scatter_add_(1, safe, -torch.ones_like(picked).unsqueeze(1))
+            if tanh is not None:  # through the cap: d(cap * tanh(z / cap))/dz = 1 - tanh²
+                g.mul_(tanh.mul_(tanh).neg_().add_(1))
+                del tanh
+            if transform[0] is not None:  # and through the scale
+                g.mul_(transform[0])
             # The ignored rows' gradients are zero: masked on the narrow side (the chunk's
             # hidden states and its gradient), not over the logits, a pass fewer over the
             # largest tensor.
@@ -202,7 +235,7 @@ class _LinearCrossEntropy(torch.autograd.Function):
                 out.append(None)
         if out[0] is not None:
             out[0] = out[0].reshape(ctx.shape)
-        return out[0], out[1], out[2], None, None, None, None
+        return out[0], out[1], out[2], None, None, None, None, None
 
 
 def _matmul_dtype(hc: torch.Tensor, weight: torch.Tensor) -> torch.dtype:

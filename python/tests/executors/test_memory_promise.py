@@ -174,8 +174,9 @@ def test_a_model_returning_its_loss_and_logits_keeps_its_promise(
     x = torch.randn(*batch, width)
     y = torch.randint(0, vocab, batch) if end == "cross-entropy" else torch.rand(*batch, vocab)
     logits_bytes = x.shape[0] * x.shape[1] * vocab * 4
+    # The logits kept (a cross-entropy head would otherwise be fused with its loss).
     prof = chainplan.profile(model, x, labels=y, repeats=1, warmup=1, progress=False,
-                             spread_warning=None, reuse=False)
+                             spread_warning=None, reuse=False, keep_logits=True)
     plain = chainplan.measure(model, x, labels=y, steps=1, store=False).peak_bytes
     assert plain > 2 * logits_bytes  # the logits are most of a step
     for p in (chainplan.plan(prof, budget="min", algo="store-all"),

@@ -14,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import chainplan
+from chainplan.graph.capture import CaptureError
 from chainplan.graph.chain import extract
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.runtime.linearloss import chunk_rows, linear_cross_entropy
@@ -39,11 +40,15 @@ def test_equals_pytorch_on_random_heads(seed: int) -> None:
     ignore = rng.choice([-100, 0, 3])
     t[torch.rand(n) < 0.3] = ignore  # some rows, possibly all, add nothing
     reduction = rng.choice(["mean", "sum"])
+    scale = rng.choice([None, None, 0.25, -3.0])  # Cohere's logit_scale, or none
+    cap = rng.choice([None, None, 0.5, 30.0])  # Gemma 2's logit soft-capping, or none
     leaves = [x for x in (h, w, b) if x is not None]
-    ref = F.cross_entropy(F.linear(h, w, b).reshape(n, vocab), t, reduction=reduction,
-                          ignore_index=ignore)
+    z = F.linear(h, w, b)
+    z = z if scale is None else z * scale
+    z = z if cap is None else cap * torch.tanh(z / cap)
+    ref = F.cross_entropy(z.reshape(n, vocab), t, reduction=reduction, ignore_index=ignore)
     out = linear_cross_entropy(h, w, b, t, reduction=reduction, ignore_index=ignore,
-                               rows=rng.randint(1, n + 2))
+                               rows=rng.randint(1, n + 2), scale=scale, softcap=cap)
     if torch.isnan(ref):  # every row ignored, reduced by mean: 0 / 0 as in PyTorch
         assert torch.isnan(out)
         return
@@ -52,7 +57,8 @@ def test_equals_pytorch_on_random_heads(seed: int) -> None:
         torch.testing.assert_close(got, want, rtol=1e-9, atol=1e-10)
     with torch.no_grad():  # no gradient wanted: the loss alone
         torch.testing.assert_close(
-            linear_cross_entropy(h, w, b, t, reduction=reduction, ignore_index=ignore),
+            linear_cross_entropy(h, w, b, t, reduction=reduction, ignore_index=ignore,
+                                 scale=scale, softcap=cap),
             ref.detach(), rtol=1e-10, atol=1e-10)
 
 
@@ -85,21 +91,29 @@ def test_chunks_are_sized_like_the_hidden_states() -> None:
 
 
 class _Head(nn.Module):
-    """A model ending in a linear head, its loss computed in ``forward`` as configured."""
+    """A model ending in a linear head (a language model's: 11 words, 6 hidden units), its
+    loss computed in ``forward`` as configured, its logits returned beside it when
+    ``returns``."""
 
-    def __init__(self, how: str) -> None:
+    def __init__(self, how: str, returns: bool = False) -> None:
         super().__init__()
-        self.how = how
+        self.how, self.returns = how, returns
         self.body = nn.Sequential(nn.Linear(6, 6), nn.Tanh(), nn.Linear(6, 6))
         self.head = nn.Linear(6, 11)
 
     def forward(self, x: torch.Tensor, labels: torch.Tensor) -> Any:
         logits = self.head(self.body(x))
-        flat = logits.view(-1, 11)
+        out = self._loss(logits, labels)
+        if self.returns:
+            out["logits"] = logits
+        return out
+
+    def _loss(self, logits: torch.Tensor, labels: torch.Tensor) -> Any:
+        flat = logits.view(-1, logits.shape[-1])
         if self.how == "plain":
             return {"loss": F.cross_entropy(flat, labels.view(-1))}
         if self.how == "upcast":  # HuggingFace's loss: logits.float(), then a view
-            return {"loss": F.cross_entropy(logits.float().reshape(-1, 11), labels.view(-1),
+            return {"loss": F.cross_entropy(logits.float().reshape(flat.shape), labels.view(-1),
                                             reduction="sum", ignore_index=-1)}
         if self.how == "smoothing":
             return {"loss": F.cross_entropy(flat, labels.view(-1), label_smoothing=0.1)}
@@ -107,38 +121,90 @@ class _Head(nn.Module):
             return {"loss": F.cross_entropy(flat, labels.view(-1), weight=torch.ones(11))}
         if self.how == "unreduced":
             return {"loss": F.cross_entropy(flat, labels.view(-1), reduction="none").mean()}
-        if self.how == "logits-returned":  # the logits have another reader
+        if self.how == "logits-returned":  # the logits have another reader, dropped
             return {"loss": F.cross_entropy(flat, labels.view(-1)), "logits": logits}
+        if self.how == "logits-read":  # ... and another, which is not
+            loss = F.cross_entropy(flat, labels.view(-1))
+            return {"loss": loss + logits.square().mean(), "logits": logits}
         if self.how == "class-dim":  # (B, V, T) logits: rows are not the leading dims
             return {"loss": F.cross_entropy(logits.transpose(1, 2), labels)}
         raise AssertionError(self.how)
 
 
 FUSED = {"plain": True, "upcast": True, "smoothing": False, "class-weight": False,
-         "unreduced": False, "logits-returned": False, "class-dim": False}
+         "unreduced": False, "logits-returned": True, "class-dim": False}
 
 
-@pytest.mark.parametrize("how", sorted(FUSED))
-def test_fused_at_capture_only_where_the_function_is_the_same(how: str) -> None:
+@pytest.mark.parametrize(("how", "keep"), [*((h, False) for h in sorted(FUSED)),
+                                           ("logits-returned", True)])
+def test_fused_at_capture_only_where_the_function_is_the_same(how: str, keep: bool) -> None:
     torch.manual_seed(0)
     model = _Head(how)
     x, y = torch.randn(3, 4, 6), torch.randint(0, 11, (3, 4))
-    chain = extract(model, (x,), {"labels": y})
+    chain = extract(model, (x,), {"labels": y}, keep_logits=keep)
     epilogue = chain.outputs.epilogue
     code = "".join(s.gm.code for s in [*chain.stages, *([epilogue] if epilogue else [])])
-    assert ("linear_cross_entropy" in code) == FUSED[how], code
-    assert ("cross_entropy_loss" in code) != FUSED[how], code
+    fused = FUSED[how] and not keep  # logits kept: they have another reader
+    assert ("linear_cross_entropy" in code) == fused, code
+    assert ("cross_entropy_loss" in code) != fused, code
     # Whichever way it runs, a plan's step gives the plain step's loss and gradients.
     ref = model(x, labels=y)["loss"]
     grads = torch.autograd.grad(ref, list(model.parameters()))
     prof = chainplan.profile(model, x, labels=y, repeats=1, warmup=1, progress=False,
-                             spread_warning=None)
+                             spread_warning=None, keep_logits=keep)
     net = chainplan.plan(prof, budget="min").wrap(model)
-    loss = net(x, labels=y)["loss"]
+    out = net(x, labels=y)
+    loss = out["loss"]
+    if how == "logits-returned":  # returned as asked, else None in their place
+        assert (out["logits"] is None) == (not keep)
+        if keep:
+            torch.testing.assert_close(out["logits"], model(x, labels=y)["logits"])
     torch.testing.assert_close(loss, ref)
     for got, want in zip(torch.autograd.grad(loss, list(model.parameters())), grads,
                          strict=True):
         torch.testing.assert_close(got, want)
+
+
+REFUSED = {"smoothing": r"label smoothing \(label_smoothing=0.1\)",
+           "class-weight": r"a class weight \(cross_entropy's weight=\)",
+           "unreduced": r"reduction='none'",
+           "class-dim": "one row of logits and one class index per token",
+           "logits-read": r"the logits \(\w+\) read besides the loss, by aten.\w+"}
+
+
+@pytest.mark.parametrize("how", sorted(REFUSED))
+def test_a_language_model_loss_that_needs_its_logits_is_refused_unless_kept(how: str) -> None:
+    """A language-model head whose logits are returned and whose loss the fused head does
+    not compute: refused, naming the option and the remedy; kept, the plain step."""
+    torch.manual_seed(0)
+    model = _Head(how, returns=True)
+    x, y = torch.randn(3, 4, 6), torch.randint(0, 11, (3, 4))
+    with pytest.raises(CaptureError, match=REFUSED[how]) as err:
+        chainplan.profile(model, x, labels=y, repeats=1, warmup=0, progress=False,
+                          spread_warning=None, ingest=False)
+    assert "_Head computes its loss" in str(err.value) and "keep_logits=True" in str(err.value)
+    prof = chainplan.profile(model, x, labels=y, repeats=1, warmup=0, progress=False,
+                             spread_warning=None, ingest=False, keep_logits=True)
+    out = chainplan.plan(prof, budget="min").wrap(model)(x, labels=y)
+    want = model(x, labels=y)
+    torch.testing.assert_close(out["loss"], want["loss"])
+    torch.testing.assert_close(out["logits"], want["logits"])
+
+
+def test_a_classifier_keeps_its_logits() -> None:
+    """Logits of a row per example, or narrower than the hidden state, are a classifier's:
+    returned, and the head is not fused (they are small)."""
+    torch.manual_seed(0)
+    for x, y, head in ((torch.randn(5, 6), torch.randint(0, 11, (5,)), nn.Linear(6, 11)),
+                       (torch.randn(3, 4, 6), torch.randint(0, 3, (3, 4)), nn.Linear(6, 3))):
+        model = _Head("plain", returns=True)
+        model.head = head
+        chain = extract(model, (x,), {"labels": y})
+        assert not chain.logits_dropped
+        prof = chainplan.profile(model, x, labels=y, repeats=1, warmup=0, progress=False,
+                                 spread_warning=None, ingest=False)
+        out = chainplan.plan(prof, budget="min").wrap(model)(x, labels=y)
+        torch.testing.assert_close(out["logits"], model(x, labels=y)["logits"])
 
 
 def _measured(net: nn.Module, case: Any, **call: Any) -> int:
