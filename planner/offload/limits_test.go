@@ -2,6 +2,7 @@ package offload
 
 import (
 	"errors"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -101,5 +102,34 @@ func TestHeuristicsStopAtTheLimit(t *testing.T) {
 		n := testchains.Allocated(func() { _, err = tt.solve(c, budget, opts) })
 		wantRefused(t, tt.algo, err, n, 64<<20, tt.algo+": a chain of 120 stages is too large", tt.want,
 			"over the limit of 4.00 MiB")
+	}
+}
+
+// TestShippedChainsFit: the chains the project ships pass the family's checks at half
+// their no-recomputation peak: the replay, POFO's tables at its default grid and
+// AUTOCAPPER's rotor tables (the CLI's TestShippedChainsFitTheLimits plans them with the
+// others, which are fast enough to run whole).
+func TestShippedChainsFit(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, filepath.Join("..", "..", "testdata", "profiles", "resnet.chain.json"))
+	for _, f := range files {
+		c, err := chainplan.ReadChain(f)
+		if err != nil {
+			continue // not a chain
+		}
+		c = c.Conservative()
+		budget := rotor.StoreAllPeak(c) / 2
+		if err := checkReplay("pofo", c); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if err := checkTableSize(c, budget, POFOSlots(c.Len())); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		if _, err := rotor.Solve(c, budget, rotorOptions(Options{}, c.Len()+1)); errors.Is(err, chainplan.ErrUnsupported) {
+			t.Errorf("%s: autocapper's rotor: %v", f, err)
+		}
 	}
 }
