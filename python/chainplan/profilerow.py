@@ -26,8 +26,12 @@ PARALLEL_REVISION = "1"
 # profile is reused (chainplan.profile, Checkpointed, find_profile) only when it was taken
 # at this revision (metadata "measurement_revision"; "1" when absent). 2: a linear head and
 # its cross-entropy run fused (chainplan.graph.fuseloss), and a model's output holding a_L
-# through the loss backward is counted (issue 19).
-MEASUREMENT_REVISION = "2"
+# through the loss backward is counted (issue 19). 3: a stage's output counted by its
+# storage (a view holds its base) and the next stage measured on the layout it runs on
+# (chainplan.profiler.sizes); the output of towers returning their own loss held to the
+# step's end (chainplan.towers.measure); transformers' GQA captured on its eager kernel
+# (chainplan.graph.eager) (issue 35).
+MEASUREMENT_REVISION = "3"
 
 
 def measured_now(meta: Mapping[str, str]) -> bool:
