@@ -61,8 +61,8 @@ func TestLongTowersRefused(t *testing.T) {
 }
 
 // TestOneLongTowerRefused: one tower of 3000 stages keeps H0's table under its limit of
-// cells (3001 states × 3003 slots), but its adjoint chain would take 160 GiB and its fill
-// 10¹³ steps: refused, where the DP used to allocate it.
+// cells (3001 states × 3003 slots), but its adjoint chain would take 150 GiB and its fill
+// 4·10¹³ steps: refused, where the DP used to allocate it.
 func TestOneLongTowerRefused(t *testing.T) {
 	mc := bundleOf(3000)
 	err := checkTables(instanceOf(mc), 3002)
