@@ -23,6 +23,18 @@ import (
 // against rotor, pofo against rotor. Multichain against one chain is in
 // planner/multichain (it needs the concatenation of the towers).
 
+// cases returns the number of random cases of a test: full without -short, short with it,
+// and short/4 (at least 2) under the race detector as well.
+func cases(full, short int) int {
+	switch {
+	case !testing.Short():
+		return full
+	case raceEnabled:
+		return max(2, short/4)
+	}
+	return short
+}
+
 // compare checks one pair at one memory: more plans wherever fewer does, no slower.
 func compare(t *testing.T, what string, fewer, more float64, errFewer, errMore error) {
 	t.Helper()
@@ -109,10 +121,7 @@ func TestCheckpointNeverWorse(t *testing.T) {
 		n, short, len int
 	}{{"contiguous", 600, 150, 9}, {"pipedream", 600, 150, 9}, {"madpipe", 40, 8, 5}} {
 		t.Run(tc.algo, func(t *testing.T) {
-			n := tc.n
-			if testing.Short() {
-				n = tc.short
-			}
+			n := cases(tc.n, tc.short)
 			both, helped := 0, 0
 			for i := range n {
 				c, req := pipelineCase(t, rng, tc.algo, tc.len)
@@ -137,10 +146,7 @@ func TestCheckpointNeverWorse(t *testing.T) {
 // does, no slower, and its smallest budget is no larger.
 func TestRotorOpsNeverWorse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 2))
-	n := 1500
-	if testing.Short() {
-		n = 400
-	}
+	n := cases(1500, 400)
 	for i := range n {
 		c := testchains.Random(rng, 1+rng.IntN(7), testchains.RandomOptions{MaxSize: 1 + rng.Int64N(1000), Exact: true, Options: 1 + rng.IntN(3)})
 		req := planner.Request{Algo: "rotor"}
@@ -179,10 +185,7 @@ func makespan(p *chainplan.Plan) float64 {
 // (Chain.Conservative: its executor recomputes whole stages), so the chains are version 1.
 func TestPOFONeverWorse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 3))
-	n := 120
-	if testing.Short() {
-		n = 30
-	}
+	n := cases(120, 24)
 	for i := range n {
 		c := testchains.Random(rng, 1+rng.IntN(5), testchains.RandomOptions{MaxSize: 1 + rng.Int64N(200)})
 		req := planner.Request{Algo: "rotor", Slots: 2*int64(c.Len()+5) + rng.Int64N(8)}

@@ -38,10 +38,7 @@ func TestSmallestBudget(t *testing.T) {
 			continue
 		}
 		t.Run(e.Name, func(t *testing.T) {
-			n := 150
-			if testing.Short() {
-				n = 40
-			}
+			n := cases(150, 40)
 			for i := range n {
 				c := testchains.Random(rng, 1+rng.IntN(6), testchains.RandomOptions{MaxSize: 30, Exact: i%2 == 1, Options: 2})
 				req := planner.Request{Algo: e.Name}
@@ -72,10 +69,7 @@ func TestSmallestBudget(t *testing.T) {
 // of up to three towers, rotor's grid of the concatenation coarse half the time.
 func TestSmallestBudgetMultichain(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 8))
-	n := 60
-	if testing.Short() {
-		n = 15
-	}
+	n := cases(60, 15)
 	for i := range n {
 		mc := randomBundle(rng)
 		for _, algo := range planner.MultichainAlgos() {
@@ -120,16 +114,19 @@ func randomBundle(rng *rand.Rand) *chainplan.MultiChain {
 // precision (the DPs to M_peak/(8·S) bytes, AUTOCAPPER and OPPORTUNIST to 1 % of M_peak,
 // docs/pofo.md, "The smallest budget"). From 2·S² bytes on, where a budget's unit is at
 // least S bytes and feasibility is monotone, Solve refuses every budget more than that
-// precision below MinBudget (scanned budget by budget, the last 48 before that point in
-// -short mode). Below 2·S² rounding to the budget's grid lets isolated smaller budgets
+// precision below MinBudget (scanned budget by budget, the last 300 before that point, 48 in
+// -short mode, 12 under the race detector). Below 2·S² rounding to the budget's grid lets isolated smaller budgets
 // plan (DYNPROG and OPPORTUNIST on 1 of 30 chains of a few bytes each): that is documented,
 // not tested. Before pofo's search covered the heuristics it compares, Solve planned below
 // its smallest budget on 5 of 12 small chains.
 func TestSmallestBudgetOffloading(t *testing.T) {
 	rng := rand.New(rand.NewPCG(33, 9))
-	n, window := 16, int64(1)<<40
+	n, window := cases(10, 8), int64(300)
 	if testing.Short() {
-		n, window = 5, 48
+		window = 48
+		if raceEnabled {
+			window = 12
+		}
 	}
 	for _, e := range planner.Entries() {
 		if e.Schedule == nil || e.Family != planner.Offloading {

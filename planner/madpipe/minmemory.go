@@ -11,15 +11,16 @@ import (
 // (opts' time limit for each probe's ILPs; with checkpointing, plans with and without
 // recomputation, as Solve does). MadPipe plans at every memory where the contiguous
 // planner does, so contiguous.MinMemory is an answer; below it only a non-contiguous
-// schedule of a phase-1 allocation can fit. MinMemory bisects, to one byte, between the
-// lower bound valid for every plan (pipeline.MemoryLowerBound) and the contiguous minimum
-// on "Solve plans"; a plan found at a probe often needs less than the probe (its
-// memory_per_gpu), and that memory is probed next, which ends most searches in a few
-// probes. Success below the contiguous minimum depends on phase 1's allocations, which
-// change with the memory (its grid of m_P spans [0, M]), so the bisection assumes it
-// monotone there: a byte-by-byte scan of random small chains finds no memory below the
+// schedule of a phase-1 allocation can fit. MinMemory asks "does Solve plan?" one byte
+// below the contiguous minimum (one probe where nothing below it plans, the common case),
+// then bisects, to one byte, down to the lower bound valid for every plan
+// (pipeline.MemoryLowerBound); a plan found at a probe often needs less than the probe (its
+// memory_per_gpu), and that memory is probed next. Success below the contiguous minimum
+// depends on phase 1's allocations, which change with the memory (its grid of m_P spans
+// [0, M]), so the search assumes it monotone there: a byte-by-byte scan of random small chains finds no memory below the
 // answer where Solve plans (TestMinMemoryIsSmallest), the property the search relies on.
-// On the shared PipeDream profiles it takes up to about 20 s (densenet121, P = 8).
+// Where MadPipe plans below the contiguous minimum it takes about 30 probes, each with
+// the time limit of its ILPs.
 //
 // Errors: a *pipeline.InfeasibleError (no memory fits: the contiguous planner's own
 // verdict, which only happens for a chain no device count can hold); with
@@ -51,8 +52,9 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 		}
 		return pr.MemoryFor(slices.Max(p.MemoryPerGPU)), true, nil
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
+	// Most often nothing plans below the contiguous minimum: the first probe, one byte
+	// below it, says so (the search assumes success monotone, as the bisection does).
+	for mid := hi - 1; hi-lo > 1; mid = lo + (hi-lo)/2 {
 		need, ok, err := fits(mid)
 		if err != nil {
 			return 0, err

@@ -121,7 +121,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 // phase 1's grids, its estimate of the special device and phase 2's three attempts make
 // MadPipe a heuristic, and with recomputation allowed it can pick allocations it then
 // schedules worse than the ones it finds without (resnet18 on two devices: 0.587 s per
-// mini-batch with --checkpoint, 0.407 s without, testdata/pipeline/resnet18-b8-64.json).
+// mini-batch with --checkpoint, 0.407 s without, testdata/chains/resnet18-b8-64px.json).
 // Both runs keep their own trace, so the run without recomputation is the plan Solve
 // returns for the same request without --checkpoint; tr gets both accounts, Predicted
 // the returned plan's.
