@@ -47,7 +47,8 @@ func pipelinePlan(t *testing.T, c *chainplan.Chain, req pipeline.Request) (*pipe
 // chose allocations its phase 2 scheduled worse.
 func TestCheckpointNeverSlowerResNet18(t *testing.T) {
 	c := readChain(t, "../testdata/chains/resnet18-b8-64px.json")
-	req := pipeline.Request{Algo: "madpipe", Options: pipeline.Options{GPUs: 2, MemoryBytes: 105 << 20, Bandwidth: 1e9}}
+	req := pipeline.Request{Algo: "madpipe", Options: pipeline.Options{GPUs: 2, MemoryBytes: 105 << 20, Bandwidth: 1e9},
+		RequireSolver: true} // without its MILP solver MadPipe is the contiguous plan
 	without, err := pipelinePlan(t, c, req)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestMadPipeSmallestMemory(t *testing.T) {
 		c := readChain(t, tc.path)
 		smallest := int64(-1)
 		for _, ck := range []bool{false, true} {
-			req := pipeline.Request{Algo: "madpipe", Options: tc.opts, MinMemory: true}
+			req := pipeline.Request{Algo: "madpipe", Options: tc.opts, MinMemory: true, RequireSolver: true}
 			req.Checkpoint = ck
 			start := time.Now()
 			p, err := pipelinePlan(t, c, req)

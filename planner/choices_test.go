@@ -107,7 +107,7 @@ func pipelineCase(t *testing.T, rng *rand.Rand, algo string, layers int) (*chain
 	}
 	need, _ := contiguous.MinMemory(pr)
 	opts.MemoryBytes = need/2 + rng.Int64N(3*need/2+1)
-	return c, pipeline.Request{Algo: algo, Options: opts, TimeLimit: 5 * time.Second}
+	return c, pipeline.Request{Algo: algo, Options: opts, TimeLimit: 5 * time.Second, RequireSolver: algo == "madpipe"}
 }
 
 // TestCheckpointNeverWorse: with checkpointing inside stages a pipeline planner plans

@@ -225,7 +225,7 @@ func TestMinMemoryIsSmallest(t *testing.T) {
 	if testing.Short() {
 		want, window = 2, 16
 	}
-	opts := Options{TimeLimit: testLimit}
+	opts := Options{TimeLimit: testLimit, RequireSolver: true} // without it nothing plans below contiguous
 	below := 0
 	for i := 0; below < want; i++ {
 		if i == 400 {

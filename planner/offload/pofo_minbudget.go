@@ -20,6 +20,15 @@ import (
 // or OPPORTUNIST winning there); the smallest budget is now the smallest within those
 // precisions (docs/pofo.md, "The smallest budget"; TestSmallestBudgetOffloading).
 func MinBudgetPOFO(c *chainplan.Chain, opts Options) (int64, error) {
+	// What SolvePOFO refuses before any table (bad options, tables too large for the
+	// grid) is refused here before the heuristics start their own tables.
+	if err := opts.Check(c, 1); err != nil {
+		return 0, err
+	}
+	hi := int64(units.Exact(c).StoreAllPeak())
+	if err := checkTableSize(c, hi, opts.SlotsFor(hi, POFOSlots(c.Len()))); err != nil {
+		return 0, err
+	}
 	heuristic := int64(math.MaxInt64)
 	var wg sync.WaitGroup
 	wg.Add(1)
