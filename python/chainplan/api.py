@@ -27,6 +27,7 @@ from chainplan.errors import (
 from chainplan.executors.view import planned
 from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
+from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.profiler.sizes import held_nbytes
@@ -275,7 +276,7 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
     if loss_fn is not None:
         parts = tuple(out) if towers and isinstance(out, (tuple, list)) else (out,)
         return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
-    own = _own_loss(out)
+    own = own_loss(out)
     if own is not None:
         return own
     first = next((t for t in pytree.tree_leaves(out)
@@ -283,13 +284,6 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
     if first is None:
         raise PlanError(f"measure() needs loss_fn= for a model returning {type(out).__name__}")
     return first.float().square().mean()
-
-
-def _own_loss(out: Any) -> torch.Tensor | None:
-    """The ``loss`` a model returned next to its output (a HuggingFace ``ModelOutput`` or a
-    dict given ``labels=``), or None."""
-    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
-    return loss if isinstance(loss, torch.Tensor) else None
 
 
 def _inputs_bytes(inputs: Any) -> int:
@@ -358,7 +352,7 @@ def measure(
 
     def step() -> None:
         out = net(*args, **kwargs)
-        if loss_fn is None and _own_loss(out) is not None:
+        if loss_fn is None and own_loss(out) is not None:
             loss = _loss(None, out, None)  # the output is held, as a training loop does
         else:
             loss = _loss(loss_fn, out, target, towers=towers)

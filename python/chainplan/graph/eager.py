@@ -108,13 +108,14 @@ def constant_value(t: torch.Tensor) -> torch.Tensor | None:
     it from constants alone (no input, parameter, buffer or lifted constant reaches it, and
     no operation draws random numbers); None otherwise, or outside a trace. The operations
     are run again on real tensors, outside the trace: they add nothing to the graph."""
-    mode = proxy_tensor.get_proxy_mode()
-    if mode is None or not isinstance(t, torch.Tensor):
+    try:  # the tracer non-strict torch.export runs (read on torch 2.15)
+        mode = proxy_tensor.get_proxy_mode()
+        slot = None if mode is None else proxy_tensor.get_proxy_slot(t, mode.tracer, None)
+        end: fx.Node | None = None if slot is None else slot.proxy.node
+    except (AttributeError, TypeError):  # another tracer: no value, the general path
         return None
-    slot = proxy_tensor.get_proxy_slot(t, mode.tracer, None)
-    if slot is None:
+    if end is None:
         return None
-    end: fx.Node = slot.proxy.node
     order: list[fx.Node] = []
     seen: set[fx.Node] = set()
     stack: list[tuple[fx.Node, bool]] = [(end, False)]

@@ -35,12 +35,13 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.measuring import preallocate_grads, preserved, random_like, timed
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import held_nbytes, nbytes, shares_storage
 
-__all__ = ["JoinMeasurement", "measure_join", "own_loss"]
+__all__ = ["JoinMeasurement", "measure_join"]
 
 JoinFn = Callable[..., object]
 
@@ -155,12 +156,3 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
                            fwd_tmp_bytes=fwd.peak_bytes,
                            bwd_tmp_bytes=max(0, kept + bwd.peak_bytes - grad_bytes),
                            grad_bytes=grad_bytes, held_bytes=held)
-
-
-def own_loss(result: object) -> torch.Tensor | None:
-    """The ``loss`` a model returned among other values (a HuggingFace ``ModelOutput`` or
-    a dict with a ``loss`` entry), or None."""
-    if not isinstance(result, dict) and not hasattr(result, "loss"):
-        return None
-    loss = result.get("loss") if isinstance(result, dict) else getattr(result, "loss", None)
-    return loss if isinstance(loss, torch.Tensor) else None

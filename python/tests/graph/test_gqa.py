@@ -24,6 +24,7 @@ from torch import nn
 
 import chainplan
 from chainplan.graph.chain import extract
+from chainplan.graph.eager import constant_value
 from tests.graph import libraries  # noqa: F401  (the offline environment, set before import)
 
 transformers = importlib.import_module("transformers")
@@ -97,3 +98,23 @@ def test_passed_position_ids_keep_the_general_path() -> None:
     net = chainplan.Checkpointed(model, budget="min", repeats=1, warmup=0, reuse=False)
     for g, w in zip(grads(model, net, kw), want, strict=True):
         torch.testing.assert_close(g, w, rtol=0, atol=PASSED_POSITIONS_ATOL)
+
+
+def test_constant_values_of_a_trace() -> None:
+    """What the capture computes: a value of the trace made from constants alone; not one
+    read from an input, nor one drawing random numbers (computing it would draw again)."""
+    seen: dict[str, torch.Tensor | None] = {}
+
+    class Probe(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            seen["arange"] = constant_value(torch.arange(x.shape[1]).unsqueeze(0) + 1)
+            seen["input"] = constant_value(x * 2)
+            seen["random"] = constant_value(torch.rand(3) + 1)
+            return x + 1
+
+    torch.export.export(Probe(), (torch.randn(2, 5),), strict=False)
+    arange = seen["arange"]
+    assert arange is not None and not isinstance(arange, torch._subclasses.FakeTensor)
+    assert torch.equal(arange, torch.arange(1, 6).unsqueeze(0))
+    assert seen["input"] is None and seen["random"] is None
+    assert constant_value(torch.ones(2)) is None  # outside a trace
