@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzParse feeds arbitrary bytes to Parse: it never panics, refuses with a *FieldError
-// (bad input), and whatever it accepts has devices and reads back from its canonical form.
+// (bad input) or, for a format tag it does not read, a *chainplan.FormatError, both
+// wrapping ErrUnsupported; and whatever it accepts has devices and reads back from its canonical form.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("../../examples/clusters/*.yaml")
 	for _, p := range files {
@@ -24,12 +25,14 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Add([]byte(`{"name": "j", "nodes": [{"gpu": "X", "gpus": 3, "gpu_mem": 1}], "bandwidth_matrix": [[0,1,1],[1,0,1],[1,1,0]]}`))
 	f.Add([]byte("name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 16XB}]"))
+	f.Add([]byte("format: 0\nname: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 16e9}]"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := cluster.Parse(data)
 		if err != nil {
 			var fe *cluster.FieldError
-			if !errors.As(err, &fe) || !errors.Is(err, chainplan.ErrUnsupported) {
-				t.Fatalf("error %T %v is not a FieldError", err, err)
+			var fmtErr *chainplan.FormatError
+			if !(errors.As(err, &fe) || errors.As(err, &fmtErr)) || !errors.Is(err, chainplan.ErrUnsupported) {
+				t.Fatalf("error %T %v is neither a FieldError nor a FormatError wrapping ErrUnsupported", err, err)
 			}
 			return
 		}
