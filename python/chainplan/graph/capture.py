@@ -48,6 +48,7 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
+from chainplan.graph.held import causal_masks, drop_metadata_assertions, share_float_masks
 
 __all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
 
@@ -212,10 +213,13 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                            keep_logits=keep_logits)
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
+    drop_metadata_assertions(graph)  # held.py: what the plain step does not hold
     try:  # the head and its loss, never holding the logits
         dropped = fuse_head(graph, type(model).__name__, keep_logits=keep_logits)
     except UnfusedHead as err:
         raise CaptureError(str(err)) from None
+    causal_masks(graph)
+    share_float_masks(graph)
     by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     inputs: dict[fx.Node, Input] = {}
     positional = _positional(model)
