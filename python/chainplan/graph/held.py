@@ -18,8 +18,9 @@ HuggingFace Llama of 8 layers at sequence 256, growing with both):
   the sequence length), it is a constant of the graph: :func:`causal_masks` computes it
   at capture, and where it is the causal pattern the call becomes the model's own,
   ``is_causal=True`` and no mask: the same kernel as the plain step;
-* **a boolean attention mask converted in every layer.** Where a boolean mask remains (a
-  padding mask passed by the caller, a sliding window), each call converts it into an
+* **a boolean attention mask converted in every layer.** Where a boolean mask computed in
+  the graph remains (a padding mask made from the caller's ``attention_mask``, a sliding
+  window), each call converts it into an
   additive mask of the query's dtype (``where(~mask, -inf, 0)``, ATen's
   ``convert_boolean_attn_mask``), a batch x 1 x T x T tensor that the call saves for its
   backward: one per layer, through the step. :func:`share_float_masks` converts the mask
@@ -146,13 +147,14 @@ def share_float_masks(graph: fx.Graph) -> int:
             continue
         root, views = _root(mask)
         source = value_of(root)
-        if source is None or source.dtype != torch.bool or source.device.type != "cpu":
+        # A mask passed as an argument is left as it is: the caller holds it anyway.
+        if (root.op == "placeholder" or source is None or source.dtype != torch.bool
+                or source.device.type != "cpu"):
             continue
         key = (root, query.dtype)
         if key not in converted:
-            after = root if root.op != "placeholder" else _last_placeholder(graph)
             dtype = query.dtype
-            with graph.inserting_after(after):
+            with graph.inserting_after(root):
                 converted[key] = _node(graph, additive_mask, (root, dtype),
                                        _fake(source, lambda t, d=dtype: additive_mask(t, d)))
         value = converted[key]
@@ -170,10 +172,6 @@ def share_float_masks(graph: fx.Graph) -> int:
         graph.eliminate_dead_code()
         graph.lint()
     return count
-
-
-def _last_placeholder(graph: fx.Graph) -> fx.Node:
-    return [n for n in graph.nodes if n.op == "placeholder"][-1]
 
 
 def _mask_of(node: fx.Node) -> fx.Node | None:
