@@ -17,7 +17,11 @@ HuggingFace Llama of 8 layers at sequence 256, growing with both):
   mask. Where the mask depends on no input (the positions made by the model itself from
   the sequence length), it is a constant of the graph: :func:`causal_masks` computes it
   at capture, and where it is the causal pattern the call becomes the model's own,
-  ``is_causal=True`` and no mask: the same kernel as the plain step;
+  ``is_causal=True`` and no mask: the same call, so the same kernel, as the plain step. A
+  model that builds a constant causal mask and passes it itself gets the causal call too:
+  on the CPU the two are bit for bit the same (SDPA's CPU kernel; tested), on CUDA another
+  kernel may run (flash attention rather than the memory-efficient one), the same function
+  within rounding;
 * **a boolean attention mask converted in every layer.** Where a boolean mask computed in
   the graph remains (a padding mask made from the caller's ``attention_mask``, a sliding
   window), each call converts it into an
@@ -108,7 +112,9 @@ def _constant(node: fx.Node, memo: dict[fx.Node, Any]) -> Any:
     if node in memo:
         return memo[node]
     value: Any = None
-    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+    # A random operation is no constant (and running it would draw from the generator).
+    if (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+            and torch.Tag.nondeterministic_seeded not in node.target.tags):
         inputs = node.all_input_nodes
         known = [_constant(n, memo) for n in inputs]
         if all(v is not None for v in known):

@@ -114,3 +114,43 @@ def test_the_float_mask_is_the_one_attention_makes(dtype: torch.dtype) -> None:
 
     for got, want in zip(attend(additive_mask(mask, dtype)), attend(mask), strict=True):
         assert torch.equal(got, want)
+
+
+class _Attention(nn.Module):
+    """Two attention calls reading a mask the model makes from the sequence length: the
+    causal pattern, or a sliding window of it."""
+
+    def __init__(self, window: int) -> None:
+        super().__init__()
+        self.window = window
+        self.q = nn.ModuleList(nn.Linear(8, 8) for _ in range(2))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t = x.shape[-2]
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        if self.window:
+            mask = mask.triu(-self.window)
+        for q in self.q:
+            x = x + torch.nn.functional.scaled_dot_product_attention(q(x), x, x,
+                                                                     attn_mask=mask)
+        return x
+
+
+@pytest.mark.parametrize("window", [0, 3], ids=["causal", "sliding-window"])
+def test_a_constant_mask_is_the_causal_call_only_where_it_is_causal(window: int) -> None:
+    model = _Attention(window)
+    ref = copy.deepcopy(model)
+    x = torch.randn(2, 3, 12, 8)
+    chain = extract(model, (x,), {})
+    code = "".join(s.gm.code for s in chain.stages)
+    code += chain.prelude.code if chain.prelude is not None else ""
+    if window:  # not causal: still a mask, converted once
+        assert "is_causal" not in code and code.count("additive_mask(") == 1
+    else:
+        assert code.count("is_causal = True") == 2 and "additive_mask" not in code
+    prof = chainplan.profile(model, x, **OPTS)
+    net = chainplan.plan(prof, budget="min", algo="store-all").wrap(model)
+    net(x).square().mean().backward()
+    ref(x).square().mean().backward()
+    for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
+        assert torch.equal(p.grad, q.grad), name
