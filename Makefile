@@ -31,7 +31,7 @@ export PIP_CONSTRAINT := $(abspath $(CONSTRAINTS))
 endif
 
 .PHONY: wheel sdist wheels wheel-check gpu-check test-latest constraints
-.PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long bench testdata-profiles demo clean postgres
+.PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long fuzz-store fault bench testdata-profiles demo clean postgres
 
 all: build
 
@@ -144,9 +144,34 @@ fuzz:
 	$(FUZZ) -fuzz='^FuzzSolve$$' -fuzztime=$$((15000*$(FUZZSCALE)))x ./planner/multichain
 	$(FUZZ) -fuzz='^FuzzParse$$' -fuzztime=$$((20000*$(FUZZSCALE)))x ./planner/cluster
 	$(FUZZ) -fuzz='^FuzzSimulate$$' -fuzztime=$$((15000*$(FUZZSCALE)))x ./planner/pipesim
+	$(FUZZ) -fuzz='^FuzzParseStages$$' -fuzztime=$$((20000*$(FUZZSCALE)))x ./planner/pipesim
+	$(FUZZ) -fuzz='^FuzzRequest$$' -fuzztime=$$((20000*$(FUZZSCALE)))x ./pipeplan
+	$(FUZZ) -fuzz='^FuzzParseFields$$' -fuzztime=$$((30000*$(FUZZSCALE)))x ./profile
+	$(FUZZ) -fuzz='^FuzzParseStrategies$$' -fuzztime=$$((10000*$(FUZZSCALE)))x ./planner/paradl
 
 fuzz-long:
 	$(MAKE) fuzz FUZZSCALE=40
+
+## fuzz-store: the fuzz targets of packages that link SQLite (internal/service: the
+## checkpointing request's JSON form, RUN arguments). Instrumenting them for fuzzing
+## compiles SQLite's C code again (about 4 CPU-minutes on a fresh machine), so `make fuzz`
+## leaves them to `make fault`; `go test` runs their seed inputs everywhere.
+fuzz-store:
+	$(FUZZ) -fuzz='^FuzzRequestJSON$$' -fuzztime=$$((20000*$(FUZZSCALE)))x ./internal/service
+	$(FUZZ) -fuzz='^FuzzParseRunRef$$' -fuzztime=$$((20000*$(FUZZSCALE)))x ./internal/service
+
+## fault: the fault suite (docs/TESTING.md, "The fault suite"; not part of `make test`):
+## FAULT_KILLS kill -9 per command and backend of ingest, migrate-store, solve --run and
+## pipeline --run on SQLite and PostgreSQL with the integrity checks after each, damaged
+## database files, a full disk (tmpfs mounts: run it as root), then every fuzz target at
+## FAULT_FUZZSCALE times `make fuzz`'s inputs. The figures go to build/fault/.
+FAULT_KILLS     ?= 30
+FAULT_FUZZSCALE ?= 4
+fault: build postgres
+	mkdir -p build/fault
+	$(GO) run ./internal/faultsuite -bin bin/chainplan -kills $(FAULT_KILLS) -o build/fault/figures.md
+	$(MAKE) fuzz fuzz-store FUZZSCALE=$(FAULT_FUZZSCALE) > build/fault/fuzz.log 2>&1; \
+		status=$$?; cat build/fault/fuzz.log; exit $$status
 
 bench: postgres
 	$(GO) test -run='^$$' -bench=. -benchtime=3x ./planner/...

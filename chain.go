@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"strings"
 )
 
@@ -76,11 +75,8 @@ func (c *Chain) Validate() error { return c.validate(0) }
 // loss) and whose errors name the branch. A branch is a version 1 chain: the multichain
 // planners read the conservative model (Chain.Conservative gives it).
 func (c *Chain) validate(branch int) error {
-	switch {
-	case branch == 0 && c.Format != ChainFormat && c.Format != ChainFormatV2:
-		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q or %q", c.Format, ChainFormat, ChainFormatV2)}
-	case branch > 0 && c.Format != ChainFormat:
-		return &ChainError{Branch: branch, Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", c.Format, ChainFormat)}
+	if err := checkChainFormat(c.Format, branch); err != nil {
+		return branchError(branch, err)
 	}
 	if c.InputBytes < 0 {
 		return &ChainError{Branch: branch, Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
@@ -180,8 +176,23 @@ func ParseChain(data []byte) (*Chain, error) { return parseChain(data, 0) }
 func parseChain(data []byte, branch int) (*Chain, error) {
 	// A first pass over raw messages finds the stage and field of any problem that
 	// encoding/json would otherwise report only as a byte offset.
+	chainErr := func(stage int, name, field, msg string) error {
+		return &ChainError{Branch: branch, Stage: stage, Name: name, Field: field, Msg: msg}
+	}
+	format, present, err := jsonFormat(data)
+	switch {
+	case err != nil && !present:
+		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
+	case err != nil:
+		return nil, chainErr(0, "", "format", err.Error())
+	case !present && branch == 0:
+		return nil, chainErr(0, "", "format", fmt.Sprintf("missing; want %q", ChainFormat))
+	case present:
+		if err := checkChainFormat(format, branch); err != nil {
+			return nil, branchError(branch, err)
+		}
+	}
 	var raw struct {
-		Format     *string                      `json:"format"`
 		InputBytes json.RawMessage              `json:"input_bytes"`
 		Stages     []map[string]json.RawMessage `json:"stages"`
 		Loss       map[string]json.RawMessage   `json:"loss"`
@@ -189,18 +200,7 @@ func parseChain(data []byte, branch int) (*Chain, error) {
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
 	}
-	chainErr := func(stage int, name, field, msg string) error {
-		return &ChainError{Branch: branch, Stage: stage, Name: name, Field: field, Msg: msg}
-	}
-	switch {
-	case raw.Format == nil && branch == 0:
-		return nil, chainErr(0, "", "format", fmt.Sprintf("missing; want %q", ChainFormat))
-	case raw.Format != nil && branch == 0 && *raw.Format != ChainFormat && *raw.Format != ChainFormatV2:
-		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q or %q", *raw.Format, ChainFormat, ChainFormatV2))
-	case raw.Format != nil && branch > 0 && *raw.Format != ChainFormat:
-		return nil, chainErr(0, "", "format", fmt.Sprintf("unknown format %q, want %q", *raw.Format, ChainFormat))
-	}
-	v2 := raw.Format != nil && *raw.Format == ChainFormatV2
+	v2 := format == ChainFormatV2
 	if raw.InputBytes == nil {
 		return nil, chainErr(0, "", "input_bytes", "missing")
 	}
@@ -266,6 +266,16 @@ func parseChain(data []byte, branch int) (*Chain, error) {
 	return &c, nil
 }
 
+// checkChainFormat checks the format tag of a chain on its own (version 1 or 2) or of
+// branch branch of a bundle (version 1: the multichain planners read the conservative
+// model).
+func checkChainFormat(tag string, branch int) error {
+	if branch > 0 {
+		return CheckFormat(tag, ErrInvalidChain, ChainFormat)
+	}
+	return CheckFormat(tag, ErrInvalidChain, ChainFormat, ChainFormatV2)
+}
+
 // checkLossFields checks the raw fields of a loss object: known names, non-negative
 // numbers, whole byte counts.
 func checkLossFields(loss map[string]json.RawMessage, branch int) error {
@@ -323,6 +333,10 @@ func truncate(s string, n int) string {
 
 // describeJSONError turns an encoding/json error into a message with line and column.
 func describeJSONError(data []byte, err error) string {
+	if bytes.HasPrefix(data, []byte("ARROW1")) || bytes.HasPrefix(data, []byte{0xff, 0xff, 0xff, 0xff}) {
+		// The file given where JSON belongs is the other kind chainplan reads.
+		return "the file is an Arrow file (a profile?), not JSON"
+	}
 	var off int64 = -1
 	switch e := err.(type) {
 	case *json.SyntaxError:
@@ -349,9 +363,9 @@ func lineOf(data []byte, off int64) int {
 
 // ReadChain reads and validates a chain file.
 func ReadChain(path string) (*Chain, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadInput(path, "a chain file ("+ChainFormat+" JSON)")
 	if err != nil {
-		return nil, fmt.Errorf("read chain: %w", err)
+		return nil, err
 	}
 	c, err := ParseChain(data)
 	if err != nil {

@@ -72,7 +72,7 @@ func TestParseChainErrors(t *testing.T) {
 		{"UnknownField", `"param_bytes": 9408`, `"param_bytes": 9408, "fwd_tme": 3`, `stage 1 ("conv1"): field "fwd_tme": unknown field`},
 		{"FractionalBytes", `"out_bytes": 40,`, `"out_bytes": 40.5,`, `stage 2 ("fc"): field "out_bytes": 40.5 is not a whole number of bytes`},
 		{"StringNumber", `"out_bytes": 40,`, `"out_bytes": "40",`, `stage 2 ("fc"): field "out_bytes": not a number`},
-		{"UnknownVersion", `chainplan.chain/v1`, `chainplan.chain/v3`, `field "format": unknown format "chainplan.chain/v3"`},
+		{"UnknownVersion", `chainplan.chain/v1`, `chainplan.chain/v3`, `format chainplan.chain/v3 is not supported (this chainplan reads chainplan.chain/v1 or chainplan.chain/v2)`},
 		{"MissingFormat", `"format": "chainplan.chain/v1",`, ``, `field "format": missing`},
 		{"MissingInput", `"input_bytes": 4096,`, ``, `field "input_bytes": missing`},
 		{"NegativeInput", `"input_bytes": 4096`, `"input_bytes": -4096`, `field "input_bytes": negative`},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 )
 
 // MultiChainFormat is the format tag of version 1 of the multichain bundle.
@@ -59,8 +58,8 @@ func (m *MultiChain) SumTime() float64 {
 // loss of its own, a valid joint loss, and one keep_input_grad value per branch when
 // given. It returns a *ChainError naming the branch, stage and field.
 func (m *MultiChain) Validate() error {
-	if m.Format != MultiChainFormat {
-		return &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", m.Format, MultiChainFormat)}
+	if err := CheckFormat(m.Format, ErrInvalidChain, MultiChainFormat); err != nil {
+		return err
 	}
 	if len(m.Branches) == 0 {
 		return &ChainError{Field: "branches", Msg: "the bundle has no branches (K = 0): give one chain per tower"}
@@ -80,8 +79,20 @@ func (m *MultiChain) Validate() error {
 // read as a chain file is (ParseChain), its format tag optional; errors name the branch,
 // the stage and the field.
 func ParseMultiChain(data []byte) (*MultiChain, error) {
+	format, present, err := jsonFormat(data)
+	switch {
+	case err != nil && !present:
+		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
+	case err != nil:
+		return nil, &ChainError{Field: "format", Msg: err.Error()}
+	case !present:
+		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("missing; want %q", MultiChainFormat)}
+	}
+	if err := CheckFormat(format, ErrInvalidChain, MultiChainFormat); err != nil {
+		return nil, err
+	}
 	var raw struct {
-		Format        *string                    `json:"format"`
+		Format        string                     `json:"format"`
 		Branches      *[]json.RawMessage         `json:"branches"`
 		Loss          map[string]json.RawMessage `json:"loss"`
 		KeepInputGrad []bool                     `json:"keep_input_grad"`
@@ -91,12 +102,7 @@ func ParseMultiChain(data []byte) (*MultiChain, error) {
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err))
 	}
-	switch {
-	case raw.Format == nil:
-		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("missing; want %q", MultiChainFormat)}
-	case *raw.Format != MultiChainFormat:
-		return nil, &ChainError{Field: "format", Msg: fmt.Sprintf("unknown format %q, want %q", *raw.Format, MultiChainFormat)}
-	case raw.Branches == nil:
+	if raw.Branches == nil {
 		return nil, &ChainError{Field: "branches", Msg: "missing; want one chain per tower"}
 	}
 	if err := checkLossFields(raw.Loss, 0); err != nil {
@@ -140,20 +146,21 @@ func ParseLoss(data []byte) (Loss, error) {
 	return l, l.validate(0)
 }
 
-// IsMultiChain reports whether data is a JSON object whose format is MultiChainFormat: a
-// bundle rather than a chain, so that a command reading either can tell them apart.
+// IsMultiChain reports whether data is a JSON object whose format names a bundle
+// (chainplan.multichain/vN, whatever N: ParseMultiChain refuses a version it does not read
+// by name) rather than a chain, so that a command reading either can tell them apart.
 func IsMultiChain(data []byte) bool {
 	var head struct {
 		Format string `json:"format"`
 	}
-	return json.Unmarshal(data, &head) == nil && head.Format == MultiChainFormat
+	return json.Unmarshal(data, &head) == nil && SameKind(head.Format, MultiChainFormat)
 }
 
 // ReadMultiChain reads and validates a bundle file.
 func ReadMultiChain(path string) (*MultiChain, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadInput(path, "a multichain bundle ("+MultiChainFormat+" JSON)")
 	if err != nil {
-		return nil, fmt.Errorf("read bundle: %w", err)
+		return nil, err
 	}
 	m, err := ParseMultiChain(data)
 	if err != nil {

@@ -59,12 +59,10 @@ func TestParseMultiChainErrors(t *testing.T) {
 	}{
 		{"no branches", bundle("", ""), 0, "branches", "K = 0"},
 		{"branches missing", `{"format": "chainplan.multichain/v1"}`, 0, "branches", "missing"},
-		{"format", `{"format": "chainplan.chain/v1", "branches": []}`, 0, "format", "unknown format"},
 		{"own loss", bundle(tower+`, {"input_bytes": 1, "stages": [], "loss": {"fwd_time": 1}}`, ""), 2, "",
 			"a branch has no loss of its own"},
 		{"stage field", bundle(strings.Replace(tower, `"out_bytes": 4`, `"out_bytes": -4`, 1), ""), 1, "out_bytes", "negative"},
 		{"missing field", bundle(strings.Replace(tower, `"bwd_time": 2, `, ``, 1), ""), 1, "bwd_time", "missing"},
-		{"branch format", bundle(`{"format": "x", "input_bytes": 1, "stages": []}`, ""), 1, "format", "unknown format"},
 		{"keep length", bundle(tower, `, "keep_input_grad": [true, false]`), 0, "keep_input_grad", "2 values for 1 branches"},
 		{"loss field", strings.Replace(bundle(tower, ""), `"fwd_tmp_bytes": 3`, `"fwd_tmp_bytes": 3.5`, 1), 0,
 			"fwd_tmp_bytes", "whole number"},

@@ -3,7 +3,6 @@ package chainplan
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -137,9 +136,24 @@ func FormatSequence(seq []Op) string {
 	return strings.Join(parts, ", ")
 }
 
-// ParsePlan decodes a plan document and checks that every operation is well formed.
-// Whether the sequence is valid for a chain is the simulator's business.
+// ParsePlan decodes a plan document and checks that every operation is well formed: a
+// format tag, when the document has one, must be a chainplan.schedule/v1 tag
+// (ScheduleFormat and its +offload and +multichain forms). Whether the sequence is valid
+// for a chain is the simulator's business.
 func ParsePlan(data []byte) (*Plan, error) {
+	// The planners write no tag; a document that carries one must be a version this
+	// chainplan reads.
+	format, present, err := jsonFormat(data)
+	switch {
+	case err != nil && !present:
+		return nil, fmt.Errorf("%w: %s", ErrInvalidPlan, describeJSONError(data, err))
+	case err != nil:
+		return nil, fmt.Errorf("%w: field \"format\": %v", ErrInvalidPlan, err)
+	case present:
+		if err := CheckFormat(format, ErrInvalidPlan, ScheduleFormat, ScheduleFormatOffload, ScheduleFormatMultichain); err != nil {
+			return nil, err
+		}
+	}
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
 		return nil, fmt.Errorf("%w: %s", ErrInvalidPlan, describeJSONError(data, err))
@@ -191,9 +205,9 @@ func ParsePlan(data []byte) (*Plan, error) {
 
 // ReadPlan reads a plan file.
 func ReadPlan(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadInput(path, "a plan file (JSON)")
 	if err != nil {
-		return nil, fmt.Errorf("read plan: %w", err)
+		return nil, err
 	}
 	p, err := ParsePlan(data)
 	if err != nil {

@@ -44,6 +44,15 @@ func TestStoreAllSequence(t *testing.T) {
 func FuzzParsePlan(f *testing.F) {
 	f.Add([]byte(`{"algo": "rotor", "sequence": [{"op": "F_all", "stage": 1}, {"op": "B", "stage": 1}]}`))
 	f.Add([]byte(`{"sequence": []}`))
+	// An offloading plan (docs/formats-schedule.md): its transfers' tensors and positions.
+	f.Add([]byte(`{"algo": "pofo", "feasible": true, "makespan": 20, "peak_bytes": 21, "budget_bytes": 22,
+		"sequence": [{"op": "F_ck", "stage": 1}, {"op": "F_all", "stage": 2}, {"op": "B", "stage": 2},
+		{"op": "F_all", "stage": 1}, {"op": "B", "stage": 1}],
+		"offload": {"bandwidth_bytes_per_s": 1, "memory_model": "fractional", "sync_at_loss": true,
+		"offloaded_bytes": 2, "transfers": [{"dir": "offload", "tensor": "a0", "bytes": 2, "after": -1},
+		{"dir": "prefetch", "tensor": "abar1", "bytes": 2, "before": 3}],
+		"timing": {"compute_start": [0, 1, 3, 4, 6], "transfer_start": [0, 2]},
+		"positions": [{"issue_after": -1, "release_after": 0}, {"issue_after": 2, "wait_before": 3}]}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := chainplan.ParsePlan(data)
 		if err != nil {

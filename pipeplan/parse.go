@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 
 	"github.com/chainplan/chainplan"
 )
@@ -52,6 +51,14 @@ func Parse(data []byte) (*Plan, error) {
 		return nil, &PlanError{Msg: "not a JSON object"}
 	}
 	r := reader{path: ""}
+	// The tag first: a document of another version is refused by its tag, not for a field
+	// this version does not know. A tag that is missing or no string is known's and str's.
+	var tag string
+	if v := top["format"]; !isNull(v) && json.Unmarshal(v, &tag) == nil {
+		if err := chainplan.CheckFormat(tag, chainplan.ErrInvalidPlan, Format); err != nil {
+			return nil, err
+		}
+	}
 	if err := r.known(top, planRequired, planOptional); err != nil {
 		return nil, err
 	}
@@ -60,12 +67,6 @@ func Parse(data []byte) (*Plan, error) {
 	var am string
 	steps := []func() error{
 		func() error { p.Format, err = r.str(top, "format"); return err },
-		func() error {
-			if p.Format != Format {
-				return r.fail("format", "want %q (got %q)", Format, p.Format)
-			}
-			return nil
-		},
 		func() error { p.Algo, err = r.str(top, "algo"); return err },
 		func() error { p.GPUs, err = r.integer(top, "gpus", 1, math.MaxInt32); return err },
 		func() error { p.MemoryBytes, err = r.bytes(top, "memory_bytes"); return err },
@@ -98,9 +99,9 @@ func Parse(data []byte) (*Plan, error) {
 
 // ReadPlan reads and parses a pipeline plan file.
 func ReadPlan(path string) (*Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, "a pipeline plan ("+Format+" JSON)")
 	if err != nil {
-		return nil, fmt.Errorf("read pipeline plan: %w", err)
+		return nil, err
 	}
 	p, err := Parse(data)
 	if err != nil {
@@ -109,13 +110,14 @@ func ReadPlan(path string) (*Plan, error) {
 	return p, nil
 }
 
-// IsPipelinePlan reports whether data is a JSON object whose format is Format, so that a
-// caller holding a plan file of unknown family knows which parser to use.
+// IsPipelinePlan reports whether data is a JSON object whose format names a pipeline plan
+// (chainplan.pipeline/vN, whatever N: Parse refuses a version it does not read by name),
+// so that a caller holding a plan file of unknown family knows which parser to use.
 func IsPipelinePlan(data []byte) bool {
 	var head struct {
 		Format string `json:"format"`
 	}
-	return json.Unmarshal(data, &head) == nil && head.Format == Format
+	return json.Unmarshal(data, &head) == nil && chainplan.SameKind(head.Format, Format)
 }
 
 func (r reader) stages(top map[string]json.RawMessage) ([]Stage, error) {

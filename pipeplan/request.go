@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -136,6 +137,11 @@ func (r *Request) UnmarshalJSON(b []byte) error {
 	if w.TimeLimitS < 0 {
 		return optionError("time_limit_s", fmt.Sprintf("must be a positive number of seconds (got %v)", w.TimeLimitS))
 	}
+	// A time.Duration holds about 292 years; beyond, the conversion would wrap around to a
+	// negative limit.
+	if w.TimeLimitS > maxTimeLimitS {
+		return optionError("time_limit_s", fmt.Sprintf("must be at most %.0f seconds (got %v)", maxTimeLimitS, w.TimeLimitS))
+	}
 	*r = Request(w.requestFields)
 	r.MemoryBytes, r.Bandwidth = mem, bw
 	r.TimeLimit = time.Duration(w.TimeLimitS * float64(time.Second))
@@ -155,6 +161,9 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(w)
 }
+
+// maxTimeLimitS is the largest time limit a time.Duration holds, in seconds.
+const maxTimeLimitS = float64(math.MaxInt64) / float64(time.Second)
 
 // decodeError is a request whose JSON does not read (a syntax error, an unknown field, a
 // value of the wrong type): the decoder's words, wrapping chainplan.ErrUnsupported as the

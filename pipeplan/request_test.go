@@ -69,6 +69,7 @@ func TestRequestJSONErrorsNameTheField(t *testing.T) {
 		`{"gpus": 2, "memory_bytes": 1e30}`:         "memory: must be a whole number",
 		`{"gpus": 2, "microbatches": -1}`:           "microbatches",
 		`{"gpus": 2, "time_limit_s": -3}`:           "time_limit_s",
+		`{"gpus": 2, "time_limit_s": 1e10}`:         "time_limit_s: must be at most", // wrapped to a negative limit (FuzzRequest)
 		`{"gpus": 2, "source": "cli"}`:              "unknown field \"source\"",
 		`{"gpus": 2, "activation_model": 3}`:        "activation_model",
 		`{"gpus": 2, "bandwidth": 1e9} {"gpus": 3}`: "",

@@ -14,9 +14,9 @@ import (
 
 // Plan formats of the entries.
 const (
-	formatSchedule   = "chainplan.schedule/v1"
-	formatOffload    = "chainplan.schedule/v1+offload"
-	formatMultichain = "chainplan.schedule/v1+multichain"
+	formatSchedule   = chainplan.ScheduleFormat
+	formatOffload    = chainplan.ScheduleFormatOffload
+	formatMultichain = chainplan.ScheduleFormatMultichain
 )
 
 // entries is the registry: every algorithm Solve runs, in the order help texts list them.

@@ -29,8 +29,9 @@ func oldMinBudget(c *chainplan.Chain, req planner.Request) (int64, error) {
 }
 
 // approximate lists the algorithms whose smallest budget is searched to a precision
-// rather than to the byte (pofo and offload to M_peak/(8·slots), the heuristics to 1 %
-// of M_peak): Solve may succeed a little below their MinBudget.
+// rather than to the byte (offload to M_peak/(8·slots), the heuristics to 1 % of M_peak,
+// pofo to both, its DP's and the heuristics'): Solve may succeed a little below their
+// MinBudget (smallest_test.go bounds how far).
 var approximate = []string{"pofo", "offload", "autocapper", "opportunist"}
 
 // TestMinBudgetDirect checks every algorithm of the registry on random chains (every other

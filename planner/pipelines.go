@@ -51,8 +51,8 @@ var (
 			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
 			return p, tr.Notes, err
 		},
-		// The smallest memory found below the contiguous minimum: success is not monotone
-		// in memory there, so it is the best found, not a proven minimum.
+		// The smallest memory at which Solve plans, to the byte, assuming success monotone
+		// in memory below the contiguous minimum (checked by byte scans, not proven).
 		MinMemory: func(pr *pipeline.Problem, req pipeline.Request) (int64, error) {
 			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 		},
@@ -107,6 +107,9 @@ func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []
 	}
 	pr, err := pipeline.NewProblem(c, req.Options)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := pr.CheckPlanning(); err != nil {
 		return nil, nil, err
 	}
 	var notes []string

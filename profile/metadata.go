@@ -2,6 +2,7 @@ package profile
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,9 +15,6 @@ import (
 
 // Format is the format tag of version 1 profiles, the value of their KeyFormat key.
 const Format = "chainplan.profile/v1"
-
-// formatPrefix starts every chainplan profile format tag, whatever its version.
-const formatPrefix = "chainplan.profile/"
 
 // Keys of the provenance as key-value pairs: the schema metadata of a profile file (what
 // the Python profiler writes) and the metadata_json column of the store's runs table.
@@ -145,10 +143,12 @@ func ParseMetadata(kv map[string]string) (Metadata, error) {
 	case !ok:
 		return Metadata{}, &MetadataError{Key: KeyFormat,
 			Msg: fmt.Sprintf("missing; this is not a chainplan profile (want %q in the schema metadata)", Format)}
-	case format != Format && strings.HasPrefix(format, formatPrefix):
-		return Metadata{}, fmt.Errorf("%w: profile format %q, this build reads %q", chainplan.ErrSchemaVersion, format, Format)
-	case format != Format:
-		return Metadata{}, &MetadataError{Key: KeyFormat, Msg: fmt.Sprintf("unknown format %q, want %q", format, Format)}
+	}
+	if err := chainplan.CheckFormat(format, nil, Format); err != nil {
+		if errors.Is(err, chainplan.ErrSchemaVersion) {
+			return Metadata{}, err
+		}
+		return Metadata{}, &MetadataError{Key: KeyFormat, Msg: err.Error()}
 	}
 	var missing []string
 	for _, k := range provenanceKeys {

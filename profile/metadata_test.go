@@ -74,8 +74,8 @@ func TestParseMetadataErrors(t *testing.T) {
 		wantMsg string
 	}{
 		{"no format", func(kv map[string]string) { delete(kv, profile.KeyFormat) }, "format", "not a chainplan profile"},
-		{"other format", func(kv map[string]string) { kv[profile.KeyFormat] = "feather/v2" }, "format", `unknown format "feather/v2"`},
-		{"newer version", func(kv map[string]string) { kv[profile.KeyFormat] = "chainplan.profile/v2" }, "", `"chainplan.profile/v2"`},
+		{"other format", func(kv map[string]string) { kv[profile.KeyFormat] = "feather/v2" }, "format", `format feather/v2 is not supported (this chainplan reads chainplan.profile/v1)`},
+		{"newer version", func(kv map[string]string) { kv[profile.KeyFormat] = "chainplan.profile/v2" }, "", `format chainplan.profile/v2 is not supported (this chainplan reads chainplan.profile/v1)`},
 		{"missing keys", func(kv map[string]string) { delete(kv, profile.KeyHost); delete(kv, profile.KeyReps) }, "reps",
 			"missing keys: reps, host"},
 		{"empty model", func(kv map[string]string) { kv[profile.KeyModelName] = " " }, "model_name", "empty"},

@@ -91,6 +91,12 @@ func MultiChainOf(stages []StageSummary, t *Towers) (*chainplan.MultiChain, erro
 	}
 	total := 0
 	for _, l := range t.Lengths {
+		// Each length is checked against the profile's stages before it is added: a sum of
+		// absurd lengths could wrap around to n and have a tower's stages allocated.
+		if l > n {
+			total = l
+			break
+		}
 		total += l
 	}
 	if total != n {

@@ -65,4 +65,11 @@ func TestMultiChainOf(t *testing.T) {
 	if _, err := profile.MultiChainOf(stages, tw); !errors.Is(err, chainplan.ErrInvalidChain) || !strings.Contains(err.Error(), "4 in all") {
 		t.Fatalf("stages that do not add up: %v", err)
 	}
+	// Absurd lengths whose sum wraps around to the 3 stages are refused before a tower's
+	// stages are allocated (they used to panic in makeslice).
+	tw.Lengths = []int{1 << 62, 1 << 62, 1<<62 + 3, 1 << 62}
+	tw.Branches = []int{0, 1, 2}
+	if _, err := profile.MultiChainOf(stages, tw); !errors.Is(err, chainplan.ErrInvalidChain) {
+		t.Fatalf("lengths that wrap around: %v", err)
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile"
 )
 
@@ -34,11 +34,15 @@ var arrowMagic = []byte("ARROW1")
 // streamEOS is the end-of-stream marker every complete Arrow IPC stream ends with.
 var streamEOS = []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}
 
-// ReadFile reads and validates the profile file at path.
+// Want is what a profile file is, as messages about a path that holds none say.
+const Want = "a profile file (" + profile.Format + " Arrow)"
+
+// ReadFile reads and validates the profile file at path (chainplan.ReadInput: a path that
+// is no regular file with content fails with a *chainplan.InputError).
 func ReadFile(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, Want)
 	if err != nil {
-		return nil, fmt.Errorf("read profile: %w", err)
+		return nil, err
 	}
 	p, err := Read(data)
 	if err != nil {

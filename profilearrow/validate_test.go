@@ -75,7 +75,7 @@ func TestReadRejectsBadValues(t *testing.T) {
 		{"negative shape", func(p *profilearrow.Profile) { p.Meta.InputShape = []int64{8, -3} },
 			[]string{`metadata key "input_shape"`, "dimension 1"}},
 		{"other format", func(p *profilearrow.Profile) { p.Meta.Format = "something/v1" },
-			[]string{`metadata key "format"`, `unknown format "something/v1"`}},
+			[]string{`metadata key "format"`, `format something/v1 is not supported (this chainplan reads chainplan.profile/v1)`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

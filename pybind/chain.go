@@ -1,8 +1,6 @@
 package pybind
 
 import (
-	"os"
-
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profilearrow"
 )
@@ -31,7 +29,7 @@ func readProfileChain(filePath string) (*chainplan.Chain, error) {
 
 // readProfile reads and validates a profile file.
 func readProfile(filePath string) (*profilearrow.Profile, error) {
-	data, err := os.ReadFile(filePath)
+	data, err := chainplan.ReadInput(filePath, profilearrow.Want)
 	if err != nil {
 		return nil, fileError(err)
 	}

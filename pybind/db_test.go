@@ -50,7 +50,7 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	calls := []func() error{
-		func() error { _, err := Query(db, "SELECT count(*) FROM plans"); return err },
+		func() error { _, err := Query(db, "SELECT count(*) FROM plans", ""); return err },
 		func() error { _, err := Run(db, 1); return err },
 		func() error { _, err := Runs(db, `{}`); return err },
 		func() error { _, err := ExportChain(db, 1); return err },
@@ -95,7 +95,7 @@ func TestConcurrentCalls(t *testing.T) {
 			}
 			errs[i] = json.Unmarshal([]byte(res), &solved)
 			ids[i] = solved.PlanID
-			if _, err := Query(db, "SELECT count(*) FROM plans"); err != nil {
+			if _, err := Query(db, "SELECT count(*) FROM plans", ""); err != nil {
 				errs[i] = err
 			}
 		})
@@ -151,7 +151,7 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range maxOpen {
-		if _, err := Query(filepath.Join(dir, fmt.Sprintf("%d.db", i)), "SELECT 1"); err == nil {
+		if _, err := Query(filepath.Join(dir, fmt.Sprintf("%d.db", i)), "SELECT 1", ""); err == nil {
 			t.Fatal("Query created a database")
 		}
 		if _, err := Ingest(filepath.Join(dir, fmt.Sprintf("%d.db", i)), filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
@@ -173,18 +173,27 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 		t.Fatal("an evicted database stayed open after its last user")
 	}
 	before := opened()
-	if _, err := Query(first, "SELECT 1"); err != nil || opened()-before != 1 {
+	if _, err := Query(first, "SELECT 1", ""); err != nil || opened()-before != 1 {
 		t.Fatalf("reopening the evicted database: %v, %d opens", err, opened()-before)
 	}
 }
 
 func TestDataDir(t *testing.T) {
-	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan"} {
+	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan",
+		"host=db.lab password=PW dbname=x": "/home/u/.chainplan"} {
 		if got, err := DataDir(db, "/home/u"); err != nil || got != want {
 			t.Errorf("DataDir(%q) = %q, %v; want %q", db, got, err, want)
 		}
 	}
 	if _, err := DataDir("postgres://db.lab/x", ""); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
 		t.Errorf("DataDir without a home: %v, want a coded bad request", err)
+	}
+	for _, call := range []func() (string, error){
+		func() (string, error) { return DataDir("my dir/a=1 password=PW", "/home/u") },
+		func() (string, error) { return DBPath("my dir/a=1 password=PW", "/home/u") },
+	} {
+		if got, err := call(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") || strings.Contains(err.Error(), "PW") {
+			t.Errorf("neither a DSN nor a path: %q, %v; want a coded bad request without the password", got, err)
+		}
 	}
 }

@@ -33,7 +33,8 @@ func codedError(err error) error {
 	case errors.Is(err, store.ErrBadQuery), errors.Is(err, store.ErrReadOnly):
 		// Checked before bad-request: a query error is a bad request with its own class.
 		return fmt.Errorf("chainplan[bad-query]: %s", msg)
-	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest), errors.Is(err, service.ErrBadInput):
+	case errors.Is(err, chainplan.ErrUnsupported), errors.Is(err, errBadRequest), errors.Is(err, service.ErrBadInput),
+		errors.Is(err, chainplan.ErrSchemaVersion), errors.Is(err, chainplan.ErrInputFile):
 		return fmt.Errorf("chainplan[bad-request]: %s", msg)
 	case errors.Is(err, chainplan.ErrNotFound):
 		return fmt.Errorf("chainplan[not-found]: %s", msg)

@@ -59,7 +59,7 @@ func TestFrontierErrors(t *testing.T) {
 		{exampleA(t), `{"algo": "pofo"}`, `chainplan[bad-request]: unsupported request: no frontier for algorithm "pofo": only rotor, rotor-ops and revolve have one`},
 		{exampleA(t), `{"budget_bytes": 30}`, `chainplan[bad-request]: bad request: frontier request: json: unknown field "budget_bytes"`},
 		{exampleA(t), `{"slots": -1}`, `chainplan[bad-request]: unsupported request: slots must be positive`},
-		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
+		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: format x is not supported (this chainplan reads chainplan.chain/v1 or chainplan.chain/v2)`},
 	}
 	for _, tt := range tests {
 		_, err := Frontier(tt.chain, tt.req)

@@ -45,7 +45,7 @@ func TestErrorCodes(t *testing.T) {
 		chain, req, prefix string
 	}{
 		{exampleA(t), `{"budget_bytes": 21, "slots": 21}`, "chainplan[infeasible;min_budget_bytes=22]: rotor: budget 21 B"},
-		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: invalid chain: chain: field "format"`},
+		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: format x is not supported (this chainplan reads chainplan.chain/v1 or chainplan.chain/v2)`},
 		{exampleA(t), `{"algo": "magic", "budget_bytes": 10}`, `chainplan[bad-request]: unsupported request: unknown algorithm "magic"`},
 		{exampleA(t), `{"budget_bytes": "ten"}`, `chainplan[bad-request]: request: json: cannot unmarshal string`},
 		// The name is checked before the bandwidth: "POFO" is not an offloading algorithm.

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/arrowtable"
@@ -24,7 +25,7 @@ func fileError(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission):
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission), errors.Is(err, chainplan.ErrInputFile):
 		return fmt.Errorf("%w: %v", errBadRequest, err)
 	case errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
 		return fmt.Errorf("%w: %v", errInvalidProfile, err)
@@ -51,13 +52,20 @@ func Ingest(dbPath, filePath string) (result string, err error) {
 	return result, err
 }
 
-// Query runs a read-only SQL query and returns the result as a base64-encoded Arrow IPC
-// file (gopy passes strings through C, where binary data would stop at the first zero
-// byte). A statement that would write is refused and changes nothing.
-func Query(dbPath, query string) (arrowBase64 string, err error) {
+// Query runs one read-only SQL statement with the parameters paramsJSON holds (a JSON
+// array: numbers, strings, booleans as 1 and 0, null; "" for none), each binding one
+// placeholder ($1, $2, ...; ? on SQLite), and returns the result as a base64-encoded Arrow
+// IPC file (gopy passes strings through C, where binary data would stop at the first zero
+// byte). A statement that would write is refused and changes nothing; several statements,
+// and parameters that do not match the placeholders one for one, are a bad query.
+func Query(dbPath, query, paramsJSON string) (arrowBase64 string, err error) {
 	defer recoverError(&err)
+	params, err := queryParams(paramsJSON)
+	if err != nil {
+		return "", codedError(err)
+	}
 	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
-		rows, err := s.Store().Query(ctx, query)
+		rows, err := s.Store().Query(ctx, query, params...)
 		if err != nil {
 			return err // store.ErrBadQuery or ErrReadOnly: coded "bad-query"
 		}
@@ -77,6 +85,45 @@ func Query(dbPath, query string) (arrowBase64 string, err error) {
 		return nil
 	})
 	return arrowBase64, err
+}
+
+// queryParams decodes Query's parameters: integers as int64 (exactly, whatever their
+// size), other numbers as float64, booleans as 1 and 0 (the store keeps them so), strings
+// and null as such.
+func queryParams(paramsJSON string) ([]any, error) {
+	if paramsJSON == "" {
+		return nil, nil
+	}
+	dec := json.NewDecoder(strings.NewReader(paramsJSON))
+	dec.UseNumber()
+	var raw []any
+	if err := dec.Decode(&raw); err != nil {
+		return nil, badRequest(fmt.Errorf("query parameters: want a JSON array of values: %v", err))
+	}
+	params := make([]any, len(raw))
+	for i, v := range raw {
+		switch v := v.(type) {
+		case nil, string:
+			params[i] = v
+		case bool:
+			params[i] = int64(0)
+			if v {
+				params[i] = int64(1)
+			}
+		case json.Number:
+			if n, err := v.Int64(); err == nil {
+				params[i] = n
+			} else if f, err := v.Float64(); err == nil {
+				params[i] = f
+			} else {
+				return nil, badRequest(fmt.Errorf("query parameter %d: %s is out of range", i+1, v))
+			}
+		default: // an array or an object
+			return nil, badRequest(fmt.Errorf("query parameter %d: %s is no value SQL binds (want a number, a string, a boolean or null)",
+				i+1, strings.TrimSpace(fmt.Sprint(v))))
+		}
+	}
+	return params, nil
 }
 
 // ExportChain returns the chain of stored run runID as chainplan.chain/v1 JSON.

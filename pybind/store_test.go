@@ -3,6 +3,7 @@ package pybind
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if _, err := RecordExecution(db, solved.PlanID, `{"step_time_s": 0.5, "peak_bytes": 123, "steps": 3}`); err != nil {
 		t.Fatal(err)
 	}
-	enc, err := Query(db, "SELECT plan_id, measured_peak_bytes FROM plan_outcomes")
+	enc, err := Query(db, "SELECT plan_id, measured_peak_bytes FROM plan_outcomes", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,10 +92,15 @@ func TestStoreErrors(t *testing.T) {
 			_, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "bad_negative.arrow"))
 			return err
 		}, "chainplan[invalid-profile]"},
-		{"Write", func() error { _, err := Query(db, "DELETE FROM runs"); return err }, "chainplan[bad-query]: query refused: queries are read-only"},
+		{"Write", func() error { _, err := Query(db, "DELETE FROM runs", ""); return err }, "chainplan[bad-query]: query refused: queries are read-only"},
 		// One code and one "bad query", not "bad request: chainplan: bad query" as before.
-		{"Syntax", func() error { _, err := Query(db, "SELEC 1"); return err }, `chainplan[bad-query]: bad query: near "SELEC": syntax error`},
-		{"UnknownColumn", func() error { _, err := Query(db, "SELECT nope FROM runs"); return err }, "chainplan[bad-query]: bad query: no such column: nope"},
+		{"Syntax", func() error { _, err := Query(db, "SELEC 1", ""); return err }, `chainplan[bad-query]: bad query: near "SELEC": syntax error`},
+		{"UnknownColumn", func() error { _, err := Query(db, "SELECT nope FROM runs", ""); return err }, "chainplan[bad-query]: bad query: no such column: nope"},
+		{"SeveralStatements", func() error { _, err := Query(db, "SELECT 1; SELECT 2", ""); return err }, "chainplan[bad-query]: bad query: the query holds several statements"},
+		{"ExtraParam", func() error { _, err := Query(db, "SELECT 1", "[3]"); return err }, "chainplan[bad-query]: bad query: the statement has 0 placeholders and 1 argument given"},
+		{"MissingParam", func() error { _, err := Query(db, "SELECT $1", ""); return err }, "chainplan[bad-query]: bad query: the statement has 1 placeholder and 0 arguments given"},
+		{"ParamsNotArray", func() error { _, err := Query(db, "SELECT $1", `{"a": 1}`); return err }, "chainplan[bad-request]: query parameters: want a JSON array"},
+		{"ParamArray", func() error { _, err := Query(db, "SELECT $1", `[[1]]`); return err }, "chainplan[bad-request]: query parameter 1: [1] is no value SQL binds"},
 		{"UnknownRun", func() error { _, err := planRun(db, 42, `{"budget_bytes": 100}`); return err }, "chainplan[not-found]"},
 		{"TooSmall", func() error { _, err := planRun(db, 1, `{"budget_bytes": 100}`); return err }, "chainplan[infeasible;min_budget_bytes="},
 		{"BadExecution", func() error { _, err := RecordExecution(db, 1, `{"peak_bytes": "x"}`); return err }, "chainplan[bad-request]"},
@@ -133,5 +139,26 @@ func TestBandwidthEntryPoints(t *testing.T) {
 	}
 	if _, err := RecordBandwidth(db, 9, 1e9, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]") {
 		t.Fatalf("missing run: %v", err)
+	}
+}
+
+// TestQueryParams: Query binds each JSON parameter to one placeholder, with its type:
+// integers exactly, other numbers as floats, booleans as 1 and 0, strings, null.
+func TestQueryParams(t *testing.T) {
+	params, err := queryParams(`[9007199254740993, 1.5, true, false, "x", null]`)
+	want := []any{int64(9007199254740993), 1.5, int64(1), int64(0), "x", nil}
+	if err != nil || fmt.Sprint(params) != fmt.Sprint(want) {
+		t.Fatalf("queryParams = %#v, %v; want %#v", params, err, want)
+	}
+	db := filepath.Join(t.TempDir(), "chainplan.db")
+	if _, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
+		t.Fatal(err)
+	}
+	enc, err := Query(db, "SELECT count(*) FROM runs WHERE run_id = $1 AND model_name <> $2", `[1, "nope"]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := base64.StdEncoding.DecodeString(enc); err != nil || !strings.HasPrefix(string(b), "ARROW1") {
+		t.Fatalf("Query did not return an Arrow file: %v", err)
 	}
 }

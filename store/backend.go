@@ -79,14 +79,35 @@ func (t txn) prepare(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 // queryRow runs one of the store's own reads, returning at most one row.
-func (db *DB) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	return db.r.QueryRowContext(ctx, db.be.bind(query), args...)
+func (db *DB) queryRow(ctx context.Context, query string, args ...any) row {
+	return row{db.r.QueryRowContext(ctx, db.be.bind(query), args...), db}
 }
 
 // query runs one of the store's own reads.
-func (db *DB) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return db.r.QueryContext(ctx, db.be.bind(query), args...)
+func (db *DB) query(ctx context.Context, query string, args ...any) (*rows, error) {
+	r, err := db.r.QueryContext(ctx, db.be.bind(query), args...)
+	if err != nil {
+		return nil, db.fault(err)
+	}
+	return &rows{r, db}, nil
 }
+
+// row and rows are the results of the store's own reads: their errors name a damaged
+// database or a full disk as such (FaultError), whichever read meets it.
+type row struct {
+	*sql.Row
+	db *DB
+}
+
+func (r row) Scan(dest ...any) error { return r.db.fault(r.Row.Scan(dest...)) }
+
+type rows struct {
+	*sql.Rows
+	db *DB
+}
+
+func (r *rows) Scan(dest ...any) error { return r.db.fault(r.Rows.Scan(dest...)) }
+func (r *rows) Err() error             { return r.db.fault(r.Rows.Err()) }
 
 // columns lists the columns of table in order (the store's tables when table is "").
 func (db *DB) columns(ctx context.Context, table string) ([]string, error) {
@@ -95,7 +116,7 @@ func (db *DB) columns(ctx context.Context, table string) ([]string, error) {
 		err = fmt.Errorf("no table %s", table)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read the columns of %s: %w", table, err)
+		return nil, db.fault(fmt.Errorf("read the columns of %s: %w", table, err))
 	}
 	return cols, nil
 }

@@ -307,13 +307,18 @@ func replaceColumn(cols []string, values []any, col string, v any) []any {
 
 // reader runs the store's own reads: a DB's read connections, or a write transaction.
 type reader interface {
-	query(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	query(ctx context.Context, query string, args ...any) (*rows, error)
 }
 
 type txReader struct{ tx txn }
 
-func (r txReader) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	return r.tx.tx.QueryContext(ctx, r.tx.be.bind(query), args...)
+// query reads in the transaction, whose write marks its errors (rows with no DB).
+func (r txReader) query(ctx context.Context, query string, args ...any) (*rows, error) {
+	rs, err := r.tx.tx.QueryContext(ctx, r.tx.be.bind(query), args...)
+	if err != nil {
+		return nil, err
+	}
+	return &rows{rs, nil}, nil
 }
 
 // selectRows returns the values of cols of table's rows matching where (one ? for arg),

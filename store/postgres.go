@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -38,12 +37,6 @@ const hasVersionTable = "EXISTS (SELECT 1 FROM pg_tables WHERE schemaname = curr
 // one schema (the second is the schema's name, hashed): "cpln".
 const migrationLockKey = 0x63706c6e
 
-// IsPostgres reports whether target names a PostgreSQL store, a postgres:// or
-// postgresql:// URL, rather than the path of a SQLite file.
-func IsPostgres(target string) bool {
-	return strings.HasPrefix(target, "postgres://") || strings.HasPrefix(target, "postgresql://")
-}
-
 // postgresBackend is the store in one schema of a PostgreSQL database: the first schema
 // of the connection's search_path (public by default; a DSN may name another with
 // ?search_path=NAME, which Open creates when missing).
@@ -57,7 +50,7 @@ func openPostgres(ctx context.Context, dsn string, mustExist bool, busy time.Dur
 	where := RedactDSN(dsn)
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrBadDSN, where, err)
+		return nil, dsnError(where, err)
 	}
 	// One short statement is enough to read a plan or write a run; the pool stays small
 	// so that many processes on many hosts fit in the server's connections.
@@ -126,23 +119,6 @@ func firstSchema(cfg *pgx.ConnConfig) string {
 		return cfg.User
 	}
 	return first
-}
-
-// RedactDSN returns dsn without its password, for messages and Path.
-func RedactDSN(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "a PostgreSQL DSN"
-	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
-	}
-	q := u.Query()
-	if q.Has("password") {
-		q.Del("password")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }
 
 func (postgresBackend) dialect() string { return "postgres" }

@@ -72,21 +72,21 @@ func (postgresBackend) query(ctx context.Context, db *DB, query string, args []a
 // and access rule violations, class 42; data exceptions, class 22; a violated constraint,
 // class 23; a bad parameter count, 08P01) is ErrBadQuery.
 func postgresQueryError(err error) error {
+	if e := argumentCountError(err); e != nil {
+		return e
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
 		case strings.HasPrefix(pe.Code, "25") || pe.Code == "42501":
 			return fmt.Errorf("%w (%v)", ErrReadOnly, err)
 		case pe.Code == "42601" && strings.Contains(pe.Message, "multiple commands"):
-			return fmt.Errorf("%w: %v (one statement at a time)", ErrBadQuery, err)
+			return fmt.Errorf("%w: %s (%v)", ErrBadQuery, severalStatements, err)
 		case strings.HasPrefix(pe.Code, "42") || strings.HasPrefix(pe.Code, "22") ||
 			strings.HasPrefix(pe.Code, "23") || pe.Code == "08P01" || pe.Code == "0A000":
 			return fmt.Errorf("%w: %v", ErrBadQuery, err)
 		}
 		return fmt.Errorf("query: %w", err)
-	}
-	if s := err.Error(); strings.Contains(s, "expected") && strings.Contains(s, "arguments") {
-		return fmt.Errorf("%w: %v", ErrBadQuery, err) // pgx counts the arguments before sending
 	}
 	return fmt.Errorf("query: %w", err)
 }

@@ -124,7 +124,7 @@ func (db *DB) Ingest(ctx context.Context, p *Profile) (IngestResult, error) {
 		return err
 	})
 	if err != nil {
-		return IngestResult{}, fmt.Errorf("ingest %s: %w", run.SourcePath, err)
+		return IngestResult{}, fmt.Errorf("store %s: %w", run.SourcePath, err)
 	}
 	return res, nil
 }

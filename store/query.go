@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"regexp"
 )
 
 // Errors of Query. The CLI reports both as bad input (exit status 2).
@@ -49,17 +50,49 @@ func newRows(rows *sql.Rows, classify func(error) error, convert []func(any) any
 	return r, nil
 }
 
-// Query runs one read-only SQL statement with optional arguments and returns its rows.
-// Values are nil, int64, float64, string or []byte. A statement that would write fails
-// with ErrReadOnly; SQL the database rejects fails with ErrBadQuery. Close the rows when
-// done.
+// Query runs exactly one read-only SQL statement (a trailing ";" and comments are fine)
+// with its arguments and returns its rows. Values are nil, int64, float64, string or
+// []byte. A statement that would write fails with ErrReadOnly; a text of several
+// statements, arguments that do not match the placeholders one for one, and SQL the
+// database rejects fail with ErrBadQuery, before anything runs. Close the rows when done.
 //
-// The statement goes to the database as written: SQLite's placeholders are ? (and $1,
-// $2, ... in order), PostgreSQL's $1, $2, .... On SQLite a read-only connection, query_only
-// and an authorizer refuse writes; on PostgreSQL a read-only transaction run as the role
-// chainplan_reader, which holds no write grants, does (postgres_query.go).
+// Placeholders: $1, $2, ... bind the first, second, ... argument on both databases;
+// SQLite also takes ? (the next argument) and ?N. On SQLite a read-only connection,
+// query_only and an authorizer refuse writes, and the statement runs prepared, alone
+// (sqlite_statement.go); on PostgreSQL a read-only transaction run as the role
+// chainplan_reader, which holds no write grants, does, and the extended protocol takes
+// one statement only (postgres_query.go).
 func (db *DB) Query(ctx context.Context, query string, args ...any) (*Rows, error) {
-	return db.be.query(ctx, db, query, args)
+	rows, err := db.be.query(ctx, db, query, args)
+	if err != nil {
+		return nil, db.fault(err)
+	}
+	classify := rows.classify
+	rows.classify = func(err error) error { return db.fault(classify(err)) }
+	return rows, nil
+}
+
+// argumentCount is how database/sql (SQLite's prepared statements) and pgx say that the
+// arguments do not match the placeholders, before anything runs.
+var argumentCount = regexp.MustCompile(`expected (\d+) arguments, got (\d+)`)
+
+// argumentCountError is ErrBadQuery saying how many placeholders the statement has and
+// how many arguments it was given, for err that says they differ; nil for any other err.
+func argumentCountError(err error) error {
+	m := argumentCount.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: the statement has %s and %s given: each argument binds one placeholder ($1, $2, ...)",
+		ErrBadQuery, counted(m[1], "placeholder"), counted(m[2], "argument"))
+}
+
+// counted writes "1 placeholder", "2 placeholders".
+func counted(n, noun string) string {
+	if n == "1" {
+		return n + " " + noun
+	}
+	return n + " " + noun + "s"
 }
 
 // Columns returns the column names of the result.

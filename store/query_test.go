@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chainplan/chainplan/store"
@@ -43,7 +44,6 @@ var refusedWrites = []string{
 func sqliteRefusedWrites(dir string) []string {
 	return []string{
 		"REPLACE INTO runs (run_id) VALUES (1)",
-		"SELECT 1; DELETE FROM runs",
 		"PRAGMA user_version = 5",
 		"PRAGMA journal_mode = DELETE",
 		"PRAGMA query_only = 0",
@@ -107,12 +107,10 @@ func TestQueryRefusesWrites(t *testing.T) {
 				}
 			})
 		}
-		// PostgreSQL takes one statement at a time: a write after a ';' never runs.
-		if b.postgres() {
-			for _, q := range []string{"SELECT 1; DELETE FROM runs", "SET ROLE NONE; DELETE FROM runs"} {
-				if _, _, err := queryAll(ctx, db, q); !errors.Is(err, store.ErrBadQuery) {
-					t.Errorf("Query(%q) error %v, want ErrBadQuery", q, err)
-				}
+		// One statement at a time: a write after a ';' never runs.
+		for _, q := range []string{"SELECT 1; DELETE FROM runs", "SET ROLE NONE; DELETE FROM runs"} {
+			if _, _, err := queryAll(ctx, db, q); !errors.Is(err, store.ErrBadQuery) {
+				t.Errorf("Query(%q) error %v, want ErrBadQuery", q, err)
 			}
 		}
 		// Nothing changed: the same counts, version, and no new objects or files.
@@ -263,6 +261,86 @@ func TestQueryBadSQL(t *testing.T) {
 			if _, _, err := queryAll(context.Background(), db, q); !errors.Is(err, store.ErrBadQuery) {
 				t.Errorf("Query(%q) error %v, want ErrBadQuery", q, err)
 			}
+		}
+	})
+}
+
+// TestQueryOneStatement: a query runs exactly one statement; a trailing ";" and comments
+// are fine, a second statement is refused before anything runs (issue 33: on SQLite
+// "SELECT 1; SELECT 2" ran both and returned the last).
+func TestQueryOneStatement(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		ctx := context.Background()
+		db := b.open(t)
+		for q, want := range map[string]any{
+			"SELECT 1;":                         int64(1),
+			"SELECT 1;;":                        int64(1),
+			"SELECT 1; -- done":                 int64(1),
+			"-- the answer\nSELECT 1":           int64(1),
+			"SELECT 1 /* ; SELECT 2 */ ;":       int64(1),
+			"SELECT 1 -- ; SELECT 2\n":          int64(1),
+			"SELECT 'a;b'":                      "a;b",
+			`SELECT 'it''s; fine' AS "x;y"`:     "it's; fine",
+			"SELECT CAST($1 AS TEXT) -- $2 ; x": nil, // bound below
+		} {
+			var args []any
+			if want == nil {
+				args, want = []any{"$1"}, "$1"
+			}
+			_, rows, err := queryAll(ctx, db, q, args...)
+			if err != nil || len(rows) != 1 || rows[0][0] != want {
+				t.Errorf("Query(%q) = %v, %v; want one row %v", q, rows, err, want)
+			}
+		}
+		for _, q := range []string{"SELECT 1; SELECT 2", "SELECT 1;\nSELECT 2;", "SELECT 'a;'; SELECT 2", "SELECT 1 /* x */; SELECT 2 -- y"} {
+			_, rows, err := queryAll(ctx, db, q)
+			if !errors.Is(err, store.ErrBadQuery) || !strings.Contains(err.Error(), "several statements; run one at a time") {
+				t.Errorf("Query(%q) = %v, %v; want ErrBadQuery saying it holds several statements", q, rows, err)
+			}
+		}
+		for _, q := range []string{"", "  ", "-- nothing"} {
+			if _, _, err := queryAll(ctx, db, q); err != nil && !errors.Is(err, store.ErrBadQuery) {
+				t.Errorf("Query(%q) = %v, want no rows or ErrBadQuery", q, err)
+			}
+		}
+	})
+}
+
+// TestQueryArguments: every argument binds one placeholder, $N the Nth on both databases;
+// an argument too many or too few is refused (issue 33: extra arguments were ignored).
+func TestQueryArguments(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b testBackend) {
+		ctx := context.Background()
+		db := b.open(t)
+		_, rows, err := queryAll(ctx, db, "SELECT CAST($2 AS TEXT), CAST($1 AS TEXT), CAST($2 AS TEXT)", "a", "b")
+		if err != nil || len(rows) != 1 || !equalRow(rows[0], []any{"b", "a", "b"}) {
+			t.Errorf("$2, $1, $2 of (a, b) = %v, %v; want b, a, b", rows, err)
+		}
+		for _, tt := range []struct {
+			query string
+			args  []any
+			want  string
+		}{
+			{"SELECT CAST($1 AS INTEGER) + 1", []any{1, 2}, "the statement has 1 placeholder and 2 arguments given"},
+			{"SELECT 1", []any{3}, "the statement has 0 placeholders and 1 argument given"},
+			{"SELECT CAST($1 AS TEXT), CAST($2 AS TEXT)", []any{"a"}, "the statement has 2 placeholders and 1 argument given"},
+		} {
+			_, _, err := queryAll(ctx, db, tt.query, tt.args...)
+			if !errors.Is(err, store.ErrBadQuery) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Query(%q, %v) = %v; want ErrBadQuery saying %q", tt.query, tt.args, err, tt.want)
+			}
+		}
+		if b.postgres() {
+			return
+		}
+		// SQLite also takes ? (the next argument) and ?N; "$1abc" is a name, not $1.
+		_, rows, err = queryAll(ctx, db, "SELECT ?, ?", int64(1), "x")
+		if err != nil || !equalRow(rows[0], []any{int64(1), "x"}) {
+			t.Errorf("SELECT ?, ? = %v, %v", rows, err)
+		}
+		_, rows, err = queryAll(ctx, db, "SELECT $1abc", "n")
+		if err != nil || !equalRow(rows[0], []any{"n"}) {
+			t.Errorf("SELECT $1abc = %v, %v", rows, err)
 		}
 	})
 }

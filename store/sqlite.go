@@ -32,7 +32,7 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 	if err != nil {
 		return nil, fmt.Errorf("open database %s: %w", path, err)
 	}
-	_, statErr := os.Stat(abs)
+	st, statErr := os.Stat(abs)
 	if errors.Is(statErr, os.ErrNotExist) {
 		if mustExist {
 			return nil, notFound("no database at %s (ingest a profile first)", abs)
@@ -42,6 +42,10 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 		}
 	} else if statErr != nil {
 		return nil, fmt.Errorf("open database %s: %w", abs, statErr)
+	} else if mustExist && st.Mode().IsRegular() && st.Size() == 0 && emptyWAL(abs) {
+		// SQLite reads an empty file as an empty database, and opening it would write a
+		// schema into it: a command that reads refuses it, as it refuses a missing file.
+		return nil, notFound("no database at %s: the file is empty (ingest a profile first)", abs)
 	}
 	db := &DB{where: abs, be: sqliteBackend{}, busyTimeout: busy}
 	// Writer: WAL, foreign keys, BEGIN IMMEDIATE so that a transaction takes the write
@@ -69,6 +73,14 @@ func openSQLite(ctx context.Context, path string, mustExist bool, busy time.Dura
 		}
 	}
 	return db, nil
+}
+
+// emptyWAL reports whether the database at path has no write-ahead log, or an empty one.
+// A process killed before its first checkpoint leaves an empty database file whose
+// pages are all in the log.
+func emptyWAL(path string) bool {
+	st, err := os.Stat(path + "-wal")
+	return err != nil || st.Size() == 0
 }
 
 // sqliteDSN builds a go-sqlite3 data source name for path (a URI, so that any character
@@ -135,17 +147,31 @@ func (sqliteBackend) setVersion(ctx context.Context, tx *sql.Tx, version int) er
 
 // query runs a user's statement on a read-only connection (mode=ro, query_only and the
 // read authorizer, sqlite_readonly.go).
+// query runs a user's statement on a read-only connection (sqlite_readonly.go) as one
+// prepared statement: sqliteStatement has refused a text of several, and a prepared
+// statement runs its first statement only whatever the text holds. database/sql then
+// counts the arguments against the statement's placeholders.
 func (sqliteBackend) query(ctx context.Context, db *DB, query string, args []any) (*Rows, error) {
+	query, err := sqliteStatement(query)
+	if err != nil {
+		return nil, err
+	}
 	conn, err := db.r.Conn(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("query: %w", err)
 	}
-	rows, err := conn.QueryContext(ctx, query, args...)
+	stmt, err := conn.PrepareContext(ctx, query)
 	if err != nil {
 		conn.Close()
 		return nil, sqliteQueryError(err)
 	}
-	return newRows(rows, sqliteQueryError, nil, conn.Close)
+	rows, err := stmt.QueryContext(ctx, args...)
+	if err != nil {
+		stmt.Close()
+		conn.Close()
+		return nil, sqliteQueryError(err)
+	}
+	return newRows(rows, sqliteQueryError, nil, stmt.Close, conn.Close)
 }
 
 func (sqliteBackend) columns(ctx context.Context, db *DB, table string) ([]string, error) {

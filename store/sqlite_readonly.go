@@ -60,6 +60,9 @@ func authorizeRead(action int, arg1, arg2, _ string) int {
 
 // sqliteQueryError classifies an error of a user's query on SQLite.
 func sqliteQueryError(err error) error {
+	if e := argumentCountError(err); e != nil {
+		return e
+	}
 	var se sqlite3.Error
 	if errors.As(err, &se) {
 		if strings.Contains(se.Error(), "not authorized") { // the authorizer's denials

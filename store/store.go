@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -43,28 +44,37 @@ type Options struct {
 }
 
 // Open opens the database at target and migrates its schema forward to the newest version
-// this build knows. target is a PostgreSQL DSN (postgres://user@host/db, IsPostgres) or the
-// path of a SQLite file, created with its folder unless opts.MustExist. A database written
-// by a newer chainplan fails with an error wrapping chainplan.ErrSchemaVersion; a DSN that
-// does not parse, with one wrapping ErrBadDSN.
+// this build knows. target is a PostgreSQL DSN (postgres://user@host/db or
+// host=... dbname=..., IsPostgres) or the path of a SQLite file, created with its folder
+// unless opts.MustExist (target.go has the rule). A database written by a newer chainplan
+// fails with an error wrapping chainplan.ErrSchemaVersion; a DSN that does not parse, with
+// one wrapping ErrBadDSN; a name that is neither a DSN nor a path, with one wrapping
+// ErrBadTarget.
 func Open(ctx context.Context, target string, opts Options) (*DB, error) {
 	busy := opts.BusyTimeout
 	if busy <= 0 {
 		busy = DefaultBusyTimeout
 	}
-	var db *DB
-	var err error
-	if IsPostgres(target) {
-		db, err = openPostgres(ctx, target, opts.MustExist, busy)
-	} else {
-		db, err = openSQLite(ctx, target, opts.MustExist, busy)
-	}
+	kind, err := kindOf(target)
 	if err != nil {
 		return nil, err
 	}
+	var db *DB
+	where := RedactDSN(target)
+	if kind == sqliteFile {
+		if abs, err := filepath.Abs(target); err == nil {
+			where = abs
+		}
+		db, err = openSQLite(ctx, target, opts.MustExist, busy)
+	} else {
+		db, err = openPostgres(ctx, target, opts.MustExist, busy)
+	}
+	if err != nil {
+		return nil, markFault(where, err)
+	}
 	if err := db.migrate(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open database %s: %w", db.where, err)
+		return nil, db.fault(fmt.Errorf("open database %s: %w", db.where, err))
 	}
 	return db, nil
 }
@@ -104,7 +114,7 @@ func (db *DB) write(ctx context.Context, fn func(tx txn) error) error {
 			if err != nil && db.be.retryable(err) {
 				return fmt.Errorf("database %s stayed locked by another process for %v: %w", db.where, db.busyTimeout, err)
 			}
-			return err
+			return db.fault(err)
 		}
 		backoff := time.Duration(1+rand.IntN(10<<min(attempt, 4))) * time.Millisecond
 		select {

@@ -192,7 +192,8 @@ func TestRedactDSN(t *testing.T) {
 	for dsn, want := range map[string]string{
 		"postgres://ann:s3cret@db.lab:5432/chainplan?search_path=team": "postgres://ann@db.lab:5432/chainplan?search_path=team",
 		"postgresql://db/x?password=s3cret&sslmode=require":            "postgresql://db/x?sslmode=require",
-		"postgres://db/x": "postgres://db/x",
+		"postgresql://db/x?sslpassword=s3cret":                         "postgresql://db/x",
+		"postgres://db/x":                                              "postgres://db/x",
 	} {
 		if got := store.RedactDSN(dsn); got != want {
 			t.Errorf("RedactDSN(%q)=%q, want %q", dsn, got, want)

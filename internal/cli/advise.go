@@ -92,54 +92,70 @@ func strategyNames() []string {
 	return out
 }
 
-// adviseOptions reads the flags into the planner's options; every error names the flag.
-func adviseOptions(f adviseFlags) (paradl.Options, error) {
+// adviseOptions reads the flags into the planner's options and the device counts asked
+// for, which the cluster bounds; every error names the flag and what is wrong with the
+// value given (given reports whether a flag was given, so that a bad value is not called
+// missing).
+func adviseOptions(f adviseFlags, given func(flag string) bool) (paradl.Options, deviceCounts, error) {
+	var devs deviceCounts
 	o := paradl.Options{DatasetSize: f.datasetSize, GlobalBatch: f.globalBatch, BatchPerDevice: f.batchPerDevice,
 		Goal: paradl.Goal(f.goal), Optimizer: f.optimizer, Segments: f.segments, Slots: f.slots}
 	if err := checkFormat(f.format, "json", "text"); err != nil {
-		return o, err
+		return o, devs, err
 	}
 	if f.plot != "" {
 		if _, err := plot.FormatOf(f.plot); err != nil {
-			return o, &usageError{fmt.Errorf("--plot: %w", err)}
+			return o, devs, &usageError{fmt.Errorf("--plot: %w", err)}
+		}
+	}
+	for _, n := range []struct {
+		flag string
+		v    int64
+	}{{"dataset-size", f.datasetSize}, {"global-batch", f.globalBatch}, {"batch-per-device", f.batchPerDevice}} {
+		if given(n.flag) && n.v < 1 {
+			return o, devs, usagef("--%s must be positive, got %d", n.flag, n.v)
 		}
 	}
 	switch {
 	case f.datasetSize < 1:
-		return o, usagef("--dataset-size is required: the samples of one epoch (≥ 1)")
+		return o, devs, usagef("--dataset-size is required: the samples of one epoch (≥ 1)")
 	case f.globalBatch == 0 && f.batchPerDevice == 0:
-		return o, usagef("--global-batch (strong scaling) or --batch-per-device (weak scaling) is required")
+		return o, devs, usagef("--global-batch (strong scaling) or --batch-per-device (weak scaling) is required")
 	case f.scaling == "weak" && f.batchPerDevice == 0, f.scaling == "strong" && f.globalBatch == 0:
-		return o, usagef("--scaling %s goes with --%s", f.scaling, map[string]string{"weak": "batch-per-device", "strong": "global-batch"}[f.scaling])
+		return o, devs, usagef("--scaling %s goes with --%s", f.scaling, map[string]string{"weak": "batch-per-device", "strong": "global-batch"}[f.scaling])
 	case f.scaling != "" && f.scaling != "weak" && f.scaling != "strong":
-		return o, usagef("--scaling must be weak or strong (got %q)", f.scaling)
+		return o, devs, usagef("--scaling must be weak or strong (got %q)", f.scaling)
 	case f.checkpointing != "" && f.checkpointing != "rotor":
-		return o, usagef("--allow-checkpointing: only rotor plans the per-device chain (got %q)", f.checkpointing)
+		return o, devs, usagef("--allow-checkpointing: only rotor plans the per-device chain (got %q)", f.checkpointing)
 	case f.offloading != "" && f.offloading != "pofo":
-		return o, usagef("--allow-offload: only pofo plans offloading with recomputation (got %q)", f.offloading)
+		return o, devs, usagef("--allow-offload: only pofo plans offloading with recomputation (got %q)", f.offloading)
 	}
 	o.Checkpoint, o.Offload = f.checkpointing != "", f.offloading != ""
 	var err error
 	if o.Strategies, err = paradl.ParseStrategies(f.strategies); err != nil {
-		return o, &usageError{fmt.Errorf("--strategies: %w", err)}
+		return o, devs, &usageError{fmt.Errorf("--strategies: %w", err)}
 	}
-	if o.Devices, err = parseDevices(f.devices); err != nil {
-		return o, err
+	if devs, err = parseDevices(f.devices); err != nil {
+		return o, devs, err
 	}
+	o.Devices = devs.counts
 	if f.gamma != "auto" {
 		if o.Gamma, err = strconv.ParseFloat(f.gamma, 64); err != nil || !(o.Gamma > 0) {
-			return o, usagef("--gamma must be auto or a positive number (got %q)", f.gamma)
+			return o, devs, usagef("--gamma must be auto or a positive number (got %q)", f.gamma)
 		}
 	}
-	return o, nil
+	return o, devs, nil
 }
 
 func runAdvise(cmd *cobra.Command, e *env, f adviseFlags) error {
-	o, err := adviseOptions(f)
+	o, devs, err := adviseOptions(f, cmd.Flags().Changed)
 	if err != nil {
 		return err
 	}
 	got, in, err := f.src.plan(cmd, e, func(svc *service.Service, in service.ParallelInput) (*service.Advised, error) {
+		if err := devs.within(in.Cluster.NumDevices(), f.src.cluster); err != nil {
+			return nil, err
+		}
 		return svc.Advise(cmd.Context(), in, o)
 	})
 	if err != nil {

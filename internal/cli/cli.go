@@ -19,6 +19,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/milp"
+	"github.com/chainplan/chainplan/store"
 )
 
 // Version is what `chainplan --version` prints and what the CLI records with the plans it
@@ -85,9 +86,12 @@ func exitCode(err error) int {
 		errors.Is(err, chainplan.ErrUnsupported),
 		errors.Is(err, chainplan.ErrNotFound),
 		errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, chainplan.ErrInputFile),
 		errors.Is(err, service.ErrBadInput),
 		errors.Is(err, milp.ErrNoSolver),
-		errors.Is(err, os.ErrNotExist):
+		errors.Is(err, os.ErrNotExist),
+		// A damaged database or a full disk is no bug of chainplan (its hint says what to do).
+		errors.Is(err, store.ErrDamaged), errors.Is(err, store.ErrDiskFull):
 		return exitBadInput
 	}
 	return exitInternal
@@ -111,7 +115,7 @@ Exit status: 0 success, 2 bad usage or input, 3 infeasible budget, 1 internal er
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	root.PersistentFlags().String("db", "", "profile database: a SQLite file or a postgres:// DSN (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
+	root.PersistentFlags().String("db", "", "profile database: a SQLite file or a PostgreSQL DSN, postgres://... or host=... dbname=... (default $CHAINPLAN_DB, else ~/.chainplan/chainplan.db)")
 	root.AddCommand(
 		newSolveCmd(e),
 		newSimulateCmd(e),

@@ -215,7 +215,9 @@ func TestFrontier(t *testing.T) {
 		}
 	}
 	code, out, _ = run(t, "frontier", "--chain", chain)
-	if code != 0 || !strings.Contains(out, "rotor frontier: 5 points") {
+	// Times with their unit: the chain's seconds.
+	if code != 0 || !strings.Contains(out, "rotor frontier: 5 points") || !strings.Contains(out, "no-recomputation time 16 s,") ||
+		!strings.Contains(out, "22 B            23 s     43.75%") {
 		t.Fatalf("table output: exit %d\n%s", code, out)
 	}
 }

@@ -49,12 +49,15 @@ func resolveRun(ctx context.Context, svc *service.Service, arg string) (int64, e
 }
 
 // ingestFile reads, validates and stores one profile file. A file that is missing or not
-// a valid profile is bad input (a *usageError): ingest tells those from internal errors.
+// a valid profile, a damaged database and a full disk are bad input (a *usageError):
+// ingest tells those from internal errors.
 func ingestFile(ctx context.Context, svc *service.Service, path string) (store.IngestResult, *profilearrow.Profile, error) {
 	res, p, err := svc.Ingest(ctx, path)
 	switch {
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, os.ErrPermission),
-		errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion):
+		errors.Is(err, profilearrow.ErrInvalidProfile), errors.Is(err, chainplan.ErrSchemaVersion),
+		errors.Is(err, chainplan.ErrInputFile),
+		errors.Is(err, store.ErrDamaged), errors.Is(err, store.ErrDiskFull):
 		return res, p, &usageError{err}
 	}
 	return res, p, err

@@ -13,6 +13,7 @@ import (
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profilearrow"
+	"github.com/chainplan/chainplan/store"
 )
 
 // profilesDir holds the pyarrow-written profiles (testdata/profiles/README.md).
@@ -168,5 +169,42 @@ func TestLoadRunChainMatchesProfile(t *testing.T) {
 	wb, _ := want.MarshalIndent()
 	if string(gb) != string(wb) {
 		t.Fatalf("chain from the store:\n%s\nwant:\n%s", gb, wb)
+	}
+}
+
+// TestKeywordValueDSN: a libpq keyword/value DSN names a PostgreSQL store, not a file:
+// nothing is created under its name and its password appears in no message; a name that
+// is neither a DSN nor a path exits 2 (issue 33: `--db 'host=h ... password=PW ...'`
+// printed "no database at .../host=h user=u password=PW dbname=x", and ingest created that
+// file).
+func TestKeywordValueDSN(t *testing.T) {
+	profile, err := filepath.Abs(testdataFile("resnet_file.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	// Port 1 refuses connections at once: the store is named, then unreachable.
+	const dsn = "host=127.0.0.1 port=1 user=ann password=PW dbname=lab connect_timeout=5"
+	for _, args := range [][]string{{"--db", dsn, "profiles"}, {"--db", dsn, "ingest", profile}, {"profiles"}} {
+		t.Setenv(service.EnvDB, dsn)
+		code, out, errs := run(t, args...)
+		if code == 0 || strings.Contains(out+errs, "PW") || !strings.Contains(errs, "host=127.0.0.1 port=1 user=ann dbname=lab") {
+			t.Errorf("%v: exit %d, %q; want a failure naming the store without its password", args, code, out+errs)
+		}
+	}
+	t.Setenv(service.EnvDB, "")
+	for _, db := range []string{"my dir/a=1 password=PW", "host=127.0.0.1 password='PW"} {
+		code, _, errs := run(t, "--db", db, "ingest", profile)
+		if code != exitBadInput || strings.Contains(errs, "PW") {
+			t.Errorf("--db %q: exit %d, %q; want exit 2 without the password", db, code, errs)
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+		t.Errorf("a DSN was taken for a path: %s was created", entries[0].Name())
+	}
+	summary := copySummary(store.CopyStats{}, "lab.db", dsn)
+	if strings.Contains(summary, "PW") || !strings.Contains(summary, "from lab.db to host=127.0.0.1 port=1 user=ann dbname=lab") {
+		t.Errorf("migrate-store's summary: %s", summary)
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 type frontierFlags struct {
-	algo, format string
-	slots        int64
-	towers       towerFlags // --chain (one, or one per tower for multichain), --loss, --keep-input-grad
+	algo, format, run string
+	slots             int64
+	towers            towerFlags // --chain (one, or one per tower for multichain), --loss, --keep-input-grad
 }
 
 func newFrontierCmd(e *env) *cobra.Command {
@@ -28,18 +28,22 @@ where it changes. The discretization is that of the store-all peak (peak/slots b
 unit).
 
 With --algo multichain, the frontier of towers joined at the loss: one --chain per tower
-and --loss (or one chainplan.multichain/v1 bundle); it is the multi-chain DP's makespan at
-every budget (slots of the largest activation above the reserve, docs/multichain.md) and
-no recomputation from its peak on.`,
+and --loss (or one chainplan.multichain/v1 bundle, or --run of a stored profile of towers);
+it is the multi-chain DP's makespan at every budget (slots of the largest activation above
+the reserve, docs/multichain.md) and no recomputation from its peak on. multichain-linear
+has no frontier (it runs rotor on the towers concatenated, budget by budget): plot
+frontier draws it at a few budgets beside the DP's.`,
 		Example: `  chainplan frontier --chain examples/resnet50.json
   chainplan frontier --chain c.json --algo revolve --slots 1000 --format json
-  chainplan frontier --algo multichain --chain image.json --chain text.json --loss loss.json`,
+  chainplan frontier --algo multichain --chain image.json --chain text.json --loss loss.json
+  chainplan frontier --run latest   # a stored profile: one chain, or towers`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runFrontier(e.stdout, f)
+			return runFrontier(cmd, e.stdout, f)
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&f.towers.chains, "chain", nil, "chain file (chainplan.chain/v1 JSON); for multichain one per tower, or a bundle")
+	fl.StringVar(&f.run, "run", "", "a stored profile (its id, or latest) instead of --chain: one chain, or towers")
 	fl.StringVar(&f.towers.loss, "loss", "", "the joint loss of the towers (multichain)")
 	fl.BoolSliceVar(&f.towers.keep, "keep-input-grad", nil, "per tower, keep the gradient of its input (multichain)")
 	fl.StringVar(&f.algo, "algo", "", "algorithm: "+orList(algoNames(planner.HasFrontier))+
@@ -49,79 +53,143 @@ no recomputation from its peak on.`,
 	return cmd
 }
 
-func runFrontier(w io.Writer, f frontierFlags) error {
+// frontierInput is what a frontier is computed on: one chain, or towers.
+type frontierInput struct {
+	chain  *chainplan.Chain
+	towers *chainplan.MultiChain
+}
+
+func runFrontier(cmd *cobra.Command, w io.Writer, f frontierFlags) error {
 	if err := checkFormat(f.format, "table", "json"); err != nil {
 		return err
-	}
-	if len(f.towers.chains) == 0 {
-		return usagef("--chain is required")
-	}
-	var single *chainplan.Chain // the chain, when reading it chose the default algorithm
-	if f.algo == "" {
-		algo, c, err := defaultFrontierAlgo(f.towers)
-		if err != nil {
-			return err
-		}
-		f.algo, single = algo, c
-	}
-	e, _ := planner.Lookup(f.algo)
-	if !planner.HasFrontier(e) {
-		return usagef("frontier: unknown --algo %q (want %s)", f.algo, orList(algoNames(planner.HasFrontier)))
 	}
 	if f.slots <= 0 {
 		return usagef("--slots must be positive (got %d)", f.slots)
 	}
+	if f.algo != "" {
+		if err := checkFrontierAlgo(f.algo); err != nil {
+			return err
+		}
+	}
+	in, err := readFrontierInput(cmd, f)
+	if err != nil {
+		return err
+	}
+	if f.algo == "" { // the algorithm solve would plan the input with
+		f.algo = planner.DefaultMultichainAlgo
+		if in.chain != nil {
+			f.algo = planner.DefaultAlgo(in.chain)
+		}
+	}
 	var fr *rotor.Frontier
-	if e.Multichain != nil {
-		mc, err := readTowers(f.towers)
-		if err != nil {
-			return err
-		}
-		if fr, err = planner.FrontierMultichain(mc, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
-			return err
-		}
-	} else {
-		c := single
-		if c == nil {
-			path, err := singleChain(f.towers, f.algo)
-			if err != nil {
-				return err
-			}
-			if c, err = chainplan.ReadChain(path); err != nil {
-				return err
-			}
-		}
-		var err error
-		if fr, err = planner.Frontier(c, planner.Request{Algo: f.algo, Slots: f.slots}); err != nil {
-			return err
-		}
+	e, _ := planner.Lookup(f.algo)
+	switch {
+	case e.Multichain != nil && in.towers == nil:
+		return usagef("--algo %s is the frontier of towers joined at the loss: give one --chain per tower (and --loss), a "+
+			"bundle, or --run of a profile of towers; this input is one chain, whose frontier is --algo %s's", f.algo,
+			orList(singleFrontierAlgos()))
+	case e.Multichain != nil:
+		fr, err = planner.FrontierMultichain(in.towers, planner.Request{Algo: f.algo, Slots: f.slots})
+	case in.towers != nil:
+		return usagef("this input is towers joined at the loss: their frontier is --algo %s's, not %s's",
+			orList(towerFrontierAlgos()), f.algo)
+	default:
+		fr, err = planner.Frontier(in.chain, planner.Request{Algo: f.algo, Slots: f.slots})
+	}
+	if err != nil {
+		return err
 	}
 	if f.format == "json" {
 		return writeJSON(w, fr)
 	}
-	fmt.Fprintf(w, "%s frontier: %d points, %d slots of %s, no-recomputation time %.6g, store-all peak %s\n",
-		fr.Algo, len(fr.Points), fr.Slots, chainplan.FormatBytes(fr.UnitBytes), fr.SumTime, bytesLabel(fr.StoreAllPeakByte))
+	fmt.Fprintf(w, "%s frontier: %d points, %d slots of %s, no-recomputation time %s, store-all peak %s\n",
+		fr.Algo, len(fr.Points), fr.Slots, chainplan.FormatBytes(fr.UnitBytes), secondsText(fr.SumTime), bytesLabel(fr.StoreAllPeakByte))
 	if e.Multichain != nil {
 		fmt.Fprintln(w, "(the multi-chain DP on slots and no recomputation; solve may find a faster plan by rotor on the "+
 			"towers concatenated: plot frontier draws both)")
 	}
 	fmt.Fprintf(w, "%16s  %12s  %14s  %9s\n", "budget_bytes", "budget", "makespan", "overhead")
 	for _, p := range fr.Points {
-		fmt.Fprintf(w, "%16d  %12s  %14.6g  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), p.Makespan, 100*p.Overhead)
+		fmt.Fprintf(w, "%16d  %12s  %14s  %8.2f%%\n", p.BudgetBytes, chainplan.FormatBytes(p.BudgetBytes), secondsText(p.Makespan), 100*p.Overhead)
 	}
 	return nil
 }
 
-// defaultFrontierAlgo is the algorithm solve would plan the input with when --algo is not
-// given (planner.DefaultAlgo, planner.DefaultMultichainAlgo), so that the frontier shows
-// the trade-off of the plans solve makes; for a single chain, also the chain it read.
-func defaultFrontierAlgo(t towerFlags) (string, *chainplan.Chain, error) {
-	if describesTowers(t) {
-		return planner.DefaultMultichainAlgo, nil, nil
+// checkFrontierAlgo refuses an algorithm without a frontier, saying what gives one: for
+// an algorithm of towers, the one that has a frontier and the picture that draws the
+// others.
+func checkFrontierAlgo(algo string) error {
+	e, ok := planner.Lookup(algo)
+	switch {
+	case ok && planner.HasFrontier(e):
+		return nil
+	case ok && e.Multichain != nil:
+		return usagef("--algo %s has no frontier: it plans each budget on its own (rotor on the towers concatenated); "+
+			"the frontier of towers is --algo %s's, and chainplan plot frontier draws %s at a few budgets beside it",
+			algo, orList(towerFrontierAlgos()), algo)
 	}
-	c, err := chainplan.ReadChain(t.chains[0])
+	if ok {
+		return usagef("--algo %s has no frontier (these have one: %s)", algo, orList(algoNames(planner.HasFrontier)))
+	}
+	return usagef("frontier: unknown --algo %q (want %s)", algo, orList(algoNames(planner.HasFrontier)))
+}
+
+// readFrontierInput reads the chain or the towers the flags name: --run (a stored profile
+// of one chain or of towers), several --chain files or a bundle (towers), or one chain file.
+func readFrontierInput(cmd *cobra.Command, f frontierFlags) (frontierInput, error) {
+	if f.run != "" {
+		if len(f.towers.chains) > 0 || f.towers.loss != "" || len(f.towers.keep) > 0 {
+			return frontierInput{}, usagef("give --chain (and --loss, --keep-input-grad) or --run, not both")
+		}
+		return runFrontierInput(cmd, f.run)
+	}
+	if len(f.towers.chains) == 0 {
+		return frontierInput{}, usagef("--chain is required (or --run RUN for a stored profile)")
+	}
+	if describesTowers(f.towers) {
+		e, _ := planner.Lookup(f.algo)
+		if f.algo != "" && e.Multichain == nil {
+			// A single-chain algorithm given towers: say which frontier they have.
+			_, err := singleChainFor(f.towers, f.algo, towerFrontierAlgos())
+			return frontierInput{}, err
+		}
+		mc, err := readTowers(f.towers)
+		return frontierInput{towers: mc}, err
+	}
+	c, err := chainplan.ReadChain(f.towers.chains[0])
+	return frontierInput{chain: c}, err
+}
+
+// runFrontierInput reads the chain or the towers of stored run run.
+func runFrontierInput(cmd *cobra.Command, run string) (frontierInput, error) {
+	svc, ref, err := openRunStore(cmd, run)
 	if err != nil {
-		return "", nil, err
+		return frontierInput{}, err
 	}
-	return planner.DefaultAlgo(c), c, nil
+	defer svc.Close()
+	ctx := cmd.Context()
+	id, err := svc.ResolveRun(ctx, ref)
+	if err != nil {
+		return frontierInput{}, err
+	}
+	towers, err := svc.IsMultiChainRun(ctx, id)
+	if err != nil {
+		return frontierInput{}, err
+	}
+	if towers {
+		mc, err := svc.RunMultiChain(ctx, id)
+		return frontierInput{towers: mc}, err
+	}
+	c, err := svc.RunChain(ctx, id)
+	return frontierInput{chain: c}, err
+}
+
+// towerFrontierAlgos lists the algorithms for towers that have a frontier.
+func towerFrontierAlgos() []string {
+	return algoNames(func(e planner.Entry) bool { return e.Multichain != nil && planner.HasFrontier(e) })
+}
+
+// singleFrontierAlgos lists the algorithms with a frontier of one chain.
+func singleFrontierAlgos() []string {
+	return algoNames(func(e planner.Entry) bool { return e.Multichain == nil && planner.HasFrontier(e) })
 }

@@ -1,13 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile/pipedream"
 )
 
@@ -47,12 +48,11 @@ refused with exit status 2 and the line; so is a graph that cannot be linearized
 }
 
 func runImportPipeDream(e *env, path, output string) error {
-	f, err := os.Open(path)
+	data, err := chainplan.ReadInput(path, "a PipeDream profile (graph.txt)")
 	if err != nil {
-		return &usageError{err}
+		return err
 	}
-	defer f.Close()
-	g, err := pipedream.Parse(f)
+	g, err := pipedream.Parse(bytes.NewReader(data))
 	if err != nil {
 		return importError(path, err)
 	}

@@ -57,13 +57,5 @@ func copySummary(s store.CopyStats, from, to string) string {
 	return fmt.Sprintf("copied %d runs (%d stages, %d measurements), %d plans, %d executions, %d bandwidths, "+
 		"%d simulations, %d advice (%d measured runs) from %s to %s; skipped %d runs, %d plans and %d advice already there",
 		s.Runs, s.Stages, s.Measurements, s.Plans, s.Executions, s.Bandwidths, s.Simulations, s.Advice, s.AdviceMeasurements,
-		redact(from), redact(to), s.RunsSkipped, s.PlansSkipped, s.AdviceSkipped)
-}
-
-// redact leaves the password out of a DSN; a path is as given.
-func redact(db string) string {
-	if store.IsPostgres(db) {
-		return store.RedactDSN(db)
-	}
-	return db
+		store.RedactDSN(from), store.RedactDSN(to), s.RunsSkipped, s.PlansSkipped, s.AdviceSkipped)
 }

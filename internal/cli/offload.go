@@ -66,7 +66,7 @@ func writeOffloadText(w io.Writer, p *chainplan.Plan) {
 	}
 	fmt.Fprintln(w)
 	for _, e := range o.Estimates {
-		fmt.Fprintf(w, "  %-10s makespan %.6g, peak %s\n", e.MemoryModel, e.Makespan, bytesLabel(e.PeakBytes))
+		fmt.Fprintf(w, "  %-10s makespan %s, peak %s\n", e.MemoryModel, secondsText(e.Makespan), bytesLabel(e.PeakBytes))
 	}
 	fmt.Fprintf(w, "transfers   %d, %s offloaded, in link order\n", len(o.Transfers), bytesLabel(o.OffloadedBytes))
 	for i, t := range o.Transfers {
@@ -84,10 +84,10 @@ func writeCandidatesText(w io.Writer, p *chainplan.Plan) {
 	fmt.Fprintf(w, "chosen      %s, the fastest of %d candidates\n", p.Chosen, len(p.Candidates))
 	for _, c := range p.Candidates {
 		if !c.Feasible {
-			fmt.Fprintf(w, "  %-12s no schedule within the budget (%.3f ms)\n", c.Algo, c.SolveMS)
+			fmt.Fprintf(w, "  %-12s no schedule within the budget (solved in %.3f ms)\n", c.Algo, c.SolveMS)
 			continue
 		}
-		fmt.Fprintf(w, "  %-12s makespan %.6g, peak %s (%.3f ms)\n", c.Algo, c.Makespan, bytesLabel(c.PeakBytes), c.SolveMS)
+		fmt.Fprintf(w, "  %-12s makespan %s, peak %s (solved in %.3f ms)\n", c.Algo, secondsText(c.Makespan), bytesLabel(c.PeakBytes), c.SolveMS)
 	}
 }
 
@@ -113,7 +113,7 @@ func transferTime(o *chainplan.Offload, i int) string {
 	if o.Timing == nil || i >= len(o.Timing.TransferStart) || o.BandwidthBytesPerS <= 0 {
 		return ""
 	}
-	return fmt.Sprintf(", starts at %.6g, lasts %.3g", o.Timing.TransferStart[i], float64(o.Transfers[i].Bytes)/o.BandwidthBytesPerS)
+	return fmt.Sprintf(", starts at %s, lasts %s", secondsText(o.Timing.TransferStart[i]), secondsText(float64(o.Transfers[i].Bytes)/o.BandwidthBytesPerS))
 }
 
 // offloadSimulation is the JSON output of simulate for an offloading plan.
@@ -152,18 +152,18 @@ func runSimulateOffload(w io.Writer, c *chainplan.Chain, p *chainplan.Plan, f si
 		verdict := verdictLabel(out.Valid, len(out.Issues))
 		fmt.Fprintf(w, "plan        %s: %s, %d operations, %d transfers\n", f.plan, verdict, len(p.Sequence), len(o.Transfers))
 		fmt.Fprintf(w, "model       %s, bandwidth %.6g bytes/s\n", o.MemoryModel, o.BandwidthBytesPerS)
-		fmt.Fprintf(w, "makespan    %.6g\n", out.Makespan)
+		fmt.Fprintf(w, "makespan    %s\n", secondsText(out.Makespan))
 		fmt.Fprintf(w, "peak        %s\n", bytesLabel(out.PeakBytes))
 		if limit >= 0 {
 			fmt.Fprintf(w, "budget      %s\n", bytesLabel(limit))
 		}
-		fmt.Fprintf(w, "offloaded   %s, compute idle %.6g\n", bytesLabel(out.OffloadedBytes), out.IdleTime)
+		fmt.Fprintf(w, "offloaded   %s, compute idle %s\n", bytesLabel(out.OffloadedBytes), secondsText(out.IdleTime))
 		for _, e := range out.Estimates {
 			state := "valid"
 			if !e.Valid {
 				state = "invalid"
 			}
-			fmt.Fprintf(w, "  %-10s %s, makespan %.6g, peak %s\n", e.MemoryModel, state, e.Makespan, bytesLabel(e.PeakBytes))
+			fmt.Fprintf(w, "  %-10s %s, makespan %s, peak %s\n", e.MemoryModel, state, secondsText(e.Makespan), bytesLabel(e.PeakBytes))
 		}
 		for _, is := range out.Issues {
 			fmt.Fprintf(w, "  - %s\n", is)

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -101,52 +102,78 @@ func (f *parallelSource) plan(cmd *cobra.Command, e *env,
 	return got, in, nil
 }
 
-// parseDevices reads --devices: "4..1024" (the powers of two in the range), a list
-// "4,8,16", one count, or "" for the planner's default (1, 2, 4, ... up to the cluster).
-func parseDevices(s string) ([]int, error) {
-	s = strings.TrimSpace(s)
-	if s == "" || s == "all" {
-		return nil, nil
-	}
-	if lo, hi, ok := strings.Cut(s, ".."); ok {
-		a, err1 := strconv.Atoi(strings.TrimSpace(lo))
-		b, err2 := strconv.Atoi(strings.TrimSpace(hi))
-		if err1 != nil || err2 != nil || a < 1 || b < a {
-			return nil, usagef("--devices %q: want a range LO..HI of device counts with 1 ≤ LO ≤ HI, e.g. 4..1024", s)
-		}
-		var out []int
-		for p := 1; p <= b; p *= 2 {
-			if p >= a {
-				out = append(out, p)
-			}
-		}
-		if len(out) == 0 {
-			return nil, usagef("--devices %q: no power of two in the range", s)
-		}
-		return out, nil
-	}
-	var out []int
-	for _, part := range strings.Split(s, ",") {
-		p, err := strconv.Atoi(strings.TrimSpace(part))
-		if err != nil || p < 1 {
-			return nil, usagef("--devices %q: %q is not a device count ≥ 1 (want 4..1024, 4,8,16 or 64)", s, part)
-		}
-		out = append(out, p)
-	}
-	return out, nil
+// deviceCounts is what --devices asked for: the counts, and the text and largest count
+// of a range, which the cluster bounds.
+type deviceCounts struct {
+	counts  []int  // nil: the planner's default, 1, 2, 4, ... up to the cluster
+	text    string // the flag as given
+	hi      int    // the largest count asked for (a range's HI)
+	isRange bool
 }
 
-// secondsText writes a time with a unit that reads well: "3.2 ms", "4.71 s", "1.3 h".
-func secondsText(s float64) string {
-	switch {
-	case s >= 7200:
-		return fmt.Sprintf("%.3g h", s/3600)
-	case s >= 1:
-		return fmt.Sprintf("%.4g s", s)
-	case s >= 1e-3:
-		return fmt.Sprintf("%.4g ms", s*1e3)
+// parseDevices reads --devices: "4..1024" (the powers of two in the range), a list
+// "4,8,16", one count, or "" for the planner's default (1, 2, 4, ... up to the cluster).
+func parseDevices(s string) (deviceCounts, error) {
+	s = strings.TrimSpace(s)
+	d := deviceCounts{text: s}
+	if s == "" || s == "all" {
+		return d, nil
 	}
-	return fmt.Sprintf("%.4g µs", s*1e6)
+	count := func(part string) (int, error) {
+		p, err := strconv.Atoi(strings.TrimSpace(part))
+		if errors.Is(err, strconv.ErrRange) {
+			return 0, usagef("--devices %q: %s devices is more than any cluster holds", s, strings.TrimSpace(part))
+		}
+		if err != nil || p < 1 {
+			return 0, usagef("--devices %q: %q is not a device count ≥ 1 (want 4..1024, 4,8,16 or 64)", s, strings.TrimSpace(part))
+		}
+		return p, nil
+	}
+	if lo, hi, ok := strings.Cut(s, ".."); ok {
+		a, err := count(lo)
+		if err != nil {
+			return d, err
+		}
+		b, err := count(hi)
+		if err != nil {
+			return d, err
+		}
+		if b < a {
+			return d, usagef("--devices %q: want a range LO..HI of device counts with 1 ≤ LO ≤ HI, e.g. 4..1024", s)
+		}
+		for p := 1; p > 0 && p <= b; p *= 2 { // p > 0: doubling past the largest int wraps
+			if p >= a {
+				d.counts = append(d.counts, p)
+			}
+		}
+		if len(d.counts) == 0 {
+			return d, usagef("--devices %q: no power of two in the range", s)
+		}
+		d.hi, d.isRange = b, true
+		return d, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		p, err := count(part)
+		if err != nil {
+			return d, err
+		}
+		d.counts = append(d.counts, p)
+		d.hi = max(d.hi, p)
+	}
+	return d, nil
+}
+
+// within refuses counts beyond the n devices of the cluster (named by its file), naming
+// the range or the count given and the limit.
+func (d deviceCounts) within(n int, cluster string) error {
+	switch {
+	case d.hi <= n:
+		return nil
+	case d.isRange:
+		return usagef("--devices %s: the range goes up to %d devices, beyond the %d of the cluster %s: give a range "+
+			"within 1..%d, such as %s..%d", d.text, d.hi, n, cluster, n, strings.TrimSpace(strings.Split(d.text, "..")[0]), n)
+	}
+	return usagef("--devices %s: %d devices is beyond the %d of the cluster %s", d.text, d.hi, n, cluster)
 }
 
 // savePicture draws a figure to path (.svg or .png) and says so on standard error.

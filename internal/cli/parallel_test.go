@@ -166,7 +166,20 @@ func TestParallelBadInput(t *testing.T) {
 		{[]string{"advise", "--chain", chain, "--batch", "128", "--cluster", clusters + "abci.yaml", "--dataset-size", "100"}, "--global-batch"},
 		{base("--cluster", clusters+"abci.yaml", "--strategies", "tensor"), "unknown strategy"},
 		{base("--cluster", clusters+"abci.yaml", "--devices", "8..4"), "--devices"},
-		{base("--cluster", clusters+"abci.yaml", "--devices", "9999"), "outside 1..4352"},
+		{base("--cluster", clusters+"abci.yaml", "--devices", "9999"), "--devices 9999: 9999 devices is beyond the 4352 of the cluster"},
+		// A range beyond the cluster names the range and the limit (it said "device count
+		// 8192"), one up to the largest int does not loop forever doubling past it.
+		{base("--cluster", clusters+"abci.yaml", "--devices", "1..1073741824"),
+			"--devices 1..1073741824: the range goes up to 1073741824 devices, beyond the 4352 of the cluster"},
+		{base("--cluster", clusters+"abci.yaml", "--devices", "1..9223372036854775807"), "within 1..4352"},
+		{base("--cluster", clusters+"abci.yaml", "--devices", "1..99999999999999999999"), "more than any cluster holds"},
+		// A value given and wrong is not "required".
+		{[]string{"advise", "--chain", chain, "--batch", "128", "--cluster", clusters + "abci.yaml", "--dataset-size", "-5",
+			"--global-batch", "8"}, "--dataset-size must be positive, got -5"},
+		{[]string{"advise", "--chain", chain, "--batch", "128", "--cluster", clusters + "abci.yaml", "--dataset-size", "100",
+			"--batch-per-device", "0"}, "--batch-per-device must be positive, got 0"},
+		{[]string{"advise", "--chain", chain, "--batch", "128", "--cluster", clusters + "abci.yaml", "--dataset-size", "100",
+			"--global-batch", "-3"}, "--global-batch must be positive, got -3"},
 		{base("--cluster", clusters+"abci.yaml", "--goal", "speed"), "goal"},
 		{base("--cluster", clusters+"abci.yaml", "--strategies", "filter"), "modules_json"},
 		{base("--cluster", clusters+"abci.yaml", "--gamma", "-2"), "--gamma"},

@@ -229,8 +229,8 @@ func warnFallback(e *env, p *pipeplan.Plan) {
 	if p.Fallback == pipeplan.FallbackNoSolver {
 		what = "no MILP solver was found"
 	}
-	fmt.Fprintf(e.stderr, "chainplan: warning: %s: the plan is %s's fallback, the best contiguous plan (period %.6g), not its own schedule (\"fallback\": %q in the plan; --require-solver makes this an error)\n",
-		what, p.Algo, p.Period, p.Fallback)
+	fmt.Fprintf(e.stderr, "chainplan: warning: %s: the plan is %s's fallback, the best contiguous plan (period %s), not its own schedule (\"fallback\": %q in the plan; --require-solver makes this an error)\n",
+		what, p.Algo, secondsText(p.Period), p.Fallback)
 }
 
 // writeNotes prints a planner's notes on standard error.

@@ -84,11 +84,11 @@ func TestPipelineText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"algorithm   contiguous, 2 stages on 2 devices, contiguous",
-		"period      14; load bound 14",
-		"speed-up    1.71x one device (sequential 24); 1.00x the best contiguous plan without a memory limit (period 14)",
+		"period      14 s per mini-batch; load bound 14 s",
+		"speed-up    1.71x one device (sequential 24 s); 1.00x the best contiguous plan without a memory limit (period 14 s)",
 		"memory      counts the operations' temporaries",
-		"stages\n", "l1 .. l3", "l4 .. l6",
-		"devices\n", "pattern     one period",
+		"stages      (times in s)\n", "l1 .. l3", "l4 .. l6",
+		"devices     (load in s)\n", "pattern     one period, times in s:",
 		"  device 0   F0 0+4 h0", "  link 0-1   CF0 4+0.1 h0",
 	} {
 		if !strings.Contains(out, want) {

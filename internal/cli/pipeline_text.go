@@ -43,14 +43,14 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan) error 
 		fmt.Fprint(w, "; stages may recompute")
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "period      %.6g", p.Period)
+	fmt.Fprintf(w, "period      %s per mini-batch", secondsText(p.Period))
 	if p.PredictedPeriod > 0 {
-		fmt.Fprintf(w, " (partitioning predicted %.6g)", p.PredictedPeriod)
+		fmt.Fprintf(w, " (partitioning predicted %s)", secondsText(p.PredictedPeriod))
 	}
-	fmt.Fprintf(w, "; load bound %.6g\n", rep.LoadBound)
-	fmt.Fprintf(w, "speed-up    %.2fx one device (sequential %.6g)", speedup(c, p.Period), pr.TotalWork())
+	fmt.Fprintf(w, "; load bound %s\n", secondsText(rep.LoadBound))
+	fmt.Fprintf(w, "speed-up    %.2fx one device (sequential %s)", speedup(c, p.Period), secondsText(pr.TotalWork()))
 	if mc := p.MemoryCost(); mc > 0 {
-		fmt.Fprintf(w, "; %.2fx the best contiguous plan without a memory limit (period %.6g)", mc, p.UnconstrainedPeriod)
+		fmt.Fprintf(w, "; %.2fx the best contiguous plan without a memory limit (period %s)", mc, secondsText(p.UnconstrainedPeriod))
 	}
 	fmt.Fprintln(w)
 	if p.SolveMS > 0 {
@@ -60,12 +60,13 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan) error 
 		fmt.Fprintf(w, "INVALID     %d issues, first: %s\n", len(rep.Issues), rep.Issues[0])
 		return nil
 	}
-	fmt.Fprintln(w, "stages")
+	u := timeUnitOf(p.Period) // one unit for the tables: the period's
+	fmt.Fprintf(w, "stages      (times in %s)\n", u.name)
 	fmt.Fprintf(w, "  %5s  %6s  %-9s  %10s  %10s  %10s  %3s  %-22s  %s\n", "stage", "device", "layers", "F", "B", "out/β", "NCA", "activations", "names")
 	for k, s := range p.Stages {
 		comm := "-"
 		if s.Last < pr.L() && (k+1 >= len(p.Stages) || p.Stages[k+1].GPU != s.GPU) {
-			comm = fmt.Sprintf("%.4g", pr.Transfer(s.Last))
+			comm = u.num(pr.Transfer(s.Last))
 		}
 		cost, err := pr.Cost(s)
 		if err != nil {
@@ -75,10 +76,10 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan) error 
 		if s.Recompute != nil {
 			acts = "recomputed in " + chainplan.FormatBytes(s.Recompute.BudgetBytes)
 		}
-		fmt.Fprintf(w, "  %5d  %6d  %-9s  %10.4g  %10.4g  %10s  %3d  %-22s  %s\n", k, s.GPU, fmt.Sprintf("%d-%d", s.First, s.Last),
-			cost.Fwd, cost.Bwd, comm, rep.NCA[k], acts, layerNames(c, s))
+		fmt.Fprintf(w, "  %5d  %6d  %-9s  %10s  %10s  %10s  %3d  %-22s  %s\n", k, s.GPU, fmt.Sprintf("%d-%d", s.First, s.Last),
+			u.num(cost.Fwd), u.num(cost.Bwd), comm, rep.NCA[k], acts, layerNames(c, s))
 	}
-	fmt.Fprintln(w, "devices")
+	fmt.Fprintf(w, "devices     (load in %s)\n", u.name)
 	fmt.Fprintf(w, "  %6s  %-8s  %10s  %-26s  %-26s  %s\n", "device", "stages", "load", "memory (time-resolved)", "weights + buffers", "of M")
 	for g := 0; g < p.GPUs; g++ {
 		ks := p.StagesOn(g)
@@ -94,18 +95,18 @@ func writePipelineText(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan) error 
 		if p.MemoryBytes > 0 {
 			of = fmt.Sprintf("%.0f %%", 100*float64(rep.MemoryPeak[g])/float64(p.MemoryBytes))
 		}
-		fmt.Fprintf(w, "  %6d  %-8s  %10.4g  %-26s  %-26s  %s\n", g, intList(ks), load, bytesLabel(rep.MemoryPeak[g]),
+		fmt.Fprintf(w, "  %6d  %-8s  %10s  %-26s  %-26s  %s\n", g, intList(ks), u.num(load), bytesLabel(rep.MemoryPeak[g]),
 			bytesLabel(rep.Static[g]), of)
 	}
-	writePattern(w, p)
+	writePattern(w, p, u)
 	return nil
 }
 
 // writePattern prints the operations of one period on each device and each link, in
-// start order: "F2 0.0120+0.0340 h1" is the forward of stage 2 starting at 0.012 for
-// 0.034, on mini-batch b at time start + (b + 1)·T.
-func writePattern(w io.Writer, p *pipeplan.Plan) {
-	fmt.Fprintln(w, "pattern     one period: OP<stage> start+duration h<shift>; mini-batch b runs at start + (b + shift)·period")
+// start order, times in unit u: "F2 12+34 h1" in ms is the forward of stage 2 starting at
+// 12 ms for 34 ms, on mini-batch b at time start + (b + 1)·T.
+func writePattern(w io.Writer, p *pipeplan.Plan, u timeUnit) {
+	fmt.Fprintf(w, "pattern     one period, times in %s: OP<stage> start+duration h<shift>; mini-batch b runs at start + (b + shift)·period\n", u.name)
 	byRes := map[string][]pipeplan.Op{}
 	var names []string
 	for _, o := range p.Pattern {
@@ -133,7 +134,7 @@ func writePattern(w io.Writer, p *pipeplan.Plan) {
 		})
 		parts := make([]string, len(ops))
 		for i, o := range ops {
-			parts[i] = fmt.Sprintf("%s%d %.4g+%.4g h%d", o.Op, o.Stage, o.Start, o.Duration, o.Shift)
+			parts[i] = fmt.Sprintf("%s%d %s+%s h%d", o.Op, o.Stage, u.num(o.Start), u.num(o.Duration), o.Shift)
 		}
 		fmt.Fprintf(w, "  %-9s  %s\n", n, strings.Join(parts, ", "))
 	}

@@ -163,3 +163,30 @@ func TestPipesimRun(t *testing.T) {
 		t.Fatalf("plan 9: exit %d: %s", code, errs)
 	}
 }
+
+// TestPipesimTextSaysWhereThePeriodComesFrom: the text says whether the period is a steady
+// state's or a mean that --minibatches changes, every time with its unit.
+func TestPipesimTextSaysWhereThePeriodComesFrom(t *testing.T) {
+	chain := writeTemp(t, "chain.json", pipelineChain)
+	for _, tt := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"--schedule", "1f1b-flush", "--minibatches", "4"}, []string{"period       ", " s per mini-batch, ",
+			"             the steady state, measured over mini-batches 2..4\n", "stages       (busy in s)\n"}},
+		{[]string{"--schedule", "pipedream-async", "--minibatches", "2"}, []string{
+			"             not a steady state: the mean over mini-batches 1..2, which changes with --minibatches (see the warnings)\n",
+			"warning      no steady state seen within 2 mini-batches"}},
+	} {
+		code, out, errs := run(t, append([]string{"pipesim", "--chain", chain, "--stages", "4", "--microbatches", "2",
+			"--format", "text"}, tt.args...)...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", tt.args, code, errs)
+		}
+		for _, w := range tt.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%v: the text lacks %q:\n%s", tt.args, w, out)
+			}
+		}
+	}
+}

@@ -7,18 +7,18 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/pipesim"
 )
 
 // writePipesimText prints a simulation for people: the schedule and its figures, each
 // stage, device and link, the warnings, and what the runner measured beside it.
 func writePipesimText(w io.Writer, c *chainplan.Chain, out *pipesimOutput) {
 	r := out.Result
-	t := func(v float64) string {
-		if r.UnitTime {
-			return fmt.Sprintf("%.4g time points", v)
-		}
-		return fmt.Sprintf("%.6g s", v)
+	unit := "s"
+	if r.UnitTime {
+		unit = "time points"
 	}
+	t := func(v float64) string { return fmt.Sprintf("%.6g %s", v, unit) }
 	links := "no links (free transfers)"
 	if r.Links {
 		links = counted(len(r.PerLink), "link", "links")
@@ -33,13 +33,13 @@ func writePipesimText(w io.Writer, c *chainplan.Chain, out *pipesimOutput) {
 	if r.PlanPeriod > 0 {
 		fmt.Fprintf(w, " (the plan's period: %s)", t(r.PlanPeriod))
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "\n             %s\n", periodOrigin(r))
 	fmt.Fprintf(w, "weights      v = %d in the steady state (staleness up to %d), %s of updates", r.VersionDifference, r.MaxStaleness, counted(r.Chains, "sequence", "sequences"))
 	if r.PaperVersionDifference > 0 {
 		fmt.Fprintf(w, "; the paper's formula gives v = %d", r.PaperVersionDifference)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "stages")
+	fmt.Fprintf(w, "stages       (busy in %s)\n", unit)
 	fmt.Fprintf(w, "  %5s  %-9s  %6s  %12s  %6s  %6s  %9s  %-22s  %8s  %s\n", "stage", "layers", "device", "busy", "bubble",
 		"steady", "in flight", "activations (peak)", "versions", "names")
 	for _, x := range r.PerStage {
@@ -80,6 +80,24 @@ func writePipesimText(w io.Writer, c *chainplan.Chain, out *pipesimOutput) {
 	if len(out.Comparisons) > 0 {
 		writeComparisons(w, out)
 	}
+}
+
+// periodOrigin says where the period of r comes from: a steady state, which more
+// mini-batches would not change, or the mean of a run too short or without one, which
+// --minibatches changes (the warnings say why).
+func periodOrigin(r *pipesim.Result) string {
+	over := fmt.Sprintf("mini-batches %d..%d", r.PeriodFrom, r.PeriodTo)
+	switch {
+	case r.Steady && r.PeriodFrom == r.PeriodTo:
+		return "the steady state: one step from an empty pipeline, as every step of the schedule"
+	case r.Steady && r.Cycle > 1:
+		return fmt.Sprintf("the steady state, which repeats every %d mini-batches: their mean over %s", r.Cycle, over)
+	case r.Steady:
+		return "the steady state, measured over " + over
+	case r.Minibatches < 2:
+		return "not a steady state: the makespan of the one mini-batch simulated (see the warnings)"
+	}
+	return "not a steady state: the mean over " + over + ", which changes with --minibatches (see the warnings)"
 }
 
 // writeComparisons prints each rank's measured execution beside the simulated step.

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -211,7 +210,7 @@ func plotFrontier(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 // readSchedulePlan reads a checkpointing or offloading plan file, telling a pipeline plan
 // apart with a message that names the right picture.
 func readSchedulePlan(path string) (*chainplan.Plan, error) {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, "a plan file (JSON)")
 	if err != nil {
 		return nil, err
 	}
@@ -293,7 +292,7 @@ func plotPipeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	case f.plan == "":
 		return nil, usagef("--plan is required (a chainplan.pipeline/v1 plan file), or --plan-id for a stored plan")
 	}
-	data, err := os.ReadFile(f.plan)
+	data, err := chainplan.ReadInput(f.plan, "a pipeline plan ("+pipeplan.Format+" JSON)")
 	if err != nil {
 		return nil, err
 	}

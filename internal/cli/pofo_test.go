@@ -106,7 +106,8 @@ func TestSolvePofoText(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
 	for _, want := range []string{"algorithm   pofo", "makespan    20", "bandwidth   1 bytes/s, fractional memory model, synchronized at the loss",
-		"transfers   2, 2 B offloaded", "offload  a0", "from the start, starts at 0, lasts 2", "prefetch a0", "before op 9 (F_all 1), starts at 15", "integral",
+		"transfers   2, 2 B offloaded", "offload  a0", "from the start, starts at 0 s, lasts 2 s", "prefetch a0", "before op 9 (F_all 1), starts at 15 s", "integral   makespan 20 s",
+		"  rotor        makespan 22 s, peak 22 B (solved in ",
 		"chosen      ", "candidates\n", "  rotor        "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -20,8 +20,10 @@ func newReportCmd(e *env) *cobra.Command {
 		Use:   "report RUN -o FILE.html",
 		Short: "Write one self-contained HTML page about a stored run",
 		Long: `Write one HTML page about a stored run (its id, or latest): its provenance, its stage
-table, the budget-versus-time frontier, the memory timeline of each stored plan and the
-predicted-against-measured history of the plans that ran. The pictures are inline SVG and
+table, the budget-versus-time frontier, the picture of each stored plan (its memory
+timeline, or a pipeline plan's schedule) and the predicted-against-measured history of the
+plans that ran. With more plans than --max-timelines, the plans that ran are drawn first,
+then the newest; the others are listed with the command that draws them. The pictures are inline SVG and
 the style inline CSS: the page loads nothing and can be mailed or archived as it is.`,
 		Example: `  chainplan report latest -o report.html
   chainplan report 3 --bandwidth 12GB/s -o run3.html`,
@@ -70,6 +72,6 @@ the style inline CSS: the page loads nothing and can be mailed or archived as it
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the page to write (.html)")
 	cmd.Flags().StringVar(&bandwidth, "bandwidth", "", "GPU-host bandwidth: adds pofo and offload-only to the frontier")
-	cmd.Flags().IntVar(&maxTimelines, "max-timelines", report.DefaultMaxTimelines, "plans whose timeline is drawn")
+	cmd.Flags().IntVar(&maxTimelines, "max-timelines", report.DefaultMaxTimelines, "plans drawn (those that ran first, then the newest)")
 	return cmd
 }

@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/pipeplan"
@@ -16,7 +15,7 @@ func simulatePipelineFile(w io.Writer, f simulateFlags) (done bool, err error) {
 	if f.planID != "" || f.chain == "" || f.plan == "" {
 		return false, nil
 	}
-	data, err := os.ReadFile(f.plan)
+	data, err := chainplan.ReadInput(f.plan, "")
 	if err != nil || !pipeplan.IsPipelinePlan(data) {
 		return false, nil // the sequence path reports a file it cannot read
 	}
@@ -71,7 +70,7 @@ func runSimulatePipeline(w io.Writer, c *chainplan.Chain, p *pipeplan.Plan, f si
 	} else {
 		fmt.Fprintf(w, "plan        %s: %s, %s on %d devices, %d stages, %d operations\n", f.plan,
 			verdictLabel(rep.Valid, len(rep.Issues)), p.Algo, p.GPUs, len(p.Stages), len(p.Pattern))
-		fmt.Fprintf(w, "period      %.6g (load bound %.6g, speedup %.3g)\n", rep.Period, rep.LoadBound, rep.Speedup)
+		fmt.Fprintf(w, "period      %s per mini-batch (load bound %s, speedup %.3g)\n", secondsText(rep.Period), secondsText(rep.LoadBound), rep.Speedup)
 		if f.budget != "none" {
 			fmt.Fprintf(w, "memory      %s per device\n", bytesLabel(pr.Options().MemoryBytes))
 		}

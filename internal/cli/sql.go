@@ -24,9 +24,11 @@ func newSQLCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sql QUERY [ARG...]",
 		Short: "Run a read-only SQL query on the profile database",
-		Long: `Run one SQL query on the profile database and print its result. ARGs bind the
-query's placeholders in order (integers and numbers are bound as such): ? or $1, $2, ... on
-SQLite, $1, $2, ... on PostgreSQL.
+		Long: `Run one SQL statement on the profile database and print its result. A trailing ;
+and comments are fine; a second statement is refused (exit status 2) and nothing runs.
+Each ARG binds one placeholder, as a number when it reads as one: $1, $2, ... are the
+first, second, ... ARG on both databases (SQLite also takes ?, the next ARG). An ARG
+without its placeholder, or a placeholder without its ARG, is refused (exit status 2).
 
 Queries are strictly read-only, and the database itself refuses writes. SQLite: the file
 is opened read-only, with query_only and an authorizer that admits reads only.
@@ -41,6 +43,7 @@ Formats: table (default), csv, json (an array of objects), arrow (an Arrow IPC f
 pyarrow.feather.read_table reads it).`,
 		Example: `  chainplan sql "SELECT * FROM run_summary ORDER BY created_at DESC LIMIT 5"
   chainplan sql "SELECT stage_name, bwd_time_s FROM stage_history WHERE model_name = $1" resnet50
+  chainplan sql "SELECT * FROM runs WHERE run_id = ?" 3
   chainplan --db postgres://ann@db.lab/chainplan sql "SELECT * FROM plan_outcomes"
   chainplan sql --format arrow -o stages.arrow "SELECT * FROM stages WHERE run_id = 3"`,
 		Args: func(_ *cobra.Command, args []string) error {

@@ -91,7 +91,6 @@ func TestSQLReadOnly(t *testing.T) {
 		"UPDATE stages SET fwd_time_s = 0",
 		"INSERT INTO plans (run_id) VALUES (1)",
 		"DROP TABLE measurements",
-		"SELECT 1; DELETE FROM runs",
 		"PRAGMA user_version = 7",
 		"CREATE TEMP VIEW v AS SELECT 1",
 		"ATTACH DATABASE '" + filepath.Join(t.TempDir(), "x.db") + "' AS x",
@@ -111,6 +110,22 @@ func TestSQLReadOnly(t *testing.T) {
 	}
 }
 
+// TestSQLBindsArguments: each ARG binds one placeholder, $N the Nth; a trailing ";" and
+// a comment are fine.
+func TestSQLBindsArguments(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "args.db")
+	mustIngest(t, db, testdataFile("resnet_file.arrow"))
+	for _, args := range [][]string{
+		{"SELECT run_id, $2 AS tag FROM runs WHERE run_id = $1; -- the first run", "1", "x"},
+		{"SELECT run_id, ? AS tag FROM runs WHERE run_id = ?;", "x", "1"},
+	} {
+		code, out, errs := runDB(t, db, append([]string{"sql", "--format", "csv"}, args...)...)
+		if code != 0 || out != "run_id,tag\n1,x\n" {
+			t.Errorf("sql %q: exit %d, %q %s", args, code, out, errs)
+		}
+	}
+}
+
 func TestSQLBadInput(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "bad.db")
 	mustIngest(t, db, testdataFile("resnet_file.arrow"))
@@ -122,6 +137,13 @@ func TestSQLBadInput(t *testing.T) {
 		{[]string{"sql", "SELEC 1"}, "syntax error"},
 		{[]string{"sql", "SELECT * FROM nowhere"}, "no such table"},
 		{[]string{"sql", "SELECT ?"}, "bad query"},
+		// One statement, each argument bound (issue 33: both statements ran and the last
+		// printed; an extra argument was ignored).
+		{[]string{"sql", "SELECT 1; SELECT 2"}, "the query holds several statements; run one at a time"},
+		{[]string{"sql", "SELECT 1; DELETE FROM runs"}, "several statements"},
+		{[]string{"sql", "SELECT 1", "5"}, "the statement has 0 placeholders and 1 argument given"},
+		{[]string{"sql", "SELECT run_id FROM runs WHERE run_id = $1 AND model_name = $2", "1"},
+			"the statement has 2 placeholders and 1 argument given"},
 		{[]string{"sql", "--format", "xml", "SELECT 1"}, "unknown --format"},
 	} {
 		code, _, errs := runDB(t, db, tt.args...)

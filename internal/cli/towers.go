@@ -3,7 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/chainplan/chainplan"
@@ -33,10 +32,11 @@ func describesTowers(f towerFlags) bool {
 	return len(f.chains) > 1 || f.loss != "" || len(f.keep) > 0 || (len(f.chains) == 1 && fileIsBundle(f.chains[0]))
 }
 
-// fileIsBundle reports whether path holds a chainplan.multichain/v1 bundle (a file that
-// cannot be read is not: the reader that follows reports it).
+// fileIsBundle reports whether path holds a chainplan.multichain bundle (a path that is
+// no regular file with content is not: the reader that follows reports it, and a named
+// pipe is not opened).
 func fileIsBundle(path string) bool {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, "")
 	return err == nil && chainplan.IsMultiChain(data)
 }
 
@@ -71,7 +71,7 @@ func readTowers(f towerFlags) (*chainplan.MultiChain, error) {
 		mc.Branches = append(mc.Branches, *c.Conservative()) // the multichain planners read version 1
 	}
 	if f.loss != "" {
-		data, err := os.ReadFile(f.loss)
+		data, err := chainplan.ReadInput(f.loss, "a loss (JSON: fwd_time, bwd_time, fwd_tmp_bytes, bwd_tmp_bytes)")
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--loss: %w", err)}
 		}
@@ -91,7 +91,13 @@ func readTowers(f towerFlags) (*chainplan.MultiChain, error) {
 // singleChain returns the one chain file of a single-chain command, refusing several and
 // bundles with a pointer to the multichain algorithms.
 func singleChain(f towerFlags, algo string) (string, error) {
-	multi := "--algo " + orList(planner.MultichainAlgos())
+	return singleChainFor(f, algo, planner.MultichainAlgos())
+}
+
+// singleChainFor is singleChain pointing to the algorithms for towers named: those that
+// do what the command does (frontier's are not all of them).
+func singleChainFor(f towerFlags, algo string, towerAlgos []string) (string, error) {
+	multi := "--algo " + orList(towerAlgos)
 	switch {
 	case len(f.chains) > 1:
 		return "", usagef("--chain given %d times: only the algorithms for towers joined at the loss take several chains "+

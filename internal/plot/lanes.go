@@ -19,6 +19,9 @@ type Span struct {
 	Label string
 	// Stage is the pipeline stage of a Gantt chart's span (0-based), which picks its hue.
 	Stage int
+	// Recompute marks a span that recomputes activations (hatched): a pipeline plan's
+	// backward of a stage that keeps only its input, a simulation's recomputation.
+	Recompute bool
 }
 
 // lane draws spans as boxes between Y0 and Y1 (data coordinates), each filled with
@@ -42,6 +45,9 @@ func (l *lane) Plot(c draw.Canvas, p *gplot.Plot) {
 		}
 		c.SetColor(l.Color(s))
 		c.Fill(r.Path())
+		if s.Recompute {
+			hatch(c, r)
+		}
 		if s.Label != "" && sty.Width(s.Label)+2 < r.Max.X-r.Min.X && sty.Height(s.Label) < r.Max.Y-r.Min.Y {
 			c.FillText(sty, vg.Point{X: (r.Min.X + r.Max.X) / 2, Y: (r.Min.Y + r.Max.Y) / 2}, s.Label)
 		}

@@ -43,8 +43,8 @@ type PipelineData struct {
 
 // Pipeline draws a pipeline plan: a Gantt chart with one lane per device and per link,
 // each operation coloured by its stage (forwards and sends in the stage's colour,
-// backwards and gradient sends darker) and labelled with its mini-batch, the period
-// boundaries dotted; below it, each device's memory as a bar against the limit. It fails
+// backwards and gradient sends darker, recomputations hatched, with a legend entry when
+// there are any) and labelled with its mini-batch, the period boundaries dotted; below it, each device's memory as a bar against the limit. It fails
 // with an error wrapping chainplan.ErrUnsupported when there is nothing to draw.
 func Pipeline(d *PipelineData) (*Figure, error) {
 	if len(d.Lanes) == 0 || len(d.Lanes) != len(d.Spans) || !(d.Period > 0) {
@@ -77,6 +77,9 @@ func Pipeline(d *PipelineData) (*Figure, error) {
 	}
 	g.Legend.Add("F, CF", swatch{lighten(colorText, 0.55)})
 	g.Legend.Add("B, CB", swatch{colorText})
+	if d.Recomputes() {
+		g.Legend.Add(recomputeLegend, hatchSwatch{})
+	}
 
 	m, err := memoryBars(d)
 	if err != nil {
@@ -88,6 +91,17 @@ func Pipeline(d *PipelineData) (*Figure, error) {
 		gantt.draw(draw.Crop(dc, 0, 0, 2.2*vg.Inch, 0))
 		m.Draw(draw.Crop(dc, 0, -1.2*vg.Inch, 0, -(figHeight)))
 	}}, nil
+}
+
+// Recomputes reports whether a span recomputes (Span.Recompute): the chart then says
+// what its hatched boxes are.
+func (d *PipelineData) Recomputes() bool {
+	for _, l := range d.Spans {
+		if slices.ContainsFunc(l, func(s Span) bool { return s.Recompute }) {
+			return true
+		}
+	}
+	return false
 }
 
 // memoryBars is the panel of each device's memory against the limit: the predicted peak,

@@ -17,7 +17,8 @@ const DefaultPeriods = 3
 // PipelineOf lays out periods periods (0: DefaultPeriods) of the steady state of a
 // pipeline plan (read by pipeplan.Parse): mini-batch b runs an operation at start + (b +
 // shift)·period, so period j holds mini-batch j − shift of each operation; the numbers are
-// offset so that the first period's smallest one is 0. A plan whose stages, devices or
+// offset so that the first period's smallest one is 0. The backward of a stage that
+// recomputes (Stage.Recompute) is marked Recompute: it runs the stage's forward again. A plan whose stages, devices or
 // pattern do not fit together fails with an error wrapping chainplan.ErrInvalidPlan that
 // names the field.
 func PipelineOf(p *pipeplan.Plan, periods int) (*PipelineData, error) {
@@ -87,7 +88,8 @@ func PipelineOf(p *pipeplan.Plan, periods int) (*PipelineData, error) {
 			t := o.Start + float64(j)*p.Period
 			b := j - o.Shift - minShift
 			d.Spans[ln] = append(d.Spans[ln], Span{Start: t, End: t + o.Duration, Kind: string(o.Op),
-				Label: string(o.Op) + strconv.Itoa(b), Stage: o.Stage})
+				Label: string(o.Op) + strconv.Itoa(b), Stage: o.Stage,
+				Recompute: o.Op == pipeplan.B && p.Stages[o.Stage].Recompute != nil})
 		}
 	}
 	for _, l := range d.Spans {

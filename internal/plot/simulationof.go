@@ -11,7 +11,8 @@ import (
 
 // SimulationOf lays out a recorded simulation (pipesim.Options.Record) for the pipeline
 // picture, Pipeline: one lane per device and per link, each task a box in its stage's
-// colour (forwards and sends lighter, backwards, recomputations and gradient sends darker)
+// colour (forwards and sends lighter, backwards, recomputations and gradient sends darker;
+// recomputations hatched)
 // labelled with its mini-batch and micro-batch ("F2.3"; "B2" for TiMePReSt's backward of a
 // whole mini-batch), the dotted lines one steady-state period apart, and each device's
 // peak memory against the memory per device. It draws the tasks that start before the
@@ -51,7 +52,8 @@ func SimulationOf(r *pipesim.Result, minibatches int) (*PipelineData, error) {
 		if sp.Microbatch >= 0 && r.Microbatches > 1 {
 			label += fmt.Sprintf(".%d", sp.Microbatch+1)
 		}
-		d.Spans[sp.Resource] = append(d.Spans[sp.Resource], Span{Start: sp.Start, End: sp.End, Kind: sp.Kind, Label: label, Stage: sp.Stage})
+		d.Spans[sp.Resource] = append(d.Spans[sp.Resource], Span{Start: sp.Start, End: sp.End, Kind: sp.Kind, Label: label, Stage: sp.Stage,
+			Recompute: sp.Kind == "R"})
 	}
 	for _, x := range r.PerDevice {
 		d.MemoryBytes = append(d.MemoryBytes, x.PeakBytes)

@@ -1,27 +1,31 @@
 package report
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"html/template"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
 
 // Options says what Build draws. The zero value draws the frontier without the offloading
-// algorithms and the timelines of the first MaxTimelines plans.
+// algorithms and the pictures of DefaultMaxTimelines plans: those that ran, then the newest.
 type Options struct {
 	// BandwidthBytesPerS, when positive, adds POFO and offload-only to the frontier.
 	BandwidthBytesPerS float64
-	// MaxTimelines bounds the plans drawn (0: DefaultMaxTimelines); the others are listed.
+	// MaxTimelines bounds the plans drawn (0: DefaultMaxTimelines), the executed ones
+	// first, then the newest; the others are listed.
 	MaxTimelines int
 	// Version is the chainplan version named in the page's footer.
 	Version string
@@ -57,6 +61,9 @@ type PlanSection struct {
 	// Heading says what the plan is: its algorithm, its memory and its time, in the
 	// units of its family (a pipeline plan's memory per device and period).
 	Heading string
+	// Recompute, for a pipeline plan whose stages recompute, names them (their backward is
+	// hatched in the picture); empty otherwise.
+	Recompute string
 	// Timeline is its picture: the memory timeline, or a pipeline plan's Gantt chart.
 	Timeline template.HTML
 	Note     string
@@ -109,7 +116,8 @@ func Build(ctx context.Context, svc *service.Service, runID int64, opts Options)
 	for _, o := range outcomes {
 		runs[o.PlanID] = o.Executions
 	}
-	first := map[string]int{} // a plan's document (solve time aside) → its section
+	first := map[string]int{}      // a plan's document (solve time aside) → its section
+	var stored []*store.StoredPlan // the plan each section shows, drawn below
 	for _, sp := range plans {
 		doc, err := db.PlanDocument(ctx, sp.ID)
 		if err != nil {
@@ -121,12 +129,15 @@ func Build(ctx context.Context, svc *service.Service, runID int64, opts Options)
 			continue
 		}
 		first[sameKey(doc)] = len(p.Plans)
-		s := PlanSection{ID: sp.ID, Algo: sp.Plan.Algo, BudgetBytes: sp.Plan.BudgetBytes, PeakByte: sp.Plan.PeakBytes,
-			Makespan: sp.Plan.Makespan, Executions: runs[sp.ID]}
-		if err := drawPlan(ctx, svc, sp, &s, len(p.Plans) < limit, limit); err != nil {
+		p.Plans = append(p.Plans, PlanSection{ID: sp.ID, Algo: sp.Plan.Algo, BudgetBytes: sp.Plan.BudgetBytes,
+			PeakByte: sp.Plan.PeakBytes, Makespan: sp.Plan.Makespan, Executions: runs[sp.ID]})
+		stored = append(stored, sp)
+	}
+	drawn := drawOrder(p.Plans, limit)
+	for k := range p.Plans {
+		if err := drawPlan(ctx, svc, stored[k], &p.Plans[k], drawn[k], limit); err != nil {
 			return nil, err
 		}
-		p.Plans = append(p.Plans, s)
 	}
 	hd, err := svc.History(ctx, store.OutcomeFilter{RunID: runID}, fmt.Sprintf("run %d", runID))
 	switch {
@@ -143,6 +154,33 @@ func Build(ctx context.Context, svc *service.Service, runID int64, opts Options)
 	return p, nil
 }
 
+// drawOrder picks the sections whose pictures the page draws, limit at most: the plans
+// that ran first (their pictures carry the measured peaks, and they are what a reader of
+// the history looks for), then the newest (the latest stored copy counts); the pictures of
+// the others are a command away.
+func drawOrder(plans []PlanSection, limit int) []bool {
+	order := make([]int, len(plans))
+	for k := range order {
+		order[k] = k
+	}
+	newest := func(s PlanSection) int64 { return slices.Max(append([]int64{s.ID}, s.Same...)) }
+	slices.SortStableFunc(order, func(a, b int) int {
+		ra, rb := plans[a].Executions > 0, plans[b].Executions > 0
+		if ra != rb {
+			if ra {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(newest(plans[b]), newest(plans[a]))
+	})
+	drawn := make([]bool, len(plans))
+	for _, k := range order[:min(limit, len(order))] {
+		drawn[k] = true
+	}
+	return drawn
+}
+
 // drawPlan fills a plan's heading and, when draw is set, its picture: a pipeline plan's
 // Gantt chart with the peaks its ranks measured, another plan's memory timeline.
 func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s *PlanSection, draw bool, limit int) error {
@@ -157,6 +195,7 @@ func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s
 		if pp.Chosen != "" && pp.Chosen != pp.Algo {
 			s.Heading += ", the " + pp.Chosen + " plan"
 		}
+		s.Recompute = recomputeNote(pp)
 	} else {
 		s.Heading = fmt.Sprintf("%s at %s (predicted peak %s, step %.3f ms)", sp.Plan.Algo,
 			chainplan.FormatBytes(sp.Plan.BudgetBytes), chainplan.FormatBytes(sp.Plan.PeakBytes), 1000*sp.Plan.Makespan)
@@ -166,7 +205,7 @@ func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s
 		if ok {
 			what = "pipeline"
 		}
-		s.Note = fmt.Sprintf("not drawn: the page draws the first %d plans (chainplan plot %s --plan-id %d draws it)", limit, what, sp.ID)
+		s.Note = fmt.Sprintf("not drawn: the page draws %d plans, those that ran first, then the newest (chainplan plot %s --plan-id %d draws it)", limit, what, sp.ID)
 		return nil
 	}
 	if ok {
@@ -187,6 +226,24 @@ func drawPlan(ctx context.Context, svc *service.Service, sp *store.StoredPlan, s
 		s.Timeline, err = inline(plot.Timeline(d))
 	}
 	return err
+}
+
+// recomputeNote says which stages of pipeline plan p recompute their activations, and
+// where the picture shows it; "" when none does.
+func recomputeNote(p *pipeplan.Plan) string {
+	var ks []string
+	for k, st := range p.Stages {
+		if st.Recompute != nil {
+			ks = append(ks, fmt.Sprintf("%d (layers %d-%d, in %s)", k, st.First, st.Last, chainplan.FormatBytes(st.Recompute.BudgetBytes)))
+		}
+	}
+	switch len(ks) {
+	case 0:
+		return ""
+	case 1:
+		return "Recomputes: stage " + ks[0] + " keeps only its input and runs its forward again in its backward (hatched)."
+	}
+	return "Recomputes: stages " + strings.Join(ks, ", ") + " keep only their input and run their forward again in their backward (hatched)."
 }
 
 // solveTime matches the solver time in a plan document, the one field two computations of

@@ -175,3 +175,81 @@ func TestReportPipelinePlans(t *testing.T) {
 		}
 	}
 }
+
+// TestReportDrawsExecutedPlansFirst: with more plans than pictures, the page draws the
+// plans that ran, then the newest, and lists the others with the command that draws them.
+func TestReportDrawsExecutedPlansFirst(t *testing.T) {
+	svc := storedRun(t) // plan 1 (rotor) ran, plan 2 (greedy) did not
+	ctx := context.Background()
+	for _, algo := range []string{"revolve", "rotor-ops"} { // plans 3 and 4
+		if _, err := svc.PlanRun(ctx, service.RunID(1), service.Request{Request: planner.Request{Algo: algo}, Min: true,
+			Source: service.SourcePython}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := svc.RecordExecution(ctx, 3, service.Execution{StepTimeS: 0.003, PeakBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(ctx, svc, 1, Options{MaxTimelines: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drawn []int64
+	for _, s := range p.Plans {
+		if s.Timeline != "" {
+			drawn = append(drawn, s.ID)
+		} else if !strings.Contains(s.Note, "those that ran first, then the newest") ||
+			!strings.Contains(s.Note, fmt.Sprintf("--plan-id %d", s.ID)) {
+			t.Errorf("plan %d: note %q", s.ID, s.Note)
+		}
+	}
+	if fmt.Sprint(drawn) != "[1 3 4]" {
+		t.Fatalf("drawn plans %v, want [1 3 4]: the two that ran, then the newest", drawn)
+	}
+}
+
+// TestReportShowsRecomputation: a pipeline plan whose stages recompute says so beside its
+// picture, whose legend names the hatched boxes; a plan without recomputation says nothing.
+func TestReportShowsRecomputation(t *testing.T) {
+	svc := storedRun(t)
+	ctx := context.Background()
+	req := pipeplan.Request{Algo: "contiguous", Options: pipeplan.Options{GPUs: 2, Bandwidth: 1e9, Checkpoint: true},
+		MinMemory: true, Source: service.SourcePython}
+	ck, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ck.Plan.Stages[0].Recompute == nil {
+		t.Fatalf("the smallest memory with --checkpoint: stage 0 does not recompute (%v)", ck.Plan.Stages)
+	}
+	req.Options.Checkpoint = false
+	plain, err := svc.PlanPipelineRun(ctx, service.RunID(1), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(ctx, svc, 1, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	section := func(id int64) string {
+		m := regexp.MustCompile(fmt.Sprintf(`(?s)<article class="plan" id="plan-%d">.*?</article>`, id)).FindString(html)
+		if m == "" {
+			t.Fatalf("no section for plan %d", id)
+		}
+		return m
+	}
+	got := section(ck.PlanID)
+	for _, want := range []string{`<p class="recompute">Recomputes: stage`, "layers 1-", "(hatched)", ">recomputes (hatched)<"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the recomputing plan's section lacks %q", want)
+		}
+	}
+	if got := section(plain.PlanID); strings.Contains(got, "ecomputes") {
+		t.Error("the plan without recomputation is marked as recomputing")
+	}
+}

@@ -6,19 +6,20 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
+	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
-// Ingest reads, validates and stores the profile file at path (see IngestBytes). Errors
-// wrap os.ErrNotExist or os.ErrPermission for a file that cannot be read.
+// Ingest reads, validates and stores the profile file at path (see IngestBytes). A path
+// that is no regular file with content (a directory, a named pipe, an empty or missing
+// file) fails with a *chainplan.InputError (chainplan.ErrInputFile).
 func (s *Service) Ingest(ctx context.Context, path string) (store.IngestResult, *profilearrow.Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, profilearrow.Want)
 	if err != nil {
 		return store.IngestResult{}, nil, err
 	}

@@ -138,6 +138,16 @@ func TestPlanPipelineRunReuses(t *testing.T) {
 		len(got.Notes) != 1 || !strings.Contains(got.Notes[0], "reused plan") {
 		t.Fatalf("same request: %+v, %v; want plan %d reused", got, err, first.PlanID)
 	}
+	// The micro-batches per step are the runner's, not the planners': N = 4 and N = 8 are
+	// the same request, and each gets back the plan with its own N.
+	for _, n := range []int{4, 8, 0} {
+		mb := again
+		mb.Microbatches = n
+		got, err := s.PlanPipelineRun(ctx, service.LatestRun, mb)
+		if err != nil || !got.Reused || got.PlanID != first.PlanID || got.Plan.Microbatches != n {
+			t.Fatalf("microbatches %d: %+v, %v; want plan %d reused with microbatches %d", n, got, err, first.PlanID, n)
+		}
+	}
 	other := req
 	other.Options.Headroom = 0.1
 	if got, err = s.PlanPipelineRun(ctx, service.LatestRun, other); err != nil || got.Reused || got.PlanID == first.PlanID {

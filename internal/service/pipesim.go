@@ -146,6 +146,9 @@ func pipesimSetup(c *chainplan.Chain, req PipesimRequest) (*pipesim.Setup, error
 		return nil, err
 	}
 	if count > 0 {
+		if err := pr.CheckPlanning(); err != nil {
+			return nil, err
+		}
 		stages = contiguous.Balanced(pr, count)
 	}
 	return pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: req.Bandwidth > 0, AlphaS: req.AlphaS,

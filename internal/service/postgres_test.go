@@ -20,16 +20,31 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // beside the database go to the home folder.
 func TestDBPathDSN(t *testing.T) {
 	const dsn = "postgres://ann:s3cret@db.lab/chainplan"
-	for _, flag := range []string{dsn, ""} {
-		env := ""
-		if flag == "" {
-			env = dsn
-		}
-		if got, err := service.DBPath(flag, env, "/home/u"); err != nil || got != dsn {
-			t.Errorf("DBPath(%q, %q) = %q, %v; want the DSN", flag, env, got, err)
+	const keywords = "host=db.lab user=ann password=s3cret dbname=chainplan"
+	for _, db := range []string{dsn, keywords} {
+		for _, flag := range []string{db, ""} {
+			env := ""
+			if flag == "" {
+				env = db
+			}
+			if got, err := service.DBPath(flag, env, "/home/u"); err != nil || got != db {
+				t.Errorf("DBPath(%q, %q) = %q, %v; want the DSN", flag, env, got, err)
+			}
 		}
 	}
-	for db, want := range map[string]string{dsn: "/home/u/.chainplan", "/data/lab.db": "/data", "lab.db": "."} {
+	// Neither a DSN nor a path: refused before anything is written beside it, without
+	// echoing what may be a password (issue 33).
+	const neither = "my dir/x=1 password=s3cret"
+	for _, call := range []func() error{
+		func() error { _, err := service.DBPath(neither, "", "/home/u"); return err },
+		func() error { _, err := service.DBPath("", neither, "/home/u"); return err },
+		func() error { _, err := service.DataDir(neither, "/home/u"); return err },
+	} {
+		if err := call(); !errors.Is(err, service.ErrBadInput) || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("%v, want ErrBadInput without the password", err)
+		}
+	}
+	for db, want := range map[string]string{dsn: "/home/u/.chainplan", keywords: "/home/u/.chainplan", "/data/lab.db": "/data", "lab.db": "."} {
 		if got, err := service.DataDir(db, "/home/u"); err != nil || got != want {
 			t.Errorf("DataDir(%q) = %q, %v; want %q", db, got, err, want)
 		}

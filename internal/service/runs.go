@@ -88,7 +88,8 @@ func (s *Service) RunChain(ctx context.Context, runID int64) (*chainplan.Chain, 
 	if tw, err := r.Towers(); err != nil || tw != nil {
 		if err == nil {
 			err = fmt.Errorf("%w: run %d profiles %d inputs through towers joined at the loss, not one chain: plan it "+
-				"with --algo %s", chainplan.ErrUnsupported, runID, len(tw.Branches), strings.Join(planner.MultichainAlgos(), " or "))
+				"with --algo %s (chainplan frontier --run %d gives their frontier)", chainplan.ErrUnsupported, runID,
+				len(tw.Branches), strings.Join(planner.MultichainAlgos(), " or "), runID)
 		}
 		return nil, err
 	}

@@ -46,7 +46,8 @@ type Service struct {
 
 // Open opens (and migrates) the database at path, a SQLite file or a PostgreSQL DSN, or
 // when path is empty the default one (DefaultDBPath: $CHAINPLAN_DB, else
-// ~/.chainplan/chainplan.db). A DSN that does not parse is bad input.
+// ~/.chainplan/chainplan.db). A DSN that does not parse, and a name that is neither a DSN
+// nor a path (store.CheckTarget), are bad input.
 func Open(ctx context.Context, path string, opts Options) (*Service, error) {
 	if path == "" {
 		p, err := DefaultDBPath()
@@ -56,7 +57,7 @@ func Open(ctx context.Context, path string, opts Options) (*Service, error) {
 		path = p
 	}
 	db, err := store.Open(ctx, path, store.Options{MustExist: !opts.Create})
-	if errors.Is(err, store.ErrBadDSN) {
+	if errors.Is(err, store.ErrBadDSN) || errors.Is(err, store.ErrBadTarget) {
 		return nil, &inputError{strings.TrimPrefix(err.Error(), "chainplan: ")}
 	}
 	if err != nil {

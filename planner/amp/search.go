@@ -50,6 +50,9 @@ func Search(m *workload.Model, c *cluster.Cluster, o Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := checkCoarsen(m, o.Blocks); err != nil {
+		return nil, err
+	}
 	s := newSearcher(m, c, o)
 	res := &Result{Format: Format, Model: m.Name, Cluster: c.Name, Devices: c.NumDevices(), GlobalBatch: o.GlobalBatch,
 		Schedule: o.Schedule, MemoryCheck: o.MemoryCheck, Cut: o.Cut, Blocks: len(s.blocks) - 1}

@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -27,7 +28,7 @@ func SequentialSequence(l, k int) []chainplan.Op {
 		panic(fmt.Sprintf("baseline: %d segments for %d stages", k, l))
 	}
 	size := l / k
-	var seq []chainplan.Op
+	seq := make([]chainplan.Op, 0, 3*l+2) // each stage runs at most three operations, the loss two
 	op := func(kind chainplan.OpKind, stage int) { seq = append(seq, chainplan.Op{Kind: kind, Stage: stage}) }
 	for j := 0; j < k-1; j++ {
 		b, e := j*size+1, (j+1)*size
@@ -63,7 +64,8 @@ func SequentialSequence(l, k int) []chainplan.Op {
 //
 // Errors: an *chainplan.InfeasibleError with the smallest peak over the counts tried, an
 // error naming a segment count outside 1..L, or ErrInvalidChain.
-// The time complexity is O(L²).
+// The time complexity is O(L²) (O(L) with segments given), the memory O(L): each count is
+// replayed and only its makespan and peak are kept, then the chosen sequence is built again.
 func Sequential(c *chainplan.Chain, budgetBytes int64, segments int) (*chainplan.Plan, error) {
 	start := time.Now()
 	cands, err := sequentialCandidates(c, segments)
@@ -74,8 +76,7 @@ func Sequential(c *chainplan.Chain, budgetBytes int64, segments int) (*chainplan
 	if best == nil {
 		return nil, &chainplan.InfeasibleError{Algo: "sequential", BudgetBytes: budgetBytes, MinBudgetBytes: minPeak(cands)}
 	}
-	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
-	return best, nil
+	return best.plan(c, budgetBytes, start), nil
 }
 
 // SequentialMinBudget returns the smallest budget at which Sequential finds a schedule
@@ -97,14 +98,39 @@ func SequentialMin(c *chainplan.Chain, segments int) (*chainplan.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	best := pickSequential(cands, max(1, minPeak(cands)))
-	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
-	return best, nil
+	budget := max(1, minPeak(cands))
+	return pickSequential(cands, budget).plan(c, budget, start), nil
+}
+
+// maxSearchOps bounds the operations the search over every segment count replays,
+// searchOps: about 3L² for L stages, each replayed in about 0.8 µs on the 2-core reference
+// machine (a 5000-stage chain took 60 s), so that the search ends within about a minute and
+// a half; it admits chains up to 5773 stages. With the segment count given, the time and
+// memory are linear in the chain's length, and nothing is refused.
+const maxSearchOps = 1e8
+
+// searchOps is the number of operations the search replays on a chain of l stages: the
+// schedule with k segments runs each stage at most three times, the loss twice.
+func searchOps(l int) float64 { return float64(l) * float64(3*l+2) }
+
+// sequentialCandidate is the replay of one segment count: its makespan and exact peak.
+type sequentialCandidate struct {
+	segments  int
+	makespan  float64
+	peakBytes int64
+}
+
+// plan returns the candidate's plan at budgetBytes, its sequence built again.
+func (sc *sequentialCandidate) plan(c *chainplan.Chain, budgetBytes int64, start time.Time) *chainplan.Plan {
+	return &chainplan.Plan{Algo: "sequential", Feasible: true, Makespan: sc.makespan, PeakBytes: sc.peakBytes,
+		BudgetBytes: budgetBytes, Segments: sc.segments, Sequence: SequentialSequence(c.Len(), sc.segments),
+		SolveMS: float64(time.Since(start).Microseconds()) / 1000}
 }
 
 // sequentialCandidates replays the schedule of every segment count Sequential tries
-// (segments, or 1..L when it is 0) in exact bytes, as plans without a budget.
-func sequentialCandidates(c *chainplan.Chain, segments int) ([]chainplan.Plan, error) {
+// (segments, or 1..L when it is 0) in exact bytes, keeping each one's makespan and peak;
+// one sequence lives at a time.
+func sequentialCandidates(c *chainplan.Chain, segments int) ([]sequentialCandidate, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -116,47 +142,60 @@ func sequentialCandidates(c *chainplan.Chain, segments int) ([]chainplan.Plan, e
 	lo, hi := 1, l
 	if segments > 0 {
 		lo, hi = segments, segments
+	} else if ops := searchOps(l); ops > maxSearchOps {
+		return nil, &chainplan.SizeError{Algo: "sequential", Stages: l,
+			What:      "the search over every segment count (replaying each)",
+			NeedSteps: ops, LimitSteps: maxSearchOps,
+			Fix: fmt.Sprintf("give the segment count, e.g. --segments %d (⌈√L⌉, the classic choice), which replays one schedule",
+				sqrtSegments(l))}
 	}
 	exact := discretize.Exact(c)
-	cands := make([]chainplan.Plan, 0, hi-lo+1)
+	cands := make([]sequentialCandidate, 0, hi-lo+1)
 	for k := lo; k <= hi; k++ {
-		seq := SequentialSequence(l, k)
-		rep := simulate.Run(exact, seq, -1)
+		rep := simulate.Run(exact, SequentialSequence(l, k), -1)
 		if !rep.Valid {
 			return nil, fmt.Errorf("sequential: internal error: %d segments: %w", k, rep.Err())
 		}
-		cands = append(cands, chainplan.Plan{Algo: "sequential", Feasible: true, Makespan: rep.Makespan,
-			PeakBytes: rep.Peak, Segments: k, Sequence: seq})
+		cands = append(cands, sequentialCandidate{segments: k, makespan: rep.Makespan, peakBytes: rep.Peak})
 	}
 	return cands, nil
 }
 
 // pickSequential returns the fastest candidate whose peak fits budgetBytes (ties: the
-// smaller peak, then fewer segments) as a plan at that budget, or nil.
-func pickSequential(cands []chainplan.Plan, budgetBytes int64) *chainplan.Plan {
-	var best *chainplan.Plan
+// smaller peak, then fewer segments), or nil.
+func pickSequential(cands []sequentialCandidate, budgetBytes int64) *sequentialCandidate {
+	var best *sequentialCandidate
 	for i := range cands {
 		p := &cands[i]
-		if p.PeakBytes > budgetBytes {
+		if p.peakBytes > budgetBytes {
 			continue
 		}
-		if best == nil || p.Makespan < best.Makespan || p.Makespan == best.Makespan && p.PeakBytes < best.PeakBytes {
+		if best == nil || p.makespan < best.makespan || p.makespan == best.makespan && p.peakBytes < best.peakBytes {
 			best = p
 		}
 	}
-	if best == nil {
-		return nil
-	}
-	out := *best
-	out.BudgetBytes = budgetBytes
-	return &out
+	return best
 }
 
 // minPeak returns the smallest peak of the candidates.
-func minPeak(cands []chainplan.Plan) int64 {
-	m := cands[0].PeakBytes
+func minPeak(cands []sequentialCandidate) int64 {
+	m := cands[0].peakBytes
 	for _, p := range cands[1:] {
-		m = min(m, p.PeakBytes)
+		m = min(m, p.peakBytes)
 	}
 	return m
+}
+
+// Fallback is what the planners whose tables grow faster than the chain tell the user to
+// run instead when a chain of l stages is too long for them: checkpoint_sequential with
+// ⌈√L⌉ segments (the classic choice for similar stages, Chen et al. 2016), whose time and
+// memory grow linearly with the chain, or no recomputation at all.
+func Fallback(l int) string {
+	return fmt.Sprintf("use --algo sequential --segments %d (checkpoint_sequential, whose time and memory grow "+
+		"linearly with the chain) or --algo store-all", sqrtSegments(l))
+}
+
+// sqrtSegments is ⌈√L⌉ segments for a chain of l stages, in 1..l.
+func sqrtSegments(l int) int {
+	return max(1, min(l, int(math.Ceil(math.Sqrt(float64(l))))))
 }

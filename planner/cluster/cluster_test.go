@@ -164,7 +164,6 @@ func TestBadClusters(t *testing.T) {
 		{"matrix rows", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1]]", "bandwidth_matrix"},
 		{"asymmetric matrix", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1], [2, 0]]", "bandwidth_matrix[0][1]"},
 		{"short later row", "name: x\nnodes: [{gpu: V, gpus: 2, gpu_mem: 1GB}]\nbandwidth_matrix: [[0, 1], []]", "bandwidth_matrix[1]"},
-		{"bad format", "format: chainplan.cluster/v9\nname: x\nnodes: [" + node + "]", "format"},
 		{"duplicate key", "name: x\nname: y\nnodes: [" + node + "]", ""},
 		{"count zero", "name: x\nnodes: [{gpu: V, gpus: 1, gpu_mem: 1GB, count: 0}]", "nodes[0].count"},
 	}
@@ -202,5 +201,22 @@ func TestNew(t *testing.T) {
 		Contention: cluster.Contention{Mode: cluster.ContentionNone}})
 	if err != nil || c.NumDevices() != 2 || c.Pair(0, 1).Bandwidth != 4 {
 		t.Fatalf("New=%v, %v", c, err)
+	}
+}
+
+// TestClusterFormatVersion: a cluster file of a version this chainplan does not read is
+// refused by its tag (issue 33); a path that is no file is refused as one.
+func TestClusterFormatVersion(t *testing.T) {
+	_, err := cluster.Parse([]byte("format: chainplan.cluster/v9\nname: x\nnodes: [{gpu: V, gpus: 1, gpu_mem: 1GB}]\nnew_field: 1\n"))
+	want := "format chainplan.cluster/v9 is not supported (this chainplan reads chainplan.cluster/v1)"
+	if !errors.Is(err, chainplan.ErrSchemaVersion) || !errors.Is(err, chainplan.ErrUnsupported) || err == nil || err.Error() != want {
+		t.Errorf("Parse(v9) = %v, want %q", err, want)
+	}
+	if _, err := cluster.Parse([]byte("format: chainplan.chain/v1\nname: x\n")); errors.Is(err, chainplan.ErrSchemaVersion) ||
+		!errors.Is(err, chainplan.ErrUnsupported) {
+		t.Errorf("Parse(another kind) = %v", err)
+	}
+	if _, err := cluster.ReadFile(t.TempDir()); !errors.Is(err, chainplan.ErrInputFile) {
+		t.Errorf("ReadFile(a directory) = %v, want ErrInputFile", err)
 	}
 }

@@ -2,10 +2,11 @@ package cluster
 
 import (
 	"fmt"
-	"os"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/chainplan/chainplan"
 )
 
 // specRule is the pair-bandwidth rule as the spec's example file writes it (§5.1), accepted
@@ -14,9 +15,9 @@ const specRule = "intra if same node else min(inter[a], inter[b])"
 
 // ReadFile reads and checks a cluster file (YAML or JSON).
 func ReadFile(path string) (*Cluster, error) {
-	data, err := os.ReadFile(path)
+	data, err := chainplan.ReadInput(path, "a cluster file (YAML or JSON)")
 	if err != nil {
-		return nil, fmt.Errorf("read cluster %s: %w", path, err)
+		return nil, err
 	}
 	c, err := Parse(data)
 	if err != nil {
@@ -34,7 +35,8 @@ func ReadFile(path string) (*Cluster, error) {
 //	latency: {intra_s: 9e-6, inter_s: 3e-5}
 //	contention: {inter_node_shared_nic_flows: auto}
 //
-// Every refusal is a *FieldError naming the field and its line.
+// Every refusal is a *FieldError naming the field and its line, but for a format tag this
+// chainplan does not read: a *chainplan.FormatError.
 func Parse(data []byte) (*Cluster, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -64,8 +66,11 @@ func parseRoot(o *object) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	if format != "" && format != Format {
-		return nil, fieldErr("format", o.keys["format"].Line, "unknown format %q (want %q or none)", format, Format)
+	if format != "" {
+		// Of ErrUnsupported, as a *FieldError is: a bad cluster is bad input.
+		if err := chainplan.CheckFormat(format, chainplan.ErrUnsupported, Format); err != nil {
+			return nil, err
+		}
 	}
 	if c.Name, err = o.str("name"); err != nil {
 		return nil, err

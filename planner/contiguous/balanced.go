@@ -7,7 +7,8 @@ import "github.com/chainplan/chainplan/planner/pipeline"
 // it C(i−1): the unconstrained optimum of spec §4.6 with the stage count fixed rather than
 // bounded (chainplan pipesim --stages N compares schedules on N stages). Memory is not
 // considered. Among partitions of equal load it keeps the one whose last stage starts
-// latest. n must be in 1..L; the result has n stages. O(L²·n).
+// latest. n must be in 1..L; the result has n stages. O(L²·n): the caller checks pr first
+// (pipeline.Problem.CheckPlanning).
 func Balanced(pr *pipeline.Problem, n int) []pipeline.Stage {
 	l := pr.L()
 	n = max(1, min(n, l))

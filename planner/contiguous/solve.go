@@ -30,9 +30,13 @@ const maxDoublings = 40
 // exactly, with the infeasible bound the next float below. O(L²·P) per probe.
 //
 // Errors: a *pipeline.InfeasibleError with the smallest memory that fits (MinMemory) when
-// no contiguous plan fits pr's memory.
+// no contiguous plan fits pr's memory; a *chainplan.SizeError when pr is too large to plan
+// (pipeline.Problem.CheckPlanning).
 func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 	start := time.Now()
+	if err := pr.CheckPlanning(); err != nil {
+		return nil, err
+	}
 	hi := pr.TotalWork()
 	for l := 1; l < pr.L(); l++ {
 		hi += pr.Comm(l) // one group holds any transformed chain
@@ -133,9 +137,12 @@ func unconstrained(pr *pipeline.Problem) float64 {
 // with T large enough every stage stores one mini-batch, so it is the min over partitions
 // into at most P stages of the largest memory of a stage with one mini-batch in flight
 // (StageMemory(i,j,1), or with checkpointing the smaller of that and its smallest
-// recomputing memory), by a min-max DP. O(L²·P). The error is always nil; it is there for
-// the registry's signature.
+// recomputing memory), by a min-max DP. O(L²·P). Errors: a *chainplan.SizeError when pr
+// is too large to plan (pipeline.Problem.CheckPlanning).
 func MinMemory(pr *pipeline.Problem) (int64, error) {
+	if err := pr.CheckPlanning(); err != nil {
+		return 0, err
+	}
 	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
 	need := minMax(l, p, int64(1)<<62, func(i, j int) int64 {
 		return min(pr.StageMemory(i, j, 1), pr.RecomputeMinMemory(i, j))

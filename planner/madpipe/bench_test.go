@@ -33,8 +33,8 @@ func BenchmarkPhase1(b *testing.B) {
 	}
 	pr = pr.WithMemory(need * 3 / 2)
 	for b.Loop() {
-		if its := phase1(pr, false); len(its) == 0 {
-			b.Fatal("no allocation")
+		if its, err := phase1(pr, false); err != nil || len(its) == 0 {
+			b.Fatal("no allocation", err)
 		}
 	}
 }

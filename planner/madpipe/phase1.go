@@ -47,6 +47,9 @@ type dp struct {
 	// value unchanged (it is at least floor) and lets a state stop at the first option
 	// that reaches floor.
 	floor float64
+	// budget counts the DP's steps and memoised entries against the limits of limits.go;
+	// once over, every state answers infeasible at once and run's caller refuses.
+	budget dpBudget
 }
 
 // key packs a snapped state: j (10 bits), p (8), t, m and v indices (14 bits each).
@@ -76,7 +79,7 @@ func newDP(prob *pipeline.Problem, that float64, exact bool) *dp {
 // newDPWithin is newDP planning within memory bytes per device instead of the problem's.
 func newDPWithin(prob *pipeline.Problem, that float64, exact bool, memory float64) *dp {
 	d := &dp{prob: prob, that: that, memory: memory, rooms: map[roomKey]float64{}, gridRooms: map[key]float64{},
-		normals: map[normalKey]normalFit{}}
+		normals: map[normalKey]normalFit{}, budget: newDPBudget()}
 	d.heaviest = make([]float64, prob.L()+1)
 	for l := 1; l <= prob.L(); l++ {
 		d.heaviest[l] = max(d.heaviest[l-1], prob.U(l, l))
@@ -159,6 +162,9 @@ func (d *dp) normal(i, j int, v float64) normalFit {
 	if f, ok := d.normals[k]; ok {
 		return f
 	}
+	if d.budget.over {
+		return normalFit{}
+	}
 	var f normalFit
 	for range 4 {
 		load, budget, ok := d.prob.RecomputeFit(i, j, g, int64(d.memory))
@@ -172,7 +178,9 @@ func (d *dp) normal(i, j int, v float64) normalFit {
 		f = normalFit{load: load, budget: budget, ok: true}
 		break
 	}
-	d.normals[k] = f
+	if d.budget.keep(normalEntryBytes) {
+		d.normals[k] = f
+	}
 	return f
 }
 
@@ -204,6 +212,9 @@ func (d *dp) lookup(s state) (entry, bool) {
 }
 
 func (d *dp) store(s state, e entry) {
+	if !d.budget.keep(memoEntryBytes) {
+		return
+	}
 	if d.exactMemo != nil {
 		d.exactMemo[exactKey{s.j, s.p, s.t, s.m, s.v}] = e
 		return
@@ -218,6 +229,9 @@ func (d *dp) store(s state, e entry) {
 func (d *dp) solve(s state, cut float64) entry {
 	if s.j == 0 {
 		return entry{val: max(s.t, d.floor)}
+	}
+	if d.budget.over {
+		return entry{val: math.Inf(1)}
 	}
 	// Layers 1..j and the special device's load so far share p+1 devices, and the
 	// heaviest of those layers loads one of them.
@@ -250,6 +264,9 @@ func (d *dp) solve(s state, cut float64) entry {
 		}
 	}
 	for i := s.j; i >= 1 && best.val > d.floor; i-- {
+		if !d.budget.step() {
+			break
+		}
 		bar := min(best.val, cut)
 		u, c := d.prob.U(i, s.j), d.prob.Comm(i-1)
 		if u >= bar {

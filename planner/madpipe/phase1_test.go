@@ -75,8 +75,8 @@ func TestWorkedExamples(t *testing.T) {
 			pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e30, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true}, 4, "{1-2}S {3-4}N "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			its := phase1(mustProblem(t, c.chain, c.opts), true)
-			if len(its) == 0 {
+			its, err := phase1(mustProblem(t, c.chain, c.opts), true)
+			if err != nil || len(its) == 0 {
 				t.Fatal("no allocation")
 			}
 			best := its[0]

@@ -212,3 +212,47 @@ func TestRandomCheckpoint(t *testing.T) {
 		t.Fatal("no plan recomputes: the memory never binds")
 	}
 }
+
+// TestMinMemoryIsSmallest: MinMemory bisects on "Solve plans", which is not monotone in
+// the memory by construction (phase 1's allocations change with it); on random chains
+// whose MadPipe plans fit below the smallest contiguous memory, Solve's own test (plan)
+// refuses every memory below MinMemory, scanned byte by byte (in -short mode, the 16
+// bytes below it), and plans at it. Chains where nothing fits below the contiguous
+// minimum are drawn too, until enough of the other kind are found.
+func TestMinMemoryIsSmallest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 17))
+	want, window := 5, int64(1)<<40
+	if testing.Short() {
+		want, window = 2, 16
+	}
+	opts := Options{TimeLimit: testLimit, RequireSolver: true} // without it nothing plans below contiguous
+	below := 0
+	for i := 0; below < want; i++ {
+		if i == 400 {
+			t.Fatalf("%d of 400 chains plan below the contiguous minimum", below)
+		}
+		c := pipechains.Random(rng, 3+rng.IntN(5))
+		o := pipeline.Options{GPUs: 2 + rng.IntN(2), Bandwidth: 20 + 200*rng.Float64(), NoTemporaries: rng.IntN(2) == 0, Checkpoint: rng.IntN(3) == 0}
+		pr := mustProblem(t, c, o)
+		hi, _ := contiguous.MinMemory(pr)
+		m, err := MinMemory(pr, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m >= hi && i%4 != 0 {
+			continue // nothing below the contiguous minimum: scan one chain in four of these
+		}
+		if m < hi {
+			below++
+		}
+		if p, err := plan(pr.WithMemory(m), opts, &Trace{}); err != nil || p == nil {
+			t.Fatalf("chain %d: MinMemory %d, and no plan there (%v)", i, m, err)
+		}
+		lo := max(pr.MemoryFor(pipeline.MemoryLowerBound(pr)), m-window)
+		for b := lo; b < m; b++ {
+			if p, err := plan(pr.WithMemory(b), opts, &Trace{}); err != nil || p != nil {
+				t.Fatalf("chain %d (%+v): MinMemory %d, and a plan at %d (%v)", i, o, m, b, err)
+			}
+		}
+	}
+}

@@ -12,6 +12,9 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 	if j == 0 {
 		return d.memory
 	}
+	if d.budget.over {
+		return math.Inf(-1)
+	}
 	k := roomKey{j: j, p: p, vi: vi}
 	if vi < 0 {
 		k.v = v // exact mode
@@ -28,7 +31,7 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 	if p == 0 {
 		best = d.memory - d.snapMem(d.mem(1, j, d.g(1, j, v)-1))
 	} else {
-		for i := j; i >= 1; i-- {
+		for i := j; i >= 1 && d.budget.step(); i-- {
 			u := d.prob.U(i, j)
 			nv, nvi := d.gV.snap(d.oplus(d.oplus(v, u), d.prob.Comm(i-1)))
 			g := d.g(i, j, v)
@@ -45,9 +48,11 @@ func (d *dp) room(j, p int, v float64, vi int) float64 {
 			}
 		}
 	}
-	if vi >= 0 {
+	switch {
+	case !d.budget.keep(roomEntryBytes):
+	case vi >= 0:
 		d.gridRooms[packed] = best
-	} else {
+	default:
 		d.rooms[k] = best
 	}
 	return best

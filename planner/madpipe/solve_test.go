@@ -85,8 +85,8 @@ func TestAnchors(t *testing.T) {
 		if err != nil || c.Period < k*(k-1) {
 			t.Fatalf("contiguous: %v, %v; want at least %d", c, err, k*(k-1))
 		}
-		if its := phase1(pr, true); len(its) == 0 || !near(its[0].estimate(), 4) {
-			t.Fatalf("exact phase 1: %v, want 4", its)
+		if its, err := phase1(pr, true); err != nil || len(its) == 0 || !near(its[0].estimate(), 4) {
+			t.Fatalf("exact phase 1: %v, %v, want 4", its, err)
 		}
 		p := mustSolve(t, pr, nil)
 		t.Logf("madpipe %g (%s, stages %v), contiguous %g", p.Period, p.Chosen, p.Stages, c.Period)

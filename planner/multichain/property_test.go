@@ -133,3 +133,60 @@ func TestLinearIsConservative(t *testing.T) {
 	}
 	t.Logf("%d linear schedules mapped within rotor's accounting", cases)
 }
+
+// TestNeverWorseThanOneChain: planning the towers never loses to planning them as one
+// chain (docs/multichain.md): at every budget where rotor plans the towers concatenated
+// in their given order (the chain of linearize, each stage carrying what the other
+// towers hold until the loss), multichain and multichain-linear plan too, no slower, and
+// their smallest budgets are no larger; half the bundles on a coarse grid of 4-23 slots.
+func TestNeverWorseThanOneChain(t *testing.T) {
+	rng := rand.New(rand.NewPCG(24, 33))
+	n, compared := 400, 0
+	if testing.Short() {
+		n = 100
+	}
+	for i := range n {
+		mc := randomBundle(rng, 5)
+		var given []int
+		for j := range mc.Branches {
+			if mc.Branches[j].Len() > 0 {
+				given = append(given, j)
+			}
+		}
+		if len(given) == 0 {
+			continue // no chain to concatenate: the comparison is not defined
+		}
+		one := linearize(mc, given).chain
+		var slots int64
+		if rng.IntN(2) == 0 {
+			slots = 4 + rng.Int64N(20)
+		}
+		r, err := rotor.MinBudget(one, rotor.Options{Slots: slots})
+		if err != nil {
+			continue // a grid too coarse for the chain
+		}
+		for _, m := range []Method{Best, Linear} {
+			if b, err := MinBudget(mc, Options{Method: m, Slots: slots}); err != nil || b > r {
+				t.Fatalf("bundle %d, %d slots, method %v: smallest budget %d (%v), one chain's %d", i, slots, m, b, err, r)
+			}
+		}
+		peak := rotor.StoreAllPeak(one)
+		for range 4 {
+			budget := r + rng.Int64N(peak-r+2)
+			p, err := rotor.Solve(one, budget, rotor.Options{Slots: slots})
+			if err != nil {
+				continue // rounding refuses a budget above rotor's smallest
+			}
+			compared++
+			for _, m := range []Method{Best, Linear} {
+				q, err := Solve(mc, budget, Options{Method: m, Slots: slots})
+				if err != nil || q.Makespan > p.Makespan*(1+1e-12) {
+					t.Fatalf("bundle %d, %d slots, method %v, budget %d: makespan %v (%v), one chain's %v", i, slots, m, budget, q, err, p.Makespan)
+				}
+			}
+		}
+	}
+	if compared < n {
+		t.Fatalf("only %d comparisons", compared)
+	}
+}

@@ -1,17 +1,9 @@
 package multichain
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
-
-	"github.com/chainplan/chainplan"
 )
-
-// maxCells bounds the states × slots of one table (12 bytes each): K = 3 towers of 40
-// stages at their store-all slots is 8.8·10⁶ cells, 100 MiB. Beyond it the request is
-// refused with ErrUnsupported (spec §10.15: merge consecutive stages first).
-const maxCells = 12_000_000
 
 // table is the dynamic program Opt(R, μ) of spec §5.2 (Theorem 3 with the heterogeneous
 // times of spec §6) for every vector R of remaining lengths (0 ≤ R_j ≤ L_j, branch j's
@@ -41,21 +33,18 @@ type table struct {
 
 // newTable fills the table for slot counts 0..min(m, K+ΣL). Its cost is
 // O(μmax·Π_j(L_j+1)·ΣL_j) time and O(μmax·Π_j(L_j+1)) memory, plus the adjoint chains'
-// O(L_j³·min(m, L_j)). Errors: ErrUnsupported when the table would exceed maxCells.
+// O(L_j³·min(m, L_j)). Errors: a *chainplan.SizeError, before anything is allocated, when
+// the tables would pass the limits of limits.go.
 func newTable(in *instance, m int) (*table, error) {
 	k := len(in.L)
-	tb := &table{in: in, k: k, stride: make([]int, k), states: 1, muMax: max(0, min(m, k+in.sumL()+in.bare()))}
+	muMax := max(0, min(m, k+in.sumL()+in.bare()))
+	if err := checkTables(in, muMax); err != nil {
+		return nil, err
+	}
+	tb := &table{in: in, k: k, stride: make([]int, k), states: 1, muMax: muMax}
 	for j := k - 1; j >= 0; j-- {
 		tb.stride[j] = tb.states
 		tb.states *= in.L[j] + 1
-		if tb.states > maxCells {
-			break
-		}
-	}
-	if cells := tb.states * (tb.muMax + 1); tb.states > maxCells || cells > maxCells {
-		return nil, fmt.Errorf("%w: the multichain table for towers of %v stages at %d slots has %d·%d cells (limit %d); "+
-			"merge consecutive stages of the towers into blocks", chainplan.ErrUnsupported, in.L, tb.muMax+1, tb.states,
-			tb.muMax+1, maxCells)
 	}
 	for j := range k {
 		tb.ac = append(tb.ac, newAdjoint(in.uF[j], in.uB[j], tb.muMax))

@@ -25,14 +25,23 @@ const autoCapperTries = 40
 // The heuristic is not bound by Assumptions 4: its schedules are timed without
 // synchronization at the loss. It has no optimality guarantee. Errors: an
 // *chainplan.InfeasibleError when no M' works (its smallest budget is searched to 1 %),
-// ErrInvalidChain, ErrUnsupported.
+// ErrInvalidChain, ErrUnsupported; a *chainplan.SizeError when rotor's tables would pass
+// chainplan.TableLimit.
 func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
 	start := time.Now()
 	if err := opts.Check(c, budgetBytes); err != nil {
 		return nil, err
 	}
 	exact := units.Exact(c)
-	s, ok := autoCapper(c, exact, budgetBytes, opts)
+	if exact.StoreAllPeak() > float64(budgetBytes) {
+		if err := checkReplay("autocapper", c); err != nil {
+			return nil, err
+		}
+	}
+	s, ok, err := autoCapper(c, exact, budgetBytes, opts)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return Infeasible(c, "autocapper", budgetBytes, opts, start, func() (int64, error) { return MinBudgetAutoCapper(c, opts) }, SolveAutoCapper)
 	}
@@ -46,22 +55,32 @@ func MinBudgetAutoCapper(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := opts.Check(c, 1); err != nil {
 		return 0, err
 	}
+	if err := checkReplay("autocapper", c); err != nil {
+		return 0, err
+	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		_, ok := autoCapper(c, exact, b, opts)
-		return ok
-	}), nil
+	var refused error
+	b := searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		if refused != nil {
+			return true // ends the search: its answer is not used
+		}
+		_, ok, err := autoCapper(c, exact, b, opts)
+		refused = err
+		return ok || err != nil
+	})
+	return b, refused
 }
 
 // autoCapper returns the best CAPPER schedule over the tried limits at the budget, on c
 // and its exact form, and whether one replays: SolveAutoCapper's schedule, which POFO's
-// Solve also compares.
-func autoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Options) (Schedule, bool) {
+// Solve also compares. Errors: a *chainplan.SizeError when rotor refuses its tables
+// (rematError).
+func autoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Options) (Schedule, bool, error) {
 	p := SimOptions{BandwidthBytesPerS: opts.BandwidthBytesPerS, LimitBytes: budget, Model: opts.MemoryModel()}
 	hi := int64(exact.StoreAllPeak())
 	if hi <= budget {
-		return StoreAll(exact, make([]bool, exact.N), true), true
+		return StoreAll(exact, make([]bool, exact.N), true), true, nil
 	}
 	var best Schedule
 	bestT, found := math.Inf(1), false
@@ -73,6 +92,9 @@ func autoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Optio
 		}
 		seen[mp] = true
 		plan, err := rotor.Solve(c, mp, rotor.Options{Slots: rematSlots(opts, mp, exact.N)})
+		if sizeRefusal(err) {
+			return Schedule{}, false, rematError("autocapper", c, err)
+		}
 		if err != nil {
 			continue
 		}
@@ -84,7 +106,7 @@ func autoCapper(c *chainplan.Chain, exact *units.Chain, budget int64, opts Optio
 			best, bestT, found = s, r.Makespan, true
 		}
 	}
-	return best, found
+	return best, found, nil
 }
 
 // capper offloads stored activations of seq until it fits the limit of p (CAPPER).

@@ -20,6 +20,8 @@ func Infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 	e := &chainplan.InfeasibleError{Algo: algo, BudgetBytes: budgetBytes}
 	mb, err := minBudget()
 	switch {
+	case sizeRefusal(err):
+		return nil, err // the search would need tables over the limit: not an infeasible budget
 	case err != nil:
 		return nil, e
 	case mb > budgetBytes:
@@ -27,6 +29,9 @@ func Infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 		return nil, e
 	}
 	p, err := solve(c, mb, opts)
+	if sizeRefusal(err) {
+		return nil, err
+	}
 	if err != nil {
 		return nil, e
 	}

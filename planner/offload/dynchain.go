@@ -21,6 +21,10 @@ type dynChain struct {
 	oF, oB     []int64   // 1..n
 	capF, capB []int64   // ⌊u·β⌋ per stage, from rounded prefix sums
 	exact      *units.Chain
+	// maxStates bounds the states the DP keeps (dynStateBytes each), from
+	// chainplan.TableLimit; over is the refusal once a stage would pass it.
+	maxStates float64
+	over      error
 }
 
 func newDynChain(c *units.Chain, budget, slots int64, beta float64) *dynChain {
@@ -32,7 +36,7 @@ func newDynChain(c *units.Chain, budget, slots int64, beta float64) *dynChain {
 	u := float64(unit)
 	up := func(x float64) int64 { return int64(math.Ceil(x/u - 1e-9)) }
 	d := &dynChain{
-		n: n, unit: u, m: budget / unit, beta: beta / u, exact: c,
+		n: n, unit: u, m: budget / unit, beta: beta / u, exact: c, maxStates: maxDynStates(),
 		uF: c.UF, uB: c.UB,
 		abar: make([]int64, n+1), down: make([]bool, n+1), delta: make([]int64, n+1),
 		oF: make([]int64, n+1), oB: make([]int64, n+1), capF: make([]int64, n+1), capB: make([]int64, n+1),

@@ -29,6 +29,7 @@ func (d *dynChain) table(cheap bool) (off []bool, value float64, ok bool) {
 	n := d.n
 	stages := make([][]dynEntry, n+2)
 	stages[1] = []dynEntry{{}}
+	kept := 1.0 // the states of the stages before i
 	for i := 1; i <= n; i++ {
 		index := make(map[dynState]int32, len(stages[i]))
 		var next []dynEntry
@@ -44,6 +45,12 @@ func (d *dynChain) table(cheap bool) (off []bool, value float64, ok bool) {
 				if val < next[j].val {
 					next[j] = dynEntry{s, val, prev, isOff}
 				}
+				return
+			}
+			// The states are counted before they are stored: the DP keeps every stage's
+			// for the backtrack, which the limit bounds (limits.go).
+			if kept+float64(len(next)+1)*dynStageFactor > d.maxStates {
+				d.over = d.statesError(kept + float64(len(next)+1)*dynStageFactor)
 				return
 			}
 			index[s] = int32(len(next))
@@ -64,8 +71,12 @@ func (d *dynChain) table(cheap bool) (off []bool, value float64, ok bool) {
 			// Keep first: ties prefer no transfer (pitfall 16).
 			relax(dynState{e.a + aa, e.dF - dF, e.dB - dB}, val, int32(j), false)             // (3.13)-(3.15)
 			relax(dynState{e.a, pos(e.dF) + aa - dF, pos(e.dB-dB) + aa}, val, int32(j), true) // (3.10)-(3.12)
+			if d.over != nil {
+				return nil, math.Inf(1), false
+			}
 		}
 		stages[i+1] = next
+		kept += float64(len(next))
 	}
 	best, bestVal := -1, math.Inf(1)
 	for j, e := range stages[n+1] {

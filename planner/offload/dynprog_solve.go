@@ -36,7 +36,15 @@ func solve(c *chainplan.Chain, budgetBytes int64, opts Options, do dynOptions) (
 	}
 	slots := opts.SlotsFor(budgetBytes, DynProgSlots)
 	exact := units.Exact(c)
-	s, ok := dynSchedule(exact, budgetBytes, slots, opts.BandwidthBytesPerS, opts.MemoryModel(), do)
+	if exact.StoreAllPeak() > float64(budgetBytes) {
+		if err := checkReplay("offload", c); err != nil {
+			return nil, err
+		}
+	}
+	s, ok, err := dynSchedule(exact, budgetBytes, slots, opts.BandwidthBytesPerS, opts.MemoryModel(), do)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return Infeasible(c, "offload", budgetBytes, opts, start, func() (int64, error) {
 			return minBudget(c, opts, do, slots)
@@ -62,34 +70,48 @@ func MinBudgetDynProg(c *chainplan.Chain, opts Options) (int64, error) {
 // minBudget searches DYNPROG's smallest budget; the bisection stops within
 // M_peak/(8·precSlots) bytes.
 func minBudget(c *chainplan.Chain, opts Options, do dynOptions, precSlots int64) (int64, error) {
+	if err := checkReplay("offload", c); err != nil {
+		return 0, err
+	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
 	lo := int64(offloadNeed(exact))
-	return searchBudget(lo, hi, max(1, hi/(8*precSlots)), func(b int64) bool {
-		_, ok := dynSchedule(exact, b, opts.SlotsFor(b, DynProgSlots), opts.BandwidthBytesPerS, opts.MemoryModel(), do)
-		return ok
-	}), nil
+	var refused error
+	b := searchBudget(lo, hi, max(1, hi/(8*precSlots)), func(b int64) bool {
+		if refused != nil {
+			return true // ends the search: its answer is not used
+		}
+		_, ok, err := dynSchedule(exact, b, opts.SlotsFor(b, DynProgSlots), opts.BandwidthBytesPerS, opts.MemoryModel(), do)
+		refused = err
+		return ok || err != nil
+	})
+	return b, refused
 }
 
 // dynSchedule runs DYNPROG with the iterative rounding and returns a schedule that
 // replays within the budget with the exact sizes.
-func dynSchedule(c *units.Chain, budget, slots int64, beta float64, model chainplan.MemoryModel, do dynOptions) (Schedule, bool) {
+//
+// Errors: a *chainplan.SizeError when the DP's states would pass chainplan.TableLimit.
+func dynSchedule(c *units.Chain, budget, slots int64, beta float64, model chainplan.MemoryModel, do dynOptions) (Schedule, bool, error) {
 	if c.StoreAllPeak() <= float64(budget) {
-		return StoreAll(c, make([]bool, c.N), true), true
+		return StoreAll(c, make([]bool, c.N), true), true, nil
 	}
 	d := newDynChain(c, budget, slots, beta)
 	for {
 		off, _, ok := d.table(do.cheap)
+		if d.over != nil {
+			return Schedule{}, false, d.over
+		}
 		if !ok {
 			// Rounding more values up cannot make the DP feasible again.
-			return Schedule{}, false
+			return Schedule{}, false, nil
 		}
 		s := StoreAll(c, off, do.cheap)
 		if Replay(c, s, SimOptions{BandwidthBytesPerS: beta, LimitBytes: budget, Model: model}).Valid {
-			return s, true
+			return s, true, nil
 		}
 		if !d.bump() {
-			return Schedule{}, false
+			return Schedule{}, false, nil
 		}
 	}
 }

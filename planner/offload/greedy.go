@@ -23,6 +23,11 @@ func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainpla
 		return nil, err
 	}
 	exact := units.Exact(c)
+	if exact.StoreAllPeak() > float64(budgetBytes) {
+		if err := checkReplay("greedy", c); err != nil {
+			return nil, err
+		}
+	}
 	s, ok := greedySchedule(exact, float64(budgetBytes), opts.BandwidthBytesPerS, opts.MemoryModel())
 	if !ok {
 		return Infeasible(c, "greedy", budgetBytes, opts, start, func() (int64, error) { return MinBudgetGreedy(c, opts) }, SolveGreedy)
@@ -35,6 +40,9 @@ func SolveGreedy(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainpla
 // Errors: ErrInvalidChain, ErrUnsupported for bad options.
 func MinBudgetGreedy(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := opts.Check(c, 1); err != nil {
+		return 0, err
+	}
+	if err := checkReplay("greedy", c); err != nil {
 		return 0, err
 	}
 	exact := units.Exact(c)

@@ -1,10 +1,12 @@
 package offload
 
 import (
+	"fmt"
 	"math"
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
 	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
@@ -31,7 +33,15 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 	}
 	exact := units.Exact(c)
 	slots := rematSlots(opts, budgetBytes, exact.N)
-	s, ok := Opportunist(c, exact, budgetBytes, slots, opts)
+	if exact.StoreAllPeak() > float64(budgetBytes) {
+		if err := checkReplay("opportunist", c); err != nil {
+			return nil, err
+		}
+	}
+	s, ok, err := Opportunist(c, exact, budgetBytes, slots, opts)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return Infeasible(c, "opportunist", budgetBytes, opts, start, func() (int64, error) { return MinBudgetOpportunist(c, opts) }, SolveOpportunist)
 	}
@@ -45,22 +55,33 @@ func MinBudgetOpportunist(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := opts.Check(c, 1); err != nil {
 		return 0, err
 	}
+	if err := checkReplay("opportunist", c); err != nil {
+		return 0, err
+	}
 	exact := units.Exact(c)
 	hi := int64(exact.StoreAllPeak())
-	return searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		_, ok := Opportunist(c, exact, b, rematSlots(opts, b, exact.N), opts)
-		return ok
-	}), nil
+	var refused error
+	b := searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		if refused != nil {
+			return true // ends the search: its answer is not used
+		}
+		_, ok, err := Opportunist(c, exact, b, rematSlots(opts, b, exact.N), opts)
+		refused = err
+		return ok || err != nil
+	})
+	return b, refused
 }
 
 // Opportunist builds the OPPORTUNIST schedule for a budget, on c and its exact form, with
 // the rematerialization at the given slots (rematSlots), and reports whether it replays:
-// SolveOpportunist's schedule, which POFO's Solve also compares.
-func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, opts Options) (Schedule, bool) {
+// SolveOpportunist's schedule, which POFO's Solve also compares. Errors: a
+// *chainplan.SizeError when the rematerialization's table would pass
+// chainplan.TableLimit, checked before its index is allocated and as it fills.
+func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, opts Options) (Schedule, bool, error) {
 	n := exact.N
 	m, beta := float64(budget), opts.BandwidthBytesPerS
 	if exact.StoreAllPeak() <= m {
-		return StoreAll(exact, make([]bool, n), true), true
+		return StoreAll(exact, make([]bool, n), true), true, nil
 	}
 	// tailFits: stages g..L+1 with F_all from input size in, everything below offloaded.
 	tailFits := func(g int, in float64) bool {
@@ -100,7 +121,7 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 			break
 		}
 		if g == n {
-			return Schedule{}, false
+			return Schedule{}, false, nil
 		}
 		emit(chainplan.FAll, g)
 		now += exact.UF[g]
@@ -133,6 +154,13 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 	for l := n; l >= g; l-- {
 		emit(chainplan.B, l)
 	}
+	unit := discretize.Unit(budget, slots)
+	if err := chainplan.CheckTables("opportunist", c.Len(),
+		fmt.Sprintf("the index of its rematerialization table (%d sub-chains at %d units)", 2*(n+1)*(n+1), budget/unit),
+		units.IndexBytes(n, int(min(budget/unit, math.MaxInt32))),
+		func(int64) string { return "use --algo greedy or --algo offload (no rematerialization table)" }); err != nil {
+		return Schedule{}, false, err
+	}
 	tb := units.TableForBudget(c, budget, slots, beta)
 	for i := len(groups) - 1; i >= 0; i-- {
 		gr := groups[i]
@@ -148,7 +176,10 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 				a = tb.QA(tb.C.ABar[gr.g])
 			}
 			if math.IsInf(tb.CD(gr.g+1, gr.e, a, 0, false), 1) {
-				return Schedule{}, false
+				if tb.Overflow() {
+					return Schedule{}, false, overflowError("opportunist", c, tb)
+				}
+				return Schedule{}, false, nil
 			}
 			ops = append(ops, tb.CDSequence(gr.g+1, gr.e, a, 0)...)
 		}
@@ -156,7 +187,7 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 	}
 	lg := Analyze(exact, Schedule{Compute: ops})
 	if len(lg.Issues) > 0 {
-		return Schedule{}, false
+		return Schedule{}, false, nil
 	}
 	var sel []int
 	for _, t := range offTensors {
@@ -167,7 +198,7 @@ func Opportunist(c *chainplan.Chain, exact *units.Chain, budget, slots int64, op
 	s := withTransfers(lg, sel, false)
 	probe := s
 	probe.SyncAtLoss = true
-	return s, Replay(exact, probe, SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: opts.MemoryModel()}).Valid
+	return s, Replay(exact, probe, SimOptions{BandwidthBytesPerS: beta, LimitBytes: int64(m), Model: opts.MemoryModel()}).Valid, nil
 }
 
 // producerIndex returns the forward-phase operation that produces the first instance of

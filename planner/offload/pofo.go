@@ -1,11 +1,9 @@
 package offload
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/internal/discretize"
 	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
@@ -53,7 +51,8 @@ func POFOSlots(l int) int64 {
 // its makespan Σ(u_F+u_B) is a lower bound.
 //
 // Errors: *chainplan.InfeasibleError with the smallest feasible budget; ErrInvalidChain;
-// ErrUnsupported for a bad bandwidth, memory model or budget. The time complexity is
+// ErrUnsupported for a bad bandwidth, memory model or budget; a *chainplan.SizeError, before
+// the tables are allocated, when they would pass chainplan.TableLimit. The time complexity is
 // O(L²N³ + L³N²) for N slots (Theorem 12), much less in practice since only reachable
 // states are computed, plus AUTOCAPPER's 40 rotor solves.
 func SolvePOFO(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
@@ -70,6 +69,9 @@ func SolvePOFO(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.
 			p.Chosen = CandidatePOFO
 		}
 		return p, err
+	}
+	if err := checkReplay("pofo", c); err != nil {
+		return nil, err
 	}
 	if err := checkTableSize(c, budgetBytes, slots); err != nil {
 		return nil, err
@@ -90,28 +92,10 @@ func SolvePOFO(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.
 	return p, nil
 }
 
-// maxTableBytesAllowed bounds the memory of the tables a caller may ask for with
-// Options.Slots; the default grid stays under maxTableBytes.
-const maxTableBytesAllowed = 4 << 30
-
 // tableBytes is the memory of the discretized tables for n stages (the loss included) and m
 // units: three forward slabs per stage (x = 0, and x = 1 with and without a run) of
 // Σ_{A≤m} (m−A+1)² entries of 12 bytes (a value and a choice), and two backward slabs per
 // sub-chain of Σ_{A≤m} (m−A+1) entries of 10 bytes.
 func tableBytes(n, m float64) float64 {
 	return 3*n*(m+1)*(m+2)*(2*m+3)/6*12 + n*n*(m+1)*(m+2)/2*10
-}
-
-// checkTableSize refuses a grid whose tables (tableBytes) would not fit in memory: an
-// explicit --slots of a few hundred on a long chain, or exact bytes (Slots < 0) on a real
-// budget, would otherwise fail allocating gigabytes.
-func checkTableSize(c *chainplan.Chain, budgetBytes, slots int64) error {
-	m := float64(budgetBytes / discretize.Unit(budgetBytes, slots))
-	bytes := tableBytes(float64(c.Len()+1), m)
-	if bytes <= maxTableBytesAllowed {
-		return nil
-	}
-	return fmt.Errorf("%w: pofo at %.0f memory units on %d stages needs about %s of tables (at most %s): "+
-		"use fewer slots (the default for this chain is %d)", chainplan.ErrUnsupported, m, c.Len(),
-		chainplan.FormatBytes(int64(bytes)), chainplan.FormatBytes(maxTableBytesAllowed), POFOSlots(c.Len()))
 }

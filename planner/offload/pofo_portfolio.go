@@ -119,9 +119,15 @@ func heuristicCandidates(c *chainplan.Chain, exact *units.Chain, budget int64, o
 			}
 			return Schedule{Compute: plan.Sequence, SyncAtLoss: true}, true
 		},
-		func() (Schedule, bool) { return autoCapper(c, exact, budget, opts) },
+		// A heuristic whose tables would pass the limit is left out, as one that finds
+		// no schedule is: POFO's own tables were checked, and its plan stands without it.
 		func() (Schedule, bool) {
-			return Opportunist(c, exact, budget, rematSlots(opts, budget, exact.N), opts)
+			s, ok, err := autoCapper(c, exact, budget, opts)
+			return s, ok && err == nil
+		},
+		func() (Schedule, bool) {
+			s, ok, err := Opportunist(c, exact, budget, rematSlots(opts, budget, exact.N), opts)
+			return s, ok && err == nil
 		},
 	}
 	for i, solve := range solvers {

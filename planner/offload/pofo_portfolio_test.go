@@ -31,11 +31,11 @@ func fallbackMakespans(t *testing.T, c *chainplan.Chain, b int64, opts Options) 
 		{CandidateRotor, func() (*chainplan.Plan, error) { return rotor.Solve(c, b, rotor.Options{Slots: opts.Slots}) },
 			func() bool { return true }},
 		{CandidateAutoCapper, func() (*chainplan.Plan, error) { return SolveAutoCapper(c, b, opts) },
-			func() bool { _, ok := autoCapper(c, ex, b, opts); return ok }},
+			func() bool { _, ok, err := autoCapper(c, ex, b, opts); return ok && err == nil }},
 		{CandidateOpportunist, func() (*chainplan.Plan, error) { return SolveOpportunist(c, b, opts) },
 			func() bool {
-				_, ok := Opportunist(c, ex, b, rematSlots(opts, b, ex.N), opts)
-				return ok
+				_, ok, err := Opportunist(c, ex, b, rematSlots(opts, b, ex.N), opts)
+				return ok && err == nil
 			}},
 	} {
 		p, err := f.solve()

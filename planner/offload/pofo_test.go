@@ -359,16 +359,18 @@ func TestSolveFastLink(t *testing.T) {
 	}
 }
 
-// TestSolveRefusesHugeTables: a grid whose tables would need gigabytes is refused with
-// ErrUnsupported naming the default, before any allocation; the default grid is accepted.
+// TestSolveRefusesHugeTables: a grid whose tables would need gigabytes is refused with a
+// *chainplan.SizeError naming the default, before any allocation; the default grid is
+// accepted.
 func TestSolveRefusesHugeTables(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	c := testchains.Random(rng, 30, testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18})
 	b := (LowBudget(c) + rotor.StoreAllPeak(c)) / 2
 	for _, slots := range []int64{2000, -1} {
 		_, err := SolvePOFO(c, b, Options{BandwidthBytesPerS: 1e6, Slots: slots})
-		want := fmt.Sprintf("use fewer slots (the default for this chain is %d)", POFOSlots(c.Len()))
-		if !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), want) {
+		want := fmt.Sprintf("use fewer slots (the default for this chain is %d;", POFOSlots(c.Len()))
+		var se *chainplan.SizeError
+		if !errors.As(err, &se) || !errors.Is(err, chainplan.ErrUnsupported) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("slots %d: %v", slots, err)
 		}
 		if _, err := MinBudgetPOFO(c, Options{BandwidthBytesPerS: 1e6, Slots: slots}); !errors.Is(err, chainplan.ErrUnsupported) {

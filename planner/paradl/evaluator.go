@@ -121,6 +121,8 @@ func (e *evaluator) supports(s Strategy) error {
 		if !e.m.Layers[0].Spatial {
 			return fmt.Errorf("%w: %s parallelism: the model's input has no spatial dimensions to split", chainplan.ErrUnsupported, s)
 		}
+	case Layer, Pipeline:
+		return e.checkPartition(s)
 	case DataCheckpoint:
 		return need(workload.FieldMemory)
 	case DataOffload:

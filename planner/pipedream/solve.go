@@ -1,6 +1,7 @@
 package pipedream
 
 import (
+	"math/bits"
 	"sort"
 	"time"
 
@@ -21,6 +22,9 @@ const Algo = "pipedream"
 // does not fit the memory even one mini-batch per stage.
 func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	start := time.Now()
+	if err := pr.CheckPlanning(); err != nil {
+		return nil, err
+	}
 	e := newEstimator(pr, opts)
 	stages, predicted := partition(pr, e)
 	if stages != nil {
@@ -49,7 +53,16 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 // needs; the search walks these intervals upward from the first where the DP finds a
 // partition and no lower than the smallest contiguous memory, and stops at the first that
 // succeeds. O(L²·P) per interval visited, after sorting the O(L²·P) thresholds.
+//
+// Errors: a *chainplan.SizeError when the thresholds or the walk would pass the limits of
+// limits.go.
 func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
+	if err := pr.CheckPlanning(); err != nil {
+		return 0, err
+	}
+	if err := checkThresholds(pr); err != nil {
+		return 0, err
+	}
 	e := newEstimator(pr, opts)
 	th := thresholds(e)
 	floor, err := contiguous.MinMemory(pr)
@@ -62,10 +75,14 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 		s, _ := partition(pr.WithMemory(th[r]), e)
 		return s != nil
 	})
+	steps := float64(len(th)) + dpSteps(pr)*float64(bits.Len(uint(len(th)))+1)
 	for ; r < len(th); r++ {
 		m := max(th[r], floor)
 		if r+1 < len(th) && m >= th[r+1] {
 			continue // the interval lies below what any contiguous plan needs
+		}
+		if steps += dpSteps(pr); steps > maxSteps {
+			return 0, spend(pr, steps, "give the memory per device (--memory BYTES), or use --algo contiguous")
 		}
 		stages, _ := partition(pr.WithMemory(m), e)
 		need := oneGroup(pr, stages)

@@ -48,7 +48,7 @@ type Problem struct {
 // saved_bytes kept for ActivationsSaved, and a_0 = input_bytes. The loss costs fold into
 // layer L (spec §1.1's recommendation: the paper has no loss layer); its temporaries are
 // not part of the model. Errors: the chain's *chainplan.ChainError, or an *OptionError
-// naming the option.
+// naming the option. The planners check their own sizes (CheckPlanning).
 func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 	if c == nil {
 		return nil, &chainplan.ChainError{Field: "stages", Msg: "no chain"}
@@ -104,6 +104,15 @@ func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
 func (p *Problem) WithMemory(m int64) *Problem {
 	q := *p
 	q.opts.MemoryBytes = m
+	return &q
+}
+
+// WithoutCheckpoint returns the same problem with checkpointing inside stages off: a
+// planner that may make stages recompute also plans without it and keeps the better plan,
+// so that allowing recomputation never makes a plan worse (docs/pipeline.md).
+func (p *Problem) WithoutCheckpoint() *Problem {
+	q := *p
+	q.opts.Checkpoint = false
 	return &q
 }
 

@@ -53,7 +53,7 @@ func TestParseErrors(t *testing.T) {
 		{``, "not a JSON object"},
 		{`[]`, "not a JSON object"},
 		{`null`, "not a JSON object"},
-		{edit(`"format": "chainplan.pipeline/v1"`, `"format": "chainplan.chain/v1"`), `format: want "chainplan.pipeline/v1"`},
+		{edit(`"format": "chainplan.pipeline/v1"`, `"format": 1`), `format: want a string`},
 		{edit(`"algo": "hand",`, ``), "algo: missing"},
 		{edit(`"algo": "hand"`, `"algo": "hand", "extra": 1`), "extra: unknown field"},
 		{edit(`"gpus": 2`, `"gpus": 0`), "gpus: want a whole number in [1,"},

@@ -38,16 +38,22 @@ const recomputeSlots = rotor.DefaultSlots
 // need to store everything.
 func (p *Problem) table() (*rotor.SubChains, error) {
 	p.sub.once.Do(func() {
-		var total, maxOut, maxTmp int64
-		for _, ly := range p.layers {
-			total += ly.Saved
-			maxOut = max(maxOut, ly.Out)
-			maxTmp = max(maxTmp, ly.FwdTmp, ly.BwdTmp)
-		}
-		maxOut = max(maxOut, p.input)
-		p.sub.sc, p.sub.err = rotor.NewSubChains(p.chain, total+3*maxOut+maxTmp, recomputeSlots)
+		p.sub.sc, p.sub.err = rotor.NewSubChains(p.chain, p.tableBytes(), recomputeSlots)
 	})
 	return p.sub.sc, p.sub.err
+}
+
+// tableBytes is the largest budget of the table: what a stage may need to store
+// everything.
+func (p *Problem) tableBytes() int64 {
+	var total, maxOut, maxTmp int64
+	for _, ly := range p.layers {
+		total += ly.Saved
+		maxOut = max(maxOut, ly.Out)
+		maxTmp = max(maxTmp, ly.FwdTmp, ly.BwdTmp)
+	}
+	maxOut = max(maxOut, p.input)
+	return total + 3*maxOut + maxTmp
 }
 
 // recomputeExtras returns the transients of a recomputing stage (i..j) besides its rotor

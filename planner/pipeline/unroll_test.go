@@ -73,8 +73,8 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 	}
 	// Memory: mini-batch b holds stage k's stored bytes from its F start to its B end,
 	// and an operation holds its transient bytes while it runs (its own mini-batch too
-	// when it is a backward). Look at the operations of period m, far from the window's
-	// edges, over every mini-batch that can be in flight.
+	// when it is a backward). Look at the operations of period m over every mini-batch
+	// that can be in flight then.
 	peaks = make([]int64, p.GPUs)
 	m := 2*h + 8
 	costs := make([]pipeline.StageCost, n)
@@ -102,7 +102,9 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 					if s.GPU != g {
 						continue
 					}
-					for b := m - 4*h - 16; b <= m+4*h+16; b++ {
+					// The mini-batches whose operations run in period m are m−hi..m−lo;
+					// shifts need not be near 0 (a moved plan's may all be −21).
+					for b := m - hi - 4*h - 16; b <= m-lo+4*h+16; b++ {
 						fs, _ := at(pipeline.F, k, b)
 						_, be := at(pipeline.B, k, b)
 						own := kind == pipeline.B && k == k0 && b == b0

@@ -1,12 +1,16 @@
 package pipesim
 
+import "github.com/chainplan/chainplan"
+
 // DefaultMinibatches is the number of mini-batches simulated when Options.Minibatches is 0:
 // enough for every schedule of up to 16 stages to reach its steady state in the second
 // half, over which the period is measured.
 const DefaultMinibatches = 16
 
-// maxTasks bounds the tasks of one simulation (about 100 bytes each while it runs).
-const maxTasks = 50_000_000
+// taskBytes is the memory of one task while a simulation runs (its books, its place in
+// the orders and, with Record, its span): the simulation's size, which check holds to
+// chainplan.TableLimit before anything is allocated (docs/pipesim.md, "Limits").
+const taskBytes = 100
 
 // Options say what to simulate. The zero value of Minibatches means DefaultMinibatches;
 // Schedule and Microbatches have no default.
@@ -52,9 +56,15 @@ func (o Options) check(su *Setup) (Options, error) {
 		return o, optionErr("minibatches", "want K ≥ 1 mini-batches (got %d)", o.Minibatches)
 	}
 	s := len(su.stages)
-	if tasks := float64(o.Minibatches) * float64(o.Microbatches) * float64(s) * 4; tasks > maxTasks {
-		return o, optionErr("minibatches", "%d mini-batches of %d micro-batches on %d stages make %.3g tasks, more than the %d one simulation handles",
-			o.Minibatches, o.Microbatches, s, tasks, maxTasks)
+	limit, err := chainplan.TableLimit()
+	if err != nil {
+		return o, err
+	}
+	if tasks := float64(o.Minibatches) * float64(o.Microbatches) * float64(s) * 4; tasks*taskBytes > float64(limit) {
+		return o, optionErr("minibatches", "%d mini-batches of %d micro-batches on %d stages make %.3g tasks, %s while the simulation runs, "+
+			"over the limit of %s (%s): simulate fewer mini-batches or micro-batches",
+			o.Minibatches, o.Microbatches, s, tasks, chainplan.FormatBytes(int64(min(tasks*taskBytes, 1<<62))),
+			chainplan.FormatBytes(limit), chainplan.TableLimitEnv)
 	}
 	switch {
 	case o.MaxInflight < 0:

@@ -2,6 +2,7 @@ package pipesim_test
 
 import (
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -24,7 +25,8 @@ func TestBadOptions(t *testing.T) {
 		{"unknown schedule", pipesim.Options{Schedule: "1f1b", Microbatches: 2}, "schedule", "unknown schedule"},
 		{"no micro-batches", pipesim.Options{Schedule: pipesim.GPipe}, "microbatches", "N ≥ 1"},
 		{"negative mini-batches", pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 2, Minibatches: -1}, "minibatches", "K ≥ 1"},
-		{"too large", pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 100000, Minibatches: 1000}, "minibatches", "more than"},
+		{"too large", pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 100000, Minibatches: 1000}, "minibatches",
+			"make 1.6e+09 tasks, 149.01 GiB while the simulation runs, over the limit of 2.00 GiB (CHAINPLAN_TABLE_LIMIT)"},
 		{"cap elsewhere", pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 2, MaxInflight: 2}, "max_inflight", "timeprest only"},
 		{"negative cap", pipesim.Options{Schedule: pipesim.TiMePReSt, Microbatches: 2, MaxInflight: -1}, "max_inflight", "≥ 1"},
 		{"flush elsewhere", pipesim.Options{Schedule: pipesim.PipeDreamAsync, Microbatches: 2, Flush: true}, "flush", "periodic only"},
@@ -137,5 +139,28 @@ func TestBoundaryLinks(t *testing.T) {
 		if _, err := pipesim.NewSetup(pr, stagesOf(2), bad); !errors.As(err, &oe) || oe.Field != "boundaries" {
 			t.Errorf("%+v: %v, want an option error on boundaries", bad, err)
 		}
+	}
+}
+
+// TestTaskLimit: a simulation's tasks are held to chainplan.TableLimit before anything is
+// allocated, $CHAINPLAN_TABLE_LIMIT moving the limit.
+func TestTaskLimit(t *testing.T) {
+	su := unitSetup(t, 4)
+	o := pipesim.Options{Schedule: pipesim.GPipe, Microbatches: 8, Minibatches: 1000}
+	if _, err := pipesim.Simulate(su, o); err != nil {
+		t.Fatalf("128 000 tasks under the default limit: %v", err)
+	}
+	t.Setenv(chainplan.TableLimitEnv, "1MiB")
+	var err error
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = pipesim.Simulate(su, o)
+	runtime.ReadMemStats(&after)
+	var oe *pipesim.OptionError
+	if !errors.As(err, &oe) || oe.Field != "minibatches" || !strings.Contains(err.Error(), "over the limit of 1.00 MiB") {
+		t.Fatalf("under 1 MiB: %v", err)
+	}
+	if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+		t.Fatalf("allocated %d bytes before refusing", n)
 	}
 }

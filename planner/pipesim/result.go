@@ -3,6 +3,8 @@ package pipesim
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -27,13 +29,24 @@ type Result struct {
 	Checkpointed []int            `json:"checkpointed"`
 	// Makespan is the end of the last task of the K mini-batches.
 	Makespan float64 `json:"makespan"`
-	// Period is the steady-state time per mini-batch: over the second half of the run, the
-	// larger of the mean time between the starts of consecutive mini-batches at the first
-	// stage and between their ends there, (x_K − x_h)/(K − h) with h = ⌈K/2⌉. In a steady
-	// state both are equal; the larger discards the drain (ends come faster once nothing
-	// enters) and a pile-up in front of a slower stage (starts come faster than anything
-	// leaves: TiMePReSt without a cap). With one mini-batch, the makespan.
+	// Period is the steady-state time per mini-batch, measured over the second half of
+	// the run (period.go): when the starts of the mini-batches at the first stage repeat
+	// a pattern every Cycle mini-batches there (Steady), their mean spacing over whole
+	// repetitions, which does not depend on K; otherwise the larger of the mean spacings
+	// of their starts and of their ends, (x_K − x_h)/(K − h) with h = ⌈K/2⌉, which does
+	// (the larger discards the drain, where ends come faster once nothing enters, and a
+	// pile-up in front of a slower stage, where starts come faster than anything leaves:
+	// TiMePReSt without a cap), and a warning says why. With one mini-batch, the makespan.
 	Period float64 `json:"period"`
+	// PeriodFrom and PeriodTo are the mini-batches (1-based) Period was measured over.
+	PeriodFrom int `json:"period_from"`
+	PeriodTo   int `json:"period_to"`
+	// Steady says that Period is a steady state's, which simulating more mini-batches
+	// would not change; Cycle is the mini-batches after which that steady state repeats
+	// (1 for most schedules; 0 when not Steady). A schedule with a flush (gpipe,
+	// 1f1b-flush, periodic with Flush) is steady from its first mini-batch.
+	Steady bool `json:"steady"`
+	Cycle  int  `json:"cycle,omitempty"`
 	// MicrobatchPeriod is Period/N, the steady-state time per micro-batch.
 	MicrobatchPeriod float64 `json:"microbatch_period"`
 	// PlanPeriod is the period of a replayed plan, whose MicrobatchPeriod it predicts.
@@ -168,16 +181,14 @@ func (s *sim) result() *Result {
 		r.PlanPeriod = su.plan.Period
 	}
 	h := (s.K - 1) / 2 // 0-based: mini-batch h+1
-	r.Period = r.Makespan
+	flushes := s.o.Schedule == GPipe || s.o.Schedule == OneFOneBFlush || s.o.Flush
+	r.Period, r.PeriodFrom, r.PeriodTo = r.Makespan, 1, s.K
 	if s.K > 1 {
-		starts := (s.mb[s.K-1].Start - s.mb[h].Start) / float64(s.K-1-h)
-		ends := (s.mb[s.K-1].End - s.mb[h].End) / float64(s.K-1-h)
-		r.Period = max(starts, ends)
-		if starts < ends*(1-1e-6) && s.o.Schedule == TiMePReSt && s.o.MaxInflight == 0 {
-			r.Warnings = append(r.Warnings, fmt.Sprintf(
-				"no steady state: the first stage starts a mini-batch every %.4g but one leaves every %.4g, so mini-batches pile up (in flight grows with the mini-batches simulated); a cap on the mini-batches in flight (max_inflight) bounds them",
-				starts, ends))
-		}
+		e := measurePeriod(s.mb, flushes, s.o.Schedule == TiMePReSt && s.o.MaxInflight == 0)
+		r.Period, r.PeriodFrom, r.PeriodTo, r.Steady, r.Cycle = e.period, e.from, e.to, e.steady, e.cycle
+		r.Warnings = append(r.Warnings, periodWarnings(e, s.K, s.timeText)...)
+	} else if flushes { // one step from an empty pipeline: the makespan is the step
+		r.Steady, r.Cycle = true, 1
 	}
 	r.MicrobatchPeriod = r.Period / float64(s.N)
 	share := func(busy, of float64) float64 {
@@ -228,8 +239,8 @@ func (s *sim) result() *Result {
 			r.Resources = append(r.Resources, res.name)
 		}
 	}
-	if s.K < 2 {
-		r.Warnings = append(r.Warnings, "one mini-batch: the period is the makespan (fill and drain included), not a steady state")
+	if s.K < 2 && !flushes {
+		r.Warnings = append(r.Warnings, periodWarnings(periodEstimate{}, s.K, s.timeText)...)
 	}
 	return r
 }
@@ -273,15 +284,59 @@ func (s *sim) versions(r *Result, h int) {
 		where = "the formula assumes stages of equal times"
 	}
 	if r.VersionDifference > 1 {
-		r.Warnings = append(r.Warnings, fmt.Sprintf(
-			"multiple-sequence problem: v = %d, the updates form %d independent sequences; %s",
-			r.VersionDifference, r.Chains, why))
+		r.Warnings = append(r.Warnings, staleWarning(r.VersionDifference, sequences(s.mb[h:]), why))
 	}
 	if s.K >= 2*w && r.PaperVersionDifference != r.VersionDifference {
 		r.Warnings = append(r.Warnings, fmt.Sprintf(
 			"the paper's closed form v = ⌊(W+N−2)/N⌋ = %d disagrees with the simulated steady-state v = %d (W = %d, N = %d; %s): the simulation is authoritative",
 			r.PaperVersionDifference, r.VersionDifference, w, n, where))
 	}
+}
+
+// staleWarning says what a version difference v > 1 means for training: the backward of
+// mini-batch k uses the weights of update k − v, not k − 1; with several independent
+// sequences of updates (seqs, as sequences lists them: TiMePReSt's multiple-sequence
+// problem, spec §4.3), each set of weights learns from a share of the mini-batches only.
+// why says what causes it.
+func staleWarning(v int, seqs [][]int, why string) string {
+	lag := fmt.Sprintf("in the steady state a mini-batch's backward uses the weights updated by the mini-batch up to "+
+		"v = %d before it, not by the one just before", v)
+	if len(seqs) > 1 {
+		shown := make([]string, 0, 2)
+		for _, q := range seqs[:2] {
+			shown = append(shown, intsText(q[:min(3, len(q))])+", ...")
+		}
+		return fmt.Sprintf("multiple-sequence problem: %s, so the updates split into %d independent sequences of "+
+			"mini-batches (%s), each of which learns from only about 1/%d of the data; %s",
+			lag, len(seqs), strings.Join(shown, " and "), len(seqs), why)
+	}
+	return fmt.Sprintf("stale weights: %s (staleness up to %d); the updates still form one sequence, but a gradient "+
+		"may be computed on weights up to %d updates old; %s", lag, v-1, v-1, why)
+}
+
+// sequences groups mini-batches mb by the sequence of updates they continue (Chain), in
+// order of first appearance, each as the mini-batches' numbers.
+func sequences(mb []MinibatchStats) [][]int {
+	var roots []int
+	var out [][]int
+	for _, m := range mb {
+		i := slices.Index(roots, m.Chain)
+		if i < 0 {
+			i = len(roots)
+			roots, out = append(roots, m.Chain), append(out, nil)
+		}
+		out[i] = append(out[i], m.Index)
+	}
+	return out
+}
+
+// intsText writes xs separated by commas.
+func intsText(xs []int) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = strconv.Itoa(x)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // uniform reports whether every stage's forward and backward last what the first stage's

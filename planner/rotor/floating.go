@@ -16,10 +16,6 @@ import (
 // machine 40 % slower; at 500 slots it admits chains up to L = 43 stages plus the loss.
 const maxFloatingWork = 1.2e10
 
-// maxFloatingCells bounds the table of the floating DP: one float64 value and one int32
-// choice per cell, 12 bytes, so at most 192 MiB.
-const maxFloatingCells = 16 << 20
-
 // Choice codes of the floating table. Codes from flPick on encode a C_2 candidate
 // (r, s', t') as flPick + (r·(N+1) + s')·(N+1) + t', which fits an int32 for N < 1290,
 // far beyond any chain maxFloatingWork admits.
@@ -93,8 +89,8 @@ func floatingWork(n int, m int64) float64 {
 // F_all on equal cost.
 //
 // Errors wrap chainplan.ErrInfeasible when m < 0 or no sequence fits, and
-// chainplan.ErrUnsupported when the table would take more than maxFloatingWork steps or
-// maxFloatingCells cells. The time complexity is O(m·N^6) and the memory O(m·N^3) for
+// a *chainplan.SizeError when the table would take more than maxFloatingWork steps or more
+// memory than chainplan.TableLimit. The time complexity is O(m·N^6) and the memory O(m·N^3) for
 // N = c.N stages.
 func solveFloating(c *discretize.Chain, m int64) (makespan float64, seq []chainplan.Op, err error) {
 	n := c.N

@@ -58,18 +58,25 @@ func floatingRowNeed(c *discretize.Chain, s, l, t int, at func(s, l, t int) int6
 	return best
 }
 
-// floatingLimits refuses, as solveFloating does, a floating table over maxFloatingWork
-// steps or maxFloatingCells cells for n stages and budgets 0..m.
+// floatingLimits refuses, as solveFloating does, a floating DP over maxFloatingWork steps
+// or whose tables pass chainplan.TableLimit, for n stages (the loss included) and budgets
+// 0..m: the index of the triples (s, ℓ, t), (n+1)³ int32, and a float64 value and an
+// int32 choice per triple and budget, or, for the feasibility side alone (floatingNeed),
+// (n+1)³ int64. Errors: a *chainplan.SizeError.
 func floatingLimits(n int, m int64) error {
+	fix := "use --algo rotor (the persistent DP, O(S·L³), which differs from the optimum only on rare chains) or fewer slots"
 	if w := floatingWork(n, m); w > maxFloatingWork {
-		return fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs about %.2g steps, over the limit of %.2g: "+
-			"the floating DP is O(S·L^6); use the persistent rotor algorithm or fewer slots: %w",
-			n-1, m, w, float64(maxFloatingWork), chainplan.ErrUnsupported)
+		what := fmt.Sprintf("the floating DP, O(S·L^6), with a budget of %d memory slots,", m)
+		if m == 0 {
+			what = "the floating DP, O(S·L^6), even at its smallest budget,"
+		}
+		return &chainplan.SizeError{Algo: floatingAlgo, Stages: n - 1,
+			What:      what,
+			NeedSteps: w, LimitSteps: maxFloatingWork, Fix: fix}
 	}
-	if cells := floatingTriples(n) * (float64(m) + 1); cells > maxFloatingCells {
-		return fmt.Errorf("floating DP: a chain of %d stages plus the loss with a budget of %d memory slots needs a table of %.3g cells (%.0f MiB), over the limit of %d: "+
-			"use the persistent rotor algorithm or fewer slots: %w",
-			n-1, m, cells, cells*12/(1<<20), maxFloatingCells, chainplan.ErrUnsupported)
-	}
-	return nil
+	cube := float64(n+1) * float64(n+1) * float64(n+1)
+	bytes := max(cube*4+floatingTriples(n)*float64(m+1)*12, cube*8)
+	return chainplan.CheckTables(floatingAlgo, n-1,
+		fmt.Sprintf("the floating DP's table (%.3g sub-problems × %d budgets)", floatingTriples(n), m+1), bytes,
+		func(int64) string { return fix })
 }

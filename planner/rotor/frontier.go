@@ -48,7 +48,13 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 	slots := opts.slots(peak)
 	dc := discretize.ForBudget(c, peak, slots)
 	top := dc.Units(peak) - dc.A[0]
-	need := minMemory(dc, opts.variant())
+	if err := checkTables(dc, oneNeed, top, opts); err != nil {
+		return nil, err
+	}
+	need, err := minMemory(dc, opts.variant())
+	if err != nil {
+		return nil, err
+	}
 	if opts.Revolve {
 		// Sizes rounded up to the peak's unit may need a few units more than the rounded-down
 		// peak; revolve has no exact-bytes store-all schedule to fall back on, so its
@@ -56,7 +62,7 @@ func SolveFrontier(c *chainplan.Chain, opts Options) (*Frontier, error) {
 		top = max(top, need.at(1, dc.N, 0))
 	}
 	f := &Frontier{Algo: opts.algo(), Slots: slots, UnitBytes: dc.Unit, SumTime: c.SumTime(), StoreAllPeakByte: peak}
-	tb, err := buildTable(dc, need, top, opts.variant())
+	tb, err := buildTable(dc, need, top, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -80,8 +80,12 @@ func (nt *needTable) at(s, t, p int) int64 { return nt.need[p][s*(nt.n+1)+t] }
 // minMemory evaluates the feasibility side of Theorem 6 alone: each branch of (2.10) is
 // finite iff m clears its threshold and each sub-call's budget clears that sub-chain's
 // need, so need(s,t) = min over branches of the max of those bounds. The time complexity
-// is O(N³); it needs no memory discretization.
-func minMemory(c *discretize.Chain, v variant) *needTable {
+// is O(N³); it needs no memory discretization. Errors: a *chainplan.SizeError, before the
+// table is allocated, when it would pass chainplan.TableLimit.
+func minMemory(c *discretize.Chain, v variant) (*needTable, error) {
+	if err := checkTables(c, oneNeed, -1, v.asOptions()); err != nil {
+		return nil, err
+	}
 	dpcount.Need.Add(1)
 	n := c.N
 	nt := &needTable{n: n}
@@ -121,5 +125,5 @@ func minMemory(c *discretize.Chain, v variant) *needTable {
 			}
 		}
 	}
-	return nt
+	return nt, nil
 }

@@ -1,8 +1,6 @@
 package rotor
 
 import (
-	"fmt"
-	"math"
 	"time"
 
 	"github.com/chainplan/chainplan"
@@ -15,11 +13,13 @@ import (
 // Without discretization the answer is exact: a_0 plus the need of the whole chain (see
 // minMemory), computed in O(N³) without any table. With S slots the unit grows with the
 // budget and every size is rounded up, so a budget slightly above the exact minimum may
-// still be refused; MinBudget then searches upwards, first by doubling steps of one unit
-// and then by bisection, and returns a budget it has checked. Each probe costs one O(N³)
-// feasibility DP per memory unit probed, none per budget: budgets with the same unit share
-// their discretization. For rotor the answer is capped by the no-recomputation peak, which
-// Solve accepts in exact bytes.
+// still be refused, and one further up accepted where the next is refused again:
+// firstFit finds the smallest budget Solve accepts, interval of equal units after
+// interval below S·S bytes, by bisection over the units above (where feasibility is
+// monotone). Each probe costs one O(N³) feasibility DP per memory unit probed, none per
+// budget: budgets with the same unit share their discretization. For rotor the answer is
+// capped by the no-recomputation peak, which Solve accepts in exact bytes. No budget
+// below the answer plans (checked budget by budget on random chains, TestSmallestBudget).
 func MinBudget(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := c.Validate(); err != nil {
 		return 0, err
@@ -60,59 +60,61 @@ type minSearch struct {
 
 func searchMinBudget(c *chainplan.Chain, opts Options) (minSearch, error) {
 	exact := discretize.Exact(c)
-	exactNeed := minMemory(exact, opts.variant())
-	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N, 0))
+	// The search keeps the exact tables and one probe's at a time.
+	if err := checkTables(exact, searchNeed, -1, opts); err != nil {
+		return minSearch{}, err
+	}
+	exactNeed, err := minMemory(exact, opts.variant())
+	if err != nil {
+		return minSearch{}, err
+	}
+	lo := max(1, exact.A[0]+exactNeed.at(1, exact.N, 0)) // rounding up only adds
 	type probe struct {
 		dc   *discretize.Chain
 		need *needTable
 	}
-	probes := map[int64]probe{1: {exact, exactNeed}} // by unit
-	at := func(b int64) probe {
-		unit := discretize.Unit(b, opts.slots(b))
-		p, ok := probes[unit]
-		if !ok {
-			dc := discretize.WithUnit(c, unit)
-			p = probe{dc, minMemory(dc, opts.variant())}
-			probes[unit] = p
+	// A probe keeps, per memory unit, only how many units the chain needs; the tables of
+	// the budget the search returns are built again at its end, so that at most two
+	// feasibility tables (the exact one and a probe's) live at once.
+	needs := map[int64]int64{1: exact.A[0] + exactNeed.at(1, exact.N, 0)} // by unit
+	at := func(unit int64) (probe, error) {
+		if unit == 1 {
+			return probe{exact, exactNeed}, nil
 		}
-		return p
+		dc := discretize.WithUnit(c, unit)
+		nt, err := minMemory(dc, opts.variant())
+		if err != nil {
+			return probe{}, err
+		}
+		return probe{dc, nt}, nil
 	}
-	fits := func(b int64) bool {
-		p := at(b)
-		return p.dc.A[0]+p.need.at(1, p.dc.N, 0) <= p.dc.Units(b)
+	slots := opts.Slots
+	if slots == 0 {
+		slots = DefaultSlots
 	}
-	best := lo
-	if !fits(lo) {
-		step := max(1, lo/opts.slots(lo))
-		bad, hi := lo, lo+step
-		for !fits(hi) {
-			// With very few slots every size rounds up to a unit at least, and a chain may
-			// need more units than there are slots whatever the budget.
-			if step > math.MaxInt64/4 {
-				return minSearch{}, fmt.Errorf("%w: %s: no budget fits at %d slots (every size rounds up to "+
-					"at least one slot); use more slots", chainplan.ErrUnsupported, opts.algo(), opts.slots(lo))
-			}
-			bad, step = hi, step*2
-			hi = lo + step
+	best, err := firstFit(lo, slots, opts.algo(), func(unit int64) (int64, error) {
+		if need, ok := needs[unit]; ok {
+			return need, nil
 		}
-		// Rounding makes feasibility almost, not exactly, monotone in the budget; the
-		// bisection keeps hi feasible at every step, so the answer is always a budget
-		// that works.
-		for hi-bad > 1 {
-			mid := bad + (hi-bad)/2
-			if fits(mid) {
-				hi = mid
-			} else {
-				bad = mid
-			}
+		p, err := at(unit)
+		if err != nil {
+			return 0, err
 		}
-		best = hi
+		need := p.dc.A[0] + p.need.at(1, p.dc.N, 0)
+		needs[unit] = need
+		return need, nil
+	})
+	if err != nil {
+		return minSearch{}, err
 	}
 	if !opts.Revolve {
 		if peak := StoreAllPeak(c); peak < best {
 			return minSearch{budget: max(1, peak)}, nil
 		}
 	}
-	p := at(best)
+	p, err := at(discretize.Unit(best, opts.slots(best)))
+	if err != nil {
+		return minSearch{}, err
+	}
 	return minSearch{budget: best, dc: p.dc, need: p.need}, nil
 }

@@ -8,6 +8,9 @@ import (
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
+// floatingAlgo names the plans of the floating DP.
+const floatingAlgo = "optimal"
+
 // SolveFloating returns the optimal schedule without the memory-persistence restriction:
 // the floating DP of Theorem 5 with the fixes of spec §3.4, which matched exhaustive search
 // on every instance tried. It costs O(S·N⁶) and refuses (ErrUnsupported) chains where
@@ -24,12 +27,12 @@ func SolveFloating(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainp
 	opts.Revolve = false
 	slots := opts.slots(budgetBytes)
 	if plan := storeAllIfFits(c, budgetBytes); plan != nil {
-		plan.Algo, plan.Slots, plan.SolveMS = "optimal", slots, msSince(start)
+		plan.Algo, plan.Slots, plan.SolveMS = floatingAlgo, slots, msSince(start)
 		return plan, nil
 	}
 	makespan, seq, err := floatingAt(c, budgetBytes, slots)
 	if errors.Is(err, chainplan.ErrInfeasible) {
-		e := &chainplan.InfeasibleError{Algo: "optimal", BudgetBytes: budgetBytes, Slots: slots}
+		e := &chainplan.InfeasibleError{Algo: floatingAlgo, BudgetBytes: budgetBytes, Slots: slots}
 		if minB, err := minBudgetFloating(c, opts); err == nil {
 			e.MinBudgetBytes, e.Slots = minB, opts.slots(minB)
 		}
@@ -38,7 +41,7 @@ func SolveFloating(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainp
 	if err != nil {
 		return nil, err
 	}
-	return finishPlan(c, "optimal", budgetBytes, slots, makespan, seq, start)
+	return finishPlan(c, floatingAlgo, budgetBytes, slots, makespan, seq, start)
 }
 
 func floatingAt(c *chainplan.Chain, budgetBytes, slots int64) (float64, []chainplan.Op, error) {
@@ -76,50 +79,49 @@ func SolveFloatingMin(c *chainplan.Chain, opts Options) (*chainplan.Plan, error)
 }
 
 func minBudgetFloating(c *chainplan.Chain, opts Options) (int64, error) {
-	hi, err := MinBudget(c, opts)
-	if err != nil {
+	// A chain too long for the floating DP at any budget is refused before the search
+	// below builds its tables.
+	if err := floatingLimits(c.Len()+1, 0); err != nil {
 		return 0, err
 	}
 	ex := discretize.Exact(c)
-	lo := int64(0) // largest budget known or assumed to fail
+	lo := int64(1) // the smallest budget not known to fail
 	for l := 1; l <= ex.N; l++ {
 		// a_0 stays during every backward, and B_ℓ needs its input, ā_ℓ, δ_ℓ, δ_{ℓ-1}, o_B.
 		in := ex.A[l-1]
 		if l == 1 {
 			in = 0 // a_0 is the input itself
 		}
-		lo = max(lo, ex.A[0]+in+ex.ABar[l]+ex.Grad(l)+ex.Grad(l-1)+ex.OB[l]-1)
+		lo = max(lo, ex.A[0]+in+ex.ABar[l]+ex.Grad(l)+ex.Grad(l-1)+ex.OB[l])
+	}
+	peak := StoreAllPeak(c) // SolveFloating returns the no-recomputation schedule from it on
+	if peak <= lo {
+		return max(1, peak), nil
+	}
+	slots := opts.Slots
+	if slots == 0 {
+		slots = DefaultSlots
 	}
 	needs := map[int64]int64{} // by unit
-	// fits answers as solveFloating would at budget b: infeasible below a_0, refused over
-	// the table limits, else feasible from the need on.
-	fits := func(b int64) (bool, error) {
-		dc := discretize.ForBudget(c, b, opts.slots(b))
-		m := dc.Units(b) - dc.A[0]
-		if m < 0 {
-			return false, nil
-		}
-		if err := floatingLimits(dc.N, m); err != nil {
-			return false, err
-		}
-		need, ok := needs[dc.Unit]
+	best, err := firstFit(lo, slots, "optimal", func(unit int64) (int64, error) {
+		need, ok := needs[unit]
 		if !ok {
-			need = floatingNeed(dc)
-			needs[dc.Unit] = need
+			dc := discretize.WithUnit(c, unit)
+			need = dc.A[0] + floatingNeed(dc)
+			needs[unit] = need
 		}
-		return need <= m, nil
+		return need, nil
+	})
+	if err != nil {
+		return 0, err
 	}
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		ok, err := fits(mid)
-		switch {
-		case err != nil:
-			return 0, err
-		case ok:
-			hi = mid
-		default:
-			lo = mid
-		}
+	if peak < best {
+		return max(1, peak), nil
 	}
-	return hi, nil
+	// The table of that budget must be one the floating DP accepts, as SolveFloating checks.
+	dc := discretize.ForBudget(c, best, opts.slots(best))
+	if err := floatingLimits(dc.N, dc.Units(best)-dc.A[0]); err != nil {
+		return 0, err
+	}
+	return best, nil
 }

@@ -32,6 +32,11 @@ func (o Options) variant() variant {
 	return variant{revolve: o.Revolve, options: o.StageOptions && !o.Revolve}
 }
 
+// options returns options that select v's recurrences (their algo is v's).
+func (v variant) asOptions() Options {
+	return Options{Revolve: v.revolve, StageOptions: v.options}
+}
+
 func (o Options) slots(budget int64) int64 {
 	switch {
 	case o.Slots == 0:
@@ -61,7 +66,8 @@ func (o Options) algo() string {
 // never take this shortcut.
 //
 // Errors: an *chainplan.InfeasibleError (errors.Is ErrInfeasible) carrying the smallest
-// feasible budget; ErrInvalidChain; ErrUnsupported when the table would not fit in memory.
+// feasible budget; ErrInvalidChain; a *chainplan.SizeError (errors.Is ErrUnsupported),
+// before any table is allocated, when the tables would pass chainplan.TableLimit.
 // The time complexity is O(S·N³) and the memory O(S·N²) for N = L+1 stages.
 func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan, error) {
 	start := time.Now()
@@ -77,7 +83,18 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		}
 	}
 	dc := discretize.ForBudget(c, budgetBytes, slots)
-	return solveWith(c, budgetBytes, dc, minMemory(dc, opts.variant()), opts, start)
+	// Both tables are checked before the first is built: the feasibility DP alone costs
+	// O(N³) time, spent for nothing if the persistent table is then refused.
+	if m := dc.Units(budgetBytes) - dc.A[0]; m >= 0 {
+		if err := checkTables(dc, oneNeed, m, opts); err != nil {
+			return nil, err
+		}
+	}
+	need, err := minMemory(dc, opts.variant())
+	if err != nil {
+		return nil, err
+	}
+	return solveWith(c, budgetBytes, dc, need, opts, start)
 }
 
 // solveWith is Solve past the store-all shortcut, given the budget's discretization dc and
@@ -87,7 +104,7 @@ func solveWith(c *chainplan.Chain, budgetBytes int64, dc *discretize.Chain, need
 	if m < 0 || need.at(1, dc.N, 0) > m {
 		return nil, infeasible(c, budgetBytes, opts)
 	}
-	tb, err := buildTable(dc, need, m, opts.variant())
+	tb, err := buildTable(dc, need, m, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,10 @@ type SubChains struct {
 	cols int64
 }
 
+// subChainsAlgo names what builds a SubChains table in its errors: the pipeline planners'
+// stages that recompute (docs/pipeline.md, "Checkpointing inside stages").
+const subChainsAlgo = "pipeline checkpointing"
+
 // maxSubChainTableBytes bounds the table of NewSubChains: fewer slots are used for long
 // chains (the table has one row per sub-chain).
 const maxSubChainTableBytes = 256 << 20
@@ -33,11 +37,33 @@ const maxSubChainTableBytes = 256 << 20
 // excluded), discretized into at most slots units (0: DefaultSlots; fewer when the table
 // would pass 256 MiB). The unit is max(1, floor(maxBytes/slots)) bytes, sizes rounded up,
 // so a sequence that fits its budget in units fits it in bytes. O(S·L³) time, O(S·L²)
-// memory. Errors: the chain's validation error; ErrUnsupported for a chain too long for
-// the DP.
+// memory. Errors: the chain's validation error; a *chainplan.SizeError, before anything is
+// allocated, for a chain whose table passes chainplan.TableLimit even at one slot.
 func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error) {
-	if err := c.Validate(); err != nil {
+	dc, m, err := subChainsGrid(c, maxBytes, slots)
+	if err != nil {
 		return nil, err
+	}
+	tb, err := newTable(dc, m, variant{}) // no operation-level options: the pipeline runner recomputes whole stages
+	if err != nil {
+		return nil, err
+	}
+	return &SubChains{tb: tb, dc: dc, cols: m + 1}, nil
+}
+
+// CheckSubChains returns the error NewSubChains would return for these arguments without
+// building anything: the chain's validation error, or a *chainplan.SizeError for a table
+// over chainplan.TableLimit. O(L).
+func CheckSubChains(c *chainplan.Chain, maxBytes, slots int64) error {
+	_, _, err := subChainsGrid(c, maxBytes, slots)
+	return err
+}
+
+// subChainsGrid returns the discretized chain and the largest budget in units of
+// NewSubChains' table, once its size is checked.
+func subChainsGrid(c *chainplan.Chain, maxBytes, slots int64) (*discretize.Chain, int64, error) {
+	if err := c.Validate(); err != nil {
+		return nil, 0, err
 	}
 	// The version 1 reading of the chain: a pipeline stage's recomputation runs whole
 	// stages from its input, which it holds to its backward's end, and simulate.RunFrom,
@@ -53,11 +79,14 @@ func NewSubChains(c *chainplan.Chain, maxBytes, slots int64) (*SubChains, error)
 	slots = max(1, min(slots, int64(maxSubChainTableBytes/(rows*10))-1))
 	dc := discretize.ForBudget(c, max(maxBytes, 1), slots)
 	m := dc.Units(max(maxBytes, 1))
-	tb, err := newTable(dc, m, variant{}) // no operation-level options: the pipeline runner recomputes whole stages
-	if err != nil {
-		return nil, err
+	r, cols := tableShape(dc, m)
+	if err := chainplan.CheckTables(subChainsAlgo, n-1,
+		fmt.Sprintf("the rotor table of its sub-chains (%d sub-chains × %d budgets, and the feasibility table)", r, cols),
+		needTableBytes(n)+tableBytes(r, cols),
+		func(int64) string { return "plan without checkpointing inside the stages (no --checkpoint)" }); err != nil {
+		return nil, 0, err
 	}
-	return &SubChains{tb: tb, dc: dc, cols: m + 1}, nil
+	return dc, m, nil
 }
 
 // Unit returns the bytes of one memory unit of the table.

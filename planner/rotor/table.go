@@ -34,10 +34,6 @@ func optionOf(code int16) int {
 // (spec §4.2); options lets F_s^all use each of the stage's operation-level options.
 type variant struct{ revolve, options bool }
 
-// maxTableBytes bounds the memory of one persistent table; a larger request is refused
-// with ErrUnsupported rather than letting the process be killed.
-const maxTableBytes = 6 << 30
-
 // startBlock is the number of sub-chain starts s processed together. The table is stored
 // row by row (one contiguous row of budgets per sub-chain), and the rows are computed block
 // of starts by block, t ascending within a block and s descending within a t: the
@@ -84,13 +80,6 @@ func (tb *table) choices(s, t, p int) []int16 {
 	return tb.choice[r*tb.cols : (r+1)*tb.cols]
 }
 
-// tableBytes is the memory a table of rows sub-chains (N(N+1)/2 for N stages, the loss
-// included, plus the pinned rows) with budget m needs: one float64 value and one int16
-// choice per entry.
-func tableBytes(rows int, m int64) float64 {
-	return float64(rows) * float64(m+1) * 10
-}
-
 // newTable fills the persistent table for budgets 0..m (units, input excluded).
 //
 // Order (spec §3.2, pitfall 15): every reference of (s, t, m) is to a strictly shorter
@@ -101,43 +90,46 @@ func tableBytes(rows int, m int64) float64 {
 // a block computing column t once the previous block has finished it.
 //
 // The time complexity is O(M·N³), the memory O(M·N²).
+//
+// Errors: a *chainplan.SizeError, before anything is allocated, when the tables would pass
+// chainplan.TableLimit.
 func newTable(c *discretize.Chain, m int64, v variant) (*table, error) {
-	return buildTable(c, minMemory(c, v), m, v)
+	if err := checkTables(c, oneNeed, m, v.asOptions()); err != nil {
+		return nil, err
+	}
+	need, err := minMemory(c, v)
+	if err != nil {
+		return nil, err
+	}
+	return buildTable(c, need, m, v.asOptions())
 }
 
 // buildTable is newTable with the sub-chains' smallest budgets already computed.
-func buildTable(c *discretize.Chain, need *needTable, m int64, v variant) (*table, error) {
+func buildTable(c *discretize.Chain, need *needTable, m int64, opts Options) (*table, error) {
 	if m < 0 {
 		m = -1
 	}
 	n := c.N
+	if err := checkTables(c, oneNeed, m, opts); err != nil {
+		return nil, err
+	}
 	if n > math.MaxInt16 {
 		return nil, fmt.Errorf("%w: a chain of %d stages is too long for the persistent DP", chainplan.ErrUnsupported, n)
 	}
-	rows := n * (n + 1) / 2
-	pinned := make([]int, n+1)
-	for s := 1; s <= n; s++ {
-		pinned[s] = -1
-		if c.Pinnable(s) {
-			pinned[s] = rows
-			rows += n - s + 1
-		}
-	}
-	if b := tableBytes(rows, m); b > maxTableBytes {
-		return nil, fmt.Errorf("%w: the DP table for %d stages and %d memory slots would take %s (limit %s); use fewer slots",
-			chainplan.ErrUnsupported, n, m+1, chainplan.FormatBytes(int64(b)), chainplan.FormatBytes(maxTableBytes))
-	}
+	v := opts.variant()
 	dpcount.Table.Add(1)
 	// A sub-chain after an F_all that frees its input (credit) may have more room than
 	// its caller: the table extends past m by the most those credits can add up to, so
 	// that every entry up to m reads only entries computed from the recurrences.
-	var pad int64
-	for s := 1; s <= n; s++ {
-		pad += max(0, -held(c, s, 0, 0))
-	}
-	cols := int(m + 1 + pad)
-	if m < 0 {
-		cols = 0
+	rows, cols64 := tableShape(c, m)
+	cols := int(cols64)
+	pinned := make([]int, n+1)
+	for s, r := 1, n*(n+1)/2; s <= n; s++ {
+		pinned[s] = -1
+		if c.Pinnable(s) {
+			pinned[s] = r
+			r += n - s + 1
+		}
 	}
 	tb := &table{
 		c: c, n: n, cols: cols, top: m, variant: v, pinned: pinned,

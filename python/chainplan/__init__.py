@@ -24,6 +24,7 @@ Usage::
 
 Public names are imported on first use, so that the torch-free modules
 (``chainplan.schedule``, ``chainplan.schema``, ``chainplan.errors``) load without torch.
+``chainplan.__version__`` is the installed version (pyproject.toml's).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from typing import TYPE_CHECKING
 from chainplan._lazy import lazy_names
 
 if TYPE_CHECKING:
+    __version__: str  # chainplan._version's, read on first use
     from chainplan.advice import Advice, Search3D
     from chainplan.api import measure, plan, profile, record
     from chainplan.checkpointed import Checkpointed
@@ -76,6 +78,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "__version__": "chainplan._version",  # the distribution's, pyproject.toml's
     "pipeline_plan": "chainplan.pipeline.requests",
     "PipelinePlan": "chainplan.pipeline.plan",
     "find_profile": "chainplan.reuse",

@@ -105,6 +105,12 @@ def min_budget(chain_json: str, request: dict[str, Any]) -> int:
     return int(call(_go().MinBudget, chain_json, json.dumps(request)))
 
 
+def version() -> str:
+    """The version the Go side was built as (``chainplan.Version``, version.go), which it
+    records with every plan."""
+    return str(_go().Version())
+
+
 def algorithms() -> str:
     """The planner registry as JSON: one object per algorithm (see chainplan.algorithms)."""
     return str(call(_go().Algorithms))
@@ -127,7 +133,8 @@ def _home() -> str:
 
 def db_path() -> str:
     """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
-    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``.
+    ``postgres://`` or ``host=... dbname=...`` DSN) or ``~/.chainplan/chainplan.db``; a
+    value that is neither a DSN nor a path is refused (:class:`~chainplan.errors.PlanError`).
 
     The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
     each call and passed in: a Go runtime loaded into Python sees the environment of the
@@ -148,9 +155,10 @@ def ingest(file_path: str) -> int:
     return int(doc["run_id"])
 
 
-def query(sql: str) -> bytes:
-    """Run a read-only query; returns the result as Arrow IPC file bytes."""
-    return base64.b64decode(call(_go().Query, db_path(), sql))
+def query(sql: str, params: list[Any]) -> bytes:
+    """Run one read-only statement with ``params`` bound to its placeholders (sent as a
+    JSON array); returns the result as Arrow IPC file bytes."""
+    return base64.b64decode(call(_go().Query, db_path(), sql, json.dumps(params)))
 
 
 def export_chain(run_id: int) -> str:

@@ -21,8 +21,10 @@ from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, Profil
 from chainplan.executors.view import planned
 from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
+from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
+from chainplan.profiler.sizes import held_nbytes
 from chainplan.reuse import profile_keeps_logits
 from chainplan.schedule import Plan
 
@@ -265,7 +267,7 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
     if loss_fn is not None:
         parts = tuple(out) if towers and isinstance(out, (tuple, list)) else (out,)
         return loss_fn(*parts, target) if target is not None else loss_fn(*parts)
-    own = _own_loss(out)
+    own = own_loss(out)
     if own is not None:
         return own
     first = next((t for t in pytree.tree_leaves(out)
@@ -275,21 +277,10 @@ def _loss(loss_fn: LossFn | None, out: Any, target: torch.Tensor | None, *,
     return first.float().square().mean()
 
 
-def _own_loss(out: Any) -> torch.Tensor | None:
-    """The ``loss`` a model returned next to its output (a HuggingFace ``ModelOutput`` or a
-    dict given ``labels=``), or None."""
-    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
-    return loss if isinstance(loss, torch.Tensor) else None
-
-
 def _inputs_bytes(inputs: Any) -> int:
-    """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once."""
-    seen: dict[int, int] = {}
-    for t in pytree.tree_leaves(inputs):
-        if isinstance(t, torch.Tensor):
-            ptr = t.untyped_storage().data_ptr()
-            seen[ptr] = max(seen.get(ptr, 0), t.numel() * t.element_size())
-    return sum(seen.values())
+    """Bytes of the tensors in ``inputs`` (a nested structure), each storage counted once
+    and whole (a view holds its base: :mod:`chainplan.profiler.sizes`)."""
+    return held_nbytes(t for t in pytree.tree_leaves(inputs) if isinstance(t, torch.Tensor))
 
 
 def measure(
@@ -352,7 +343,7 @@ def measure(
 
     def step() -> None:
         out = net(*args, **kwargs)
-        if loss_fn is None and _own_loss(out) is not None:
+        if loss_fn is None and own_loss(out) is not None:
             loss = _loss(None, out, None)  # the output is held, as a training loop does
         else:
             loss = _loss(loss_fn, out, target, towers=towers)

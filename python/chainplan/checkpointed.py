@@ -31,11 +31,18 @@ from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
 from chainplan.graph.call import chain_input, training_call
-from chainplan.graph.chain import args_key, extract
+from chainplan.graph.chain import args_key
+from chainplan.profiler.filename import check_profile_name
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.run import default_profile_dir, profile_model
 from chainplan.profiler.signature import model_signature
-from chainplan.reuse import choose, loss_name, model_loss_name, stored_runs, write_scaled_chain
+from chainplan.reuse import (
+    chain_loss_label,
+    choose,
+    loss_name,
+    stored_runs,
+    write_scaled_chain,
+)
 from chainplan.schedule import Plan
 from chainplan.sequential import flatten_stages
 from chainplan.shapecheck import ShapeWarning
@@ -129,7 +136,8 @@ class Checkpointed(metaclass=_CheckpointedType):
             (default: None).
         target: the sample target for ``loss_fn``: an example tensor or a function of
             the input (default: None; required when ``loss_fn`` takes a target).
-        name: the model's name in the database (default: the model's class name).
+        name: the model's name in the database and in its profiles' file names (default:
+            the model's class name), a label refused as ``profile()`` refuses it.
         slots: memory slots of the planner's discretization (default: the algorithm's).
         reuse: look for stored profiles before profiling (default: True).
         rescale: plan a new batch size from a stored profile scaled to it (default: True;
@@ -144,9 +152,10 @@ class Checkpointed(metaclass=_CheckpointedType):
 
     Raises:
         ProfileError: at construction, an empty nn.Sequential, ``loss_fn`` takes a
-            target and none is given, or a profiling option is out of range; at the first
-            forward, a language model whose loss cannot be computed without its logits
-            (a :class:`~chainplan.graph.capture.CaptureError` naming the option:
+            target and none is given, a profiling option is out of range, or ``name``
+            cannot name a profile; at the first forward, a language model whose loss
+            cannot be computed without its logits (a
+            :class:`~chainplan.graph.capture.CaptureError` naming the option:
             ``keep_logits=True`` keeps them).
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
@@ -193,7 +202,7 @@ class CheckpointedPlans(Planned):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
         self.loss_fn, self.target = loss_fn, target
-        self.name = name or type(model).__name__
+        self.name = check_profile_name(name, default_from=model)  # now, not at the first call
         self.budget, self.algo, self.slots = budget, algo, slots
         self.bandwidth = "auto" if auto else request.get("bandwidth")
         self._bandwidth_given = bandwidth
@@ -266,26 +275,16 @@ class CheckpointedPlans(Planned):
         self._cache[key], self._plans[key] = state, p
         return state
 
-    def _loss_label(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
-        """The name the profile's loss stage has: ``loss_fn``'s, the model's own loss, or
-        ``none``."""
-        if self.loss_fn is not None or isinstance(self.model, nn.Sequential):
-            return loss_name(self.loss_fn)
-
-        chain = extract(self.model, args, kwargs, keep_logits=self.keep_logits)
-        if chain.outputs.loss_index is None:
-            return "none"
-        return model_loss_name(self.model, chain.logits_dropped)
-
     def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
         """A plan for calls like ``(*args, **kwargs)``, and how its profile was found."""
         run, scaled = None, False
-        if self.reuse:
+        label = (chain_loss_label(self.model, self.loss_fn, args, kwargs,
+                                  keep_logits=self.keep_logits) if self.reuse else None)
+        if label is not None:  # one chain: its stored runs (towers: profile_model's lookup)
             runs = stored_runs(signature=model_signature(self.model, x.device),
                                dtype=compute_dtype(self.model, x), device=str(x.device),
-                               torch_version=torch.__version__,
-                               loss=self._loss_label(args, kwargs))
+                               torch_version=torch.__version__, loss=label)
             run, scaled = choose(runs, shape, rescale=self.rescale)
         if run is None:
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,

@@ -8,6 +8,7 @@ model. The picture is made by the Go side (``internal/plot``), the same as the C
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -66,17 +67,35 @@ def plot_history(run: Profile | int | None = None, *, model: str = "",
     return write_svg(path, _bind.plot_history(run_id, model))
 
 
-def query(sql: str) -> Any:
-    """Run a read-only SQL query on the database and return a ``pyarrow.Table``.
+def query(sql: str, *params: int | float | str | bool | None) -> Any:
+    """Run one read-only SQL statement on the database and return a ``pyarrow.Table``.
+
+    Each of ``params`` binds one placeholder: ``$1``, ``$2``, ... are the first, second,
+    ... parameter on both databases (SQLite also takes ``?``, the next one):
+    ``chainplan.query(sql, 3, "resnet50")`` binds 3 to ``$1`` and ``"resnet50"`` to ``$2``
+    (docs/sql.md has example queries). Parameters are ints, finite floats, strings,
+    booleans (bound as 1 and 0, as the store keeps them) or None.
 
     The database is ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
-    ``postgres://`` DSN) or ``~/.chainplan/chainplan.db``; docs/sql.md lists the tables,
-    views and example queries, which run unchanged on both. A statement that would write
-    is refused (:class:`~chainplan.errors.QueryError`) and changes nothing.
+    ``postgres://`` or ``host=... dbname=...`` DSN) or ``~/.chainplan/chainplan.db``;
+    docs/sql.md lists the tables, views and example queries, which run unchanged on both.
+    A statement that would write is refused (:class:`~chainplan.errors.QueryError`) and
+    changes nothing; so are several statements (a trailing ``;`` and comments are fine)
+    and parameters that do not match the placeholders one for one.
+
+    Raises:
+        TypeError: a parameter of another type.
+        ValueError: a float that is not finite.
     """
     import pyarrow as pa
 
-    data = _bind.query(sql)
+    for i, p in enumerate(params, 1):
+        if p is not None and not isinstance(p, (int, float, str)):  # bool is an int
+            raise TypeError(f"query parameter {i}: {type(p).__name__} {p!r} is no value SQL binds "
+                            "(want an int, a float, a str, a bool or None)")
+        if isinstance(p, float) and not math.isfinite(p):
+            raise ValueError(f"query parameter {i}: {p} is not a finite number")
+    data = _bind.query(sql, list(params))
     return pa.ipc.open_file(pa.py_buffer(data)).read_all()
 
 

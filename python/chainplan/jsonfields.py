@@ -13,7 +13,14 @@ from typing import Any
 
 from chainplan.errors import ScheduleError
 
-__all__ = ["Fields"]
+__all__ = ["Fields", "same_kind"]
+
+
+def same_kind(tag: str, fmt: str) -> bool:
+    """Whether ``tag`` names the kind of document ``fmt`` does, in any version
+    (``chainplan.pipeline/v7`` and ``chainplan.pipeline/v1``): Go's ``chainplan.SameKind``."""
+    kind, sep, _ = tag.partition("/v")
+    return bool(sep) and kind.startswith("chainplan.") and kind == fmt.partition("/v")[0]
 
 
 def _kind(value: object) -> str:
@@ -93,6 +100,19 @@ class Fields:
         if not isinstance(value, str):
             raise self._bad(key, "a string", value)
         return value
+
+    def format_tag(self, *want: str) -> str:
+        """The document's ``format`` tag, which must be one of ``want``: the Python side of
+        Go's ``chainplan.CheckFormat``, in its words, so that a document of a version this
+        chainplan does not read is refused by name, before its other fields are read."""
+        got = self.string("format")
+        if got in want:
+            return got
+        msg = (f"{self.path('format')}: format {got} is not supported "
+               f"(this chainplan reads {' or '.join(want)})")
+        if not any(same_kind(got, w) for w in want):
+            msg += "; it is another kind of document"
+        raise ScheduleError(msg)
 
     def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str:
         """A string field that must be one of ``choices``."""

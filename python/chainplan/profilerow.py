@@ -11,12 +11,11 @@ import datetime as _dt
 import hashlib
 import json
 import platform
-import re
 import socket
 from collections.abc import Mapping, Sequence
 
 __all__ = ["FORMAT", "MEASUREMENT_REVISION", "PARALLEL_REVISION", "measured_now", "ProfileRow",
-           "ProfileMetadata", "signature", "file_stem", "cpu_name"]
+           "ProfileMetadata", "signature", "cpu_name"]
 
 FORMAT = "chainplan.profile/v1"
 
@@ -27,8 +26,12 @@ PARALLEL_REVISION = "1"
 # profile is reused (chainplan.profile, Checkpointed, find_profile) only when it was taken
 # at this revision (metadata "measurement_revision"; "1" when absent). 2: a linear head and
 # its cross-entropy run fused (chainplan.graph.fuseloss), and a model's output holding a_L
-# through the loss backward is counted (issue 19).
-MEASUREMENT_REVISION = "2"
+# through the loss backward is counted (issue 19). 3: a stage's output counted by its
+# storage (a view holds its base) and the next stage measured on the layout it runs on
+# (chainplan.profiler.sizes); the output of towers returning their own loss held to the
+# step's end (chainplan.towers.measure); transformers' GQA captured on its eager kernel
+# (chainplan.graph.eager) (issue 35).
+MEASUREMENT_REVISION = "3"
 
 
 def measured_now(meta: Mapping[str, str]) -> bool:
@@ -122,19 +125,6 @@ class ProfileMetadata:
 def signature(structure: str) -> str:
     """A digest of a model's structure (e.g. ``repr(model)``), as stored in profiles."""
     return "sha256:" + hashlib.sha256(structure.encode()).hexdigest()
-
-
-def file_stem(name: str) -> str:
-    """A file name made from a model's name, safe in any folder: letters, digits, ``.``,
-    ``_`` and ``-`` kept, every other character (``/``, ``<``, a space) replaced by ``_``,
-    no leading dot, at most 64 characters; a name that had to change gets a digest of
-    itself appended, so that two names never share a stem (``../../x`` →
-    ``x-1a2b3c4d``). Names are data from any host: nothing in them may choose the folder.
-    """
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).lstrip("._-")[:64] or "model"
-    if safe != name:
-        safe += "-" + hashlib.sha256(name.encode()).hexdigest()[:8]
-    return safe
 
 
 def cpu_name() -> str:

@@ -23,9 +23,12 @@ from typing import Any
 
 import pyarrow.ipc as ipc
 import torch
+from torch import nn
 
 from chainplan import _bind
 from chainplan.errors import ChainplanError, NotFoundError
+from chainplan.graph.capture import CaptureError
+from chainplan.graph.chain import extract
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.signature import model_signature
 from chainplan.profilerow import measured_now
@@ -103,6 +106,28 @@ def model_loss_name(model: object, logits_dropped: bool = False) -> str:
     ``LlamaForCausalLM.loss (no logits)`` when its logits were left out and its head fused
     with the loss (a stored profile is reused only for a call captured the same way)."""
     return f"{type(model).__name__}.loss" + (" (no logits)" if logits_dropped else "")
+
+
+def chain_loss_label(model: nn.Module, loss_fn: Callable[..., object] | None,
+                     args: tuple[Any, ...], kwargs: dict[str, Any], *,
+                     keep_logits: bool = False) -> str | None:
+    """The name the loss stage of a stored chain profile of ``model(*args, **kwargs)`` has:
+    ``loss_fn``'s, the model's own loss (:func:`model_loss_name`, captured with or without
+    its logits as ``keep_logits`` says), or ``none``; None when
+    the call is not one chain. A model whose graph does not split into one chain
+    (``CLIPModel`` called with ``return_loss=True``: towers joined at the loss) has no
+    stored chain run; :func:`chainplan.profile` finds its stored towers by their call
+    signature (:mod:`chainplan.towers.profile`), or measures the call and raises the
+    capture's error if it is neither one chain nor towers."""
+    if loss_fn is not None or isinstance(model, nn.Sequential):
+        return loss_name(loss_fn)
+    try:
+        chain = extract(model, args, kwargs, keep_logits=keep_logits)
+    except CaptureError:
+        return None
+    if chain.outputs.loss_index is None:
+        return "none"
+    return model_loss_name(model, chain.logits_dropped)
 
 
 def stored_runs(*, signature: str, dtype: str, device: str, torch_version: str,

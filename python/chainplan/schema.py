@@ -24,13 +24,12 @@ from chainplan.profilerow import (
     ProfileMetadata,
     ProfileRow,
     cpu_name,
-    file_stem,
     signature,
 )
 
 __all__ = ["FORMAT", "SCHEMA", "PARALLEL_COLUMNS", "PARALLEL_REVISION", "ProfileRow",
            "ProfileMetadata", "read_metadata", "read_rows", "write_profile", "signature",
-           "file_stem", "cpu_name"]
+           "cpu_name"]
 
 SCHEMA = pa.schema([
     pa.field("stage_index", pa.int64(), nullable=False),

@@ -217,9 +217,7 @@ class Simulation:
         f = top.object("simulation")
         if f is None:
             raise ScheduleError("simulation: missing")
-        if f.string("format") != FORMAT:
-            raise ScheduleError(f"simulation.format: want {FORMAT!r} "
-                                f"(got {f.string('format')!r})")
+        f.format_tag(FORMAT)
         stages = tuple((s.integer("first", low=1), s.integer("last", low=1),
                         s.integer("gpu", low=0)) for s in f.objects("stages"))
         per_stage = tuple(_stage(s) for s in f.objects("per_stage"))

@@ -155,7 +155,12 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
     if not isinstance(algo, str) or not getattr(algorithms().get(algo), "frontier", False):
         names = [a.name for a in algorithms().values() if a.frontier]
         listed = " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names)
-        raise PlanError(f'no frontier for algorithm "{algo}": only {listed} have one')
+        towers = ""
+        if getattr(algorithms().get(algo), "family", None) == "multichain":
+            # Towers joined at the loss have a frontier, the CLI's: say where, not only no.
+            towers = (" (of one chain; the frontier of towers joined at the loss is multichain's: "
+                      "chainplan frontier --run RUN)")
+        raise PlanError(f'no frontier for algorithm "{algo}": only {listed} have one{towers}')
     req = {"algo": algo, "slots": _slots(slots)}
     return Frontier.from_json(_bind.frontier(chain_json(source, "frontier"), req))
 

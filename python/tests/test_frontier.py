@@ -182,6 +182,11 @@ def test_errors(tmp_path: Path) -> None:
     for algo in ("pofo", "sequential", "optimal", "ROTOR"):
         with pytest.raises(PlanError, match="only rotor, rotor-ops and revolve have one"):
             chainplan.frontier(prof, algo=algo)
+    # An algorithm for towers: where their frontier is, not only that this one has none.
+    towers = (r"only rotor, rotor-ops and revolve have one \(of one chain; the frontier of "
+              r"towers joined at the loss is multichain's: chainplan frontier --run RUN\)")
+    with pytest.raises(PlanError, match=towers):
+        chainplan.frontier(prof, algo="multichain")
     # The Go side refuses on its own too, naming the supported algorithms.
     with pytest.raises(PlanError, match='no frontier for algorithm "store-all": only rotor'):
         _bind.frontier(SPEC_CHAIN, {"algo": "store-all"})

@@ -72,3 +72,29 @@ def test_missing_go_is_named(tmp_path: Path) -> None:
 def test_public_modules_declare_all(module: str) -> None:
     mod = __import__(module, fromlist=["__all__"])
     assert isinstance(mod.__all__, list) and mod.__all__
+
+
+def test_version_is_the_distributions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """chainplan.__version__ (issue 33, item 9: it was missing) is pyproject.toml's version,
+    as installed, which is also the one the Go side records with every plan; a source tree
+    that pip never installed reads it from the Go side."""
+    import importlib
+    import importlib.metadata
+    import re
+
+    from chainplan import _bind, _version
+
+    declared = re.search(r'(?m)^version = "([^"]+)"', (ROOT / "pyproject.toml").read_text())
+    assert declared is not None
+    assert chainplan.__version__ == declared[1] == _bind.version()
+    assert "__version__" in dir(chainplan)
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    try:
+        assert importlib.reload(_version).__version__ == declared[1]
+    finally:
+        monkeypatch.undo()
+        importlib.reload(_version)

@@ -13,7 +13,7 @@ from torch import nn
 
 import chainplan
 from chainplan import _bind
-from chainplan.errors import NotFoundError
+from chainplan.errors import ChainplanError, NotFoundError, PlanError, QueryError
 from chainplan.profiler.run import default_profile_dir
 from tests.models import MODELS
 
@@ -95,14 +95,53 @@ def test_no_store_sql_in_the_package() -> None:
     assert found == []
 
 
-@pytest.mark.parametrize("name", ["../../escaped", "a/b<c>", "..", "/etc/passwd", "x" * 300])
-def test_profile_file_names_stay_in_the_profile_folder(name: str, private_db: Path) -> None:
-    """Issue 20, item 9: profile(name="../../escaped") wrote two folders above the profile
-    folder; a name with / or < made folders."""
-    folder = private_db.parent / "profiles"
-    prof = chainplan.profile(nn.Sequential(nn.Linear(4, 4)), torch.randn(2, 4), name=name,
-                             repeats=1, warmup=0, progress=False, spread_warning=None)
-    assert prof.path.parent == folder and len(prof.path.name) < 120
-    assert prof.model_name == name  # the name itself is kept, as data
-    stored = chainplan.query(f"SELECT model_name FROM runs WHERE run_id = {prof.run_id}")
-    assert stored.to_pylist() == [{"model_name": name}]
+PROFILE_FILE = Path(__file__).resolve().parents[2] / "testdata" / "profiles" / "resnet_file.arrow"
+
+
+def test_query_binds_parameters(private_db: Path) -> None:
+    """Issue 33: chainplan.query() took no parameters. Each binds one placeholder, $N the
+    Nth (SQLite also takes ?), with its type."""
+    run_id = _bind.ingest(str(PROFILE_FILE))
+    rows = chainplan.query("SELECT run_id FROM runs WHERE run_id = $1 AND batch_size > $2",
+                           run_id, 0)
+    assert rows.to_pylist() == [{"run_id": run_id}]
+    assert chainplan.query("SELECT run_id FROM runs WHERE run_id = ?;", run_id).num_rows == 1
+    got = chainplan.query("SELECT CAST($2 AS TEXT) AS b, CAST($1 AS TEXT) AS a, $3 + 0 AS t, "
+                          "$4 IS NULL AS n, $5 AS f", "x", "y", True, None, 1.5)
+    assert got.to_pylist() == [{"b": "y", "a": "x", "t": 1, "n": 1, "f": 1.5}]
+
+
+def test_query_refuses_what_it_cannot_bind(private_db: Path) -> None:
+    """Issue 33: a second statement ran, and an extra argument was ignored."""
+    _bind.ingest(str(PROFILE_FILE))
+    with pytest.raises(QueryError, match="several statements; run one at a time"):
+        chainplan.query("SELECT 1; SELECT 2")
+    with pytest.raises(QueryError, match="0 placeholders and 1 argument given"):
+        chainplan.query("SELECT 1", 5)
+    with pytest.raises(QueryError, match="1 placeholder and 0 arguments given"):
+        chainplan.query("SELECT $1")
+    with pytest.raises(TypeError, match="query parameter 2: bytes"):
+        chainplan.query("SELECT $1, $2", 1, b"x")
+    with pytest.raises(ValueError, match="query parameter 1: nan is not a finite number"):
+        chainplan.query("SELECT $1", float("nan"))
+
+
+def test_keyword_value_dsn_is_no_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33: a keyword/value DSN was taken for a file name, password included. It names
+    a PostgreSQL store: profiles go to ~/.chainplan, no file is made under its name, and no
+    message shows its password; a value that is neither a DSN nor a path is refused."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CHAINPLAN_DB",
+                       "host=127.0.0.1 port=1 user=ann password=PW dbname=lab connect_timeout=5")
+    assert _bind.data_dir() == str(tmp_path / "home" / ".chainplan")
+    with pytest.raises(ChainplanError) as refused:
+        chainplan.query("SELECT 1")
+    assert "PW" not in str(refused.value)
+    assert "host=127.0.0.1 port=1 user=ann dbname=lab" in str(refused.value)
+    monkeypatch.setenv("CHAINPLAN_DB", "my dir/x=1 password=PW")
+    for call in (_bind.db_path, _bind.data_dir, lambda: chainplan.query("SELECT 1")):
+        with pytest.raises(PlanError, match="neither a PostgreSQL DSN") as bad:
+            call()
+        assert "PW" not in str(bad.value)
+    assert [p.name for p in tmp_path.iterdir()] in ([], ["home"])  # nothing named after the DSN

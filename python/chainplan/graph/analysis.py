@@ -57,11 +57,16 @@ def is_view(node: fx.Node) -> bool:
 
 
 def nbytes(node: fx.Node) -> int:
-    """Bytes of a node's tensor value (0 for other values)."""
+    """Bytes a node's tensor value holds alive: its storage's, so that a view counts its
+    base (``h[:, :-1]`` holds all of ``h``), as the profiler counts it
+    (:mod:`chainplan.profiler.sizes`); 0 for other values."""
     val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
+    if not isinstance(val, torch.Tensor):
+        return 0
+    try:
+        return int(val.untyped_storage().nbytes())
+    except (NotImplementedError, RuntimeError):  # no storage (a subclass): its elements
         return int(val.numel() * val.element_size())
-    return 0
 
 
 def _stack(node: fx.Node, containers: frozenset[str]) -> list[tuple[str, str, str]]:

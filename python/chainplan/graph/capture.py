@@ -14,9 +14,11 @@ causal mask and repeats the key/value heads where its eager forward passes
 ``is_causal=True`` and ``enable_gqa=True`` to SDPA, a different kernel whose gradients
 differ in the last bits (BERT under bf16 autocast: 1e-4 after one step). The chain must
 compute what the module computes, so the model's own ``forward`` is traced with both
-flags off, taking the branches eager PyTorch takes. Where an eager branch reads a tensor's
-values (which a graph cannot), the capture is repeated with the flags as export sets them,
-and :attr:`Capture.eager_paths` says so.
+flags off, taking the branches eager PyTorch takes, and where transformers reads the values
+of a tensor the trace computes from constants (its position ids), they are computed
+(:mod:`chainplan.graph.eager`). Where an eager branch reads a tensor's values (which a graph
+cannot), the capture is repeated with the flags as export sets them, and
+:attr:`Capture.eager_paths` says so.
 
 **Outputs.** ``forward`` may return any pytree of tensors and constants (a tuple, a dict, a
 HuggingFace ``ModelOutput``): :attr:`Capture.returns` holds its leaves and
@@ -32,7 +34,6 @@ that remains: declaring the stages by hand as an ``nn.Sequential``.
 from __future__ import annotations
 
 import contextlib
-import functools
 import inspect
 import re
 from collections.abc import Iterator
@@ -47,6 +48,7 @@ from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.graph.eager import eager_branches
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
 from chainplan.graph.held import causal_masks, drop_metadata_assertions, share_float_masks
 
@@ -204,7 +206,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         distinct.append(v)
     call_args, call_kwargs = pytree.tree_unflatten(distinct, spec)
     try:
-        with _source_lines(traces), _eager_branches(model, eager):
+        with _source_lines(traces), eager_branches(model, eager):
             program = torch.export.export(model, tuple(call_args), dict(call_kwargs),
                                           strict=False)
     except Exception as err:  # export raises many unrelated types; each is explained
@@ -277,37 +279,6 @@ def _returns(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> tup
             raise CaptureError(f"{type(model).__name__}.forward returns {leaf.meta.get('val')!r}"
                                ", a value computed in the graph that is not a tensor")
     return leaves
-
-
-@contextlib.contextmanager
-def _eager_branches(model: nn.Module, on: bool) -> Iterator[None]:
-    """While export traces ``model``, its own forward sees ``torch.compiler.is_compiling()``
-    and ``is_exporting()`` as eager code does (False); torch's code around it does not."""
-    if not on:
-        yield
-        return
-    inner = model.forward
-
-    @functools.wraps(inner)
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        compiling, exporting = torch.compiler._is_compiling_flag, torch.compiler._is_exporting_flag
-        torch.compiler._is_compiling_flag = torch.compiler._is_exporting_flag = False
-        try:
-            return inner(*args, **kwargs)
-        finally:
-            torch.compiler._is_compiling_flag = compiling
-            torch.compiler._is_exporting_flag = exporting
-
-    had = "forward" in model.__dict__
-    before = model.__dict__.get("forward")
-    model.__dict__["forward"] = forward
-    try:
-        yield
-    finally:
-        if had:
-            model.__dict__["forward"] = before
-        else:
-            del model.__dict__["forward"]
 
 
 def writes(node: fx.Node) -> list[fx.Node]:

@@ -36,6 +36,7 @@ from chainplan.pipeline.parts import (
     read_pattern,
     read_stages,
 )
+from chainplan.profiler.summary import format_seconds
 from chainplan.svg import svg_or_none, write_svg
 
 __all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelineDocument", "PlanStage",
@@ -194,9 +195,7 @@ class PipelineDocument:
                   notes: Sequence[str] = ()) -> Self:
         """Read a decoded document (see :meth:`from_json`)."""
         f = Fields(doc)
-        fmt = f.string("format")
-        if fmt != FORMAT:
-            raise ScheduleError(f"format: want {FORMAT!r} (got {fmt!r})")
+        f.format_tag(FORMAT)
         gpus = f.integer("gpus", low=1)
         stages = read_stages(f, gpus)
         period = f.number("period", positive=True)
@@ -294,11 +293,18 @@ class PipelineDocument:
         return svg_or_none(self.plot)
 
     def __str__(self) -> str:
+        """One line: the planner, the period per micro-batch, each stage (layers ``first-
+        last@gpu``, ``*`` when it recomputes) and, when recorded, how the period compares
+        with one device's time and with the period of the best plan without a memory
+        limit (times in seconds, as chainplan's profiles and chains have them)."""
         parts = [f"{s.first}-{s.last}@{s.gpu}{'*' if s.recompute else ''}" for s in self.stages]
-        text = f"{self.algo} on {self.gpus} GPUs, period {self.period:g}: {' '.join(parts)}"
+        text = (f"{self.algo} on {self.gpus} GPUs, period {format_seconds(self.period)} per "
+                f"micro-batch: {' '.join(parts)}")
+        notes = []
         if self.speedup:
-            text += f" ({self.speedup:.2f}x one device"
-            if self.memory_cost:
-                text += f", {self.memory_cost:.2f}x the best plan without a memory limit"
-            text += ")"
-        return text
+            notes.append(f"{self.speedup:.2f}x the throughput of one device, which takes "
+                         f"{format_seconds(self.sequential_time)} per micro-batch")
+        if self.memory_cost:
+            notes.append(f"period {1 / self.memory_cost:.2f}x that of the best plan without a "
+                         f"memory limit, {format_seconds(self.unconstrained_period)}")
+        return text + (f" ({'; '.join(notes)})" if notes else "")

@@ -47,6 +47,7 @@ from chainplan.errors import ChainplanError, ChainplanWarning
 from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.order import steady_microbatches
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.profiler.summary import format_seconds
 
 __all__ = ["LossFn", "Measured", "MemoryWarning", "PipelineExecution", "RankMeasure",
            "measure_runner", "record", "steady_time", "sync"]
@@ -162,9 +163,16 @@ class PipelineExecution:
         return all(r.peak_bytes <= r.predicted_bytes for r in self.ranks)
 
     def __str__(self) -> str:
+        if math.isnan(self.microbatch_time_s):  # record() stores the step's share then
+            share = format_seconds(self.step_time_s / self.microbatches)
+            per_mb = (f"no steady state to time (too few micro-batches, or a schedule other "
+                      f"than the plan's order), {share} per micro-batch over the whole step")
+        else:
+            per_mb = (f"{format_seconds(self.microbatch_time_s)} per micro-batch in the steady "
+                      f"state")
         lines = [f"{self.schedule}, {self.microbatches} micro-batches: step "
-                 f"{self.step_time_s * 1e3:.2f} ms, {self.microbatch_time_s * 1e3:.3f} ms per "
-                 f"micro-batch (plan: period {self.predicted_period_s * 1e3:.3f} ms)"]
+                 f"{format_seconds(self.step_time_s)}, {per_mb} (the plan's period: "
+                 f"{format_seconds(self.predicted_period_s)} per micro-batch)"]
         lines += [f"  rank {r.rank}: peak {r.peak_bytes / 2**20:.1f} MiB (plan "
                   f"{r.predicted_bytes / 2**20:.1f} MiB, "
                   f"{r.peak_bytes / max(r.predicted_bytes, 1):.2f}x), stages {list(r.stages)}"
@@ -238,12 +246,19 @@ def _warm_up(runner: Measured, step: Callable[[], Any],
     """One step before the measured one. On the CPU it runs under a probe too: the CPU
     allocator reports the frees of blocks a probe saw allocated, and the measured step frees
     what this one left (its last micro-batches' tensors, the optimizer's first state), which
-    an unseen block's free would leave counted (profiler/memory.py)."""
+    an unseen block's free would leave counted (profiler/memory.py).
+
+    The gradients of an earlier step are released before that probe opens (the step would
+    replace them at its start): freed inside it, they are blocks the allocator never saw
+    allocated, and torch's CPU allocator then printed "Memory block of unknown size was
+    allocated before the profiling started" on every rank's standard error."""
     if runner.device.type == "cuda":
         step()
         if optimizer is not None:
             optimizer.step()
         return
+    for p in runner.parameters():  # as step() does first, but before the probe
+        p.grad = None
     with MemoryProbe(device=runner.device):
         step()
         if optimizer is not None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from chainplan import _bind
 from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, ScheduleError
+from chainplan.jsonfields import same_kind
 from chainplan.pipeline.document import (
     FORMAT,
     Link,
@@ -54,7 +55,8 @@ class PipelinePlan(PipelineDocument):
             raise ArgumentTypeError(f"plan_id must be an integer (got {typed(plan_id)})")
         stored = _bind.plan_document(plan_id)  # NotFoundError for a missing plan
         doc = stored["plan"] or {}
-        if doc.get("format") != FORMAT:
+        # Any version of a pipeline plan goes on: from_dict names one it does not read.
+        if not same_kind(str(doc.get("format")), FORMAT):
             raise ScheduleError(f"plan {plan_id} is a {doc.get('algo', '?')} plan, not a "
                                 f"pipeline plan")
         return cls.from_dict(doc, plan_id=plan_id, run_id=int(stored["run_id"]),

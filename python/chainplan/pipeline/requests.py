@@ -26,6 +26,7 @@ from chainplan.errors import (
 )
 from chainplan.pipeline.plan import PipelinePlan
 from chainplan.profiler.document import Profile
+from chainplan.profiler.summary import format_seconds
 
 __all__ = ["load_plan", "pipeline_plan"]
 
@@ -219,8 +220,8 @@ def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:
     if plan.fallback:
         why = " ".join(plan.notes) or f"fallback {plan.fallback!r}"
         warnings.warn(f"pipeline_plan(algo={plan.algo!r}) returned a fallback plan, the best "
-                      f"contiguous one (period {plan.period:.6g}), not its own: {why}; pass "
-                      f"require_solver=True to make this an error",
+                      f"contiguous one (period {format_seconds(plan.period)}), not its own: "
+                      f"{why}; pass require_solver=True to make this an error",
                       MissingSolverWarning, stacklevel=3)
     return plan
 

@@ -30,7 +30,6 @@ ignored.
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -42,12 +41,13 @@ from torch.utils.hooks import RemovableHandle
 
 from chainplan import _bind
 from chainplan.errors import ProfileError
-from chainplan.profiler.document import Profile, default_profile_dir
+from chainplan.profiler.document import Profile
+from chainplan.profiler.filename import check_profile_name, new_profile_path
 from chainplan.profiler.labels import compute_dtype, device_name, stage_name
 from chainplan.profiler.recorded import Clock, Step, recorded_rows
 from chainplan.profiler.recordroute import ChainRoute
 from chainplan.profiler.signature import model_signature
-from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.spread import DEFAULT_SPREAD_WARNING, warn_if_spread
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.profilerow import ProfileMetadata, ProfileRow
@@ -130,7 +130,7 @@ class Recording:
             return
         step = self.steps[-1]
         if isinstance(x, torch.Tensor):
-            step.in_bytes[k] = nbytes(x)
+            step.in_bytes[k] = storage_nbytes(x)
         if step.memory is not None:
             step.memory.fwd_begin(k, x)
         self._fwd_start[k] = self.clock.now()
@@ -346,7 +346,8 @@ def record_model(
         warmup: first steps neither measured nor timed, ≥ 0 (default: 1). The step after
             them is measured for memory; every later step is timed. At least
             ``warmup + 2`` training steps are needed.
-        name: the model's name in the database (default: its class name).
+        name: the model's name in the database and in the file's name (default: its
+            class name): a label, never a path, refused as ``profile()`` refuses it.
         path: the Arrow file to write (default: a new file in the profile folder).
         ingest: store the profile in the database (default: True).
         spread_warning: warn when a stage's times over the timed steps spread more than
@@ -356,13 +357,14 @@ def record_model(
             loss), as in ``profile()``.
 
     Raises:
-        ProfileError: a stage does not return one tensor, or too few complete steps were
-            recorded.
+        ProfileError: a stage does not return one tensor, too few complete steps were
+            recorded, or ``name`` cannot name a profile (at the ``with``).
         CaptureError: a model that is not a Sequential cannot be captured (at its first
             training call).
     """
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
         raise ProfileError(f"warmup must be an integer ≥ 0 (got {warmup!r})")
+    name = check_profile_name(name, default_from=model)  # at the `with`, before any step
     declared = isinstance(model, nn.Sequential)
     stages = flatten_stages(model) if declared else []
     try:
@@ -382,7 +384,6 @@ def record_model(
         rec.close()
     rows = rec.rows()
     measured = rec.measured_step()
-    name = name or type(model).__name__
     shape = list(measured.input_shape)
     meta = ProfileMetadata(
         model_name=name, model_signature=model_signature(model, device),
@@ -393,8 +394,7 @@ def record_model(
         warmup_reps=warmup, reps=max(r.rep for r in rows) + 1,
         extra={"keep_logits": str(keep_logits).lower()})
     if path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{name}-record-{stamp}.arrow"
+        path = new_profile_path(name, "record")
     out = write_profile(Path(path), rows, meta)
     run_id = None
     if ingest:

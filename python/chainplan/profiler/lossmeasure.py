@@ -30,7 +30,7 @@ from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.stagemeasure import StageMeasurement
 
-__all__ = ["ChainEnd", "LossMeasurement", "chain_end", "measure_loss", "time_loss"]
+__all__ = ["ChainEnd", "LossMeasurement", "chain_end", "measure_loss", "own_loss", "time_loss"]
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -273,3 +273,10 @@ def chain_end(last: StageMeasurement, loss: LossMeasurement | None, *,
     return ChainEnd(last.kept_bytes, max(0, last.fwd_peak_bytes - last.kept_bytes),
                     loss.fwd_tmp_bytes + last.out_bytes, loss.bwd_tmp_bytes + held_end,
                     loss.held_bytes + held_end, loss.held_bytes + held_end)
+
+
+def own_loss(out: object) -> torch.Tensor | None:
+    """The ``loss`` a model returned next to its outputs (a HuggingFace ``ModelOutput`` or
+    a dict given ``labels=`` or ``return_loss=True``), or None."""
+    loss = out.get("loss") if isinstance(out, dict) else getattr(out, "loss", None)
+    return loss if isinstance(loss, torch.Tensor) else None

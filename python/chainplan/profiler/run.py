@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import datetime as _dt
 import logging
 import os
 import sys
@@ -32,6 +31,7 @@ from chainplan.graph.options import stage_options
 from chainplan.graph.split import profiled_chain
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.document import Profile, default_profile_dir
+from chainplan.profiler.filename import check_profile_name, new_profile_path
 from chainplan.profiler.labels import naming_stage
 from chainplan.profiler.lossmeasure import chain_end, measure_loss
 from chainplan.profiler.measuring import preserved
@@ -47,6 +47,7 @@ from chainplan.profiler.parallel import (
     with_parallel,
 )
 from chainplan.profiler.rounds import Rounds
+from chainplan.profiler.sizes import storage_nbytes
 from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
@@ -54,7 +55,7 @@ from chainplan.profiler.spread import (
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
-from chainplan.profilerow import PARALLEL_REVISION, file_stem
+from chainplan.profilerow import PARALLEL_REVISION
 from chainplan.schema import write_profile
 from chainplan.towers.profile import profile_towers_if_any
 
@@ -66,10 +67,6 @@ _log = logging.getLogger("chainplan.profile")
 __all__ = ["Profile", "profile_model", "default_profile_dir"]
 
 LossFn = Callable[..., torch.Tensor]
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
 
 
 def profile_model(
@@ -119,10 +116,12 @@ def profile_model(
         repeats: timed repetitions per stage, ≥ 1 (default: 5); times are medians, the
             repetitions after the first taken in rounds over the whole chain.
         warmup: untimed repetitions first, ≥ 0 (default: 2).
-        name: the model's name in the database (default: its class name).
+        name: the model's name in the database and in the profile's file name (default:
+            its class name): a label, never a path; names with ``/``, ``\\``, NUL or
+            another control character, a leading ``.`` or ``-``, or over 128 bytes are
+            refused (:mod:`chainplan.profiler.filename`).
         path: the Arrow file to write (default: a new file in
-            :func:`default_profile_dir`, named after the model by
-            :func:`chainplan.schema.file_stem`).
+            :func:`default_profile_dir`, named after the model).
         ingest: store the profile in the database (default: True).
         progress: show a progress bar over the stages (default: when stderr is a terminal).
         spread_warning: warn (:class:`~chainplan.errors.ChainplanWarning`) when a stage's
@@ -159,8 +158,8 @@ def profile_model(
     Raises:
         ProfileError: a stage does not return one tensor, a stage or the loss raises while
             measured (the error names it, ``stage_index`` and ``stage_name`` say which, and
-            the original error is its ``__cause__``), the call has no tensor argument, or
-            an option is out of range.
+            the original error is its ``__cause__``), the call has no tensor argument, an
+            option is out of range, or ``name`` cannot name a profile (before measuring).
         CaptureError: a model that is not a Sequential cannot be captured (a
             :class:`ProfileError` naming the construct, e.g. data-dependent control flow),
             or a language model's loss cannot be computed without its logits (the message
@@ -171,7 +170,7 @@ def profile_model(
     batches = check_batch_sizes(batch_sizes)
     sample = chain_sample(model, args, kwargs)
     device = sample.device
-    name = name or type(model).__name__
+    name = check_profile_name(name, default_from=model)  # before anything is measured
     # Towers joined at the loss, one per input, positional or keyword (chainplan.towers)?
     # The parallel fields (batch_sizes, optimizer: the advisors') describe one chain: with
     # them, one chain.
@@ -243,7 +242,7 @@ def profile_model(
                                             warmup=warmup, device=device) for b in batches]
                 bfwd.append([o.fwd_times_s for o in others])
                 bbwd.append([o.bwd_times_s for o in others])
-                measured.append((m, _nbytes(x)))
+                measured.append((m, storage_nbytes(x)))
                 x = m.output
                 bar.update()
             if split_error is not None:  # every stage ran: the whole forward's error stands
@@ -262,7 +261,7 @@ def profile_model(
                               held_during(list(stages), measured, device),
                               holds_end=holds_end)
             end = chain_end(measured[-1][0], lm, holds_end=holds_end)
-            rows.extend(loss_rows(len(stages) + 1, _nbytes(x), lm, loss_name, end,
+            rows.extend(loss_rows(len(stages) + 1, storage_nbytes(x), lm, loss_name, end,
                                   chain.side_bytes))
             rows = with_parallel(rows, structures, batches, bfwd, bbwd)
             bar.update()
@@ -275,8 +274,7 @@ def profile_model(
         bound.close()
         model.train(was_training)
     if path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{file_stem(name)}-{stamp}-{os.getpid()}.arrow"
+        path = new_profile_path(name)
     out = write_profile(path, rows, meta)
     run_id = None
     if ingest:

@@ -4,7 +4,8 @@ Implements the profiling recipe of ``specs/rotor.md`` §7 item 25 (see also §1.
 20-23) for a single stage ``F_ℓ``: its input ``x = a_{ℓ-1}`` is present and detached, weight
 gradients are already allocated, and
 
-* ``a_ℓ`` (``out_bytes``) is ``numel × element_size`` of the output;
+* ``a_ℓ`` (``out_bytes``) is the bytes of the output's storage: a view (``h[:, :-1]``)
+  keeps its whole base alive (:mod:`chainplan.profiler.sizes`);
 * ``ā_ℓ`` (``saved_bytes``) is everything ``F_ℓ^all`` keeps for ``B_ℓ``: the unique storages
   autograd saves (:class:`~chainplan.profiler.saved.SavedTensorProbe`, parameters, buffers
   and the input left out) plus the output's storage when no operation saved it, clamped to
@@ -66,7 +67,7 @@ from chainplan.profiler.measuring import (
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.recompute import measure_recompute
 from chainplan.profiler.saved import SavedTensorProbe
-from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
+from chainplan.profiler.sizes import layout_copy, nbytes, shares_storage, storage_nbytes
 from chainplan.runtime.recompute import RNGState, not_a_leaf
 
 __all__ = ["StageMeasurement", "measure_stage", "time_stage"]
@@ -80,7 +81,7 @@ class StageMeasurement:
         fwd_time_s: ``u_F``, median forward time (seconds).
         bwd_time_s: ``u_B``, median backward time (seconds); 0 when the output needs no
             gradient.
-        out_bytes: ``a_ℓ``, bytes of the output (numel × element size).
+        out_bytes: ``a_ℓ``, bytes of the output's storage (a view holds its base's).
         saved_bytes: ``ā_ℓ``, bytes the forward keeps for the backward, output included
             (≥ ``out_bytes``).
         fwd_tmp_bytes: ``o_F``, forward temporary bytes on top of input and ``ā_ℓ``.
@@ -102,7 +103,8 @@ class StageMeasurement:
             consumes (:func:`consumed_output`).
         output_kept: whether the stage itself keeps its output storage alive for the
             backward (an operation saved it, or it aliases the input).
-        output: the stage output, detached, for measuring the next stage.
+        output: the stage output, detached, for measuring the next stage: a copy laid out
+            as the output is (:func:`~chainplan.profiler.sizes.layout_copy`).
         input_kept: whether the stage's backward needs its input (an operation saved it or
             a view of it); None when not measured (``chainplan.record``).
         recompute_times_s: every timed recomputation right before the backward, the one
@@ -215,9 +217,9 @@ def measure_stage(
             # The output goes on to the next stage as a copy, taken before the backward
             # probe (a constant there), so that the backward starts from a_ℓ's gradient
             # edge and autograd frees a_ℓ when the operation that saved it is done with it,
-            # as the executor's B_ℓ does (executors/runner.py).
-            with torch.no_grad():
-                output = out.detach().clone() if has_backward else out.detach()
+            # as the executor's B_ℓ does (executors/runner.py). The copy keeps the output's
+            # layout: the next stage runs on a view as a view (issue 35).
+            output = layout_copy(out) if has_backward else out.detach()
             bwd: MemoryProbe | None = None
             if has_backward:
                 edge = get_gradient_edge(out)
@@ -237,7 +239,7 @@ def measure_stage(
         input_grad_bytes = nbytes(x_in.grad) if x_in.grad is not None else 0
         x_in.grad = None
 
-        out_bytes = nbytes(output)
+        out_bytes = storage_nbytes(output)
         kept_bytes = saved.saved_bytes
         if not output_kept:
             kept_bytes += storage_nbytes(output)

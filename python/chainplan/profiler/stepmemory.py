@@ -38,7 +38,7 @@ from torch import nn
 
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
-from chainplan.profiler.sizes import nbytes, shares_storage, storage_nbytes
+from chainplan.profiler.sizes import shares_storage, storage_nbytes
 
 __all__: list[str] = []
 
@@ -180,7 +180,7 @@ class StepMemory:
         self._exit(f.saved)
         # As measure_stage: what autograd saved, plus the output unless an operation saved
         # it or it aliases the input.
-        f.out_bytes = nbytes(out)
+        f.out_bytes = storage_nbytes(out)  # a view holds its base (profiler.sizes)
         f.output_kept = f.saved.is_saved(out) or (
             isinstance(x, torch.Tensor) and shares_storage(out, x))
         f.kept_bytes = f.saved.saved_bytes

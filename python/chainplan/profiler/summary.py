@@ -1,4 +1,5 @@
-"""Readable text for profiles: sizes in IEC units and the stage table of a profile's rows.
+"""Readable text for profiles: sizes in IEC units, times with a unit, and the stage table
+of a profile's rows.
 
 The table shows each stage as the planner sees it: the rows of a stage are aggregated the
 way the Go side aggregates them (profiler/aggregate.go): times are medians over the
@@ -8,6 +9,7 @@ the side of more memory). This module never imports torch.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +31,23 @@ def format_bytes(n: int | None) -> str:
         v /= 1024
         i += 1
     return f"{n} B" if i == 0 else f"{v:.2f} {_UNITS[i]}"
+
+
+def format_seconds(s: float) -> str:
+    """A time with a unit that reads well, as the CLI prints it (``3.2 ms``, ``4.71 s``,
+    ``1.3 h``). Texts say why a time is missing before they format it; a NaN that reaches
+    here anyway reads ``unknown``, never "nan ms"."""
+    if math.isnan(s):
+        return "unknown"
+    if math.isinf(s):
+        return "∞ s" if s > 0 else "-∞ s"
+    if abs(s) >= 7200:
+        return f"{s / 3600:.3g} h"
+    if abs(s) >= 1:
+        return f"{s:.4g} s"
+    if abs(s) >= 1e-3:
+        return f"{s * 1e3:.4g} ms"
+    return f"{s * 1e6:.4g} µs"
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,14 @@ is given (:mod:`chainplan.towers.parts`). It is measured as the loss stage of a 
 A join that returns a one-element tensor (a loss) is backpropagated as it is; one that
 returns other tensors (the embeddings, the logits) is given random gradients, as a chain
 stage is, since the training script's loss is not known.
+
+A model that computes its loss itself and returns it among other values (``CLIPModel``
+called with ``return_loss=True``: a ``CLIPOutput`` with the loss, the logits, the
+embeddings and each tower's output) is backpropagated from that loss, as the training
+loop does (``out.loss.backward()``), and the loop holds the whole output through the
+backward: every tensor of it, the towers' last hidden states included, stays to the end of
+the step (``held_bytes``), as a causal language model's logits do
+(:func:`chainplan.profiler.lossmeasure.chain_end`, issue 35).
 """
 
 from __future__ import annotations
@@ -27,10 +35,11 @@ from torch import nn
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.measuring import preallocate_grads, preserved, random_like, timed
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
-from chainplan.profiler.sizes import nbytes, storage_nbytes
+from chainplan.profiler.sizes import held_nbytes, nbytes, shares_storage
 
 __all__ = ["JoinMeasurement", "measure_join"]
 
@@ -47,6 +56,9 @@ class JoinMeasurement:
         bwd_tmp_bytes: what the forward keeps plus the backward's peak, minus the output
             gradients (bytes).
         grad_bytes: Σ δ_{L_j} (bytes).
+        held_bytes: what the model's output keeps to the end of the step when the model
+            returns its own loss among other values (module docstring), each storage once,
+            the tower outputs included; 0 otherwise (bytes).
     """
 
     fwd_times_s: tuple[float, ...]
@@ -54,6 +66,7 @@ class JoinMeasurement:
     fwd_tmp_bytes: int
     bwd_tmp_bytes: int
     grad_bytes: int
+    held_bytes: int = 0
 
 
 def _result_tensors(result: object) -> list[torch.Tensor]:
@@ -85,6 +98,9 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
             return join(*ins)
 
     def seeds(result: object) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
+        own = own_loss(result)
+        if own is not None and own.requires_grad:
+            return [own], None
         tensors = _result_tensors(result)
         if not tensors:
             raise ProfileError("the model's result does not depend on its towers' outputs")
@@ -110,11 +126,18 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
                 result = forward()
             kept = saved.saved_bytes
             tensors, grads = seeds(result)
-            del result
-            kept += sum(storage_nbytes(t) for t in tensors if not saved.is_saved(t))
+            held, kept_out = 0, tensors
+            if grads is None and own_loss(result) is not None:
+                # The training loop holds the output through the backward: all of it to the
+                # step's end (held), and in the join's backward what the model does not
+                # count there already, the tower outputs a_{L_j} (kept_out).
+                leaves = [t for t in pytree.tree_leaves(result) if isinstance(t, torch.Tensor)]
+                held = held_nbytes(leaves)
+                kept_out = [t for t in leaves if not any(shares_storage(t, i) for i in ins)]
+            kept += held_nbytes(t for t in kept_out if not saved.is_saved(t))
             with MemoryProbe(device=device) as bwd:
                 torch.autograd.backward(tensors, grads)
-            del tensors, grads
+            del tensors, grads, result
         grad_bytes = sum(nbytes(t.grad) for t in ins if t.grad is not None)
         clear()
         fwd_times: list[float] = []
@@ -132,4 +155,4 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
     return JoinMeasurement(fwd_times_s=tuple(fwd_times), bwd_times_s=tuple(bwd_times),
                            fwd_tmp_bytes=fwd.peak_bytes,
                            bwd_tmp_bytes=max(0, kept + bwd.peak_bytes - grad_bytes),
-                           grad_bytes=grad_bytes)
+                           grad_bytes=grad_bytes, held_bytes=held)

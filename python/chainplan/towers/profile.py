@@ -18,7 +18,6 @@ mask a graph-captured tower reads) is added to every operation's overheads, as f
 from __future__ import annotations
 
 import contextlib
-import datetime as _dt
 import functools
 import json
 import logging
@@ -36,10 +35,11 @@ from chainplan import _bind
 from chainplan.errors import ProfileError
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.split import side_bytes
-from chainplan.profiler.document import Profile, default_profile_dir
+from chainplan.profiler.document import Profile
+from chainplan.profiler.filename import check_profile_name, new_profile_path
 from chainplan.profiler.labels import compute_dtype, device_name, naming_stage
 from chainplan.profiler.signature import model_signature
-from chainplan.profiler.sizes import nbytes
+from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.spread import warn_if_spread
 from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
 from chainplan.profiler.stored import call_signature, find_stored
@@ -107,9 +107,11 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     (:mod:`chainplan.profiler.stored`: the call signature covers every input's shape).
 
     Raises:
-        ProfileError: a stage or the join fails while measured (naming it).
+        ProfileError: a stage or the join fails while measured (naming it), or ``name``
+            cannot name a profile (before measuring).
     """
     start = time.perf_counter()
+    name = check_profile_name(name)
     flat = model_inputs(inputs, kwargs)
     device = flat[split.branches[0].input].device
     meta = _metadata(model, split, inputs, kwargs, name=name, loss=loss_name(loss_fn),
@@ -145,12 +147,12 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
                 total += 1
                 with naming_stage(total, sname):
                     m = measure_stage(stage, x, repeats=repeats, warmup=warmup, device=device)
-                rows.append((m, nbytes(x)))
+                rows.append((m, storage_nbytes(x)))
                 x = m.output
             measured.append(rows)
         for j in calls:  # a shared tower: each branch's own input, the same output shape
             xj, _ = chain.bind(split.branches[j], flat)
-            a0[j] = nbytes(xj)
+            a0[j] = storage_nbytes(xj)
             if j == calls[0]:
                 outputs[j] = x
             else:
@@ -167,8 +169,7 @@ def profile_towers(model: nn.Module, split: TowerSplit, inputs: Sequence[Any],
     towers_meta = {"lengths": lengths, "branches": [b.tower for b in split.branches],
                    "input_bytes": a0, "names": list(split.names), "keep_input_grad": keep}
     if path is None:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-        path = default_profile_dir() / f"{name}-{stamp}.arrow"
+        path = new_profile_path(name, "towers")
     out = write_profile(Path(path), rows_out,
                         {**meta.as_dict(), "towers": json.dumps(towers_meta)})
     run_id = None
@@ -239,8 +240,11 @@ def _rows(measured: list[list[tuple[StageMeasurement, int]]], chains: list[Tower
     (conservative): a recomputation in the backward phase runs while they are held. With a
     tower's chain ending at its last hidden state (a HuggingFace ``ModelOutput`` tower) they
     are a full activation each, no longer an embedding's few kilobytes."""
-    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))
-    held = resident + in_bytes
+    in_bytes = sum(nbytes(o) for o in pytree.tree_leaves(outs))  # the gradients: dense
+    # A model returning its own loss among its outputs: the loop holds them to the step's
+    # end (JoinMeasurement.held_bytes), in every tower stage's overheads, as chain_end
+    # counts a language model's logits (exact in the backward phase, over before it).
+    held = resident + in_bytes + jm.held_bytes
     rows: list[ProfileRow] = []
     k = 0
     for tower_rows, chain in zip(measured, chains, strict=True):

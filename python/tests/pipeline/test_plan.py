@@ -56,7 +56,13 @@ def _drop(doc: dict[str, Any], op: str, stage: int) -> None:
 
 
 @pytest.mark.parametrize(("edit", "message"), [
-    (lambda d: d.update(format="chainplan.schedule/v1"), r"^format: want 'chainplan\.pipe"),
+    (lambda d: d.update(format="chainplan.schedule/v1"),
+     r"^format: format chainplan\.schedule/v1 is not supported \(this chainplan reads "
+     r"chainplan\.pipeline/v1\); it is another kind of document"),
+    # Issue 33: a version this chainplan does not read is refused by name.
+    (lambda d: d.update(format="chainplan.pipeline/v2"),
+     r"^format: format chainplan\.pipeline/v2 is not supported \(this chainplan reads "
+     r"chainplan\.pipeline/v1\)$"),
     (lambda d: d.pop("format"), r"^format: missing"),
     (lambda d: d.update(gpus=0), r"^gpus: want an integer ≥ 1 \(got 0\)"),
     (lambda d: d.update(gpus=2.0), r"^gpus: want an integer \(got 2\.0\)"),

@@ -118,6 +118,36 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
         load_plan(rotor.plan_id)
 
 
+def test_one_request_one_stored_plan(tmp_path: Path) -> None:
+    """The CLI and Python with microbatches=4 and =8 ask for one plan: the micro-batches are
+    the runner's, which the planners do not read. All three get one plan id, so that the
+    executions of that plan gather under it; each gets back the micro-batches it gave."""
+    import json
+    import subprocess
+    import sys
+
+    import torch
+
+    import chainplan
+    from tests.pipeline import workers
+
+    x = torch.randn(2, 16)
+    prof = chainplan.profile(workers.chain(4), x, loss_fn=workers.loss_fn, target=x,
+                             spread_warning=None)
+    script = Path(sys.executable).parent / "chainplan"  # the installed console script
+    cli = subprocess.run([str(script), "pipeline", "--run", str(prof.run_id), "--gpus", "2",
+                          "--memory", "16MiB", "--bandwidth", "1GB/s", "--algo", "contiguous"],
+                         capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert "microbatches" not in json.loads(cli.stdout)
+    four, eight = (pipeline_plan(prof, gpus=2, memory="16MiB", bandwidth="1GB/s",
+                                 algo="contiguous", microbatches=n) for n in (4, 8))
+    assert f"recorded as plan {four.plan_id} of run {prof.run_id}" in cli.stderr
+    assert four.plan_id == eight.plan_id
+    assert (four.microbatches, eight.microbatches) == (4, 8)
+    n = chainplan.query(f"SELECT count(*) AS n FROM plans WHERE run_id = {prof.run_id}")
+    assert n.to_pylist() == [{"n": 1}]
+
+
 def test_one_default_per_parameter(eight: Path, tmp_path: Path) -> None:
     """The CLI and Python, given the same request and nothing else, plan the same memory:
     the defaults (algorithm, weight copies, activation model, temporaries, time limit) live
@@ -151,7 +181,7 @@ def test_faster_headroom_checkpoint(eight: Path) -> None:
     slow = pipeline_plan(eight, gpus=4, memory="min", bandwidth=1e4, algo="contiguous")
     assert slow.speedup < 1 < fast.speedup and slow.memory_bytes < fast.memory_bytes
     assert 0 < slow.memory_cost < fast.memory_cost <= 1
-    assert "x one device" in str(slow)
+    assert "x the throughput of one device" in str(slow)
     roomy = pipeline_plan(eight, gpus=4, memory=10_000, bandwidth=1e4, algo="contiguous",
                           headroom=0.5)
     assert roomy.headroom == 0.5 and roomy.memory_limit == 5000

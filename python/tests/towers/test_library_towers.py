@@ -172,3 +172,44 @@ def test_keyword_single_chain_is_not_towers() -> None:
     model = transformers.GPT2LMHeadModel(cfg).train()
     assert find_towers(model, (), {"input_ids": ids, "attention_mask": torch.ones_like(ids),
                                    "labels": ids}) is None
+
+
+def test_clip_through_checkpointed_as_called() -> None:
+    """Issue 35: ``Checkpointed(CLIPModel, budget="min")`` called with ``return_loss=True``
+    and no ``loss_fn`` works on its first call (the stored-profile lookup captured one chain
+    before the towers were found: a CaptureError), trains with the plain model's gradients,
+    and a second instance plans from the stored towers' profile."""
+    model, call = clip(), batch()
+    _, want = grads(model, model, call)
+    net = chainplan.Checkpointed(model, budget="min", repeats=1, warmup=0)
+    out, got = grads(model, net, call)
+    plan = chainplan.executors.planned(net).plans[0]
+    assert plan.algo == "multichain"
+    assert got.keys() == want.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], rtol=0, atol=0, msg=name)
+    torch.testing.assert_close(out.loss, model(**call).loss, rtol=0, atol=0)
+    again = chainplan.Checkpointed(model, budget="min")
+    again(**call).loss.backward()
+    assert chainplan.executors.planned(again).plans[0].run_id == plan.run_id
+
+
+@pytest.mark.parametrize("algo", ["multichain", "multichain-linear"])
+def test_clip_own_loss_holds_its_budget(algo: str) -> None:
+    """Issue 35: trained as called, ``out = net(...); out.loss.backward()``, the output
+    holds both towers' last hidden states, the pooled outputs, the embeddings and the
+    logits to the end of the step; the profile counts them (the smallest plan measured
+    2.3 % over its budget before, over the project's 2 %), so every plan from the smallest
+    to store-all holds its budget."""
+    model, call = clip(), batch()
+    prof = chainplan.profile(model, **call, repeats=1, warmup=0, progress=False,
+                             ingest=False, spread_warning=None)
+    assert isinstance(prof, TowersProfile)
+    lo = chainplan.plan(prof, budget="min", algo=algo)
+    hi = chainplan.plan(prof, budget="1TiB", algo=algo).peak_bytes
+    for budget in (lo.budget_bytes, (lo.budget_bytes + hi) // 2, hi):
+        plan = chainplan.plan(prof, budget=budget, algo=algo)
+        model.zero_grad(set_to_none=True)
+        got = chainplan.measure(plan.wrap(model), steps=1, store=False, **call).peak_bytes
+        assert got <= 1.02 * budget, (algo, budget, got)
+        assert got >= 0.9 * plan.peak_bytes, (algo, budget, got, plan.peak_bytes)

@@ -61,8 +61,11 @@ func (tb *Table) cdCase1Value(s, t int, a, d1, excB, sub float64) float64 {
 // infeasible. In exact arithmetic the recurrences never reach one (checked on 20,000
 // random chains while writing this package); the rounding up of Δ can, and this keeps
 // every C_Δ lookup of the discretized table on its grid.
+//
+// A table that would pass its memory limit (Overflow) answers +Inf from then on, which
+// ends the recursion at once; its caller refuses the request.
 func (tb *Table) CD(s, t int, a, d float64, run bool) float64 {
-	if !tb.Fits(a+d, tb.M) {
+	if tb.over || !tb.Fits(a+d, tb.M) {
 		return math.Inf(1)
 	}
 	k, p, i := tb.cdAt(s, t, run, a, d)
@@ -70,6 +73,9 @@ func (tb *Table) CD(s, t int, a, d float64, run bool) float64 {
 		return e.V
 	}
 	e := tb.cdCompute(s, t, a, d, run)
+	if tb.over || !tb.reserve(p, i) {
+		return math.Inf(1)
+	}
 	tb.cd.Put(k, p, i, e)
 	return e.V
 }

@@ -36,6 +36,10 @@ type Table struct {
 	// cdMin[s·(N+1)+t][A] is the smallest C_Δ(s, t, A, ·) over Δ and run, filled by
 	// FillCD; nil: the sequential times are the lower bounds instead.
 	cdMin [][]float64
+	// lazyLeft is the memory left to the slabs CD allocates when first written (limits.go),
+	// lazyUsed what they took; over is set once one would not fit.
+	lazyLeft, lazyUsed float64
+	over               bool
 }
 
 type cdKey struct {
@@ -58,6 +62,7 @@ func NewTable(c *Chain, m, beta float64, continuous bool) *Table {
 		tb.pa[k] = tb.pa[k-1] + c.ABar[k-1]
 	}
 	if !continuous {
+		tb.lazyLeft = tableLimit() - IndexBytes(n, int(m))
 		tb.Grid = NewGrid(int(m))
 		tb.cd.Init(false, 2*(n+1)*(n+1), tb.Grid.Size1())
 	} else {
