@@ -50,7 +50,7 @@ from torch.utils import _pytree as pytree
 from chainplan.errors import ProfileError
 from chainplan.graph.eager import eager_branches
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
-from chainplan.graph.held import causal_masks, drop_metadata_assertions, share_float_masks
+from chainplan.graph.held import drop_metadata_assertions
 
 __all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
 
@@ -220,8 +220,6 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         dropped = fuse_head(graph, type(model).__name__, keep_logits=keep_logits)
     except UnfusedHead as err:
         raise CaptureError(str(err)) from None
-    causal_masks(graph)
-    share_float_masks(graph)
     by_name = {n.name: n for n in graph.nodes if n.op == "placeholder"}
     inputs: dict[fx.Node, Input] = {}
     positional = _positional(model)

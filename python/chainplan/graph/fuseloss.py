@@ -51,7 +51,6 @@ from typing import Any
 import torch
 from torch import fx
 
-from chainplan.graph.nodes import arguments, value_of
 from chainplan.runtime.linearloss import linear_cross_entropy
 
 __all__ = ["UnfusedHead", "drop_returned_logits", "fuse_head", "fuse_linear_cross_entropy"]
@@ -157,7 +156,7 @@ def drop_returned_logits(graph: fx.Graph) -> list[int]:
 def _path_to_head(loss: fx.Node) -> list[fx.Node] | None:
     """The nodes from the loss's logits back to the ``linear`` computing them (first
     arguments followed, whatever the operations), or None when there is none nearby."""
-    node = arguments(loss)["self"]
+    node = _arguments(loss)["self"]
     path: list[fx.Node] = []
     while isinstance(node, fx.Node) and node.op == "call_function" and len(path) < _REACH:
         path.append(node)
@@ -170,20 +169,20 @@ def _path_to_head(loss: fx.Node) -> list[fx.Node] | None:
 def _language_model_head(linear: fx.Node) -> bool:
     """Whether ``linear`` gives a row of logits per token, wider than its input (module
     docstring)."""
-    out, h = value_of(linear), value_of(arguments(linear)["input"])
+    out, h = _val(linear), _val(_arguments(linear)["input"])
     return out is not None and h is not None and out.dim() >= 3 and out.shape[-1] > h.shape[-1]
 
 
 def _match(loss: fx.Node) -> _Head | str:
     """The head feeding ``loss`` when the pair may be fused, else why not."""
-    kw = arguments(loss)
+    kw = _arguments(loss)
     if kw.get("weight") is not None:
         return "a class weight (cross_entropy's weight=)"
     if float(kw.get("label_smoothing", 0.0)) != 0.0:
         return f"label smoothing (label_smoothing={float(kw['label_smoothing'])})"
     if int(kw.get("reduction", 1)) not in _REDUCTIONS:
         return "reduction='none' (a loss per token, reduced afterwards)"
-    logits, target = value_of(kw["self"]), value_of(kw["target"])
+    logits, target = _val(kw["self"]), _val(kw["target"])
     if (logits is None or target is None or logits.dim() != 2 or target.dim() != 1
             or target.dtype not in (torch.int64, torch.int32)
             or target.shape[0] != logits.shape[0]):
@@ -219,7 +218,7 @@ def _match(loss: fx.Node) -> _Head | str:
     others = _readers(node)
     if len(others) != 1:
         return f"the logits ({node.name}) read besides the loss, by {_names(others)}"
-    out = value_of(node)
+    out = _val(node)
     if out is None or out.shape[-1] != logits.shape[1] or out.numel() != logits.numel():
         return "logits whose rows the operations before the loss rearrange"
     options: dict[str, Any] = {"reduction": _REDUCTIONS[int(kw["reduction"])],
@@ -283,10 +282,29 @@ def _readers(node: fx.Node) -> list[fx.Node]:
     return [u for u in node.users if u not in asserts]
 
 
+def _val(node: Any) -> torch.Tensor | None:
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
+def _arguments(node: fx.Node) -> dict[str, Any]:
+    """An ATen call's arguments by their schema names, defaults filled in."""
+    schema = node.target._schema  # type: ignore[union-attr]
+    out: dict[str, Any] = {}
+    for i, a in enumerate(schema.arguments):
+        if i < len(node.args):
+            out[a.name] = node.args[i]
+        elif a.name in node.kwargs:
+            out[a.name] = node.kwargs[a.name]
+        else:
+            out[a.name] = a.default_value if a.has_default_value() else None
+    return out
+
+
 def _keeps_rows(node: fx.Node) -> bool:
     """Whether ``node`` leaves each row of logits whole and in order: a reshape keeping the
     last dimension, or a cast to float32 (the fused loss computes in float32)."""
-    val, src = value_of(node), value_of(node.args[0]) if node.args else None
+    val, src = _val(node), _val(node.args[0]) if node.args else None
     if val is None or src is None:
         return False
     if node.target in _RESHAPES:
@@ -298,7 +316,7 @@ def _keeps_rows(node: fx.Node) -> bool:
 
 
 def _rewrite(graph: fx.Graph, loss: fx.Node, head: _Head) -> None:
-    args = arguments(head.linear)
+    args = _arguments(head.linear)
     h, weight, bias = args["input"], args["weight"], args["bias"]
     with graph.inserting_before(loss):
         fused = graph.call_function(linear_cross_entropy, (h, weight, bias, head.target),
