@@ -322,6 +322,9 @@ def _rewrite(graph: fx.Graph, loss: fx.Node, head: _Head) -> None:
         fused = graph.call_function(linear_cross_entropy, (h, weight, bias, head.target),
                                     dict(head.options))
     fused.meta = dict(loss.meta)
+    # Named after the head's module (``lm_head:Linear``): the loss has none of its own.
+    if "nn_module_stack" in head.linear.meta:
+        fused.meta["nn_module_stack"] = head.linear.meta["nn_module_stack"]
     loss.replace_all_uses_with(fused)
     for n in [loss, *head.between, head.linear]:
         for a in _asserts(n):
