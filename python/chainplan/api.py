@@ -17,13 +17,7 @@ from torch.utils import _pytree as pytree
 from chainplan import _bind
 from chainplan.algorithms import check_algorithm
 from chainplan.arguments import bandwidth_or_auto as _bandwidth  # plan()'s name for it
-from chainplan.errors import (
-    ArgumentTypeError,
-    ChainplanError,
-    NotFoundError,
-    PlanError,
-    ProfileError,
-)
+from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
 from chainplan.executors.view import planned
 from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
@@ -31,8 +25,8 @@ from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.profiler.sizes import held_nbytes
+from chainplan.reuse import profile_keeps_logits
 from chainplan.schedule import Plan
-from chainplan.schema import read_metadata
 
 __all__ = ["profile", "plan", "record", "measure", "Execution"]
 
@@ -205,22 +199,19 @@ def plan_from(
                           keep_logits=_kept_logits(source, chain))
 
 
-def _kept_logits(source: Profile | int | str | os.PathLike[str], chain: str | None) -> bool:
+def _kept_logits(source: Profile | int | str | os.PathLike[str],
+                 chain: str | None) -> bool | None:
     """Whether the profile a plan is made from kept a language model's logits beside its
     loss, so that the plan's executor captures the model the same way: the Profile's word,
-    else its file's ``keep_logits`` metadata (a file written before the key kept them); a
-    chain file, or a run whose file is gone, says nothing (the default, False)."""
+    or its file's (:func:`~chainplan.reuse.profile_keeps_logits`); a chain file says
+    nothing (False, the default); a stored run's is read when the plan runs (None)."""
     if isinstance(source, Profile):
         return source.keep_logits
     if chain is not None:
         return False
-    try:
-        path = (str(_bind.run(source)["source_path"])
-                if isinstance(source, int) else os.fspath(source))
-        meta = read_metadata(path)
-    except ChainplanError:  # a run without its file: the plan still runs, with the default
-        return False
-    return meta.get("keep_logits", "true") == "true"
+    if isinstance(source, int):
+        return None
+    return profile_keeps_logits(source)
 
 
 def _is_arrow_file(source: str | os.PathLike[str]) -> bool:

@@ -76,7 +76,9 @@ class PlanDocument:
             algorithms), its section: the operations then name their branch; else None.
         keep_logits: whether the profile the plan was made from kept a language model's
             logits beside its loss (``profile(..., keep_logits=True)``): the executor
-            captures the model as it was profiled (:mod:`chainplan.graph.fuseloss`).
+            captures the model as it was profiled (:mod:`chainplan.graph.fuseloss`). None
+            for a plan of a stored run: read from the run's profile file when the plan
+            first runs a model captured from its graph (planning stays one crossing).
     """
 
     algo: str
@@ -97,7 +99,7 @@ class PlanDocument:
     chain_json: str | None = field(default=None, compare=False, repr=False)
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
     multichain: Multichain | None = None
-    keep_logits: bool = field(default=False, compare=False)
+    keep_logits: bool | None = field(default=None, compare=False)
 
     @property
     def num_stages(self) -> int:

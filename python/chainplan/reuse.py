@@ -26,14 +26,15 @@ import torch
 from torch import nn
 
 from chainplan import _bind
-from chainplan.errors import NotFoundError
+from chainplan.errors import ChainplanError, NotFoundError
 from chainplan.graph.capture import CaptureError
 from chainplan.graph.chain import extract
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.signature import model_signature
 from chainplan.profilerow import measured_now
+from chainplan.schema import read_metadata
 
-__all__ = ["find_profile"]
+__all__ = ["find_profile", "profile_keeps_logits", "run_keeps_logits"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,29 @@ def loss_name(loss_fn: Callable[..., object] | None) -> str:
     if loss_fn is None:
         return "none"
     return str(getattr(loss_fn, "__name__", type(loss_fn).__name__))
+
+
+def profile_keeps_logits(path: str | os.PathLike[str]) -> bool:
+    """Whether the profile file at ``path`` was taken with a language model's logits kept
+    beside its loss (its ``keep_logits`` metadata; a file written before the key kept
+    them); False for a file that cannot be read (the default capture)."""
+    try:
+        meta = read_metadata(path)
+    except ChainplanError:
+        return False
+    return meta.get("keep_logits", "true") == "true"
+
+
+def run_keeps_logits(run_id: int | None) -> bool:
+    """:func:`profile_keeps_logits` of stored run ``run_id``'s profile file (False without a
+    run, or for a run the database no longer has)."""
+    if run_id is None:
+        return False
+    try:
+        path = str(_bind.run(run_id)["source_path"])
+    except ChainplanError:
+        return False
+    return profile_keeps_logits(path)
 
 
 def model_loss_name(model: object, logits_dropped: bool = False) -> str:

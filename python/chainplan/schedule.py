@@ -45,7 +45,7 @@ class Plan(PlanDocument):
                   run_id: int | None = None,
                   input_shape: Sequence[int] | None = None,
                   chain_json: str | None = None, trusted: bool = False,
-                  keep_logits: bool = False) -> Plan:
+                  keep_logits: bool | None = None) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document

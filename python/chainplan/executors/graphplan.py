@@ -25,6 +25,7 @@ from chainplan.executors.view import Planned
 from chainplan.graph.call import training_call
 from chainplan.graph.chain import ExtractedChain, extract, input_key
 from chainplan.plandoc import PlanDocument
+from chainplan.reuse import run_keeps_logits
 from chainplan.runtime import compiled
 
 __all__ = ["GraphPlan", "run_extracted"]
@@ -63,7 +64,10 @@ class GraphPlan(Planned):
         entry = self._chains.get(key)
         if entry is None:
             # Captured as the plan's profile was: a language model's logits kept or not.
-            chain = extract(self.model, args, kwargs, keep_logits=self.plan.keep_logits)
+            keep = self.plan.keep_logits
+            if keep is None:
+                keep = run_keeps_logits(self.plan.run_id)
+            chain = extract(self.model, args, kwargs, keep_logits=keep)
             if len(chain.stages) != self.plan.num_stages:
                 raise ScheduleError(
                     f"the plan is for {self.plan.num_stages} stages, but the chain extracted "

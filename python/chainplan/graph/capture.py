@@ -50,6 +50,7 @@ from torch.utils import _pytree as pytree
 from chainplan.errors import ProfileError
 from chainplan.graph.eager import eager_branches
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
+from chainplan.graph.held import drop_metadata_assertions
 
 __all__ = ["Capture", "CaptureError", "Input", "capture", "FALLBACK"]
 
@@ -214,6 +215,7 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
                            keep_logits=keep_logits)
         raise CaptureError(_explain(model, err)) from err
     graph = program.graph
+    drop_metadata_assertions(graph)  # held.py: what the plain step does not hold
     try:  # the head and its loss, never holding the logits
         dropped = fuse_head(graph, type(model).__name__, keep_logits=keep_logits)
     except UnfusedHead as err:

@@ -173,11 +173,6 @@ def _language_model_head(linear: fx.Node) -> bool:
     return out is not None and h is not None and out.dim() >= 3 and out.shape[-1] > h.shape[-1]
 
 
-def _val(node: Any) -> torch.Tensor | None:
-    v = node.meta.get("val") if isinstance(node, fx.Node) else None
-    return v if isinstance(v, torch.Tensor) else None
-
-
 def _match(loss: fx.Node) -> _Head | str:
     """The head feeding ``loss`` when the pair may be fused, else why not."""
     kw = _arguments(loss)
@@ -287,6 +282,11 @@ def _readers(node: fx.Node) -> list[fx.Node]:
     return [u for u in node.users if u not in asserts]
 
 
+def _val(node: Any) -> torch.Tensor | None:
+    v = node.meta.get("val") if isinstance(node, fx.Node) else None
+    return v if isinstance(v, torch.Tensor) else None
+
+
 def _arguments(node: fx.Node) -> dict[str, Any]:
     """An ATen call's arguments by their schema names, defaults filled in."""
     schema = node.target._schema  # type: ignore[union-attr]
@@ -322,6 +322,9 @@ def _rewrite(graph: fx.Graph, loss: fx.Node, head: _Head) -> None:
         fused = graph.call_function(linear_cross_entropy, (h, weight, bias, head.target),
                                     dict(head.options))
     fused.meta = dict(loss.meta)
+    # Named after the head's module (``lm_head:Linear``): the loss has none of its own.
+    if "nn_module_stack" in head.linear.meta:
+        fused.meta["nn_module_stack"] = head.linear.meta["nn_module_stack"]
     loss.replace_all_uses_with(fused)
     for n in [loss, *head.between, head.linear]:
         for a in _asserts(n):
