@@ -38,8 +38,8 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ChainplanWarning
 
-__all__ = ["CacheWarning", "chain_input", "decoder_input", "forward_parameters",
-           "training_call"]
+__all__ = ["CacheWarning", "chain_input", "decoder_input", "encoder_decoder",
+           "forward_parameters", "training_call"]
 
 
 class CacheWarning(ChainplanWarning):
@@ -81,7 +81,7 @@ def training_call(model: nn.Module, args: tuple[Any, ...],
                 "through the step", CacheWarning, stacklevel=4)
         ordered["use_cache"] = False
         ordered = dict(sorted(ordered.items(), key=lambda kv: order.get(kv[0], len(order))))
-    if (_encoder_decoder(model) and "decoder_input_ids" in order
+    if (encoder_decoder(model) and "decoder_input_ids" in order
             and isinstance(ordered.get("labels"), torch.Tensor)
             and ordered.get("decoder_input_ids") is None
             and ordered.get("decoder_inputs_embeds") is None
@@ -93,7 +93,7 @@ def training_call(model: nn.Module, args: tuple[Any, ...],
     return tuple(args), ordered
 
 
-def _encoder_decoder(model: nn.Module) -> bool:
+def encoder_decoder(model: nn.Module) -> bool:
     """Whether ``model`` is a transformers sequence-to-sequence model (module docstring)."""
     return bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
 
@@ -102,7 +102,7 @@ def decoder_input(model: nn.Module, kwargs: dict[str, Any]) -> str | None:
     """The keyword argument that is the chain input a_0 of an encoder-decoder's training
     call (``decoder_input_ids`` or ``decoder_inputs_embeds``, whichever is a tensor), or
     None for any other model or call (a_0 is then the first tensor argument)."""
-    if not _encoder_decoder(model):
+    if not encoder_decoder(model):
         return None
     for name in ("decoder_input_ids", "decoder_inputs_embeds"):
         if isinstance(kwargs.get(name), torch.Tensor):

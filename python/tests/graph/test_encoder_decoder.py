@@ -146,3 +146,29 @@ def test_a_family_not_named_by_class() -> None:
     scale = max(g.abs().max() for g in expect.values())
     for k, g in _grads(model).items():
         torch.testing.assert_close(g, expect[k], rtol=0, atol=GRAD_TOL * scale)
+
+
+def test_an_encoder_decoder_that_cannot_be_captured_is_refused() -> None:
+    """M2M100 makes its decoder input from the labels with no method to ask for it: refused,
+    naming the argument to pass; passed, its training skips layers at random
+    (``layerdrop``), a branch on a tensor's value: refused with the construct and the
+    model's line."""
+    from transformers import M2M100Config, M2M100ForConditionalGeneration
+    from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
+
+    from chainplan.graph.capture import CaptureError
+
+    cfg = M2M100Config(vocab_size=512, d_model=64, encoder_layers=2, decoder_layers=2,
+                       encoder_attention_heads=4, decoder_attention_heads=4,
+                       encoder_ffn_dim=128, decoder_ffn_dim=128, max_position_embeddings=64,
+                       encoder_layerdrop=0.1, decoder_layerdrop=0.1, dropout=0.0)
+    model = M2M100ForConditionalGeneration(cfg).train()
+    kwargs = call()
+    # M2M100 shifts its labels in forward, with no method to ask for the shift.
+    with pytest.raises(CaptureError, match=r"prepare_decoder_input_ids_from_labels.*"
+                                           r"pass decoder_input_ids="):
+        extract(model, (), kwargs)
+    kwargs["decoder_input_ids"] = shift_tokens_right(kwargs["labels"], cfg.pad_token_id,
+                                                     cfg.decoder_start_token_id)
+    with pytest.raises(CaptureError, match=r"data-dependent control flow.*layerdrop"):
+        extract(model, (), kwargs)
