@@ -218,7 +218,7 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
     if gathered == "step" or not reshard_after_forward:
         held = total
     else:
-        pair = max((a + b for a, b in zip(inner, inner[1:])), default=max(inner, default=0))
+        pair = max((a + b for a, b in zip(inner, inner[1:], strict=False)), default=max(inner, default=0))
         held = root + pair
     largest = max(sizes.values(), default=0)
     # Unsharded gradients (a unit's; all of them when reduce-scattered at the end of the
@@ -286,7 +286,7 @@ class RankPlan:
             raise PlanError(f"this plan was made for {self.memory.world} data-parallel ranks, "
                             f"and this job has {actual}: plan again with rank_memory(..., "
                             f"world={actual})")
-        view = self.plan.wrap(model)
+        view: nn.Module = self.plan.wrap(model)
         expect_world(plain_model(view), self.memory.world, self.memory.shard)
         return view
 

@@ -103,7 +103,7 @@ def _check(model: nn.Module, plain: nn.Module, units: list[tuple[nn.Module, Any]
     import torch.distributed as dist
 
     name = type(plain).__name__
-    for m, state in units:
+    for _, state in units:
         if len(state._modules) > 1:
             raise PlanError(f"{name}: a group of modules sharded together (fully_shard on a "
                             "list) is not supported under a chainplan plan; shard each "
@@ -122,7 +122,7 @@ def _check(model: nn.Module, plain: nn.Module, units: list[tuple[nn.Module, Any]
         raise PlanError(f"{name}: the plan was made for {world} data-parallel ranks, and "
                         f"this job has {actual}: plan again with rank_memory(..., "
                         f"world={actual})")
-    for m, state in units:
+    for _, state in units:
         for group in state._fsdp_param_groups:
             size = group.mesh_info.shard_mesh_size
             if size != shard:

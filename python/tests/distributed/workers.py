@@ -187,14 +187,27 @@ def plain_fsdp() -> dict[str, Any]:
 
 def ddp_checkpointed() -> dict[str, Any]:
     """``DDP(Checkpointed(model))``: the replicated case."""
-    import chainplan
     from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import chainplan
+    from chainplan.executors import planned
+    from chainplan.profiler.memory import MemoryProbe
+    from chainplan.sharded import rank_memory
 
     model = _gpt()
     ref = copy.deepcopy(model)
-    net = DDP(chainplan.Checkpointed(model, budget="min", loss_fn=F.cross_entropy,
-                                     target=_target))
-    out = _train(_Forwarding(net), ref, probe_last=False)
+    view = chainplan.Checkpointed(model, budget="min", loss_fn=F.cross_entropy,
+                                  target=_target)
+    with MemoryProbe(device="cpu") as built:  # DDP's gradient buckets, allocated here
+        net = DDP(view)
+    out = _train(_Forwarding(net), ref, probe_last=True)
+    mem = rank_memory(model, world=dist.get_world_size(), strategy="ddp")
+    state = planned(view)
+    assert state is not None
+    plan = state.plans[0]  # type: ignore[attr-defined]
+    out.update(measured=out["measured"] + built.delta_bytes,
+               planned=mem.fixed_bytes + plan.peak_bytes, fixed=mem.fixed_bytes,
+               activations=plan.peak_bytes)
     return out
 
 
@@ -212,10 +225,24 @@ class _Forwarding(nn.Module):
         return self.ddp.module.named_parameters(*args, **kwargs)
 
 
+def refused(world: int | None = None, shard: int | None = None) -> dict[str, Any]:
+    """A plan made for another job: the error, and whether the ranks still agree after it
+    (a collective that completes: none of them hangs in one the other never joins)."""
+    try:
+        rank_plan(world=world, shard=shard)
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    else:
+        error = ""
+    flag = torch.ones(1)
+    dist.all_reduce(flag)
+    return {"refused": error, "alive": flag.item()}
+
+
 KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "checkpointed_fsdp": checkpointed_fsdp, "rank_plan": rank_plan,
     "ddp_checkpointed": ddp_checkpointed,
-    "plain_fsdp": plain_fsdp}
+    "plain_fsdp": plain_fsdp, "refused": refused}
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
