@@ -218,7 +218,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
     if gathered == "step" or not reshard_after_forward:
         held = total
     else:
-        pair = max((a + b for a, b in zip(inner, inner[1:], strict=False)), default=max(inner, default=0))
+        pairs = [a + b for a, b in zip(inner, inner[1:], strict=False)]
+        pair = max(pairs, default=max(inner, default=0))
         held = root + pair
     largest = max(sizes.values(), default=0)
     # Unsharded gradients (a unit's; all of them when reduce-scattered at the end of the
