@@ -61,7 +61,7 @@ __all__ = ["RankMemory", "RankPlan", "optimizer_copies", "plan_rank", "rank_memo
 _OPTIMIZER_COPIES = {"adamw": 2, "adam": 2, "sgd-momentum": 1, "sgd": 0, "none": 0}
 
 _STRATEGIES = ("fsdp", "hsdp", "ddp")
-_GATHERED = ("per-unit", "step")
+_GATHERED = ("per-unit", "step", "chain")
 
 
 def optimizer_copies(optimizer: str) -> int:
@@ -82,8 +82,10 @@ class RankMemory:
             and the replicas (``world == shard * replicate``).
         strategy: ``"fsdp"``, ``"hsdp"`` or ``"ddp"``.
         reshard_after_forward: FSDP2's option for the non-root units.
-        gathered_mode: ``"per-unit"`` (FSDP2 gathers a unit when it runs) or ``"step"``
-            (every unit gathered for the step: chainplan composed under ``fully_shard``).
+        gathered_mode: ``"per-unit"`` (FSDP2 gathers a unit when it runs), ``"step"``
+            (every unit gathered for the step: chainplan composed under ``fully_shard``
+            on a model split from its graph) or ``"chain"`` (the computing unit counted in
+            the chain's stages, :mod:`chainplan.shardchain`).
         units: each wrapping unit's unsharded parameter bytes, by name; ``""`` is the root
             (parameters owned by no other unit).
         params_bytes, grads_bytes, optimizer_bytes: the rank's sharded state.
@@ -182,7 +184,10 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
             ``fully_shard`` was applied to); with bytes, each unit's bytes (the root's is
             what is left of the total).
         strategy: ``"fsdp"``, ``"hsdp"`` or ``"ddp"`` (default: from ``shard``).
-        gathered: ``"per-unit"`` (default) or ``"step"`` (module docstring).
+        gathered: ``"per-unit"`` (default), ``"step"`` (module docstring) or ``"chain"``:
+            each stage of the planned chain is a unit, whose gathered parameters,
+            gradients and reduce-scatter input :func:`chainplan.shardchain.sharded_chain`
+            adds to its stage; the fixed part then holds the root and one prefetched unit.
         bucket_view: DDP's ``gradient_as_bucket_view`` (default: False).
 
     Raises:
@@ -217,6 +222,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
     root = sizes.get("", 0)
     if gathered == "step" or not reshard_after_forward:
         held = total
+    elif gathered == "chain":  # the computing unit is its stage's (shardchain.py)
+        held = root + max(inner, default=0)  # the one FSDP prefetches
     else:
         pairs = [a + b for a, b in zip(inner, inner[1:], strict=False)]
         pair = max(pairs, default=max(inner, default=0))
@@ -225,7 +232,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
     # Unsharded gradients (a unit's; all of them when reduce-scattered at the end of the
     # backward, as under a plan) and the reduce-scatter input; HSDP's all-reduce.
     grads = total if gathered == "step" else largest
-    buffers = grads + largest + (_padded(largest, shard) // shard if replicate > 1 else 0)
+    buffers = 0 if gathered == "chain" else grads + largest
+    buffers += _padded(largest, shard) // shard if replicate > 1 else 0
     return RankMemory(world, shard, replicate, strategy, reshard_after_forward, gathered,
                       sizes, share, share, copies * share, held, buffers)
 

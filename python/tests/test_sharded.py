@@ -3,12 +3,16 @@ and the refusals that come before any collective."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 import torch
 from torch import nn
 
 import chainplan
 from chainplan.errors import InfeasibleBudget, PlanError
+from chainplan.shardchain import sharded_chain
 from chainplan.sharded import RankPlan, plan_rank, rank_memory, unit_sizes
 
 # A model of 1000 bytes of parameters: units of 300, 300 and 200, the root holds 200.
@@ -34,6 +38,9 @@ def test_reshard_after_forward_false_and_whole_step() -> None:
     # Composed under fully_shard: all gathered, all unsharded gradients until the end.
     step = rank_memory(1000, world=4, units=UNITS, gathered="step")
     assert (step.gathered_bytes, step.buffer_bytes, step.fixed_bytes) == (1000, 1300, 3300)
+    # Each stage a unit, counted in the chain (shardchain): the root and one prefetched.
+    chain = rank_memory(1000, world=4, units=UNITS, gathered="chain")
+    assert (chain.gathered_bytes, chain.buffer_bytes, chain.fixed_bytes) == (500, 0, 1500)
 
 
 def test_hsdp_and_ddp() -> None:
@@ -83,3 +90,32 @@ def test_plan_for_another_world_refused_before_wrapping() -> None:
     one = plan_rank(prof, memory=rank_memory(model, world=1, units=[]), device_bytes=10**7)
     out = one.wrap(model)(torch.randn(4, 8))
     assert out.shape == (4, 8)
+
+
+def test_sharded_chain_counts_the_gathered_unit(tmp_path: Path) -> None:
+    chain = {"format": "chainplan.chain/v2", "input_bytes": 64,
+             "stages": [{"name": f"s{i}", "fwd_time": 1e-3, "bwd_time": 2e-3,
+                         "out_bytes": 64, "saved_bytes": 128, "fwd_tmp_bytes": 0,
+                         "bwd_tmp_bytes": 16, "param_bytes": 1000 * (i + 1),
+                         "recompute_time": 1e-3, "recompute_tmp_bytes": 8}
+                        for i in range(3)]}
+    src = tmp_path / "plain.chain.json"
+    src.write_text(json.dumps(chain))
+    out = sharded_chain(src, tmp_path / "sharded.chain.json", shard=4, bandwidth=1e6)
+    got = json.loads(out.read_text())["stages"][1]
+    t = 2000 * 3 / 4 / 1e6  # three quarters of the unit come from the other ranks
+    assert got["fwd_time"] == pytest.approx(1e-3 + t)
+    assert got["recompute_time"] == pytest.approx(1e-3 + t)
+    assert got["bwd_time"] == pytest.approx(2e-3 + 2 * t)  # gathered again, reduce-scattered
+    assert (got["fwd_tmp_bytes"], got["recompute_tmp_bytes"]) == (2000, 2008)
+    assert got["bwd_tmp_bytes"] == 16 + 3 * 2000
+    # The planner counts it: a plan of the sharded chain peaks a gathered unit higher.
+    plain = chainplan.plan(str(src), budget="min", algo="store-all")
+    sharded = chainplan.plan(str(out), budget="min", algo="store-all")
+    assert sharded.peak_bytes >= plain.peak_bytes + 3000
+    unchanged = json.loads(sharded_chain(src, tmp_path / "one.json", shard=1).read_text())
+    assert unchanged == chain
+    del chain["stages"][0]["param_bytes"]
+    src.write_text(json.dumps(chain))
+    with pytest.raises(PlanError, match="stage 0 .s0. has no param_bytes"):
+        sharded_chain(src, tmp_path / "x.json", shard=2)

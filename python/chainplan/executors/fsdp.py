@@ -82,6 +82,9 @@ def gathered_units(model: nn.Module, plain: nn.Module) -> Iterator[None]:
         yield
         return
     _check(model, plain, units)
+    if isinstance(plain, nn.Sequential):  # its stages are called: FSDP's hooks run per unit
+        yield
+        return
     for _, state in units:
         for group in state._fsdp_param_groups:
             if not group.is_unsharded:

@@ -37,7 +37,9 @@ def per_rank(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     scenarios = [{"name": "plain_fsdp", "kind": "plain_fsdp"},
                  {"name": "rank_plan", "kind": "rank_plan"},
                  {"name": "world4", "kind": "refused", "options": {"world": 4}},
-                 {"name": "shard1", "kind": "refused", "options": {"shard": 1}}]
+                 {"name": "shard1", "kind": "refused", "options": {"shard": 1}},
+                 {"name": "plain_chain_fsdp", "kind": "plain_chain_fsdp"},
+                 {"name": "sequential_fsdp", "kind": "sequential_fsdp"}]
     return session.run(2, scenarios, tmp_path_factory.mktemp("per_rank"))
 
 
@@ -48,8 +50,9 @@ def _ok(results: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return got
 
 
-def _same_training(results: list[dict[str, Any]], name: str) -> None:
-    base = _ok(results, "plain_fsdp")
+def _same_training(results: list[dict[str, Any]], name: str,
+                   baseline: str = "plain_fsdp") -> None:
+    base = _ok(results, baseline)
     for rank, (g, b) in enumerate(zip(_ok(results, name), base, strict=True)):
         assert g["loss_diff"] <= LOSS_TOL, (rank, g)
         assert g["param_diff"] <= PARAM_TOL, (rank, g)
@@ -75,6 +78,24 @@ def test_ddp_of_checkpointed_trains_as_one_process(wrapped: list[dict[str, Any]]
 def test_plan_per_rank_under_fsdp2(per_rank: list[dict[str, Any]]) -> None:
     _same_training(per_rank, "rank_plan")
     _within_plan(per_rank, "rank_plan")
+
+
+def test_chain_of_units_gathers_per_stage(per_rank: list[dict[str, Any]]) -> None:
+    """An nn.Sequential whose stages are FSDP units: FSDP2's own hooks gather each stage when
+    the plan runs it; the plan is made on chainplan.shardchain's chain (the gathered unit in
+    each stage's working memory, the all-gather in its times), within the device less
+    rank_memory(gathered="chain")'s fixed part."""
+    _same_training(per_rank, "sequential_fsdp", "plain_chain_fsdp")
+    _within_plan(per_rank, "sequential_fsdp")
+    for rank, (g, b) in enumerate(zip(_ok(per_rank, "sequential_fsdp"),
+                                      _ok(per_rank, "plain_chain_fsdp"), strict=True)):
+        assert g["recomputed"], (rank, g)  # the plan recomputes: gathers are at stake
+        # The chain counts an all-gather for every forward, recomputations included: an
+        # upper bound of what FSDP2 gathered (it gathers at least what it does alone).
+        backward = g["sequence"][g["sequence"].index(next(
+            op for op in g["sequence"] if op.startswith("B"))):]
+        extra = sum(op.startswith("F") for op in backward)
+        assert b["gathers"] <= g["gathers"] <= b["gathers"] + extra, (rank, g, b)
 
 
 @pytest.mark.parametrize(("name", "says"), [

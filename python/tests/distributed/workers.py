@@ -8,11 +8,12 @@ differences and the measured and planned peaks to the parent, which asserts on t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import os
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,13 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
     opt = torch.optim.AdamW(net.parameters(), lr=1e-2, eps=EPS)
     ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, eps=EPS)
     loss_diff, measured = 0.0, 0
+    gathers: list[int] = []  # FSDP2's all-gathers, per step
     for step, (idx, y, idx_l, y_l) in enumerate(_batches(world, rank)):
         opt.zero_grad(set_to_none=True)
         held = _local_bytes(net.parameters()) + _local_bytes(
             t for s in opt.state.values() for t in s.values())
         probe = MemoryProbe(device="cpu") if probe_last and step == STEPS - 1 else None
-        with probe if probe is not None else _nothing():
+        with probe if probe is not None else _nothing(), _counting(gathers):
             loss = F.cross_entropy(net(idx_l, mask=MASK), y_l)
             loss.backward()
             opt.step()
@@ -109,7 +111,26 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
         if d > param_diff:
             param_diff, worst = d, name
     return {"loss_diff": loss_diff, "param_diff": param_diff, "worst": worst,
-            "measured": measured}
+            "measured": measured, "gathers": gathers[-1]}
+
+
+@contextlib.contextmanager
+def _counting(counts: list[int]) -> Iterator[None]:
+    """Count FSDP2's all-gathers (one per unit gathered) while the block runs."""
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
+
+    real = group.foreach_all_gather
+    counts.append(0)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        counts[-1] += 1
+        return real(*args, **kwargs)
+
+    group.foreach_all_gather = counted
+    try:
+        yield
+    finally:
+        group.foreach_all_gather = real
 
 
 class _nothing:
@@ -185,6 +206,18 @@ def plain_fsdp() -> dict[str, Any]:
     return _train(model, ref, probe_last=False)
 
 
+def plain_chain_fsdp() -> dict[str, Any]:
+    """FSDP2 alone on the chain: its all-gathers without recomputation."""
+    from torch.distributed.fsdp import fully_shard
+
+    model = _chain()
+    ref = copy.deepcopy(model)
+    for stage in model:
+        fully_shard(stage)
+    fully_shard(model)
+    return _train(_NoMask(model), _NoMask(ref), probe_last=False)
+
+
 def ddp_checkpointed() -> dict[str, Any]:
     """``DDP(Checkpointed(model))``: the replicated case."""
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -239,10 +272,73 @@ def refused(world: int | None = None, shard: int | None = None) -> dict[str, Any
     return {"refused": error, "alive": flag.item()}
 
 
+def _chain() -> nn.Sequential:
+    from tests.models import gpt_like
+
+    torch.manual_seed(1234)
+    return gpt_like(vocab=256, width=32, blocks=2, seq=SEQ)[0]
+
+
+def sequential_fsdp(budget: str = "min") -> dict[str, Any]:
+    """A chain (nn.Sequential) planned per rank, each stage then sharded with fully_shard:
+    FSDP2's own hooks gather a stage's parameters when the plan runs it, recomputations
+    included (gathered per unit)."""
+    from torch.distributed.fsdp import fully_shard
+
+    import chainplan
+    from chainplan.shardchain import sharded_chain
+    from chainplan.sharded import plan_rank, rank_memory
+
+    model = _chain()
+    ref = copy.deepcopy(model)
+    n = dist.get_world_size()
+    _, _, idx_l, y_l = _batches(n, dist.get_rank())[0]
+    prof = chainplan.profile(model, idx_l, loss_fn=F.cross_entropy, target=y_l, repeats=1,
+                             warmup=0, progress=False)
+    chain = sharded_chain(prof, Path(os.environ["CHAINPLAN_DB"]).with_name("fsdp.chain.json"),
+                          shard=n, bandwidth=1e9)
+    lo = chainplan.plan(chain, budget="min").budget_bytes
+    units = [str(i) for i in range(len(model))]
+    mem = rank_memory(model, world=n, units=units, gathered="chain")
+    rp = plan_rank(chain, memory=mem, device_bytes=mem.fixed_bytes + lo)
+    net = rp.wrap(model)
+    for stage in net:
+        fully_shard(stage)
+    fully_shard(net)
+    out = _train(_NoMask(net), _NoMask(ref), probe_last=True)
+    out.update(planned=rp.peak_bytes, fixed=mem.fixed_bytes, activations=rp.plan.peak_bytes,
+               recomputed=sorted(planned_recomputed(net)),
+               sequence=[str(op) for op in rp.plan.sequence])
+    return out
+
+
+def planned_recomputed(net: nn.Module) -> set[int]:
+    from chainplan.executors import planned
+
+    state = planned(net)
+    assert state is not None
+    return set(state.executor(torch.zeros(1, SEQ, dtype=torch.long)).recomputed)
+
+
+class _NoMask(nn.Module):
+    """Calls a chain as the GPT's training loop does, without its mask."""
+
+    def __init__(self, net: nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, idx: torch.Tensor, mask: torch.Tensor) -> Any:
+        return self.net(idx)
+
+    def named_parameters(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return self.net.named_parameters(*args, **kwargs)
+
+
 KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "checkpointed_fsdp": checkpointed_fsdp, "rank_plan": rank_plan,
     "ddp_checkpointed": ddp_checkpointed,
-    "plain_fsdp": plain_fsdp, "refused": refused}
+    "plain_fsdp": plain_fsdp, "refused": refused, "sequential_fsdp": sequential_fsdp,
+    "plain_chain_fsdp": plain_chain_fsdp}
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
