@@ -52,7 +52,10 @@ from typing import Any
 from torch import nn
 
 from chainplan._bind import parse_bytes
+from chainplan.api import plan
 from chainplan.errors import InfeasibleBudget, PlanError
+from chainplan.executors.fsdp import expect_world
+from chainplan.executors.view import plain_model
 
 __all__ = ["RankMemory", "RankPlan", "optimizer_copies", "plan_rank", "rank_memory",
            "unit_sizes"]
@@ -287,9 +290,6 @@ class RankPlan:
         """
         import torch.distributed as dist
 
-        from chainplan.executors.fsdp import expect_world
-        from chainplan.executors.view import plain_model
-
         actual = dist.get_world_size() if dist.is_initialized() else 1
         if actual != self.memory.world:
             raise PlanError(f"this plan was made for {self.memory.world} data-parallel ranks, "
@@ -310,7 +310,5 @@ def plan_rank(source: Any, *, memory: RankMemory, device_bytes: int | str,
     Raises:
         InfeasibleBudget: the fixed part does not fit, or no plan fits what is left.
     """
-    from chainplan.api import plan
-
     return RankPlan(plan(source, budget=memory.activation_budget(device_bytes), **options),
                     memory)
