@@ -72,7 +72,7 @@ def test_checkpointed_then_fully_shard_trains_as_fsdp2(wrapped: list[dict[str, A
 
 def test_ddp_of_checkpointed_trains_as_one_process(wrapped: list[dict[str, Any]]) -> None:
     _same_training(wrapped, "ddp_checkpointed")
-    _within_plan(wrapped, "ddp_checkpointed")  # its buckets measured as DDP allocates them
+    _within_plan(wrapped, "ddp_checkpointed")  # gradients: views of its buckets
 
 
 def test_plan_per_rank_under_fsdp2(per_rank: list[dict[str, Any]]) -> None:
