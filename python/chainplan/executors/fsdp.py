@@ -36,6 +36,7 @@ another dtype than FSDP's units.
 from __future__ import annotations
 
 import contextlib
+import sys
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -60,10 +61,11 @@ def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
     """The modules of ``model`` (itself included) that ``fully_shard`` hooked, with their
     FSDP state, in module order. A planned view shares its hooks with its plain model, so
     the root is found through either."""
-    try:
-        from torch.distributed.fsdp._fully_shard._fsdp_state import FSDPState
-    except ImportError:  # a torch without FSDP2
+    # Only a process that sharded something has FSDP2 loaded: others pay one lookup.
+    loaded = sys.modules.get("torch.distributed.fsdp._fully_shard._fsdp_state")
+    if loaded is None:
         return []
+    FSDPState = loaded.FSDPState  # noqa: N806 (a class)
     out = []
     for m in model.modules():
         owners = {getattr(h, "__self__", None) for h in m._forward_pre_hooks.values()}
