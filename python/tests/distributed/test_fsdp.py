@@ -26,7 +26,8 @@ def wrapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """The user wrapped the model: Checkpointed, then fully_shard (torchtitan's order);
     DDP(Checkpointed); and plain FSDP2, the baseline."""
     scenarios = [{"name": k, "kind": k}
-                 for k in ("plain_fsdp", "checkpointed_fsdp", "ddp_checkpointed")]
+                 for k in ("plain_fsdp", "checkpointed_fsdp", "ddp_checkpointed",
+                           "mixed_precision")]
     return session.run(2, scenarios, tmp_path_factory.mktemp("wrapped"))
 
 
@@ -107,3 +108,10 @@ def test_plan_for_another_job_is_refused(per_rank: list[dict[str, Any]], name: s
     for rank, r in enumerate(per_rank):
         assert says in r[name]["refused"], (rank, r[name])
         assert r[name]["alive"] == 2.0, (rank, r[name])  # no rank left in a collective
+
+
+def test_mixed_precision_policy_is_refused(wrapped: list[dict[str, Any]]) -> None:
+    for rank, r in enumerate(wrapped):
+        got = r["mixed_precision"]
+        assert "PlanError" in got["refused"] and "MixedPrecisionPolicy" in got["refused"], got
+        assert got["alive"] == 2.0, (rank, got)

@@ -334,11 +334,36 @@ class _NoMask(nn.Module):
         return self.net.named_parameters(*args, **kwargs)
 
 
+def mixed_precision() -> dict[str, Any]:
+    """Checkpointed, then fully_shard with a MixedPrecisionPolicy: refused at the first
+    forward, on every rank, and the ranks still agree afterwards."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    import chainplan
+
+    model = _gpt()
+    net = chainplan.Checkpointed(model, budget="min", loss_fn=F.cross_entropy, target=_target)
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+    for block in net.blocks:
+        fully_shard(block, mp_policy=policy)
+    fully_shard(net, mp_policy=policy)
+    _, _, idx_l, _ = _batches(dist.get_world_size(), dist.get_rank())[0]
+    try:
+        net(idx_l, mask=MASK)
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    else:
+        error = ""
+    flag = torch.ones(1)
+    dist.all_reduce(flag)
+    return {"refused": error, "alive": flag.item()}
+
+
 KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "checkpointed_fsdp": checkpointed_fsdp, "rank_plan": rank_plan,
     "ddp_checkpointed": ddp_checkpointed,
     "plain_fsdp": plain_fsdp, "refused": refused, "sequential_fsdp": sequential_fsdp,
-    "plain_chain_fsdp": plain_chain_fsdp}
+    "plain_chain_fsdp": plain_chain_fsdp, "mixed_precision": mixed_precision}
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
