@@ -23,11 +23,14 @@ LOSS_TOL, PARAM_TOL = 1e-5, 2e-4
 
 @pytest.fixture(scope="module")
 def wrapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """The user wrapped the model: Checkpointed, then fully_shard (torchtitan's order);
-    DDP(Checkpointed); and plain FSDP2, the baseline."""
+    """The user wrapped the model: Checkpointed, then fully_shard (torchtitan's order), or
+    fully_shard then Checkpointed; DDP(Checkpointed); a refused MixedPrecisionPolicy; and
+    plain FSDP2, the baseline."""
     scenarios = [{"name": k, "kind": k}
                  for k in ("plain_fsdp", "checkpointed_fsdp", "ddp_checkpointed",
                            "mixed_precision")]
+    scenarios.append({"name": "shard_first", "kind": "checkpointed_fsdp",
+                      "options": {"shard_first": True}})
     return session.run(2, scenarios, tmp_path_factory.mktemp("wrapped"))
 
 
@@ -69,6 +72,12 @@ def test_checkpointed_then_fully_shard_trains_as_fsdp2(wrapped: list[dict[str, A
     # Before: CaptureError: torch.export cannot capture GPT.forward (DTensor parameters).
     _same_training(wrapped, "checkpointed_fsdp")
     _within_plan(wrapped, "checkpointed_fsdp")
+
+
+def test_fully_shard_then_checkpointed_trains_as_fsdp2(wrapped: list[dict[str, Any]]) -> None:
+    # The other order: the model sharded first, then Checkpointed (the same CaptureError).
+    _same_training(wrapped, "shard_first")
+    _within_plan(wrapped, "shard_first")
 
 
 def test_ddp_of_checkpointed_trains_as_one_process(wrapped: list[dict[str, Any]]) -> None:

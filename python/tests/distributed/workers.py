@@ -154,16 +154,20 @@ def _target(x: torch.Tensor) -> torch.Tensor:
     return x.flatten()  # one class per token: any ids below the vocabulary size
 
 
-def checkpointed_fsdp(budget: str = "min") -> dict[str, Any]:
-    """``Checkpointed(model)``, then ``fully_shard`` on each block and on the wrapper."""
+def checkpointed_fsdp(budget: str = "min", shard_first: bool = False) -> dict[str, Any]:
+    """``Checkpointed(model)``, then ``fully_shard`` on each block and on the wrapper
+    (torchtitan's order); ``shard_first``: the model sharded first, then Checkpointed."""
     import chainplan
     from chainplan.executors import planned
     from chainplan.sharded import rank_memory
 
     model = _gpt()
     ref = copy.deepcopy(model)
+    if shard_first:
+        _shard(model)
     net = chainplan.Checkpointed(model, budget=budget, loss_fn=F.cross_entropy, target=_target)
-    _shard(net)
+    if not shard_first:
+        _shard(net)
     out = _train(net, ref, probe_last=True)
     mem = rank_memory(net, world=dist.get_world_size(), gathered="step")
     state = planned(net)
