@@ -66,9 +66,12 @@ def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
     if loaded is None:
         return []
     FSDPState = loaded.FSDPState  # noqa: N806 (a class)
+    from torch.distributed._composable_state import _get_module_state
+
     out = []
     for m in model.modules():
         owners = {getattr(h, "__self__", None) for h in m._forward_pre_hooks.values()}
+        owners.add(_get_module_state(m))  # a group's modules: their hooks are closures
         states = [s for s in owners if isinstance(s, FSDPState)]
         if states:
             out.append((m, states[0]))

@@ -31,6 +31,8 @@ def wrapped(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
                            "mixed_precision")]
     scenarios.append({"name": "shard_first", "kind": "checkpointed_fsdp",
                       "options": {"shard_first": True}})
+    scenarios.append({"name": "grouped", "kind": "mixed_precision",
+                      "options": {"grouped": True}})
     return session.run(2, scenarios, tmp_path_factory.mktemp("wrapped"))
 
 
@@ -119,8 +121,13 @@ def test_plan_for_another_job_is_refused(per_rank: list[dict[str, Any]], name: s
         assert r[name]["alive"] == 2.0, (rank, r[name])  # no rank left in a collective
 
 
-def test_mixed_precision_policy_is_refused(wrapped: list[dict[str, Any]]) -> None:
+@pytest.mark.parametrize(("name", "says"), [
+    ("mixed_precision", "MixedPrecisionPolicy is not supported"),
+    ("grouped", "a group of modules sharded together"),
+])
+def test_unsupported_sharding_is_refused(wrapped: list[dict[str, Any]], name: str,
+                                         says: str) -> None:
     for rank, r in enumerate(wrapped):
-        got = r["mixed_precision"]
-        assert "PlanError" in got["refused"] and "MixedPrecisionPolicy" in got["refused"], got
+        got = r[name]
+        assert "PlanError" in got["refused"] and says in got["refused"], (rank, got)
         assert got["alive"] == 2.0, (rank, got)

@@ -338,19 +338,24 @@ class _NoMask(nn.Module):
         return self.net.named_parameters(*args, **kwargs)
 
 
-def mixed_precision() -> dict[str, Any]:
-    """Checkpointed, then fully_shard with a MixedPrecisionPolicy: refused at the first
-    forward, on every rank, and the ranks still agree afterwards."""
+def mixed_precision(grouped: bool = False) -> dict[str, Any]:
+    """Checkpointed, then fully_shard with a MixedPrecisionPolicy (``grouped``: on the
+    blocks as one group): refused at the first forward, on every rank, and the ranks still
+    agree afterwards."""
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
     import chainplan
 
     model = _gpt()
     net = chainplan.Checkpointed(model, budget="min", loss_fn=F.cross_entropy, target=_target)
-    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16)
-    for block in net.blocks:
-        fully_shard(block, mp_policy=policy)
-    fully_shard(net, mp_policy=policy)
+    if grouped:  # both blocks one unit
+        fully_shard(list(net.blocks))
+        fully_shard(net)
+    else:
+        policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16)
+        for block in net.blocks:
+            fully_shard(block, mp_policy=policy)
+        fully_shard(net, mp_policy=policy)
     _, _, idx_l, _ = _batches(dist.get_world_size(), dist.get_rank())[0]
     try:
         net(idx_l, mask=MASK)
