@@ -1,5 +1,7 @@
 package amp
 
+import "github.com/chainplan/chainplan/planner/launch"
+
 // Format is the tag of a search3d document (docs/parallel.md, "search3d output").
 const Format = "chainplan.search3d/v1"
 
@@ -70,6 +72,10 @@ type Candidate struct {
 	Fits bool `json:"fits"`
 	// Checkpointed counts the stages rotor checkpoints to fit.
 	Checkpointed int `json:"checkpointed"`
+	// Shape is what parallelize launches (planner/launch): mesh {pp, dp, tp: tmp},
+	// microbatch mbs, microbatches gas, cuts over layers, each stage's rotor budget or
+	// "none". Its fields appear at the candidate's top level in JSON.
+	*launch.Shape
 	// Simulated is pipesim's run of the candidate's pipeline (SimCheck), for the returned
 	// candidates and Megatron's pick with pp > 1; nil otherwise.
 	Simulated *SimCheck `json:"simulated,omitempty"`

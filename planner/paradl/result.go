@@ -1,5 +1,7 @@
 package paradl
 
+import "github.com/chainplan/chainplan/planner/launch"
+
 // Format is the tag of an advice document (docs/parallel.md, "advise output").
 const Format = "chainplan.advice/v1"
 
@@ -110,6 +112,10 @@ type Candidate struct {
 	// data+offloading.
 	Saver    *Saver   `json:"saver,omitempty"`
 	Warnings []string `json:"warnings"`
+	// Shape is what parallelize launches (planner/launch); its fields appear at the
+	// candidate's top level in JSON, absent for a candidate it cannot launch (spatial,
+	// offloading, a fractional micro-batch).
+	*launch.Shape
 }
 
 // Compute is a candidate's computation per epoch, seconds.
