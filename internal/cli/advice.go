@@ -34,11 +34,13 @@ func parseAdviceID(s string) (int64, error) {
 func newAdviceRecordCmd(e *env) *cobra.Command {
 	var m service.AdviceMeasurement
 	var timeS, peak string
+	var rankPeaks []string
 	cmd := &cobra.Command{
-		Use:   "record ADVICE --candidate N --iteration-time SECONDS [--iterations N] [--peak BYTES] [--oom]",
+		Use:   "record ADVICE --candidate N --iteration-time SECONDS [--iterations N] [--peak BYTES | --rank-peaks B,B,...] [--oom]",
 		Short: "Record a measured run of an advised candidate",
 		Example: `  chainplan advice record 3 --candidate 0 --iteration-time 0.412 --iterations 99 --peak 13.2GB
-  chainplan advice record 3 --candidate 4 --oom --iteration-time 1`,
+  chainplan advice record 3 --candidate 4 --oom --iteration-time 1
+  chainplan advice record 3 --candidate 1 --iteration-time 0.9 --rank-peaks 3.1GB,3.4GB,2.9GB,3.0GB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("%s takes one ADVICE id", cmd.CommandPath())
@@ -61,6 +63,13 @@ func newAdviceRecordCmd(e *env) *cobra.Command {
 					return &usageError{fmt.Errorf("--peak: %w", err)}
 				}
 			}
+			for r, p := range rankPeaks {
+				b, err := chainplan.ParseBytes(p)
+				if err != nil {
+					return &usageError{fmt.Errorf("--rank-peaks, rank %d: %w", r, err)}
+				}
+				m.PeakBytesPerRank = append(m.PeakBytesPerRank, b)
+			}
 			if m.Host == "" {
 				m.Host, _ = os.Hostname()
 			}
@@ -82,6 +91,7 @@ func newAdviceRecordCmd(e *env) *cobra.Command {
 	fl.StringVar(&timeS, "iteration-time", "", "measured time of one iteration, seconds (mean over iterations 2..n)")
 	fl.IntVar(&m.Iterations, "iterations", 1, "iterations the time is the mean of")
 	fl.StringVar(&peak, "peak", "", "measured peak memory of a device (bytes or a size such as 13.2GB)")
+	fl.StringSliceVar(&rankPeaks, "rank-peaks", nil, "measured peak memory of every rank, in rank order (comma-separated sizes); the largest is the run's peak")
 	fl.BoolVar(&m.OutOfMemory, "oom", false, "the run ran out of memory")
 	fl.StringVar(&m.Host, "host", "", "where it ran (default: this host)")
 	return cmd

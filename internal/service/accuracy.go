@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -21,7 +22,11 @@ type AdviceMeasurement struct {
 	Iterations     int     `json:"iterations"`
 	IterationTimeS float64 `json:"iteration_time_s"`
 	// PeakBytes is the measured peak memory of a device, 0 when not measured.
-	PeakBytes int64 `json:"peak_bytes"`
+	// PeakBytesPerRank are the peaks of every rank of a distributed run (issue 34's
+	// launcher), kept in the measurement's metadata_json under the same key; PeakBytes is
+	// then their largest (given too, it must equal it).
+	PeakBytes        int64   `json:"peak_bytes"`
+	PeakBytesPerRank []int64 `json:"peak_bytes_per_rank,omitempty"`
 	// OutOfMemory marks a run that ran out of memory (its time is not an iteration's).
 	OutOfMemory bool              `json:"out_of_memory"`
 	Host        string            `json:"host"`
@@ -41,12 +46,9 @@ func (s *Service) RecordAdviceMeasurement(ctx context.Context, adviceID int64, m
 	if m.PeakBytes < 0 {
 		return 0, &inputError{"peak_bytes must be ≥ 0"}
 	}
-	meta := []byte("{}")
-	if m.Metadata != nil {
-		var err error
-		if meta, err = json.Marshal(m.Metadata); err != nil {
-			return 0, err
-		}
+	meta, err := measurementMetadata(&m)
+	if err != nil {
+		return 0, err
 	}
 	sm := &store.AdviceMeasurement{AdviceID: adviceID, Candidate: m.Candidate, Iterations: m.Iterations,
 		IterationTimeS: m.IterationTimeS, OutOfMemory: m.OutOfMemory, Host: m.Host, MetadataJSON: meta, CreatedAt: time.Now()}
@@ -54,6 +56,37 @@ func (s *Service) RecordAdviceMeasurement(ctx context.Context, adviceID int64, m
 		sm.PeakBytes.Int64, sm.PeakBytes.Valid = m.PeakBytes, true
 	}
 	return s.db.RecordAdviceMeasurement(ctx, sm)
+}
+
+// peakKey is the metadata key of a distributed run's per-rank peaks.
+const peakKey = "peak_bytes_per_rank"
+
+// measurementMetadata checks m's per-rank peaks, sets PeakBytes to their largest and
+// returns the metadata_json to store: the caller's metadata and the per-rank peaks.
+func measurementMetadata(m *AdviceMeasurement) ([]byte, error) {
+	meta := map[string]any{}
+	for k, v := range m.Metadata {
+		meta[k] = v
+	}
+	if len(m.PeakBytesPerRank) > 0 {
+		if _, ok := m.Metadata[peakKey]; ok {
+			return nil, &inputError{"metadata: " + peakKey + " is reserved for the per-rank peaks"}
+		}
+		var largest int64
+		for r, p := range m.PeakBytesPerRank {
+			if p < 0 {
+				return nil, &inputError{fmt.Sprintf("peak_bytes_per_rank[%d] must be ≥ 0 (got %d)", r, p)}
+			}
+			largest = max(largest, p)
+		}
+		if m.PeakBytes != 0 && m.PeakBytes != largest {
+			return nil, &inputError{fmt.Sprintf("peak_bytes %d is not the largest of peak_bytes_per_rank (%d): give one or the other",
+				m.PeakBytes, largest)}
+		}
+		m.PeakBytes = largest
+		meta[peakKey] = m.PeakBytesPerRank
+	}
+	return json.Marshal(meta)
 }
 
 // AccuracyReport compares an advice's predictions with the runs recorded for it (spec
