@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
+	"github.com/chainplan/chainplan/planner/calibration"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -164,60 +164,8 @@ func (s *Service) Accuracy(ctx context.Context, adviceID int64) (*AccuracyReport
 		rep.MeasuredBestRank = bestRank
 	}
 	if len(pred) >= 2 {
-		rho := spearman(pred, meas)
+		rho := calibration.Spearman(pred, meas)
 		rep.Spearman = &rho
 	}
 	return rep, nil
-}
-
-// spearman returns Spearman's rank correlation of x and y (same length ≥ 2): the Pearson
-// correlation of their ranks, ties given their average rank; NaN when either is constant.
-func spearman(x, y []float64) float64 {
-	rx, ry := ranks(x), ranks(y)
-	mean := func(v []float64) float64 {
-		var s float64
-		for _, a := range v {
-			s += a
-		}
-		return s / float64(len(v))
-	}
-	mx, my := mean(rx), mean(ry)
-	var sxy, sxx, syy float64
-	for i := range rx {
-		dx, dy := rx[i]-mx, ry[i]-my
-		sxy += dx * dy
-		sxx += dx * dx
-		syy += dy * dy
-	}
-	return sxy / math.Sqrt(sxx*syy)
-}
-
-// ranks returns the 1-based ranks of v, ties averaged.
-func ranks(v []float64) []float64 {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case v[a] < v[b]:
-			return -1
-		case v[a] > v[b]:
-			return 1
-		}
-		return 0
-	})
-	out := make([]float64, len(v))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
-			j++
-		}
-		r := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			out[idx[k]] = r
-		}
-		i = j + 1
-	}
-	return out
 }
