@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/amp"
+	"github.com/chainplan/chainplan/planner/paradl"
 )
 
 // The stored search3d advice carries the launch fields (issue 34) in every candidate's
@@ -90,6 +92,47 @@ func TestStoredLaunchShapeAndRankPeaks(t *testing.T) {
 	} {
 		if _, err := s.RecordAdviceMeasurement(ctx, srch.AdviceID, bad); !errors.Is(err, service.ErrBadInput) {
 			t.Errorf("%+v: %v, want ErrBadInput", bad, err)
+		}
+	}
+}
+
+// Calibrate refuses what it cannot fit: advise's advice, advice on two clusters, no id.
+func TestCalibrateRefusals(t *testing.T) {
+	s := newService(t)
+	ctx := context.Background()
+	res, _, err := s.Ingest(ctx, filepath.Join(profilesDir, "resnet_parallel.arrow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, runID, err := s.RunWorkload(ctx, service.RunID(res.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := service.ParallelInput{Model: m, Cluster: exampleCluster(t, "a100-64.yaml"), RunID: runID, Source: service.SourceCLI}
+	adv, err := s.Advise(ctx, in, paradl.Options{DatasetSize: 50_000, BatchPerDevice: 32, Devices: []int{8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, err := s.Search3D(ctx, in, amp.Options{GlobalBatch: 256, TopK: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Cluster = exampleCluster(t, "amp-homogeneous.yaml")
+	s2, err := s.Search3D(ctx, in, amp.Options{GlobalBatch: 32, TopK: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		ids  []int64
+		want string
+	}{
+		{nil, "at least one"},
+		{[]int64{adv.AdviceID}, "only search3d"},
+		{[]int64{s1.AdviceID, s2.AdviceID}, "per cluster"},
+		{[]int64{s1.AdviceID}, "at least 2"},
+	} {
+		if _, err := s.Calibrate(ctx, tt.ids); !errors.Is(err, service.ErrBadInput) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Calibrate(%v): %v, want ErrBadInput naming %q", tt.ids, err, tt.want)
 		}
 	}
 }

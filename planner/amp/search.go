@@ -47,6 +47,9 @@ func Search(m *workload.Model, c *cluster.Cluster, o Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cal := o.Calibration; cal != nil && cal.Cluster != "" && cal.Cluster != c.Name {
+		return nil, optionError("calibration", fmt.Sprintf("fitted on cluster %q, not %q: a calibration is per cluster", cal.Cluster, c.Name))
+	}
 	if o.MemoryCheck != MemoryOff || o.Cut != CutAMP {
 		if err := m.Need(workload.FieldMemory, "search3d's memory filter"); err != nil {
 			return nil, err

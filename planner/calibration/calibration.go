@@ -71,14 +71,6 @@ func (c *Calibration) Predict(computeS, commS float64) float64 {
 	return c.ComputeScale*computeS + c.CommScale*commS + c.OverheadS
 }
 
-// Then is c applied after prev: the fit of predictions already calibrated by prev, as a
-// calibration of the uncalibrated model (scales multiply; the overhead is c's).
-func (c Calibration) Then(prev Calibration) Calibration {
-	c.ComputeScale *= prev.ComputeScale
-	c.CommScale *= prev.CommScale
-	return c
-}
-
 // Pair is a measured candidate: its predicted computation and communication, and the
 // measured iteration time (all seconds).
 type Pair struct {

@@ -65,9 +65,4 @@ func TestFitErrorsAndCheck(t *testing.T) {
 			t.Errorf("%+v passed Check", c)
 		}
 	}
-	// A fit of calibrated predictions composes with the calibration they were made under.
-	c := calibration.Calibration{ComputeScale: 2, CommScale: 3, OverheadS: 0.5}.Then(calibration.Calibration{ComputeScale: 1.5, CommScale: 0.5, OverheadS: 9})
-	if c.ComputeScale != 3 || c.CommScale != 1.5 || c.OverheadS != 0.5 {
-		t.Errorf("Then: %+v", c)
-	}
 }

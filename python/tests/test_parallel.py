@@ -135,6 +135,14 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
     assert rows[0]["peak_bytes"] == 7 << 20
     assert json.loads(rows[0]["metadata_json"]) == {
         "launcher": "t", "peak_bytes_per_rank": [3 << 20, 7 << 20, 5 << 20]}
+    # A calibration scales later predictions and adds its overhead.
+    cal = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3,
+                             calibration={"compute_scale": 2, "comm_scale": 2, "overhead_s": 0.5})
+    assert cal.raw["candidates"][0]["iteration_time_s"] == pytest.approx(
+        2 * s3.candidates[0].iteration_time_s + 0.5)
+    with pytest.raises(PlanError, match="calibration"):
+        chainplan.search3d(profiled, SMALL, global_batch=16,
+                           calibration={"compute_scale": 1, "comm_scale": 1, "cluster": "other"})
     with pytest.raises(PlanError, match="advice_id"):
         record_measured(db, 0, 0, 1.0, [])
     with pytest.raises(PlanError, match="peak_bytes_per_rank"):
