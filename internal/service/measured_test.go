@@ -39,20 +39,23 @@ func TestStoredLaunchShapeAndRankPeaks(t *testing.T) {
 	if !rows.Next() {
 		t.Fatal("no stored candidate 0")
 	}
-	var detail struct {
-		Mesh         struct{ PP, DP, TP int }
-		Microbatch   int
-		Microbatches int
-		Cuts         []int
-		Checkpoint   []any
+	var stored struct {
+		Launch struct {
+			Mesh         struct{ PP, DP, TP int }
+			Microbatch   int
+			Microbatches int
+			Cuts         []int
+			Checkpoint   []any
+		}
 	}
-	if err := json.Unmarshal([]byte(rows.Values()[0].(string)), &detail); err != nil {
+	if err := json.Unmarshal([]byte(rows.Values()[0].(string)), &stored); err != nil {
 		t.Fatal(err)
 	}
+	detail := stored.Launch
 	rows.Close()
 	best := srch.Search.Candidates[0]
 	if detail.Mesh.PP != best.PP || detail.Mesh.DP != best.DP || detail.Mesh.TP != best.TMP || detail.Microbatch != best.MBS ||
-		detail.Microbatches != best.GAS || len(detail.Cuts) != best.PP+1 || len(detail.Checkpoint) != best.PP {
+		detail.Microbatches != best.GAS || len(detail.Cuts) != best.PP-1 || len(detail.Checkpoint) != best.PP {
 		t.Fatalf("stored launch fields %+v of candidate %+v", detail, best)
 	}
 

@@ -66,7 +66,7 @@ func (s *searcher) price(lay *layout, part *cutProblem, bounds []int, cut string
 		}
 		c.Stages = append(c.Stages, st)
 	}
-	c.Shape = launchShape(c)
+	c.Launch = launchShape(c)
 	c.BottleneckS, c.P2PS = bottleneck, p2p
 	c.PipelineTimeS = float64(lay.gas-1)*bottleneck + sum + p2p
 	c.DPSyncS = part.maxSync(bounds)
@@ -197,13 +197,15 @@ func (s *searcher) stageChain(first, last, mbs int, loss bool) (*stageChain, err
 // leastMemory is the memory of the candidate's most demanding stage before checkpointing.
 func (c *Candidate) leastMemory() int64 { return c.needBytes }
 
-// launchShape is what parallelize needs of a priced candidate: the stages' layer cuts
-// (0-based, [0, …, layers]) and rotor budgets.
+// launchShape is what parallelize needs of a priced candidate: the last layer of each
+// stage but the last, and the stages' rotor budgets.
 func launchShape(c *Candidate) *launch.Shape {
 	sh := &launch.Shape{Mesh: launch.Mesh{PP: c.PP, DP: c.DP, TP: c.TMP}, Microbatch: c.MBS, Microbatches: c.GAS,
-		Cuts: []int{0}}
-	for _, st := range c.Stages {
-		sh.Cuts = append(sh.Cuts, st.LastLayer)
+		Cuts: []int{}}
+	for j, st := range c.Stages {
+		if j+1 < len(c.Stages) {
+			sh.Cuts = append(sh.Cuts, st.LastLayer)
+		}
 		ck := launch.None
 		if st.Checkpoint != nil {
 			ck = launch.Checkpoint{BudgetBytes: st.Checkpoint.BudgetBytes}

@@ -22,7 +22,7 @@ func TestSearchLaunchShape(t *testing.T) {
 			continue // nothing fits: no candidate to check
 		}
 		for _, cand := range res.Candidates {
-			sh := cand.Shape
+			sh := cand.Launch
 			if sh == nil {
 				t.Fatalf("trial %d: candidate %d has no shape", trial, cand.Rank)
 			}
@@ -34,7 +34,7 @@ func TestSearchLaunchShape(t *testing.T) {
 				t.Fatalf("trial %d: shape %+v of candidate %+v", trial, sh, cand)
 			}
 			for j, st := range cand.Stages {
-				if sh.Cuts[j] != st.FirstLayer-1 || sh.Cuts[j+1] != st.LastLayer {
+				if j > 0 && sh.Cuts[j-1] != st.FirstLayer-1 || j+1 < len(cand.Stages) && sh.Cuts[j] != st.LastLayer {
 					t.Fatalf("trial %d: cuts %v, stage %d covers layers %d..%d", trial, sh.Cuts, j, st.FirstLayer, st.LastLayer)
 				}
 				want := int64(0)
@@ -51,12 +51,14 @@ func TestSearchLaunchShape(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var doc map[string]any
+		var doc struct {
+			Launch map[string]any `json:"launch"`
+		}
 		if err := json.Unmarshal(b, &doc); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range []string{"mesh", "microbatch", "microbatches", "cuts", "checkpoint"} {
-			if _, ok := doc[k]; !ok {
+			if _, ok := doc.Launch[k]; !ok || len(doc.Launch) != 5 {
 				t.Fatalf("candidate JSON lacks %q: %s", k, b)
 			}
 		}

@@ -80,10 +80,10 @@ type Candidate struct {
 	Fits bool `json:"fits"`
 	// Checkpointed counts the stages rotor checkpoints to fit.
 	Checkpointed int `json:"checkpointed"`
-	// Shape is what parallelize launches (planner/launch): mesh {pp, dp, tp: tmp},
-	// microbatch mbs, microbatches gas, cuts over layers, each stage's rotor budget or
-	// "none". Its fields appear at the candidate's top level in JSON.
-	*launch.Shape
+	// Launch is what parallelize launches (planner/launch): mesh {pp, dp, tp: tmp},
+	// microbatch mbs, microbatches gas, the stages' cuts over layers, each stage's rotor
+	// budget or "none".
+	Launch *launch.Shape `json:"launch,omitempty"`
 	// Simulated is pipesim's run of the candidate's pipeline (SimCheck), for the returned
 	// candidates and Megatron's pick with pp > 1; nil otherwise.
 	Simulated *SimCheck `json:"simulated,omitempty"`

@@ -25,8 +25,10 @@ type Shape struct {
 	// micro-batches). The global batch is DP·Microbatch·Microbatches.
 	Microbatch   int `json:"microbatch"`
 	Microbatches int `json:"microbatches"`
-	// Cuts are the stage boundaries as 0-based layer indices of the chain, [0, …, layers]:
-	// stage i runs layers Cuts[i]..Cuts[i+1]−1 (len(Cuts) = PP+1).
+	// Cuts are the stage boundaries as layer numbers of the chain: the last layer
+	// (1-based, inclusive, as amp.Stage.LastLayer) of each stage but the last, PP−1
+	// increasing numbers (empty for one stage). Equally, 0-based, the first layer of each
+	// stage but the first.
 	Cuts []int `json:"cuts"`
 	// Checkpoint is each stage's activation checkpointing (len = PP).
 	Checkpoint []Checkpoint `json:"checkpoint"`
@@ -64,8 +66,8 @@ func (c *Checkpoint) UnmarshalJSON(b []byte) error {
 }
 
 // Check reports the first inconsistency of s for a chain of layers layers: degrees below
-// 1, a micro-batch or count below 1, cuts that do not run from 0 to layers strictly
-// increasing with PP stages, or a checkpoint list of another length.
+// 1, a micro-batch or count below 1, cuts that are not PP−1 increasing layers within
+// 1..layers−1, or a checkpoint list of another length than PP.
 func (s *Shape) Check(layers int) error {
 	m := s.Mesh
 	switch {
@@ -75,17 +77,17 @@ func (s *Shape) Check(layers int) error {
 		return fmt.Errorf("microbatch: want ≥ 1 sample, got %d", s.Microbatch)
 	case s.Microbatches < 1:
 		return fmt.Errorf("microbatches: want ≥ 1, got %d", s.Microbatches)
-	case len(s.Cuts) != m.PP+1:
-		return fmt.Errorf("cuts: want pp+1 = %d boundaries, got %v", m.PP+1, s.Cuts)
-	case s.Cuts[0] != 0 || s.Cuts[m.PP] != layers:
-		return fmt.Errorf("cuts: want 0 … %d (the chain's layers), got %v", layers, s.Cuts)
+	case len(s.Cuts) != m.PP-1:
+		return fmt.Errorf("cuts: want pp−1 = %d layers, got %v", m.PP-1, s.Cuts)
 	case len(s.Checkpoint) != m.PP:
 		return fmt.Errorf("checkpoint: want one entry per stage (%d), got %d", m.PP, len(s.Checkpoint))
 	}
-	for i := 1; i <= m.PP; i++ {
-		if s.Cuts[i] <= s.Cuts[i-1] {
-			return fmt.Errorf("cuts: want strictly increasing boundaries, got %v", s.Cuts)
+	prev := 0
+	for _, c := range s.Cuts {
+		if c <= prev || c >= layers {
+			return fmt.Errorf("cuts: want increasing layers within 1..%d (the chain's layers but the last), got %v", layers-1, s.Cuts)
 		}
+		prev = c
 	}
 	return nil
 }

@@ -10,13 +10,13 @@ import (
 
 // The JSON the launcher reads: these exact field names, a budget as a number and "none".
 func TestShapeJSON(t *testing.T) {
-	s := launch.Shape{Mesh: launch.Mesh{PP: 2, DP: 2, TP: 1}, Microbatch: 1, Microbatches: 8, Cuts: []int{0, 3, 6},
+	s := launch.Shape{Mesh: launch.Mesh{PP: 2, DP: 2, TP: 1}, Microbatch: 1, Microbatches: 8, Cuts: []int{3},
 		Checkpoint: []launch.Checkpoint{launch.None, {BudgetBytes: 1 << 20}}}
 	b, err := json.Marshal(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"mesh":{"pp":2,"dp":2,"tp":1},"microbatch":1,"microbatches":8,"cuts":[0,3,6],"checkpoint":["none",1048576]}`
+	want := `{"mesh":{"pp":2,"dp":2,"tp":1},"microbatch":1,"microbatches":8,"cuts":[3],"checkpoint":["none",1048576]}`
 	if string(b) != want {
 		t.Fatalf("got %s\nwant %s", b, want)
 	}
@@ -36,8 +36,8 @@ func TestShapeJSON(t *testing.T) {
 }
 
 func TestShapeCheck(t *testing.T) {
-	ok := launch.Shape{Mesh: launch.Mesh{PP: 2, DP: 1, TP: 1}, Microbatch: 2, Microbatches: 4, Cuts: []int{0, 2, 5},
-		Checkpoint: []launch.Checkpoint{launch.None, launch.None}}
+	ok := launch.Shape{Mesh: launch.Mesh{PP: 3, DP: 1, TP: 1}, Microbatch: 2, Microbatches: 4, Cuts: []int{2, 4},
+		Checkpoint: []launch.Checkpoint{launch.None, launch.None, launch.None}}
 	if err := ok.Check(5); err != nil {
 		t.Fatal(err)
 	}
@@ -48,9 +48,10 @@ func TestShapeCheck(t *testing.T) {
 		{func(s *launch.Shape) { s.Mesh.TP = 0 }, "mesh"},
 		{func(s *launch.Shape) { s.Microbatch = 0 }, "microbatch"},
 		{func(s *launch.Shape) { s.Microbatches = 0 }, "microbatches"},
-		{func(s *launch.Shape) { s.Cuts = []int{0, 5} }, "pp+1"},
-		{func(s *launch.Shape) { s.Cuts = []int{0, 2, 4} }, "0 … 5"},
-		{func(s *launch.Shape) { s.Cuts = []int{0, 0, 5} }, "increasing"},
+		{func(s *launch.Shape) { s.Cuts = []int{2} }, "pp−1"},
+		{func(s *launch.Shape) { s.Cuts = []int{2, 5} }, "within 1..4"},
+		{func(s *launch.Shape) { s.Cuts = []int{3, 3} }, "increasing"},
+		{func(s *launch.Shape) { s.Cuts = []int{0, 3} }, "increasing"},
 		{func(s *launch.Shape) { s.Checkpoint = s.Checkpoint[:1] }, "checkpoint"},
 	} {
 		s := ok

@@ -30,13 +30,14 @@ func launchShape(c *Candidate, layers int) *launch.Shape {
 	if split < 1 || c.GlobalBatch%int64(split) != 0 {
 		return nil
 	}
-	sh := &launch.Shape{Mesh: m, Microbatch: int(c.GlobalBatch / int64(split)), Microbatches: micro, Cuts: []int{0}}
+	sh := &launch.Shape{Mesh: m, Microbatch: int(c.GlobalBatch / int64(split)), Microbatches: micro, Cuts: []int{}}
 	if m.PP > 1 {
-		for _, g := range c.Groups {
+		if len(c.Groups) != m.PP {
+			return nil
+		}
+		for _, g := range c.Groups[:len(c.Groups)-1] {
 			sh.Cuts = append(sh.Cuts, g[1])
 		}
-	} else {
-		sh.Cuts = append(sh.Cuts, layers)
 	}
 	for range m.PP {
 		sh.Checkpoint = append(sh.Checkpoint, launch.None)

@@ -13,7 +13,7 @@ func TestAdviseLaunchShape(t *testing.T) {
 	a := mustAdvise(t, m, cluster16(t, 64<<30), paradl.Options{DatasetSize: 100_000, BatchPerDevice: 8})
 	seen := map[paradl.Strategy]bool{}
 	for _, c := range a.Candidates {
-		sh := c.Shape
+		sh := c.Launch
 		switch c.Strategy {
 		case paradl.Spatial, paradl.DataSpatial, paradl.DataOffload:
 			if sh != nil {
@@ -43,7 +43,7 @@ func TestAdviseLaunchShape(t *testing.T) {
 				t.Errorf("data p=%d: mesh %+v", c.Devices, sh.Mesh)
 			}
 		case paradl.Pipeline, paradl.Layer:
-			if sh.Mesh.PP != c.Devices || len(sh.Cuts) != len(c.Groups)+1 || sh.Cuts[1] != c.Groups[0][1] {
+			if sh.Mesh.PP != c.Devices || len(sh.Cuts) != len(c.Groups)-1 || len(sh.Cuts) > 0 && sh.Cuts[0] != c.Groups[0][1] {
 				t.Errorf("%s p=%d: shape %+v, groups %v", c.Strategy, c.Devices, sh, c.Groups)
 			}
 			if c.Strategy == paradl.Pipeline && sh.Microbatches != c.Segments {
@@ -73,12 +73,12 @@ func TestAdviseLaunchCheckpoint(t *testing.T) {
 		Strategies: []paradl.Strategy{paradl.DataCheckpoint}})
 	n := 0
 	for _, c := range a.Candidates {
-		if c.Saver == nil || c.Shape == nil {
+		if c.Saver == nil || c.Launch == nil {
 			continue
 		}
 		n++
-		if c.Shape.Checkpoint[0].BudgetBytes != c.Saver.BudgetBytes || c.Saver.BudgetBytes <= 0 {
-			t.Errorf("p=%d: checkpoint %+v, saver budget %d", c.Devices, c.Shape.Checkpoint, c.Saver.BudgetBytes)
+		if c.Launch.Checkpoint[0].BudgetBytes != c.Saver.BudgetBytes || c.Saver.BudgetBytes <= 0 {
+			t.Errorf("p=%d: checkpoint %+v, saver budget %d", c.Devices, c.Launch.Checkpoint, c.Saver.BudgetBytes)
 		}
 	}
 	if n == 0 {

@@ -112,10 +112,9 @@ type Candidate struct {
 	// data+offloading.
 	Saver    *Saver   `json:"saver,omitempty"`
 	Warnings []string `json:"warnings"`
-	// Shape is what parallelize launches (planner/launch); its fields appear at the
-	// candidate's top level in JSON, absent for a candidate it cannot launch (spatial,
-	// offloading, a fractional micro-batch).
-	*launch.Shape
+	// Launch is what parallelize launches (planner/launch); absent for a candidate it
+	// cannot launch (spatial, offloading, a fractional micro-batch).
+	Launch *launch.Shape `json:"launch,omitempty"`
 }
 
 // Compute is a candidate's computation per epoch, seconds.

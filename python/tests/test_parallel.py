@@ -119,7 +119,7 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
     from chainplan.advicerecord import record_measured
 
     s3 = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3)
-    assert s3.raw["candidates"][0]["mesh"] == {"pp": s3.candidates[0].pp,
+    assert s3.raw["candidates"][0]["launch"]["mesh"] == {"pp": s3.candidates[0].pp,
                                                "dp": s3.candidates[0].dp,
                                                "tp": s3.candidates[0].tmp}
     db = _bind.db_path()
