@@ -82,8 +82,12 @@ type Pair struct {
 // ErrTooFew is returned by Fit with fewer than 2 pairs.
 var ErrTooFew = errors.New("calibration: at least 2 measured candidates are needed to fit a scale and an overhead")
 
-// Fit returns the calibration of pairs (see the package comment). Errors: ErrTooFew; a
-// pair with a negative part or a measured time that is not positive.
+// ErrNoTrend is returned by Fit when the measured times do not grow with the predictions.
+var ErrNoTrend = errors.New("calibration: no trend to fit")
+
+// Fit returns the calibration of pairs (see the package comment). Errors: ErrTooFew;
+// ErrNoTrend (wrapped); a pair with a negative part or a measured time that is not
+// positive.
 func Fit(pairs []Pair) (Calibration, error) {
 	if len(pairs) < 2 {
 		return Calibration{}, ErrTooFew
@@ -116,7 +120,9 @@ func Fit(pairs []Pair) (Calibration, error) {
 		best.LeaveOneOutAccuracy = bestLOO
 	}
 	if best.Model == "" {
-		return Calibration{}, fmt.Errorf("calibration: no non-negative fit of %d pairs (every prediction 0?)", len(pairs))
+		return Calibration{}, fmt.Errorf("%w: over these %d measured candidates the measured times do not grow with the "+
+			"predicted ones (the best non-negative fit scales the predictions by 0); measure candidates of more varied "+
+			"predicted times, or longer runs if the machine is shared", ErrNoTrend, len(pairs))
 	}
 	best.Format, best.Pairs = Format, len(pairs)
 	return best, nil

@@ -59,6 +59,11 @@ func TestFitErrorsAndCheck(t *testing.T) {
 	if _, err := calibration.Fit([]calibration.Pair{{ComputeS: 1, MeasuredS: 1}, {ComputeS: 1, MeasuredS: 0}}); err == nil {
 		t.Errorf("a measured time of 0 was accepted")
 	}
+	// Measured times that fall as the predictions grow: no positive scale fits.
+	_, err := calibration.Fit([]calibration.Pair{{ComputeS: 1, MeasuredS: 3}, {ComputeS: 2, MeasuredS: 2}, {ComputeS: 3, MeasuredS: 1}})
+	if !errors.Is(err, calibration.ErrNoTrend) {
+		t.Errorf("falling measured times: %v, want ErrNoTrend", err)
+	}
 	for _, c := range []calibration.Calibration{{ComputeScale: 0, CommScale: 1}, {ComputeScale: 1, CommScale: math.NaN()},
 		{ComputeScale: 1, CommScale: 1, OverheadS: -1}} {
 		if c.Check() == nil {
