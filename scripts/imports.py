@@ -53,8 +53,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "chainplan.shapecheck", "chainplan.withloss")),
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
-    ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",
-                "chainplan.pipeline", "chainplan.sharded")),
+    ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
+                "chainplan.stages", "chainplan.pipeline", "chainplan.sharded")),
 ]
 
 #: The upward imports allowed, each deferred, each an optional heavy path (torch): a
