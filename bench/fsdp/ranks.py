@@ -1,0 +1,230 @@
+"""What each spawned gloo rank of the FSDP2 benchmark runs (one session: one process group).
+
+A session builds its variants (bench/fsdp/variants.py) on copies of one model, checks each
+against the plain FSDP2 run (the loss and every gradient of one step from the same
+parameters), measures each one's per-rank peak (its sharded parameters and optimizer state,
+plus ``MemoryProbe``'s peak over a training step, as tests/distributed/workers.py does),
+then times them in alternating rounds: round r runs one step of every variant in turn, and
+a variant's time is the median over the rounds, so a busy machine slows all of them alike.
+
+chainplan's variants are planned on the rank's own profile, each at a per-rank memory: the
+activation budget is that memory less ``rank_memory(..., gathered="step").fixed_bytes``
+(the step keeps every unit gathered, docs/distributed.md), and the plan's per-rank memory
+is that fixed part plus the plan's activation peak.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+
+from variants import build  # noqa: E402  (bench/fsdp is on sys.path)
+
+__all__ = ["run_session"]
+
+
+def _local_bytes(tensors: Any) -> int:
+    from torch.distributed.tensor import DTensor
+
+    total = 0
+    for t in tensors:
+        if isinstance(t, DTensor):
+            t = t.to_local()
+        if isinstance(t, torch.Tensor):
+            total += t.numel() * t.element_size()
+    return total
+
+
+def _model(size: dict[str, int]) -> nn.Module:
+    from tests.graph.models import GPT
+
+    torch.manual_seed(1234)
+    model = GPT(vocab=size["vocab"], width=size["width"], heads=size["heads"],
+                blocks=size["blocks"], seq=size["seq"])
+    for m in model.modules():
+        if isinstance(m, nn.Dropout):  # so every variant computes the same loss
+            m.p = 0.0
+    return model
+
+
+class _Variant:
+    def __init__(self, name: str, family: str, net: nn.Module, **info: Any) -> None:
+        self.name, self.family, self.net, self.info = name, family, net, info
+        self.opt = torch.optim.AdamW(net.parameters(), lr=1e-4)
+        self.times: list[float] = []
+        self.peak = 0
+
+    def step(self, idx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> None:
+        F.cross_entropy(self.net(idx, mask=mask), y).backward()
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)
+
+
+def _grads(net: nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter's whole gradient (a collective: every rank, the same order), by the
+    plain model's name."""
+    from torch.distributed.tensor import DTensor
+
+    out = {}
+    for name, p in net.named_parameters():
+        g = p.grad
+        if isinstance(g, DTensor):
+            g = g.full_tensor()
+        out[name.replace("_checkpoint_wrapped_module.", "")] = g
+    return out
+
+
+def _check(v: _Variant, ref: dict[str, Any] | None, batch: tuple[torch.Tensor, ...]
+           ) -> dict[str, Any]:
+    """One step's loss (averaged over the ranks) and gradients, without the optimizer."""
+    idx, y, mask = batch
+    loss = F.cross_entropy(v.net(idx, mask=mask), y)
+    loss.backward()
+    mean = loss.detach().clone()
+    dist.all_reduce(mean)
+    got = {"loss": mean.item() / dist.get_world_size(), "grads": _grads(v.net)}
+    v.opt.zero_grad(set_to_none=True)
+    if ref is None:
+        return got
+    diff = max(((got["grads"][k] - g).abs().max().item() for k, g in ref["grads"].items()),
+               default=0.0)
+    scale = max((g.abs().max().item() for g in ref["grads"].values()), default=1.0)
+    v.info.update(loss_diff=abs(got["loss"] - ref["loss"]), grad_diff=diff, grad_scale=scale)
+    return got
+
+
+def _measure(v: _Variant, batch: tuple[torch.Tensor, ...]) -> None:
+    from chainplan.profiler.memory import MemoryProbe
+
+    held = _local_bytes(v.net.parameters()) + _local_bytes(
+        t for s in v.opt.state.values() for t in s.values())
+    with MemoryProbe(device="cpu") as probe:
+        v.step(*batch)
+    v.peak = held + probe.peak_bytes
+
+
+def _chainplan(model: nn.Module, spec: dict[str, Any], batch: tuple[torch.Tensor, ...],
+               targets: dict[str, int]) -> list[_Variant]:
+    """chainplan at each per-rank memory of ``targets`` and at ``spec["sweep"]`` activation
+    budgets spread from its smallest plan to store-all; identical plans run once."""
+    import chainplan
+    from chainplan.sharded import rank_memory
+
+    idx, y, mask = batch
+    prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y, repeats=3,
+                             warmup=1, progress=False, spread_warning=None, mask=mask)
+    blocks = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
+    fixed = rank_memory(model, world=dist.get_world_size(), gathered="step",
+                        units=blocks).fixed_bytes
+    lo = chainplan.plan(prof, budget="min").budget_bytes
+    hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
+    wanted = [(f"chainplan @ {name}", peak - fixed) for name, peak in targets.items()]
+    k = spec["sweep"]
+    wanted += [(f"chainplan sweep {j}", lo + (hi - lo) * j // (k + 1)) for j in range(k + 2)]
+    out: list[_Variant] = []
+    seen: dict[str, _Variant] = {}
+    for label, budget in wanted:
+        try:
+            p = chainplan.plan(prof, budget=max(budget, 1))
+        except chainplan.InfeasibleBudget:
+            out.append(_Variant(label, "chainplan", nn.Linear(1, 1), infeasible=True,
+                                target=budget + fixed, min_bytes=lo + fixed))
+            continue
+        key = str(p) + repr(sorted(p.choices.items()))
+        if key in seen:
+            seen[key].info["labels"].append(label)
+            continue
+        v = _Variant(label, "chainplan", build("chainplan", model, plan=p), labels=[],
+                     target=budget + fixed if label.startswith("chainplan @") else 0,
+                     planned=fixed + p.peak_bytes, fixed=fixed, activations=p.peak_bytes)
+        seen[key] = v
+        out.append(v)
+    return out
+
+
+def _session(spec: dict[str, Any]) -> dict[str, Any]:
+    world, rank = dist.get_world_size(), dist.get_rank()
+    size = spec["size"]
+    model = _model(size)
+    gen = torch.Generator().manual_seed(7 + rank)  # each rank its own part of the batch
+    b, s = size["batch"], size["seq"]
+    batch = (torch.randint(0, size["vocab"], (b, s), generator=gen),
+             torch.randint(0, size["vocab"], (b * s,), generator=gen),
+             torch.ones(s, s, dtype=torch.bool).tril())
+    t0 = time.perf_counter()
+    variants = [_Variant("FSDP2", "plain", build("plain", model))]
+    if spec["kind"] == "compile":
+        import torch._functorch.config as fconfig
+
+        fconfig.activation_memory_budget = spec["compile_budget"]
+        variants.append(_Variant(f"FSDP2 + compile, budget {spec['compile_budget']}",
+                                 "compile", build("compile", model)))
+    else:
+        variants += [_Variant("FSDP2, no reshard", "no-reshard", build("no-reshard", model)),
+                     _Variant("FSDP2 + per-block AC", "per-block", build("per-block", model)),
+                     _Variant("FSDP2 + per-op SAC", "sac", build("sac", model)),
+                     _Variant("FSDP2 + per-op SAC (torchtitan, every 2nd mm)", "sac",
+                              build("sac-torchtitan", model))]
+    ref = _check(variants[0], None, batch)
+    for v in variants[1:]:
+        _check(v, ref, batch)
+    for v in variants:
+        v.step(*batch)  # warm: allocations, lazy compilation (timed for compile)
+    setup_s = time.perf_counter() - t0
+    for v in variants:
+        _measure(v, batch)
+    if spec["kind"] == "main":
+        targets = {v.name: _max(v.peak) for v in variants}
+        targets.update(spec.get("targets", {}))
+        ours = _chainplan(model, spec, batch, targets)
+        for v in ours:
+            if v.info.get("infeasible"):
+                continue
+            _check(v, ref, batch)
+            v.step(*batch)
+            _measure(v, batch)
+        variants += ours
+    runnable = [v for v in variants if not v.info.get("infeasible")]
+    for r in range(spec["rounds"]):
+        for i in range(len(runnable)):  # each round starts one later: no fixed neighbours
+            v = runnable[(i + r) % len(runnable)]
+            dist.barrier()
+            t = time.perf_counter()
+            v.step(*batch)
+            v.times.append(time.perf_counter() - t)
+    return {"setup_s": setup_s, "variants": [
+        {"name": v.name, "family": v.family, "peak": v.peak, "times": v.times, **v.info}
+        for v in variants]}
+
+
+def _max(x: int) -> int:
+    t = torch.tensor([x], dtype=torch.int64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return int(t.item())
+
+
+def run_session(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> None:
+    """One spawned rank: run the session ``spec_path`` describes, write what it measured to
+    ``out_dir/rank<r>.json`` (or the error)."""
+    torch.set_num_threads(1)
+    spec = json.loads(Path(spec_path).read_text())
+    db = Path(out_dir, f"rank{rank}")
+    db.mkdir(exist_ok=True)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                      CHAINPLAN_DB=str(db / "chainplan.db"))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    try:
+        got = _session(spec)
+    except Exception as e:
+        got = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(got))
+    dist.destroy_process_group()
