@@ -15,7 +15,7 @@ session, whose chainplan variants are planned at every alternative's measured pe
 compiled ones' included. Times are compared as ratios to the plain FSDP2 step of the same
 session (bench/fsdp/report.py). Run from the repository root after ``make bind``::
 
-    nice .venv/bin/python bench/fsdp/main.py [--rounds 11] [--sweep 4]
+    nice .venv/bin/python bench/fsdp/main.py [--rounds 15] [--sweep 4]
         [--compile-budgets 0.5,0.1] [--compile-timeout 420] [-o docs/distributed-bench.md]
 """
 
@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 from report import Row, render, rows_of  # noqa: E402
 
 WORLD = 2
-SIZE = {"vocab": 2048, "width": 128, "heads": 4, "blocks": 6, "seq": 128, "batch": 4}
+SIZE = {"vocab": 2048, "width": 128, "heads": 4, "blocks": 4, "seq": 128, "batch": 4}
 
 
 def _free_port() -> int:
@@ -51,9 +51,8 @@ def _free_port() -> int:
 
 def session_child(spec_path: str) -> int:
     """In a child process: spawn the ranks of one session and wait for them."""
-    import torch.multiprocessing as mp
-
     import ranks
+    import torch.multiprocessing as mp
 
     out = str(Path(spec_path).parent)
     mp.start_processes(ranks.run_session, args=(WORLD, _free_port(), spec_path, out),
@@ -83,7 +82,7 @@ def run_session(spec: dict[str, Any], timeout: float) -> tuple[list[dict[str, An
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--rounds", type=int, default=11)
+    ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--sweep", type=int, default=4,
                     help="chainplan budgets between its smallest plan and store-all")
     ap.add_argument("--compile-budgets", default="0.5,0.1",

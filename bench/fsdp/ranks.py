@@ -7,10 +7,12 @@ plus ``MemoryProbe``'s peak over a training step, as tests/distributed/workers.p
 then times them in alternating rounds: round r runs one step of every variant in turn, and
 a variant's time is the median over the rounds, so a busy machine slows all of them alike.
 
-chainplan's variants are planned on the rank's own profile, each at a per-rank memory: the
+chainplan's variants are planned on the rank's own profile: at activation budgets spread
+from its smallest plan to store-all, and at each alternative's measured per-rank peak, whose
 activation budget is that memory less ``rank_memory(..., gathered="step").fixed_bytes``
-(the step keeps every unit gathered, docs/distributed.md), and the plan's per-rank memory
-is that fixed part plus the plan's activation peak.
+(the step keeps every unit gathered, docs/distributed.md) and, a second time, less the fixed
+part measured on the sweep's plans (what a user who measured one run would plan with). A
+plan's planned per-rank memory is rank_memory's fixed part plus its activation peak.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch import nn
-
 from variants import build  # noqa: E402  (bench/fsdp is on sys.path)
 
 __all__ = ["run_session"]
@@ -112,47 +113,83 @@ def _measure(v: _Variant, batch: tuple[torch.Tensor, ...]) -> None:
     v.peak = held + probe.peak_bytes
 
 
-def _chainplan(model: nn.Module, spec: dict[str, Any], batch: tuple[torch.Tensor, ...],
-               targets: dict[str, int]) -> list[_Variant]:
-    """chainplan at each per-rank memory of ``targets`` and at ``spec["sweep"]`` activation
-    budgets spread from its smallest plan to store-all; identical plans run once."""
-    import chainplan
-    from chainplan.sharded import rank_memory
+class _Planner:
+    """chainplan on the rank's own profile: plans at activation budgets, each wrapped and
+    sharded once (identical plans run once, under every label that asked for them)."""
 
-    idx, y, mask = batch
-    prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y, repeats=3,
-                             warmup=1, progress=False, spread_warning=None, mask=mask)
-    blocks = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
-    fixed = rank_memory(model, world=dist.get_world_size(), gathered="step",
-                        units=blocks).fixed_bytes
-    lo = chainplan.plan(prof, budget="min").budget_bytes
-    hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
-    wanted = [(f"chainplan @ {name}", peak - fixed) for name, peak in targets.items()]
-    k = spec["sweep"]
-    wanted += [(f"chainplan sweep {j}", lo + (hi - lo) * j // (k + 1)) for j in range(k + 2)]
-    out: list[_Variant] = []
-    seen: dict[str, _Variant] = {}
-    for label, budget in wanted:
+    def __init__(self, model: nn.Module, batch: tuple[torch.Tensor, ...]) -> None:
+        import chainplan
+        from chainplan.sharded import rank_memory
+
+        idx, y, mask = batch
+        self.model = model
+        self.prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y,
+                                      repeats=3, warmup=1, progress=False,
+                                      spread_warning=None, mask=mask)
+        blocks = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
+        self.fixed = rank_memory(model, world=dist.get_world_size(), gathered="step",
+                                 units=blocks).fixed_bytes
+        self.lo = chainplan.plan(self.prof, budget="min").budget_bytes
+        self.hi = chainplan.plan(self.prof, budget="min", algo="store-all").budget_bytes
+        self.seen: dict[str, _Variant] = {}
+
+    def add(self, label: str, budget: int, target: int, fixed: int) -> _Variant | None:
+        """The plan at activation ``budget`` (``target``: the per-rank memory asked, 0 for
+        a sweep plan; ``fixed``: the fixed part it was asked with); None when it is one
+        already built (``label`` joins its labels)."""
+        import chainplan
+
         try:
-            p = chainplan.plan(prof, budget=max(budget, 1))
+            p = chainplan.plan(self.prof, budget=max(budget, 1))
         except chainplan.InfeasibleBudget:
-            out.append(_Variant(label, "chainplan", nn.Linear(1, 1), infeasible=True,
-                                target=budget + fixed, min_bytes=lo + fixed))
-            continue
+            return _Variant(label, "chainplan", nn.Linear(1, 1), infeasible=True,
+                            target=target, min_bytes=self.lo + fixed)
         key = str(p) + repr(sorted(p.choices.items()))
-        if key in seen:
-            seen[key].info["labels"].append(label)
-            continue
-        v = _Variant(label, "chainplan", build("chainplan", model, plan=p), labels=[],
-                     target=budget + fixed if label.startswith("chainplan @") else 0,
-                     planned=fixed + p.peak_bytes, fixed=fixed, activations=p.peak_bytes)
-        seen[key] = v
+        if key in self.seen:
+            self.seen[key].info["labels"].append(label)
+            return None
+        v = _Variant(label, "chainplan", build("chainplan", self.model, plan=p), labels=[],
+                     target=target, planned=self.fixed + p.peak_bytes, fixed=self.fixed,
+                     activations=p.peak_bytes)
+        self.seen[key] = v
+        return v
+
+
+def _chainplan(model: nn.Module, spec: dict[str, Any], batch: tuple[torch.Tensor, ...],
+               ref: dict[str, Any], targets: dict[str, int]) -> list[_Variant]:
+    """chainplan at ``spec["sweep"]`` activation budgets spread from its smallest plan to
+    store-all, then at each per-rank memory of ``targets``: once less rank_memory's fixed
+    part (what a user plans with), once less the fixed part measured on the sweep's plans
+    (the largest, over plans and ranks, of measured peak less planned activations)."""
+    planner = _Planner(model, batch)
+    lo, hi, k = planner.lo, planner.hi, spec["sweep"]
+    out: list[_Variant] = []
+
+    def run(label: str, budget: int, target: int, fixed: int) -> None:
+        v = planner.add(label, budget, target, fixed)
+        if v is None:
+            return
         out.append(v)
+        if not v.info.get("infeasible"):
+            _check(v, ref, batch)
+            v.step(*batch)
+            _measure(v, batch)
+
+    for j in range(k + 2):
+        run(f"chainplan sweep {j}", lo + (hi - lo) * j // (k + 1), 0, planner.fixed)
+    measured = _max(max(v.peak - v.info["activations"] for v in out
+                        if not v.info.get("infeasible")))
+    for name, peak in targets.items():
+        run(f"chainplan @ {name}", peak - planner.fixed, peak, planner.fixed)
+    for name, peak in targets.items():
+        run(f"chainplan @ {name}, fixed part measured", peak - measured, peak, measured)
+    for v in out:
+        v.info["measured_fixed"] = measured
     return out
 
 
 def _session(spec: dict[str, Any]) -> dict[str, Any]:
-    world, rank = dist.get_world_size(), dist.get_rank()
+    rank = dist.get_rank()
     size = spec["size"]
     model = _model(size)
     gen = torch.Generator().manual_seed(7 + rank)  # each rank its own part of the batch
@@ -185,14 +222,7 @@ def _session(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["kind"] == "main":
         targets = {v.name: _max(v.peak) for v in variants}
         targets.update(spec.get("targets", {}))
-        ours = _chainplan(model, spec, batch, targets)
-        for v in ours:
-            if v.info.get("infeasible"):
-                continue
-            _check(v, ref, batch)
-            v.step(*batch)
-            _measure(v, batch)
-        variants += ours
+        variants += _chainplan(model, spec, batch, ref, targets)
     runnable = [v for v in variants if not v.info.get("infeasible")]
     for r in range(spec["rounds"]):
         for i in range(len(runnable)):  # each round starts one later: no fixed neighbours
