@@ -91,6 +91,9 @@ def main() -> int:
                     help="seconds a compiled session may take")
     ap.add_argument("--size", default="", help="JSON overriding the model's size "
                     f"(default {json.dumps(SIZE)})")
+    ap.add_argument("--model", choices=("gpt", "gpt-chain"), default="gpt",
+                    help="gpt: blocks in a ModuleList (every unit gathered for the step under "
+                    "a plan); gpt-chain: an nn.Sequential (gathered per stage)")
     ap.add_argument("-o", "--output", default="")
     ap.add_argument("--session", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -109,14 +112,16 @@ def main() -> int:
                   file=sys.stderr)
             return 2
         size.update(extra)
+    chain = args.model == "gpt-chain"
     t0 = time.perf_counter()
     rows: list[Row] = []
     notes: list[str] = []
     targets: dict[str, int] = {}
     for b in [float(x) for x in args.compile_budgets.split(",") if x]:
         t = time.perf_counter()
-        got, why = run_session({"kind": "compile", "size": size, "rounds": args.rounds,
-                                "compile_budget": b}, args.compile_timeout)
+        got, why = run_session({"kind": "compile", "size": size, "chain": chain,
+                                "rounds": args.rounds, "compile_budget": b},
+                               args.compile_timeout)
         name = f"FSDP2 + compile, budget {b}"
         if why:
             notes.append(f"{name}: {why}")
@@ -129,8 +134,8 @@ def main() -> int:
                      f"{time.perf_counter() - t:.0f} s, set-up {session[0].setup_s:.0f} s")
         print(f"bench/fsdp: {name} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
               flush=True)
-    got, why = run_session({"kind": "main", "size": size, "rounds": args.rounds,
-                            "sweep": args.sweep, "targets": targets}, 3600)
+    got, why = run_session({"kind": "main", "size": size, "chain": chain, "rounds": args.rounds,
+                            "sweep": args.sweep, "targets": targets}, 1800)
     if why:
         print(f"bench/fsdp: the main session {why}", file=sys.stderr)
         return 1
@@ -139,8 +144,8 @@ def main() -> int:
               f"{' '.join(sys.argv[1:])}` on {platform.processor() or platform.machine()}, "
               f"{os.cpu_count()} CPUs (shared), {WORLD} gloo ranks of 1 thread each, torch "
               f"{_torch_version()}, {time.strftime('%Y-%m-%d')}, in "
-              f"{time.perf_counter() - t0:.0f} s. Model: GPT {json.dumps(size)} (batch per "
-              "rank). Do not edit by hand.")
+              f"{time.perf_counter() - t0:.0f} s. Model: {args.model} {json.dumps(size)} (batch "
+              "per rank). Do not edit by hand.")
     text = render(rows, header, args.rounds, notes)
     print(text)
     if args.output:

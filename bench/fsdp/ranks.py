@@ -17,6 +17,7 @@ plan's planned per-rank memory is rank_memory's fixed part plus its activation p
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import time
@@ -45,12 +46,19 @@ def _local_bytes(tensors: Any) -> int:
     return total
 
 
-def _model(size: dict[str, int]) -> nn.Module:
+def _model(size: dict[str, int], chain: bool) -> nn.Module:
+    """The tests' GPT (a ModuleList of blocks, a mask argument), or with ``chain`` the
+    tests' ``nn.Sequential`` GPT (embedding, blocks, head: stages the plan calls)."""
     from tests.graph.models import GPT
+    from tests.models import gpt_like
 
     torch.manual_seed(1234)
-    model = GPT(vocab=size["vocab"], width=size["width"], heads=size["heads"],
-                blocks=size["blocks"], seq=size["seq"])
+    if chain:
+        model: nn.Module = gpt_like(vocab=size["vocab"], width=size["width"],
+                                    blocks=size["blocks"], seq=size["seq"])[0]
+    else:
+        model = GPT(vocab=size["vocab"], width=size["width"], heads=size["heads"],
+                    blocks=size["blocks"], seq=size["seq"])
     for m in model.modules():
         if isinstance(m, nn.Dropout):  # so every variant computes the same loss
             m.p = 0.0
@@ -64,8 +72,8 @@ class _Variant:
         self.times: list[float] = []
         self.peak = 0
 
-    def step(self, idx: torch.Tensor, y: torch.Tensor, mask: torch.Tensor) -> None:
-        F.cross_entropy(self.net(idx, mask=mask), y).backward()
+    def step(self, idx: torch.Tensor, y: torch.Tensor, kwargs: dict[str, Any]) -> None:
+        F.cross_entropy(self.net(idx, **kwargs), y).backward()
         self.opt.step()
         self.opt.zero_grad(set_to_none=True)
 
@@ -84,11 +92,13 @@ def _grads(net: nn.Module) -> dict[str, torch.Tensor]:
     return out
 
 
-def _check(v: _Variant, ref: dict[str, Any] | None, batch: tuple[torch.Tensor, ...]
-           ) -> dict[str, Any]:
+Batch = tuple[torch.Tensor, torch.Tensor, dict[str, Any]]  # ids, targets, call's kwargs
+
+
+def _check(v: _Variant, ref: dict[str, Any] | None, batch: Batch) -> dict[str, Any]:
     """One step's loss (averaged over the ranks) and gradients, without the optimizer."""
-    idx, y, mask = batch
-    loss = F.cross_entropy(v.net(idx, mask=mask), y)
+    idx, y, kwargs = batch
+    loss = F.cross_entropy(v.net(idx, **kwargs), y)
     loss.backward()
     mean = loss.detach().clone()
     dist.all_reduce(mean)
@@ -103,7 +113,7 @@ def _check(v: _Variant, ref: dict[str, Any] | None, batch: tuple[torch.Tensor, .
     return got
 
 
-def _measure(v: _Variant, batch: tuple[torch.Tensor, ...]) -> None:
+def _measure(v: _Variant, batch: Batch) -> None:
     from chainplan.profiler.memory import MemoryProbe
 
     held = _local_bytes(v.net.parameters()) + _local_bytes(
@@ -117,20 +127,29 @@ class _Planner:
     """chainplan on the rank's own profile: plans at activation budgets, each wrapped and
     sharded once (identical plans run once, under every label that asked for them)."""
 
-    def __init__(self, model: nn.Module, batch: tuple[torch.Tensor, ...]) -> None:
+    def __init__(self, model: nn.Module, batch: Batch) -> None:
         import chainplan
+        from chainplan.shardchain import sharded_chain
         from chainplan.sharded import rank_memory
 
-        idx, y, mask = batch
+        idx, y, kwargs = batch
         self.model = model
-        self.prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y,
-                                      repeats=3, warmup=1, progress=False,
-                                      spread_warning=None, mask=mask)
-        blocks = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
-        self.fixed = rank_memory(model, world=dist.get_world_size(), gathered="step",
-                                 units=blocks).fixed_bytes
-        self.lo = chainplan.plan(self.prof, budget="min").budget_bytes
-        self.hi = chainplan.plan(self.prof, budget="min", algo="store-all").budget_bytes
+        prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y, repeats=3,
+                                 warmup=1, progress=False, spread_warning=None, **kwargs)
+        world = dist.get_world_size()
+        if isinstance(model, nn.Sequential):  # FSDP2 gathers a stage whenever it runs
+            self.source: Any = sharded_chain(
+                prof, Path(os.environ["CHAINPLAN_DB"]).with_name("fsdp.chain.json"),
+                shard=world)
+            units, gathered = [str(i) for i in range(len(model))], "chain"
+        else:  # every unit gathered for the step (executors/fsdp.py)
+            self.source = prof
+            units = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
+            gathered = "step"
+        self.fixed = rank_memory(model, world=world, gathered=gathered,
+                                 units=units).fixed_bytes
+        self.lo = chainplan.plan(self.source, budget="min").budget_bytes
+        self.hi = chainplan.plan(self.source, budget="min", algo="store-all").budget_bytes
         self.seen: dict[str, _Variant] = {}
 
     def add(self, label: str, budget: int, target: int, fixed: int) -> _Variant | None:
@@ -140,22 +159,30 @@ class _Planner:
         import chainplan
 
         try:
-            p = chainplan.plan(self.prof, budget=max(budget, 1))
+            p = chainplan.plan(self.source, budget=max(budget, 1))
         except chainplan.InfeasibleBudget:
+            p = None
+        # Each rank plans on its own profile: what runs is decided together, or one rank
+        # would wait in a collective of a variant the other never built.
+        key = str(p) + repr(sorted(p.choices.items())) if p is not None else ""
+        dups = list(self.seen).index(key) if key in self.seen else -1
+        every: list[Any] = [None] * dist.get_world_size()
+        dist.all_gather_object(every, (p is None, dups))
+        if any(off for off, _ in every):
             return _Variant(label, "chainplan", nn.Linear(1, 1), infeasible=True,
                             target=target, min_bytes=self.lo + fixed)
-        key = str(p) + repr(sorted(p.choices.items()))
-        if key in self.seen:
+        if dups >= 0 and all(d == dups for _, d in every):
             self.seen[key].info["labels"].append(label)
             return None
+        assert p is not None
         v = _Variant(label, "chainplan", build("chainplan", self.model, plan=p), labels=[],
                      target=target, planned=self.fixed + p.peak_bytes, fixed=self.fixed,
                      activations=p.peak_bytes)
-        self.seen[key] = v
+        self.seen[key if key not in self.seen else f"{key}#{len(self.seen)}"] = v
         return v
 
 
-def _chainplan(model: nn.Module, spec: dict[str, Any], batch: tuple[torch.Tensor, ...],
+def _chainplan(model: nn.Module, spec: dict[str, Any], batch: Batch,
                ref: dict[str, Any], targets: dict[str, int]) -> list[_Variant]:
     """chainplan at ``spec["sweep"]`` activation budgets spread from its smallest plan to
     store-all, then at each per-rank memory of ``targets``: once less rank_memory's fixed
@@ -191,12 +218,12 @@ def _chainplan(model: nn.Module, spec: dict[str, Any], batch: tuple[torch.Tensor
 def _session(spec: dict[str, Any]) -> dict[str, Any]:
     rank = dist.get_rank()
     size = spec["size"]
-    model = _model(size)
+    model = _model(size, spec.get("chain", False))
     gen = torch.Generator().manual_seed(7 + rank)  # each rank its own part of the batch
     b, s = size["batch"], size["seq"]
+    kwargs = {} if spec.get("chain") else {"mask": torch.ones(s, s, dtype=torch.bool).tril()}
     batch = (torch.randint(0, size["vocab"], (b, s), generator=gen),
-             torch.randint(0, size["vocab"], (b * s,), generator=gen),
-             torch.ones(s, s, dtype=torch.bool).tril())
+             torch.randint(0, size["vocab"], (b * s,), generator=gen), kwargs)
     t0 = time.perf_counter()
     variants = [_Variant("FSDP2", "plain", build("plain", model))]
     if spec["kind"] == "compile":
@@ -251,7 +278,9 @@ def run_session(rank: int, world: int, port: int, spec_path: str, out_dir: str) 
     db.mkdir(exist_ok=True)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                       CHAINPLAN_DB=str(db / "chainplan.db"))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # A rank stuck in a collective the other never joins fails after this, not 30 min.
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=datetime.timedelta(minutes=10))
     try:
         got = _session(spec)
     except Exception as e:

@@ -19,6 +19,9 @@ the root), each built on its own copy of the same model:
   ``fully_shard`` (docs/distributed.md, "Composing under a model the user wrapped").
 
 Blocks are wrapped in torchtitan's order: checkpointing, then compile, then ``fully_shard``.
+An ``nn.Sequential`` model (the chain form) has every stage sharded, and its plan is made
+on ``chainplan.shardchain.sharded_chain``'s chain: FSDP2's own hooks gather a stage
+whenever the plan runs it (bench/fsdp/ranks.py).
 """
 
 from __future__ import annotations
@@ -74,13 +77,23 @@ def _sac_context(torchtitan: bool) -> Any:
     return tuc.create_selective_checkpoint_contexts(_save_all)
 
 
-def shard(model: nn.Module, blocks: nn.ModuleList, reshard: bool = True) -> None:
-    """torchtitan's order: fully_shard every block, then the root."""
+def shard(model: nn.Module, blocks: Any, reshard: bool = True) -> None:
+    """torchtitan's order: fully_shard every block (or stage), then the root."""
     from torch.distributed.fsdp import fully_shard
 
     for block in blocks:
         fully_shard(block, reshard_after_forward=reshard)
     fully_shard(model)
+
+
+def _blocks(net: nn.Module) -> tuple[Any, range]:
+    """What ``fully_shard`` shards one by one (a ModuleList GPT's blocks; every stage of an
+    ``nn.Sequential``, as a chain's plan calls them) and which of those are the transformer
+    blocks that checkpointing and compile wrap (a Sequential's stages but the first and
+    the last: the embedding and the head)."""
+    if isinstance(net, nn.Sequential):
+        return net, range(1, len(net) - 1)
+    return net.blocks, range(len(net.blocks))
 
 
 def build(kind: str, model: nn.Module, **options: Any) -> nn.Module:
@@ -89,19 +102,18 @@ def build(kind: str, model: nn.Module, **options: Any) -> nn.Module:
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
     net = copy.deepcopy(model)
-    blocks = net.blocks
+    if kind == "chainplan":
+        net = options["plan"].wrap(net)
+    container, which = _blocks(net)
     if kind in ("per-block", "sac", "sac-torchtitan"):
-        for i, block in enumerate(blocks):
+        for i in which:
             extra = ({} if kind == "per-block" else
                      {"context_fn": partial(_sac_context, kind == "sac-torchtitan")})
-            blocks[i] = checkpoint_wrapper(block, preserve_rng_state=False, **extra)
+            container[i] = checkpoint_wrapper(container[i], preserve_rng_state=False, **extra)
     elif kind == "compile":
-        for block in blocks:
-            block.compile()
-    elif kind == "chainplan":
-        net = options["plan"].wrap(net)
-        blocks = net.blocks
-    elif kind not in ("plain", "no-reshard"):
+        for i in which:
+            container[i].compile()
+    elif kind not in ("plain", "no-reshard", "chainplan"):
         raise ValueError(f"bench/fsdp: unknown variant kind {kind!r}")
-    shard(net, blocks, reshard=kind != "no-reshard")
+    shard(net, container, reshard=kind != "no-reshard")
     return net
