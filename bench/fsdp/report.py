@@ -138,7 +138,7 @@ def render(rows: list[Row], header: str, rounds: int, notes: list[str]) -> str:
     """The markdown report: the figures against issue 34's targets, then every variant."""
     comps = comparisons(rows)
     ratios = [c[3] for c in comps]
-    lines = ["### Benchmark: chainplan against FSDP2's checkpointing, 2 CPU ranks", "", header,
+    lines = ["# chainplan against FSDP2's checkpointing, 2 CPU gloo ranks", "", header,
              "", "Per-rank memory: a rank's sharded parameters and optimizer state plus the "
              "peak `MemoryProbe` measured over one training step (forward, backward, AdamW), "
              "the largest over the ranks. Times: the slowest rank's median step over "
