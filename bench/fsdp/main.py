@@ -22,6 +22,7 @@ session (bench/fsdp/report.py). Run from the repository root after ``make bind``
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -95,10 +96,16 @@ def main() -> int:
                     help="gpt: blocks in a ModuleList (every unit gathered for the step under "
                     "a plan); gpt-chain: an nn.Sequential (gathered per stage)")
     ap.add_argument("-o", "--output", default="")
+    ap.add_argument("--render", default="",
+                    help="render the measurements a run saved (its JSON) instead of running")
     ap.add_argument("--session", default="", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.session:
         return session_child(args.session)
+    if args.render:
+        saved = json.loads(Path(args.render).read_text())
+        return _write(render([Row(**r) for r in saved["rows"]], saved["header"],
+                             saved["rounds"], saved["notes"]), args.output)
     size = dict(SIZE)
     if args.size:
         try:
@@ -146,10 +153,17 @@ def main() -> int:
               f"{_torch_version()}, {time.strftime('%Y-%m-%d')}, in "
               f"{time.perf_counter() - t0:.0f} s. Model: {args.model} {json.dumps(size)} (batch "
               "per rank). Do not edit by hand.")
-    text = render(rows, header, args.rounds, notes)
+    saved = Path(tempfile.mkdtemp(prefix="bench-fsdp-"), "rows.json")
+    saved.write_text(json.dumps({"rows": [dataclasses.asdict(r) for r in rows],
+                                 "header": header, "rounds": args.rounds, "notes": notes}))
+    print(f"bench/fsdp: the measurements are in {saved} (--render)", file=sys.stderr)
+    return _write(render(rows, header, args.rounds, notes), args.output)
+
+
+def _write(text: str, output: str) -> int:
     print(text)
-    if args.output:
-        Path(args.output).write_text(text)
+    if output:
+        Path(output).write_text(text)
     return 0
 
 

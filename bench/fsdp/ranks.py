@@ -138,9 +138,14 @@ class _Planner:
                                  warmup=1, progress=False, spread_warning=None, **kwargs)
         world = dist.get_world_size()
         if isinstance(model, nn.Sequential):  # FSDP2 gathers a stage whenever it runs
-            self.source: Any = sharded_chain(
-                prof, Path(os.environ["CHAINPLAN_DB"]).with_name("fsdp.chain.json"),
-                shard=world)
+            # FSDP2's hooks then gather a unit whenever a plan runs it, recomputations
+            # included: the ranks must run the same plan, so all plan on rank 0's chain.
+            path = Path(os.environ["CHAINPLAN_DB"]).with_name("fsdp.chain.json")
+            sharded_chain(prof, path, shard=world)
+            text = [path.read_text() if dist.get_rank() == 0 else None]
+            dist.broadcast_object_list(text, src=0)
+            path.write_text(str(text[0]))
+            self.source: Any = path
             units, gathered = [str(i) for i in range(len(model))], "chain"
         else:  # every unit gathered for the step (executors/fsdp.py)
             self.source = prof
