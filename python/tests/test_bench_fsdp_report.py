@@ -87,6 +87,8 @@ def test_render_states_the_figures_against_the_targets(report: ModuleType) -> No
     text = report.render(report.rows_of(_ranks(), "main"), "header", 3, ["a note"])
     assert "ran **0.875x** its time" in text  # 1.05 / 1.2, planned with rank_memory's part
     assert "with the fixed part measured, no plan (infeasible" in text
+    # The sweep's smallest plan (18 MiB, 1.5x plain) is the only one within 21 MiB.
+    assert "within that memory, chainplan sweep 0 (18.00 MiB), ran **1.250x** its time" in text
     assert "geometric mean **0.892**, worst **0.909** over 2 chainplan budgets" in text
     assert "2 of 3 plans on every rank; measured / planned 0.87-1.06" in text
     assert "| chainplan @ FSDP2 + per-block AC, chainplan sweep 1 | main | 22.00 " in text
