@@ -66,7 +66,7 @@ def _times(steps: dict[str, Callable[[], None]], nets: dict[str, nn.Module],
 
 def _budgets(prof: chainplan.Profile, points: int) -> list[int]:
     """Budgets along the rotor frontier, the smallest first, at most ``points``."""
-    front = chainplan.frontier(prof)
+    front = chainplan.tradeoff.frontier(prof)
     budgets = [p.budget_bytes for p in front.points]
     if len(budgets) > points:
         step = (len(budgets) - 1) / (points - 1)
