@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history, query, runs
+    from chainplan.launch import LaunchCandidate, parallelize
     from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.reuse import find_profile
@@ -75,6 +76,8 @@ __all__ = [
     "Advice",
     "Search3D",
     "WithLoss",
+    "parallelize",
+    "LaunchCandidate",
 ]
 
 _WHERE = {
@@ -104,6 +107,8 @@ _WHERE = {
     "Advice": "chainplan.advice",
     "Search3D": "chainplan.advice",
     "WithLoss": "chainplan.withloss",
+    "parallelize": "chainplan.launch.build",
+    "LaunchCandidate": "chainplan.launch.candidate",
 }
 
 

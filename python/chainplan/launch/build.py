@@ -1,0 +1,205 @@
+"""``chainplan.parallelize``: one candidate built on a ``DeviceMesh`` (docs/distributed.md).
+
+The order is torchtitan's: tensor parallelism on ``tp`` (:mod:`.tensorparallel`), chainplan
+checkpointing inside each rank's part, compile, then data parallelism on ``dp`` (FSDP2's
+``fully_shard`` on each block and the root, or DDP); with ``pp`` > 1 the chain is cut
+into stages that the pipeline runner executes on the rank's ``pp`` group
+(:mod:`.stageplan`), one pipeline per data-parallel replica, their gradients averaged over
+``dp`` after each step.
+
+Everything that can be refused is refused before the first collective, on every rank alike
+(it depends only on the model, the candidate and the world size): a mesh or candidate that
+does not match the world size, a model tensor parallelism cannot split, cuts past the
+chain, combinations this release does not build.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from datetime import timedelta
+from typing import Any, Literal
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from chainplan.errors import PlanError
+from chainplan.launch.candidate import DIMS, Budget, LaunchCandidate
+from chainplan.launch.meshgroups import mesh_groups
+from chainplan.launch.run import Parallelized
+from chainplan.launch.tensorparallel import apply_tp, tp_plan
+
+__all__ = ["parallelize"]
+
+DataParallel = Literal["fsdp", "ddp"]
+_ids = itertools.count()
+
+
+def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate | Mapping[str, Any]
+                | None = None, *, loss_fn: Any = None, data_parallel: DataParallel = "fsdp",
+                compile: bool = False, example: Any = None,
+                example_kwargs: dict[str, Any] | None = None,
+                timeout_s: float = 300.0) -> Parallelized:
+    """Build ``model`` for this rank of ``mesh`` as ``candidate`` says.
+
+    Call it on every rank, after ``torch.distributed.init_process_group``, with the model
+    built alike on every rank (same seed). The model is changed in place.
+
+    Args:
+        model: the model as written: a transformer whose blocks tensor parallelism
+            recognises (or a HuggingFace model with ``base_model_tp_plan``) when ``tp`` > 1;
+            an ``nn.Sequential``, or any model with ``example``, when ``pp`` > 1.
+        mesh: a ``DeviceMesh`` whose dimensions are named among ``pp``, ``dp``, ``tp``
+            (a missing one is 1); None: made from the candidate's mesh, on CUDA when the
+            process group's backend is NCCL, else the CPU.
+        candidate: a :class:`~chainplan.launch.candidate.LaunchCandidate` or its JSON
+            object (None: the mesh's shape, one micro-batch, no checkpointing).
+
+    Keyword Args:
+        loss_fn: ``loss_fn(output, target)``, mean-reduced (default: the mean square).
+        data_parallel: ``fsdp`` (FSDP2's ``fully_shard``, default) or ``ddp``.
+        compile: ``torch.compile`` the rank's model (``pp`` = 1).
+        example, example_kwargs: one micro-batch's call, for a model that is not an
+            ``nn.Sequential`` cut into pipeline stages.
+        timeout_s: how long a rank waits for a peer before it gives up, naming it.
+
+    Returns:
+        A :class:`~chainplan.launch.run.Parallelized` whose ``step`` trains one batch.
+
+    Raises:
+        PlanError: what is refused (module docstring), naming the field or the block.
+    """
+    if not dist.is_available() or not dist.is_initialized():
+        raise PlanError("parallelize runs in a process group: call "
+                        "torch.distributed.init_process_group first (torchrun sets what it needs)")
+    world = dist.get_world_size()
+    cand = _candidate(candidate, mesh)
+    if cand.world != world:
+        raise PlanError(f"the candidate's mesh {cand.mesh_shape} holds {cand.world} processes "
+                        f"but the process group has {world} (launch {cand.world})")
+    if data_parallel not in ("fsdp", "ddp"):
+        raise PlanError(f"data_parallel: want 'fsdp' or 'ddp' (got {data_parallel!r})")
+    budgets = [cand.budget(k) for k in range(cand.pp)]
+    _refuse(cand, budgets, data_parallel, compile)
+    split = tp_plan(model, cand.tp) if cand.tp > 1 else None
+    chain = None
+    if cand.pp > 1:
+        chain = _chain(model, example, example_kwargs)
+        if cand.cuts[-1] >= len(chain):
+            raise PlanError(f"cuts: the last stage starts after layer {cand.cuts[-1]}, but the "
+                            f"model's chain has {len(chain)} layers "
+                            f"(chainplan.stages(model) lists them)")
+    # Nothing is refused past this point: the collectives start.
+    groups = mesh_groups(cand, mesh, timedelta(seconds=timeout_s))
+    device = groups.device
+    if split is not None:
+        apply_tp(model, split, groups.tp_mesh)
+    model.to(device)
+    if cand.pp > 1:
+        from chainplan.launch.stageplan import cuts_plan, staged_chain
+        from chainplan.pipeline.runner import PipelineRunner
+
+        assert chain is not None
+        staged, counts = staged_chain(chain, cand.cuts, budgets)
+        plan = cuts_plan(cand.cuts, counts, cand.microbatches)
+        runner = PipelineRunner(plan, staged, loss_fn=loss_fn, device=device,
+                                group=groups.pp, timeout_s=timeout_s)
+        return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn,
+                            prefix=f"chainplan/parallelize/{next(_ids)}")
+    net: nn.Module = model
+    if budgets[0] is not None:
+        from chainplan.checkpointed import Checkpointed
+
+        net = Checkpointed(model, budget=budgets[0])
+    if compile:
+        net = torch.compile(net)  # type: ignore[assignment]
+    if cand.dp > 1:
+        net = _data_parallel(net, model, groups, data_parallel)
+    return Parallelized(cand, groups, module=net, loss_fn=loss_fn,
+                        prefix=f"chainplan/parallelize/{next(_ids)}")
+
+
+def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None, mesh: Any) -> LaunchCandidate:
+    """The candidate, checked against the mesh's named dimensions."""
+    if isinstance(candidate, Mapping):
+        candidate = LaunchCandidate.from_dict(dict(candidate))
+    if mesh is None:
+        if candidate is None:
+            raise PlanError("parallelize needs a mesh or a candidate (its mesh shape)")
+        return candidate
+    names = tuple(mesh.mesh_dim_names or ())
+    bad = [n for n in names if n not in DIMS]
+    if not names or bad:
+        raise PlanError(f"the mesh's dimensions must be named among pp, dp, tp "
+                        f"(got {list(names) or 'no names'}): "
+                        f"init_device_mesh(..., mesh_dim_names=(\"dp\", \"tp\"))")
+    shape = {d: (mesh.size(names.index(d)) if d in names else 1) for d in DIMS}
+    if candidate is None:
+        return LaunchCandidate(**shape)
+    if candidate.mesh_shape != shape:
+        raise PlanError(f"the candidate's mesh {candidate.mesh_shape} is not the mesh's "
+                        f"{shape}")
+    return candidate
+
+
+def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
+            compile: bool) -> None:
+    """Combinations this release does not build, each with why."""
+    ck = any(b is not None for b in budgets)
+    if ck and cand.tp > 1:
+        raise PlanError("checkpoint with tp > 1: chainplan captures the model with torch.export, "
+                        "which does not capture DTensor parameters; run tp > 1 with checkpoint "
+                        "null")
+    if ck and cand.pp == 1 and data_parallel == "fsdp":
+        raise PlanError("checkpoint with data_parallel='fsdp': chainplan's capture does not "
+                        "take fully_shard's DTensor parameters yet; use data_parallel='ddp'")
+    if cand.pp > 1 and data_parallel == "fsdp" and cand.dp > 1:
+        raise PlanError("pp > 1 with data_parallel='fsdp' is not built yet: the pipeline's "
+                        "replicas average their gradients as DDP does (data_parallel='ddp')")
+    if cand.pp > 1 and cand.tp > 1:
+        raise PlanError("pp > 1 with tp > 1 is not built yet (pp x dp or dp x tp are)")
+    if cand.pp > 1 and compile:
+        raise PlanError("compile with pp > 1 is not built yet: the pipeline runner runs the "
+                        "stages as written")
+    if cand.pp == 1 and cand.cuts:
+        raise PlanError("cuts: want none for one pipeline stage")
+
+
+def _chain(model: nn.Module, example: Any, example_kwargs: dict[str, Any] | None) -> list[nn.Module]:
+    """The model's chain of layers, as the pipeline runner cuts it."""
+    from chainplan.graph.split import declared
+    from chainplan.sequential import flatten_stages
+
+    args = () if example is None else (example if isinstance(example, tuple) else (example,))
+    if isinstance(model, nn.Sequential) and declared(model, args[1:], dict(example_kwargs or {})):
+        return flatten_stages(model)
+    if not args:
+        raise PlanError(f"{type(model).__name__} is not an nn.Sequential: cutting it into "
+                        f"pipeline stages needs one micro-batch's call (example=...)")
+    from chainplan.graph.chain import extract
+
+    return list(extract(model, args, dict(example_kwargs or {})).stages)
+
+
+def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> nn.Module:
+    if how == "ddp":
+        if groups.tp_mesh is not None:
+            return net  # DTensor parameters: Parallelized averages their gradients itself
+        from torch.nn.parallel import DistributedDataParallel
+
+        return DistributedDataParallel(net, process_group=groups.dp)
+    from torch.distributed.fsdp import fully_shard
+
+    for block in _blocks(model):
+        fully_shard(block, mesh=groups.dp_mesh)
+    fully_shard(model, mesh=groups.dp_mesh)
+    return net
+
+
+def _blocks(model: nn.Module) -> Iterator[nn.Module]:
+    """The repeated blocks FSDP wraps one by one: the children of the model's largest
+    ``ModuleList`` or ``nn.Sequential``."""
+    lists = [m for m in model.modules() if isinstance(m, nn.ModuleList | nn.Sequential)]
+    if lists:
+        yield from max(lists, key=len).children()

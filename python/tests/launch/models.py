@@ -1,0 +1,120 @@
+"""Small models of the launch tests, the same on every rank and in the parent process."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+VOCAB, WIDTH, HEADS, SEQ = 32, 16, 4, 8
+
+
+class Attention(nn.Module):
+    def __init__(self, heads: int = HEADS) -> None:
+        super().__init__()
+        self.n_heads = heads
+        # No biases (as Llama's): the key's bias has a zero gradient up to rounding, which
+        # AdamW's normalisation turns into full steps of noise.
+        self.q, self.k, self.v, self.o = (nn.Linear(WIDTH, WIDTH, bias=False) for _ in range(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, _ = x.shape
+        q, k, v = (f(x).view(b, t, self.n_heads, -1).transpose(1, 2)
+                   for f in (self.q, self.k, self.v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.o(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class FusedAttention(nn.Module):
+    """nanoGPT's: one linear for queries, keys and values (tensor parallelism refuses it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n_head = HEADS
+        self.c_attn, self.c_proj = nn.Linear(WIDTH, 3 * WIDTH), nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        q, k, v = self.c_attn(x).chunk(3, dim=-1)
+        b, t, _ = x.shape
+        q, k, v = (z.view(b, t, self.n_head, -1).transpose(1, 2) for z in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(b, t, -1))
+
+
+class Block(nn.Module):
+    def __init__(self, attention: nn.Module) -> None:
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(WIDTH), nn.LayerNorm(WIDTH)
+        self.attn = attention
+        self.up, self.gate, self.down = (nn.Linear(WIDTH, 2 * WIDTH), nn.Linear(WIDTH, 2 * WIDTH),
+                                         nn.Linear(2 * WIDTH, WIDTH))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x + self.attn(self.ln1(x))
+        h = self.ln2(x)
+        return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+
+class GPT(nn.Module):
+    """A transformer written with a ModuleList of blocks."""
+
+    def __init__(self, layers: int = 2, heads: int = HEADS, fused: bool = False) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.emb = nn.Embedding(VOCAB, WIDTH)
+        self.blocks = nn.ModuleList(Block(FusedAttention() if fused else Attention(heads))
+                                    for _ in range(layers))
+        self.norm, self.head = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        x = self.emb(idx)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.norm(x))
+
+
+def chain(layers: int = 6) -> nn.Sequential:
+    """A chain of linear blocks for the pipeline cases."""
+    torch.manual_seed(0)
+    return nn.Sequential(*(nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh())
+                           for _ in range(layers)))
+
+
+def lm_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(out.flatten(0, 1), target.flatten())
+
+
+def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    return F.mse_loss(out, target)
+
+
+def data(kind: str, batch: int, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """``steps`` global batches of ``batch`` samples."""
+    gen = torch.Generator().manual_seed(5)
+    if kind == "gpt":
+        return [(torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
+                 torch.randint(0, VOCAB, (batch, SEQ), generator=gen)) for _ in range(steps)]
+    return [(torch.randn(batch, WIDTH, generator=gen), torch.randn(batch, WIDTH, generator=gen))
+            for _ in range(steps)]
+
+
+def build(kind: str) -> nn.Module:
+    return GPT() if kind == "gpt" else chain()
+
+
+def loss_of(kind: str):  # type: ignore[no-untyped-def]
+    return lm_loss if kind == "gpt" else mse
+
+
+def reference(kind: str, batch: int, steps: int) -> tuple[list[float], dict[str, torch.Tensor]]:
+    """One process on the global batch: each step's loss, and the parameters after."""
+    model = build(kind)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    losses = []
+    for x, y in data(kind, batch, steps):
+        opt.zero_grad()
+        loss = loss_of(kind)(model(x), y)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses, {n: p.detach().clone() for n, p in model.named_parameters()}

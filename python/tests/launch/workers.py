@@ -1,0 +1,105 @@
+"""What the spawned ranks of the launch tests run (gloo on the CPU); each rank writes what
+it saw to ``rank<r>.json`` for the parent to assert on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tests.launch import models
+
+STEPS = 3
+
+
+def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ["CHAINPLAN_DB"] = str(Path(out_dir) / f"db{rank}.sqlite")
+    torch.set_num_threads(1)
+    # A collective that hangs shows as a timeout within the test's time, not a stuck suite.
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    result: dict[str, Any] = {}
+    try:
+        result = globals()[spec["kind"]](rank, world, **spec.get("options", {}))
+    except Exception as e:
+        result = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    if spec.get("barrier", True):
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
+          data_parallel: str = "fsdp") -> dict[str, Any]:
+    """Three AdamW steps of ``candidate``; each rank reports the losses and the full value
+    of every parameter it holds."""
+    import chainplan
+
+    model = models.build(kind)
+    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.loss_of(kind),
+                                data_parallel=data_parallel, timeout_s=60)
+    c = par.candidate
+    replica = par.groups.dp.rank() if par.groups.dp is not None else 0
+    opt = torch.optim.AdamW(list(par.parameters()), lr=1e-2)
+    losses = []
+    for x, y in models.data(kind, par.batch * c.dp, STEPS):
+        mine = slice(replica * par.batch, (replica + 1) * par.batch)
+        loss = par.step(x[mine], target=y[mine])
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    held = {id(p) for p in par.parameters()}
+    params = {}
+    for name, p in model.named_parameters():
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p  # a collective: all ranks
+        if id(p) in held:
+            params[name] = full.detach().flatten().tolist()
+    return {"losses": losses, "params": params}
+
+
+def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Refusals, on rank 0 alone: a refusal that came after a collective would hang (the
+    other ranks never join) and show as the process group's timeout."""
+    import chainplan
+
+    out: dict[str, Any] = {}
+    if rank != 0:
+        return out
+    for case in cases:
+        model = models.GPT(**case.get("model", {}))
+        try:
+            chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10,
+                                  data_parallel=case.get("data_parallel", "fsdp"))
+            out[case["name"]] = "no error"
+        except Exception as e:
+            out[case["name"]] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def killed(rank: int, world: int, *, candidate: dict[str, Any], victim: int,
+           data_parallel: str) -> dict[str, Any]:
+    """Rank ``victim`` dies (SIGKILL) before its second step; the others report how they
+    ended and when."""
+    import chainplan
+
+    model = models.chain()
+    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.mse,
+                                data_parallel=data_parallel, timeout_s=30)
+    for step, (x, y) in enumerate(models.data("chain", par.batch, 3)):
+        if step == 1 and rank == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            par.step(x, target=y)
+        except Exception as e:
+            return {"error": f"{type(e).__name__}: {e}", "waited_s": time.monotonic() - t0}
+    return {"error": None}
