@@ -37,6 +37,16 @@ def test_tp2_modulelist_transformer(tmp_path: Path) -> None:
     res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
                       tmp_path)
     _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:
+        assert r is not None
+        assert r["heads"] == [models.HEADS // 2] * 2  # each rank computes half the heads
+        # q, k, v, up, gate split by columns, o and down by rows: half of each per rank.
+        w = models.WIDTH
+        assert r["local"]["blocks.0.attn.q.weight"] == [w // 2, w]
+        assert r["local"]["blocks.1.attn.o.weight"] == [w, w // 2]
+        assert r["local"]["blocks.0.gate.weight"] == [w, w]
+        assert r["local"]["blocks.0.down.weight"] == [w, w]
+        assert "emb.weight" not in r["local"]  # replicated, a plain tensor
 
 
 def test_dp2_tp2_fsdp(tmp_path: Path) -> None:
@@ -44,6 +54,9 @@ def test_dp2_tp2_fsdp(tmp_path: Path) -> None:
     res = session.run(4, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
                       tmp_path)
     _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:  # FSDP shards the tensor-parallel shards over dp: a quarter of q
+        assert r is not None and r["local"]["blocks.0.attn.q.weight"] == [models.WIDTH // 4,
+                                                                          models.WIDTH]
 
 
 def test_dp2_pp2(tmp_path: Path) -> None:
@@ -51,6 +64,11 @@ def test_dp2_pp2(tmp_path: Path) -> None:
     res = session.run(4, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
                                                        "data_parallel": "ddp"}}, tmp_path)
     _check_against_reference("chain", cand, res, 16, len(dict(models.chain().named_parameters())))
+    # Mesh (pp, dp): ranks 0, 1 hold stage 0 (layers 1-3), ranks 2, 3 stage 1 (layers 4-6).
+    for r, res_r in enumerate(res):
+        assert res_r is not None
+        layers = {int(n.split(".")[0]) for n in res_r["params"]}
+        assert layers == ({0, 1, 2} if r < 2 else {3, 4, 5}), (r, layers)
 
 
 def test_refusals_before_any_collective(tmp_path: Path) -> None:

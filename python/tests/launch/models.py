@@ -73,11 +73,21 @@ class GPT(nn.Module):
         return self.head(self.norm(x))
 
 
+class Layer(nn.Module):
+    """One layer of the chain (not an nn.Sequential, which the chain would flatten)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = nn.Linear(WIDTH, WIDTH)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.linear(x))
+
+
 def chain(layers: int = 6) -> nn.Sequential:
-    """A chain of linear blocks for the pipeline cases."""
+    """A chain of ``layers`` layers for the pipeline cases."""
     torch.manual_seed(0)
-    return nn.Sequential(*(nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh())
-                           for _ in range(layers)))
+    return nn.Sequential(*(Layer() for _ in range(layers)))
 
 
 def lm_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:

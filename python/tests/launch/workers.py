@@ -58,12 +58,15 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         opt.zero_grad()
         losses.append(loss.item())
     held = {id(p) for p in par.parameters()}
-    params = {}
+    params, local = {}, {}
     for name, p in model.named_parameters():
+        if hasattr(p, "to_local"):
+            local[name] = list(p.to_local().shape)
         full = p.full_tensor() if hasattr(p, "full_tensor") else p  # a collective: all ranks
         if id(p) in held:
             params[name] = full.detach().flatten().tolist()
-    return {"losses": losses, "params": params}
+    heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []
+    return {"losses": losses, "params": params, "local": local, "heads": heads}
 
 
 def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
