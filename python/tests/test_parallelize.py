@@ -98,3 +98,20 @@ def test_killed_rank_is_named(tmp_path: Path) -> None:
     assert res[1] is None  # it died without a word
     err = res[0]["error"] if res[0] else None
     assert err is not None and "PipelineError" in err and "ranks [1]" in err, res[0]
+
+
+def test_dp2_ddp_checkpointed(tmp_path: Path) -> None:
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "checkpoint": "min"}
+    res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand,
+                                                       "data_parallel": "ddp"}}, tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    assert all(r is not None and r["checkpointed_plans"] == 1 for r in res), res
+
+
+def test_pp2_checkpointed_stage(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2}, "microbatch": 2, "microbatches": 4, "cuts": [3],
+            "checkpoint": ["min", None]}
+    res = session.run(2, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
+                                                       "data_parallel": "ddp"}}, tmp_path)
+    _check_against_reference("chain", cand, res, 8, len(dict(models.chain().named_parameters())))
+    assert [r["checkpointed_plans"] for r in res if r is not None] == [1, 0], res

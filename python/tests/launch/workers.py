@@ -65,8 +65,18 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         full = p.full_tensor() if hasattr(p, "full_tensor") else p  # a collective: all ranks
         if id(p) in held:
             params[name] = full.detach().flatten().tolist()
+    from chainplan.executors import planned
+    from chainplan.launch.stageplan import CheckpointedPart
+
+    stages = list(par.runner.stage_modules.values()) if par.runner is not None else []
+    parts = [m.net for s in stages for m in s.modules() if isinstance(m, CheckpointedPart)]
+    if par.module is not None:
+        inner = getattr(par.module, "module", par.module)  # DDP's
+        parts += [inner] if planned(inner) is not None else []
+    plans = sum(len(planned(m).plans) for m in parts)
     heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []
-    return {"losses": losses, "params": params, "local": local, "heads": heads}
+    return {"losses": losses, "params": params, "local": local, "heads": heads,
+            "checkpointed_plans": plans}
 
 
 def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
