@@ -131,6 +131,30 @@ class LaunchCandidate:
             raise PlanError(str(err)) from err
 
     @classmethod
+    def from_search3d(cls, obj: object, where: str = "") -> LaunchCandidate:
+        """A candidate of a ``chainplan.search3d/v1`` document (one of its ``candidates``):
+        its ``launch`` object where it carries one, else read from its fields: ``pp``,
+        ``dp``, ``tmp``, ``mbs`` (micro-batch), ``gas`` (micro-batches), its stages' last
+        layers (cuts) and rotor's ``checkpoint.budget_bytes`` of each stage it checkpoints."""
+        try:
+            f = Fields(obj, where)
+            launch = f.object("launch")
+            if launch is not None:
+                return cls.from_dict(launch.obj, launch.where)
+            stages = f.objects("stages")
+            budgets: list[Budget] = []
+            for s in stages:
+                ck = s.object("checkpoint")
+                budgets.append(ck.integer("budget_bytes", low=1) if ck is not None else None)
+            return cls(pp=f.integer("pp", low=1), dp=f.integer("dp", low=1),
+                       tp=f.integer("tmp", low=1), microbatch=f.integer("mbs", low=1),
+                       microbatches=f.integer("gas", low=1),
+                       cuts=tuple(s.integer("last_layer", low=1) for s in stages[:-1]),
+                       checkpoint=tuple(budgets) or (None,))
+        except ScheduleError as err:
+            raise PlanError(str(err)) from err
+
+    @classmethod
     def from_json(cls, text: str, where: str = "") -> LaunchCandidate:
         try:
             obj = json.loads(text)
