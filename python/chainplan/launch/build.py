@@ -120,7 +120,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                         prefix=f"chainplan/parallelize/{next(_ids)}")
 
 
-def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None, mesh: Any) -> LaunchCandidate:
+def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None,
+               mesh: Any) -> LaunchCandidate:
     """The candidate, checked against the mesh's named dimensions."""
     if isinstance(candidate, Mapping):
         candidate = LaunchCandidate.from_dict(dict(candidate))
@@ -136,7 +137,7 @@ def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None, mesh: Any)
                         f"init_device_mesh(..., mesh_dim_names=(\"dp\", \"tp\"))")
     shape = {d: (mesh.size(names.index(d)) if d in names else 1) for d in DIMS}
     if candidate is None:
-        return LaunchCandidate(**shape)
+        return LaunchCandidate(pp=shape["pp"], dp=shape["dp"], tp=shape["tp"])
     if candidate.mesh_shape != shape:
         raise PlanError(f"the candidate's mesh {candidate.mesh_shape} is not the mesh's "
                         f"{shape}")
@@ -166,7 +167,8 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
         raise PlanError("cuts: want none for one pipeline stage")
 
 
-def _chain(model: nn.Module, example: Any, example_kwargs: dict[str, Any] | None) -> list[nn.Module]:
+def _chain(model: nn.Module, example: Any,
+           example_kwargs: dict[str, Any] | None) -> list[nn.Module]:
     """The model's chain of layers, as the pipeline runner cuts it."""
     from chainplan.graph.split import declared
     from chainplan.sequential import flatten_stages

@@ -97,7 +97,8 @@ def _peak(par: Parallelized, iteration: Callable[[], None], optimizer: torch.opt
 
 def _local(t: torch.Tensor) -> torch.Tensor:
     """A DTensor's shard on this rank (what it holds), else the tensor."""
-    return t.to_local() if hasattr(t, "to_local") else t  # type: ignore[no-any-return]
+    local: torch.Tensor = t.to_local() if hasattr(t, "to_local") else t
+    return local
 
 
 def _sync(device: torch.device) -> None:

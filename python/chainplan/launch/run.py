@@ -74,7 +74,7 @@ class Parallelized:
                             f"= {self.batch}")
         try:
             if self.runner is not None:
-                loss = self.runner.step(x, target=target)
+                loss: torch.Tensor = self.runner.step(x, target=target)
             else:
                 loss = self._local_step(x, target)
             if self._average:
@@ -111,13 +111,13 @@ class Parallelized:
 
     def _sync(self, last: bool) -> Any:
         """Data parallelism's gradient reduction on the last micro-batch only."""
-        m = self.module
+        m: Any = self.module
         if last or m is None:
             return contextlib.nullcontext()
         if hasattr(m, "no_sync"):  # DDP
             return m.no_sync()
         if _is_fsdp(m):
-            m.set_requires_gradient_sync(False)  # type: ignore[operator]
+            m.set_requires_gradient_sync(False)  # FSDPModule's
             return _restore_sync(m)
         return contextlib.nullcontext()
 

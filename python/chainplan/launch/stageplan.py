@@ -64,7 +64,7 @@ class CheckpointedPart(nn.Module):
     of the chain the runner sees (not an ``nn.Sequential``, which the runner would flatten
     back into its layers)."""
 
-    def __init__(self, layers: Sequence[nn.Module], budget: Budget) -> None:
+    def __init__(self, layers: Sequence[nn.Module], budget: int | str) -> None:
         super().__init__()
         from chainplan.checkpointed import Checkpointed
 
@@ -92,10 +92,11 @@ def staged_chain(chain: Sequence[nn.Module], cuts: Sequence[int],
     counts: list[int] = []
     for k in range(len(bounds) - 1):
         mine = list(chain[bounds[k]:bounds[k + 1]])
-        if budgets[k] is None:
+        budget = budgets[k]
+        if budget is None:
             out += mine
             counts.append(len(mine))
         else:
-            out.append(CheckpointedPart(mine, budgets[k]))
+            out.append(CheckpointedPart(mine, budget))
             counts.append(1)
     return nn.Sequential(*out), counts

@@ -23,6 +23,7 @@ a model tensor parallelism cannot split (a head count that ``tp`` does not divid
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from torch import nn
 
@@ -102,16 +103,17 @@ def tp_plan(model: nn.Module, tp: int) -> TPSplit:
                 styles[_join(path, n)] = "colwise"
             styles[_join(path, mlp[1])] = "rowwise"
     if not styles:
+        attention = ", ".join("/".join(a) for a in ATTENTION)
+        mlps = ", ".join("/".join((*c, r)) for c, r in MLP)
         raise PlanError(f"tensor parallelism cannot split {type(model).__name__}: no attention "
-                        f"block (linears named {', '.join('/'.join(a) for a in ATTENTION)} "
-                        f"and a head count) or MLP ({', '.join('/'.join(c + (r,)) for c, r in MLP)})"
-                        f" was recognised, and its config has no base_model_tp_plan")
+                        f"block (linears named {attention} and a head count) or MLP ({mlps}) "
+                        f"was recognised, and its config has no base_model_tp_plan")
     _check_divisible(model, styles, tp)
     return TPSplit(root="", styles=styles, heads=tuple(heads), source="recognised blocks")
 
 
 def _hf_plan(model: nn.Module, plan: dict[str, str], tp: int) -> TPSplit:
-    config = model.config  # type: ignore[union-attr]
+    config: Any = model.config
     for a in ("num_attention_heads", "num_key_value_heads"):
         n = getattr(config, a, None)
         if isinstance(n, int) and n % tp:
@@ -150,7 +152,7 @@ def apply_tp(model: nn.Module, split: TPSplit, mesh: object) -> None:
     )
 
     root = model.get_submodule(split.root) if split.root else model
-    tp = mesh.size()  # type: ignore[attr-defined]
+    tp = int(mesh.size())  # type: ignore[attr-defined]
     plan = {p: ColwiseParallel() if s == "colwise" else RowwiseParallel()
             for p, s in split.styles.items()}
     parallelize_module(root, mesh, plan)  # type: ignore[arg-type]

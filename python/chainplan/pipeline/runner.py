@@ -138,13 +138,12 @@ class PipelineRunner:
         used = sorted({s.gpu for s in plan.stages})
         timeout = timedelta(seconds=timeout_s)
         if group is not None and len(used) != self.world:
-            raise ScheduleError(f"the plan leaves ranks {sorted(set(range(self.world)) - set(used))} "
-                                f"of its pipeline group without a stage: a pipeline of a larger "
-                                f"mesh wants a stage on every rank")
-        if group is None:
-            group = dist.new_group(backend=backend, timeout=timeout)
-        assert isinstance(group, dist.ProcessGroup)  # every rank is a member
-        self._group = group
+            idle = sorted(set(range(self.world)) - set(used))
+            raise ScheduleError(f"the plan leaves ranks {idle} of its pipeline group without a "
+                                f"stage: a pipeline of a larger mesh wants a stage on every rank")
+        made = group if group is not None else dist.new_group(backend=backend, timeout=timeout)
+        assert isinstance(made, dist.ProcessGroup)  # every rank is a member
+        group = self._group = made
         # Not a ProcessGroup on an idle rank, which never uses it.
         self._pp_group: Any = group if len(used) == self.world else dist.new_group(
             ranks=used, backend=backend, timeout=timeout)
