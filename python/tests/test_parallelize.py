@@ -49,6 +49,19 @@ def test_tp2_modulelist_transformer(tmp_path: Path) -> None:
         assert "emb.weight" not in r["local"]  # replicated, a plain tensor
 
 
+def test_tp2_huggingface_plan(tmp_path: Path) -> None:
+    cand = {"mesh": {"tp": 2}, "microbatch": 2, "microbatches": 2}
+    res = session.run(2, {"kind": "train", "options": {"kind": "llama", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("llama", cand, res, 4, len(dict(models.llama().named_parameters())))
+    for r in res:  # the config's plan: q colwise, o rowwise (2 key-value heads: k has 1)
+        assert r is not None
+        assert r["local"]["model.layers.0.self_attn.q_proj.weight"] == [models.WIDTH // 2,
+                                                                        models.WIDTH]
+        assert r["local"]["model.layers.1.self_attn.o_proj.weight"] == [models.WIDTH,
+                                                                        models.WIDTH // 2]
+
+
 def test_dp2_tp2_fsdp(tmp_path: Path) -> None:
     cand = {"mesh": {"dp": 2, "tp": 2}, "microbatch": 2, "microbatches": 2}
     res = session.run(4, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -101,19 +103,34 @@ def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def data(kind: str, batch: int, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``steps`` global batches of ``batch`` samples."""
     gen = torch.Generator().manual_seed(5)
-    if kind == "gpt":
+    if kind in ("gpt", "llama"):
         return [(torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
                  torch.randint(0, VOCAB, (batch, SEQ), generator=gen)) for _ in range(steps)]
     return [(torch.randn(batch, WIDTH, generator=gen), torch.randn(batch, WIDTH, generator=gen))
             for _ in range(steps)]
 
 
+def llama() -> nn.Module:
+    """A tiny HuggingFace Llama: its config's base_model_tp_plan splits it."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    return LlamaForCausalLM(LlamaConfig(
+        vocab_size=VOCAB, hidden_size=WIDTH, intermediate_size=2 * WIDTH, num_hidden_layers=2,
+        num_attention_heads=HEADS, num_key_value_heads=2, max_position_embeddings=SEQ,
+        attn_implementation="sdpa"))
+
+
+def hf_loss(out: Any, target: torch.Tensor) -> torch.Tensor:
+    return lm_loss(out.logits, target)
+
+
 def build(kind: str) -> nn.Module:
-    return GPT() if kind == "gpt" else chain()
+    return {"gpt": GPT, "llama": llama, "chain": chain}[kind]()
 
 
-def loss_of(kind: str):  # type: ignore[no-untyped-def]
-    return lm_loss if kind == "gpt" else mse
+def loss_of(kind: str) -> Any:
+    return {"gpt": lm_loss, "llama": hf_loss, "chain": mse}[kind]
 
 
 def reference(kind: str, batch: int, steps: int) -> tuple[list[float], dict[str, torch.Tensor]]:

@@ -74,7 +74,7 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         inner = getattr(par.module, "module", par.module)  # DDP's
         parts += [inner] if planned(inner) is not None else []
     plans = sum(len(planned(m).plans) for m in parts)
-    heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []
+    heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []  # type: ignore
     return {"losses": losses, "params": params, "local": local, "heads": heads,
             "checkpointed_plans": plans}
 
