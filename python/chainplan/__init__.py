@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import plot_history, query, runs
-    from chainplan.launch import LaunchCandidate, parallelize
+    from chainplan.launch.build import parallelize
     from chainplan.parallel import advise, search3d
     from chainplan.pipeline import PipelinePlan, pipeline_plan
     from chainplan.reuse import find_profile
@@ -77,7 +77,6 @@ __all__ = [
     "Search3D",
     "WithLoss",
     "parallelize",
-    "LaunchCandidate",
 ]
 
 _WHERE = {
@@ -108,7 +107,6 @@ _WHERE = {
     "Search3D": "chainplan.advice",
     "WithLoss": "chainplan.withloss",
     "parallelize": "chainplan.launch.build",
-    "LaunchCandidate": "chainplan.launch.candidate",
 }
 
 

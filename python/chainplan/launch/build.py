@@ -24,11 +24,17 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from chainplan.checkpointed import Checkpointed
 from chainplan.errors import PlanError
+from chainplan.graph.chain import extract
+from chainplan.graph.split import declared
 from chainplan.launch.candidate import DIMS, Budget, LaunchCandidate
 from chainplan.launch.meshgroups import mesh_groups
 from chainplan.launch.run import Parallelized
+from chainplan.launch.stageplan import cuts_plan, staged_chain
 from chainplan.launch.tensorparallel import apply_tp, tp_plan
+from chainplan.pipeline.runner import PipelineRunner
+from chainplan.sequential import flatten_stages
 
 __all__ = ["parallelize"]
 
@@ -97,9 +103,6 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         apply_tp(model, split, groups.tp_mesh)
     model.to(device)
     if cand.pp > 1:
-        from chainplan.launch.stageplan import cuts_plan, staged_chain
-        from chainplan.pipeline.runner import PipelineRunner
-
         assert chain is not None
         staged, counts = staged_chain(chain, cand.cuts, budgets)
         plan = cuts_plan(cand.cuts, counts, cand.microbatches)
@@ -109,8 +112,6 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                             prefix=f"chainplan/parallelize/{next(_ids)}")
     net: nn.Module = model
     if budgets[0] is not None:
-        from chainplan.checkpointed import Checkpointed
-
         net = Checkpointed(model, budget=budgets[0])
     if compile:
         net = torch.compile(net)  # type: ignore[assignment]
@@ -170,17 +171,12 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
 def _chain(model: nn.Module, example: Any,
            example_kwargs: dict[str, Any] | None) -> list[nn.Module]:
     """The model's chain of layers, as the pipeline runner cuts it."""
-    from chainplan.graph.split import declared
-    from chainplan.sequential import flatten_stages
-
     args = () if example is None else (example if isinstance(example, tuple) else (example,))
     if isinstance(model, nn.Sequential) and declared(model, args[1:], dict(example_kwargs or {})):
         return flatten_stages(model)
     if not args:
         raise PlanError(f"{type(model).__name__} is not an nn.Sequential: cutting it into "
                         f"pipeline stages needs one micro-batch's call (example=...)")
-    from chainplan.graph.chain import extract
-
     return list(extract(model, args, dict(example_kwargs or {})).stages)
 
 

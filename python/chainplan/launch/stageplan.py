@@ -21,6 +21,7 @@ from typing import Any
 
 from torch import nn
 
+from chainplan.checkpointed import Checkpointed
 from chainplan.errors import PlanError
 from chainplan.launch.candidate import Budget
 from chainplan.pipeline.document import FORMAT, PipelineDocument
@@ -66,8 +67,6 @@ class CheckpointedPart(nn.Module):
 
     def __init__(self, layers: Sequence[nn.Module], budget: int | str) -> None:
         super().__init__()
-        from chainplan.checkpointed import Checkpointed
-
         self.layers = nn.Sequential(*layers)
         self.budget = budget
         self.net = Checkpointed(self.layers, budget=budget)
