@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import torch
 
+import chainplan
+
 from tests.launch import models, session
 from tests.launch.workers import STEPS
 
@@ -84,6 +86,30 @@ def test_dp2_pp2(tmp_path: Path) -> None:
         assert layers == ({0, 1, 2} if r < 2 else {3, 4, 5}), (r, layers)
 
 
+def test_dp2_pp2_planned_memory(tmp_path: Path) -> None:
+    """A pipeline plan of the Go planner (contiguous, recomputing where memory is short) run
+    by parallelize on each replica's pp group: the same training, and every rank's measured
+    peak within the plan's memory for it (+2 %)."""
+    mb, n = 32, 4
+    x, y = models.data("wide", mb, 1)[0]
+    prof = chainplan.profile(models.build("wide"), x, loss_fn=models.mse, target=y,
+                             spread_warning=None)
+    plan = chainplan.pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s",
+                                   algo="contiguous", checkpoint=True, microbatches=n,
+                                   time_limit_s=5)
+    cuts = [s.last for s in plan.stages[:-1]]
+    cand = {"mesh": {"pp": 2, "dp": 2}, "microbatch": mb, "microbatches": n, "cuts": cuts}
+    doc = {"doc": plan.raw, "params": list(plan.layer_param_bytes or [])}
+    res = session.run(4, {"kind": "train", "options": {
+        "kind": "wide", "candidate": cand, "data_parallel": "ddp", "plan": doc}}, tmp_path)
+    _check_against_reference("wide", cand, res, 2 * mb * n,
+                             len(dict(models.chain().named_parameters())))
+    for r in res:
+        assert r is not None and len(r["peaks"]) == 2, r
+        for peak, predicted in zip(r["peaks"], r["predicted"], strict=True):
+            assert 0 < peak <= 1.02 * predicted, r
+
+
 def test_refusals_before_any_collective(tmp_path: Path) -> None:
     cases = [
         {"name": "world", "candidate": {"mesh": {"dp": 2, "tp": 2}}},
@@ -91,6 +117,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "fused", "candidate": {"mesh": {"tp": 2}}, "model": {"fused": True}},
         {"name": "field", "candidate": {"mesh": {"tp": 2}, "microbatchs": 2}},
         {"name": "cuts", "candidate": {"mesh": {"pp": 2}, "cuts": []}},
+        {"name": "plan", "candidate": {"mesh": {"pp": 2}, "cuts": [1]}, "plan_gpus": 4,
+         "data_parallel": "ddp"},
     ]
     res = session.run(2, {"kind": "refuse", "options": {"cases": cases}}, tmp_path, wait_s=90)
     got = res[0]
@@ -101,6 +129,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
     assert "fused projection 'c_attn'" in got["fused"], got["fused"]
     assert "microbatchs: unknown field" in got["field"], got["field"]
     assert "cuts: want 1 layers" in got["cuts"], got["cuts"]
+    assert "plan was made for 4 ranks but the candidate's mesh has pp=2" in got["plan"], \
+        got["plan"]
 
 
 def test_killed_rank_is_named(tmp_path: Path) -> None:

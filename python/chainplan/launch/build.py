@@ -33,6 +33,7 @@ from chainplan.launch.meshgroups import mesh_groups
 from chainplan.launch.run import Parallelized
 from chainplan.launch.stageplan import cuts_plan, staged_chain
 from chainplan.launch.tensorparallel import apply_tp, tp_plan
+from chainplan.pipeline.document import PipelineDocument
 from chainplan.pipeline.runner import PipelineRunner
 from chainplan.sequential import flatten_stages
 
@@ -44,8 +45,8 @@ _ids = itertools.count()
 
 def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate | Mapping[str, Any]
                 | None = None, *, loss_fn: Any = None, data_parallel: DataParallel = "fsdp",
-                compile: bool = False, example: Any = None,
-                example_kwargs: dict[str, Any] | None = None,
+                compile: bool = False, plan: PipelineDocument | None = None,
+                example: Any = None, example_kwargs: dict[str, Any] | None = None,
                 timeout_s: float = 300.0) -> Parallelized:
     """Build ``model`` for this rank of ``mesh`` as ``candidate`` says.
 
@@ -66,6 +67,11 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         loss_fn: ``loss_fn(output, target)``, mean-reduced (default: the mean square).
         data_parallel: ``fsdp`` (FSDP2's ``fully_shard``, default) or ``ddp``.
         compile: ``torch.compile`` the rank's model (``pp`` = 1).
+        plan: with ``pp`` > 1, a pipeline plan of the Go planner
+            (:func:`chainplan.pipeline_plan`, ``algo="contiguous"``) to run instead of the
+            candidate's cuts: its stages' recomputation and its memory per rank, which
+            ``runner.measure`` checks each rank's peak against. Its stages must be the
+            candidate's cuts, one per rank of the ``pp`` group.
         example, example_kwargs: one micro-batch's call, for a model that is not an
             ``nn.Sequential`` cut into pipeline stages.
         timeout_s: how long a rank waits for a peer before it gives up, naming it.
@@ -88,6 +94,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         raise PlanError(f"data_parallel: want 'fsdp' or 'ddp' (got {data_parallel!r})")
     budgets = [cand.budget(k) for k in range(cand.pp)]
     _refuse(cand, budgets, data_parallel, compile)
+    if plan is not None:
+        _check_plan(plan, cand, budgets)
     split = tp_plan(model, cand.tp) if cand.tp > 1 else None
     chain = None
     if cand.pp > 1:
@@ -104,9 +112,12 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     model.to(device)
     if cand.pp > 1:
         assert chain is not None
-        staged, counts = staged_chain(chain, cand.cuts, budgets)
-        plan = cuts_plan(cand.cuts, counts, cand.microbatches)
-        runner = PipelineRunner(plan, staged, loss_fn=loss_fn, device=device,
+        if plan is None:
+            staged, counts = staged_chain(chain, cand.cuts, budgets)
+            plan = cuts_plan(cand.cuts, counts, cand.microbatches)
+        else:
+            staged = nn.Sequential(*chain)
+        runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn, device=device,
                                 group=groups.pp, timeout_s=timeout_s)
         return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn,
                             prefix=f"chainplan/parallelize/{next(_ids)}")
@@ -166,6 +177,23 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
                         "stages as written")
     if cand.pp == 1 and cand.cuts:
         raise PlanError("cuts: want none for one pipeline stage")
+
+
+def _check_plan(plan: PipelineDocument, cand: LaunchCandidate, budgets: list[Budget]) -> None:
+    """A pipeline plan given with the candidate must be the candidate's pipeline."""
+    if plan.gpus != cand.pp:
+        raise PlanError(f"the pipeline plan was made for {plan.gpus} ranks but the candidate's "
+                        f"mesh has pp={cand.pp} (plan for gpus={cand.pp})")
+    if len(plan.stages) != cand.pp:
+        raise PlanError(f"the pipeline plan has {len(plan.stages)} stages on {plan.gpus} ranks: "
+                        f"parallelize runs one stage per rank (plan with algo='contiguous')")
+    ends = tuple(s.last for s in plan.stages[:-1])
+    if ends != cand.cuts:
+        raise PlanError(f"cuts: the candidate cuts after layers {list(cand.cuts)} but the plan's "
+                        f"stages end at {list(ends)}")
+    if any(b is not None for b in budgets):
+        raise PlanError("checkpoint: the plan's stages say how they recompute; leave the "
+                        "candidate's checkpoint null when a plan is given")
 
 
 def _chain(model: nn.Module, example: Any,

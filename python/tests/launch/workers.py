@@ -39,14 +39,19 @@ def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> 
 
 
 def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
-          data_parallel: str = "fsdp") -> dict[str, Any]:
+          data_parallel: str = "fsdp", plan: dict[str, Any] | None = None) -> dict[str, Any]:
     """Three AdamW steps of ``candidate``; each rank reports the losses and the full value
-    of every parameter it holds."""
+    of every parameter it holds. With a pipeline ``plan`` (its document and its layers'
+    parameter bytes), each rank's peak over one more step (SGD, as the plan counts
+    weights and gradients only) beside the plan's prediction for it, too."""
     import chainplan
+    from chainplan.pipeline.plan import PipelinePlan
 
     model = models.build(kind)
+    pipe = PipelinePlan.from_dict(plan["doc"], layer_param_bytes=plan["params"]) \
+        if plan is not None else None
     par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.loss_of(kind),
-                                data_parallel=data_parallel, timeout_s=60)
+                                data_parallel=data_parallel, plan=pipe, timeout_s=60)
     c = par.candidate
     replica = par.groups.dp.rank() if par.groups.dp is not None else 0
     opt = torch.optim.AdamW(list(par.parameters()), lr=1e-2)
@@ -74,9 +79,17 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         inner = getattr(par.module, "module", par.module)  # DDP's
         parts += [inner] if planned(inner) is not None else []
     plans = sum(len(planned(m).plans) for m in parts)
+    measured: dict[str, Any] = {}
+    if pipe is not None:
+        x, y = models.data(kind, par.batch, 1)[0]
+        sgd = torch.optim.SGD(list(par.parameters()), lr=0.0)
+        ex = par.runner.measure(x, target=y, steps=1, store=False, optimizer=sgd)
+        measured = {"peaks": [r.peak_bytes for r in ex.ranks],
+                    "predicted": [r.predicted_bytes for r in ex.ranks],
+                    "recomputing": [s.index for s in pipe.stages if s.recompute is not None]}
     heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []  # type: ignore
     return {"losses": losses, "params": params, "local": local, "heads": heads,
-            "checkpointed_plans": plans}
+            "checkpointed_plans": plans, **measured}
 
 
 def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -87,10 +100,14 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
     out: dict[str, Any] = {}
     if rank != 0:
         return out
+    from chainplan.launch.stageplan import cuts_plan
+
     for case in cases:
         model = models.GPT(**case.get("model", {}))
+        gpus = case.get("plan_gpus")  # a pipeline plan made for that many ranks
+        plan = cuts_plan(list(range(1, gpus)), [1] * gpus, 1) if gpus else None
         try:
-            chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10,
+            chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10, plan=plan,
                                   data_parallel=case.get("data_parallel", "fsdp"))
             out[case["name"]] = "no error"
         except Exception as e:
