@@ -10,7 +10,6 @@ import pytest
 import torch
 
 import chainplan
-
 from tests.launch import models, session
 from tests.launch.workers import STEPS
 
