@@ -117,8 +117,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
             plan = cuts_plan(cand.cuts, counts, cand.microbatches)
         else:
             staged = nn.Sequential(*chain)
-        runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn, device=device,
-                                group=groups.pp, timeout_s=timeout_s)
+        runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn,
+                                device=device, group=groups.pp, timeout_s=timeout_s)
         return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn,
                             prefix=f"chainplan/parallelize/{next(_ids)}")
     net: nn.Module = model
