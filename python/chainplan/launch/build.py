@@ -74,7 +74,10 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
             candidate's cuts, one per rank of the ``pp`` group.
         example, example_kwargs: one micro-batch's call, for a model that is not an
             ``nn.Sequential`` cut into pipeline stages.
-        timeout_s: how long a rank waits for a peer before it gives up, naming it.
+        timeout_s: how long a rank of a pipeline waits for a peer before it gives up,
+            naming it (the pipeline groups are made with it; the ``dp`` and ``tp`` groups
+            of the mesh have the process group's timeout, ``init_process_group(timeout=)``;
+            a peer that died is seen at once by the connection it closed).
 
     Returns:
         A :class:`~chainplan.launch.run.Parallelized` whose ``step`` trains one batch.
@@ -120,7 +123,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn,
                                 device=device, group=groups.pp, timeout_s=timeout_s)
         return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn,
-                            prefix=f"chainplan/parallelize/{next(_ids)}")
+                            prefix=f"chainplan/parallelize/{next(_ids)}",
+                            timeout_s=timeout_s)
     net: nn.Module = model
     if budgets[0] is not None:
         net = Checkpointed(model, budget=budgets[0])
@@ -129,7 +133,7 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     if cand.dp > 1:
         net = _data_parallel(net, model, groups, data_parallel)
     return Parallelized(cand, groups, module=net, loss_fn=loss_fn,
-                        prefix=f"chainplan/parallelize/{next(_ids)}")
+                        prefix=f"chainplan/parallelize/{next(_ids)}", timeout_s=timeout_s)
 
 
 def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None,

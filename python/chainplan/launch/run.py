@@ -39,7 +39,7 @@ class Parallelized:
 
     def __init__(self, candidate: LaunchCandidate, groups: Any, *, module: nn.Module | None = None,
                  runner: Any = None, loss_fn: Callable[..., torch.Tensor] | None = None,
-                 prefix: str) -> None:
+                 prefix: str, timeout_s: float = 300.0) -> None:
         self.candidate, self.groups = candidate, groups
         self.module, self.runner = module, runner
         self.loss_fn = loss_fn
@@ -48,7 +48,7 @@ class Parallelized:
         self._average = candidate.dp > 1 and (runner is not None or (
             groups.tp_mesh is not None and not _is_fsdp(module)))
         self._board = FailureBoard(failure_store(), prefix, dist.get_rank(),
-                                   dist.get_world_size(), 300.0)
+                                   dist.get_world_size(), timeout_s)
         self._step = 0
 
     def parameters(self) -> Iterator[nn.Parameter]:
