@@ -144,8 +144,14 @@ def main() -> None:
     if rank == 0:
         print(f"candidate: {cand.to_json()}", flush=True)
 
-    par = chainplan.parallelize(net, candidate=cand, loss_fn=lm_loss,
-                                data_parallel=args.data_parallel, compile=args.compile)
+    try:  # refused alike on every rank, before any collective
+        par = chainplan.parallelize(net, candidate=cand, loss_fn=lm_loss,
+                                    data_parallel=args.data_parallel, compile=args.compile)
+    except chainplan.ChainplanError as err:
+        if rank == 0:
+            print(f"train.py: {err}", file=sys.stderr)
+        dist.destroy_process_group()
+        sys.exit(2)
     replica = par.groups.dp.rank() if par.groups.dp is not None else 0
     gen = torch.Generator().manual_seed(1 + replica)  # each replica its own data
     x = torch.randint(0, VOCAB, (par.batch, SEQ), generator=gen)
