@@ -109,6 +109,19 @@ def test_dp2_pp2_planned_memory(tmp_path: Path) -> None:
             assert 0 < peak <= 1.02 * predicted, r
 
 
+def test_pp2_tp2_transformer_chain(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2, "tp": 2}, "microbatch": 2, "microbatches": 2, "cuts": [3]}
+    res = session.run(4, {"kind": "train", "options": {"kind": "gptchain", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("gptchain", cand, res, 4,
+                             len(dict(models.gpt_chain().named_parameters())))
+    for r, got in enumerate(res):  # mesh (pp, tp): ranks 0, 1 stage 0, ranks 2, 3 stage 1
+        assert got is not None
+        layers = {int(n.split(".")[0]) for n in got["params"]}
+        assert layers == ({0, 1, 2} if r < 2 else {3, 4, 5}), (r, layers)
+        assert got["local"]["1.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH]
+
+
 def test_refusals_before_any_collective(tmp_path: Path) -> None:
     cases = [
         {"name": "world", "candidate": {"mesh": {"dp": 2, "tp": 2}}},

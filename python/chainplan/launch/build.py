@@ -174,8 +174,6 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
     if cand.pp > 1 and data_parallel == "fsdp" and cand.dp > 1:
         raise PlanError("pp > 1 with data_parallel='fsdp' is not built yet: the pipeline's "
                         "replicas average their gradients as DDP does (data_parallel='ddp')")
-    if cand.pp > 1 and cand.tp > 1:
-        raise PlanError("pp > 1 with tp > 1 is not built yet (pp x dp or dp x tp are)")
     if cand.pp > 1 and compile:
         raise PlanError("compile with pp > 1 is not built yet: the pipeline runner runs the "
                         "stages as written")

@@ -86,6 +86,30 @@ class Layer(nn.Module):
         return torch.tanh(self.linear(x))
 
 
+class Embed(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.emb = nn.Embedding(VOCAB, WIDTH)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        return self.emb(idx)
+
+
+class Head(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm, self.out = nn.LayerNorm(WIDTH), nn.Linear(WIDTH, VOCAB)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.norm(x))
+
+
+def gpt_chain(layers: int = 4) -> nn.Sequential:
+    """The transformer as a chain (embedding, blocks, head): what a pipeline cuts."""
+    torch.manual_seed(0)
+    return nn.Sequential(Embed(), *(Block(Attention()) for _ in range(layers)), Head())
+
+
 #: The chain of the memory case: wide enough that the plan's terms, not a step's fixed
 #: few kilobytes (the loss, the transfers' metadata), make its peak.
 WIDE = 128
@@ -108,7 +132,7 @@ def mse(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
 def data(kind: str, batch: int, steps: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """``steps`` global batches of ``batch`` samples."""
     gen = torch.Generator().manual_seed(5)
-    if kind in ("gpt", "llama"):
+    if kind in ("gpt", "llama", "gptchain"):
         return [(torch.randint(0, VOCAB, (batch, SEQ), generator=gen),
                  torch.randint(0, VOCAB, (batch, SEQ), generator=gen)) for _ in range(steps)]
     width = WIDE if kind == "wide" else WIDTH
@@ -134,11 +158,12 @@ def hf_loss(out: Any, target: torch.Tensor) -> torch.Tensor:
 def build(kind: str) -> nn.Module:
     if kind == "wide":
         return chain(width=WIDE)
-    return {"gpt": GPT, "llama": llama, "chain": chain}[kind]()
+    return {"gpt": GPT, "llama": llama, "chain": chain, "gptchain": gpt_chain}[kind]()
 
 
 def loss_of(kind: str) -> Any:
-    return {"gpt": lm_loss, "llama": hf_loss, "chain": mse, "wide": mse}[kind]
+    return {"gpt": lm_loss, "llama": hf_loss, "chain": mse, "wide": mse,
+            "gptchain": lm_loss}[kind]
 
 
 def reference(kind: str, batch: int, steps: int) -> tuple[list[float], dict[str, torch.Tensor]]:
