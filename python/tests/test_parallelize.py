@@ -122,6 +122,17 @@ def test_pp2_tp2_transformer_chain(tmp_path: Path) -> None:
         assert got["local"]["1.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH]
 
 
+def test_dp2_pp2_fsdp(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2, "dp": 2}, "microbatch": 2, "microbatches": 4, "cuts": [3]}
+    res = session.run(4, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
+                                                       "data_parallel": "fsdp"}}, tmp_path)
+    _check_against_reference("chain", cand, res, 16, len(dict(models.chain().named_parameters())))
+    for got in res:  # each stage's weights sharded over the replicas
+        assert got is not None
+        shapes = [s for n, s in got["local"].items() if n.endswith("linear.weight")]
+        assert shapes and all(s == [models.WIDTH // 2, models.WIDTH] for s in shapes), got
+
+
 def test_refusals_before_any_collective(tmp_path: Path) -> None:
     cases = [
         {"name": "world", "candidate": {"mesh": {"dp": 2, "tp": 2}}},

@@ -4,8 +4,8 @@ The order is torchtitan's: tensor parallelism on ``tp`` (:mod:`.tensorparallel`)
 checkpointing inside each rank's part, compile, then data parallelism on ``dp`` (FSDP2's
 ``fully_shard`` on each block and the root, or DDP); with ``pp`` > 1 the chain is cut
 into stages that the pipeline runner executes on the rank's ``pp`` group
-(:mod:`.stageplan`), one pipeline per data-parallel replica, their gradients averaged over
-``dp`` after each step.
+(:mod:`.stageplan`), one pipeline per data-parallel replica, each chain layer sharded by
+FSDP2 over ``dp`` or the gradients averaged over it after each step (DDP's mean).
 
 Everything that can be refused is refused before the first collective, on every rank alike
 (it depends only on the model, the candidate and the world size): a mesh or candidate that
@@ -23,6 +23,7 @@ from typing import Any, Literal
 import torch
 import torch.distributed as dist
 from torch import nn
+from torch.distributed.fsdp import fully_shard
 
 from chainplan.checkpointed import Checkpointed
 from chainplan.errors import PlanError
@@ -107,6 +108,9 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
             raise PlanError(f"cuts: the last stage starts after layer {cand.cuts[-1]}, but the "
                             f"model's chain has {len(chain)} layers "
                             f"(chainplan.stages(model) lists them)")
+    # DDP's mean of the gradients where DDP cannot run: a pipeline's stages, DTensor
+    # parameters (FSDP's reduce-scatter averages them itself).
+    average = cand.dp > 1 and data_parallel == "ddp" and (cand.pp > 1 or cand.tp > 1)
     # Nothing is refused past this point: the collectives start.
     groups = mesh_groups(cand, mesh, timedelta(seconds=timeout_s))
     device = groups.device
@@ -120,9 +124,13 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
             plan = cuts_plan(cand.cuts, counts, cand.microbatches)
         else:
             staged = nn.Sequential(*chain)
+        if cand.dp > 1 and data_parallel == "fsdp":
+            for layer in staged:  # each layer a unit: a stage gathers only its own
+                if any(True for _ in layer.parameters()):
+                    fully_shard(layer, mesh=groups.dp_mesh)
         runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn,
                                 device=device, group=groups.pp, timeout_s=timeout_s)
-        return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn,
+        return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn, average=average,
                             prefix=f"chainplan/parallelize/{next(_ids)}",
                             timeout_s=timeout_s)
     net: nn.Module = model
@@ -132,7 +140,7 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         net = torch.compile(net)  # type: ignore[assignment]
     if cand.dp > 1:
         net = _data_parallel(net, model, groups, data_parallel)
-    return Parallelized(cand, groups, module=net, loss_fn=loss_fn,
+    return Parallelized(cand, groups, module=net, loss_fn=loss_fn, average=average,
                         prefix=f"chainplan/parallelize/{next(_ids)}", timeout_s=timeout_s)
 
 
@@ -168,12 +176,9 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
         raise PlanError("checkpoint with tp > 1: chainplan captures the model with torch.export, "
                         "which does not capture DTensor parameters; run tp > 1 with checkpoint "
                         "null")
-    if ck and cand.pp == 1 and data_parallel == "fsdp":
+    if ck and cand.dp > 1 and data_parallel == "fsdp":
         raise PlanError("checkpoint with data_parallel='fsdp': chainplan's capture does not "
                         "take fully_shard's DTensor parameters yet; use data_parallel='ddp'")
-    if cand.pp > 1 and data_parallel == "fsdp" and cand.dp > 1:
-        raise PlanError("pp > 1 with data_parallel='fsdp' is not built yet: the pipeline's "
-                        "replicas average their gradients as DDP does (data_parallel='ddp')")
     if cand.pp > 1 and compile:
         raise PlanError("compile with pp > 1 is not built yet: the pipeline runner runs the "
                         "stages as written")
@@ -217,8 +222,6 @@ def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> n
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(net, process_group=groups.dp)
-    from torch.distributed.fsdp import fully_shard
-
     for block in _blocks(model):
         fully_shard(block, mesh=groups.dp_mesh)
     fully_shard(model, mesh=groups.dp_mesh)

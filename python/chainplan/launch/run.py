@@ -35,18 +35,18 @@ class Parallelized:
         candidate: what was built. groups: the rank's meshes and groups
             (:class:`~chainplan.launch.meshgroups.MeshGroups`). module: the wrapped model
             (``pp`` = 1), else None. runner: the pipeline runner (``pp`` > 1), else None.
+            average: whether :meth:`step` averages the gradients over ``dp`` itself (DDP's
+            mean, where DDP cannot wrap: a pipeline's stages, DTensor parameters).
     """
 
     def __init__(self, candidate: LaunchCandidate, groups: Any, *, module: nn.Module | None = None,
                  runner: Any = None, loss_fn: Callable[..., torch.Tensor] | None = None,
-                 prefix: str, timeout_s: float = 300.0) -> None:
+                 prefix: str, average: bool = False, timeout_s: float = 300.0) -> None:
         self.candidate, self.groups = candidate, groups
         self.module, self.runner = module, runner
         self.loss_fn = loss_fn
         self.mesh = groups.mesh
-        # Gradients DDP does not average: the pipeline's, and DTensor parameters'.
-        self._average = candidate.dp > 1 and (runner is not None or (
-            groups.tp_mesh is not None and not _is_fsdp(module)))
+        self._average = average  # the mean over dp of what DDP does not average
         self._board = FailureBoard(failure_store(), prefix, dist.get_rank(),
                                    dist.get_world_size(), timeout_s)
         self._step = 0
