@@ -140,6 +140,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "fused", "candidate": {"mesh": {"tp": 2}}, "model": {"fused": True}},
         {"name": "field", "candidate": {"mesh": {"tp": 2}, "microbatchs": 2}},
         {"name": "cuts", "candidate": {"mesh": {"pp": 2}, "cuts": []}},
+        {"name": "ck-tp", "candidate": {"mesh": {"tp": 2}, "checkpoint": "min"}},
+        {"name": "ck-fsdp", "candidate": {"mesh": {"dp": 2}, "checkpoint": "min"}},
         {"name": "plan", "candidate": {"mesh": {"pp": 2}, "cuts": [1]}, "plan_gpus": 4,
          "data_parallel": "ddp"},
     ]
@@ -152,6 +154,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
     assert "fused projection 'c_attn'" in got["fused"], got["fused"]
     assert "microbatchs: unknown field" in got["field"], got["field"]
     assert "cuts: want 1 layers" in got["cuts"], got["cuts"]
+    assert "checkpoint with tp > 1" in got["ck-tp"], got["ck-tp"]
+    assert "checkpoint with data_parallel='fsdp'" in got["ck-fsdp"], got["ck-fsdp"]
     assert "plan was made for 4 ranks but the candidate's mesh has pp=2" in got["plan"], \
         got["plan"]
 
