@@ -133,6 +133,21 @@ def test_dp2_pp2_fsdp(tmp_path: Path) -> None:
         assert shapes and all(s == [models.WIDTH // 2, models.WIDTH] for s in shapes), got
 
 
+def test_pp2_huggingface_cut_from_its_graph(tmp_path: Path) -> None:
+    """A HuggingFace Llama (not an nn.Sequential) cut from its graph into two stages after
+    layer 3 of its seven (the embedding, layer 0's attention and MLP | the rest): the
+    rotary side values and the model's output object travel as the runner carries them."""
+    cand = {"mesh": {"pp": 2}, "microbatch": 2, "microbatches": 2, "cuts": [3]}
+    res = session.run(2, {"kind": "train", "options": {
+        "kind": "llama", "candidate": cand, "data_parallel": "ddp", "example": True}}, tmp_path)
+    _check_against_reference("llama", cand, res, 4, len(dict(models.llama().named_parameters())))
+    assert res[0] is not None and res[1] is not None
+    layers = [{n.split(".")[2] for n in r["params"] if n.startswith("model.layers.")}
+              for r in (res[0], res[1])]
+    assert layers == [{"0"}, {"1"}], layers
+    assert "model.embed_tokens.weight" in res[0]["params"] and "lm_head.weight" in res[1]["params"]
+
+
 def test_refusals_before_any_collective(tmp_path: Path) -> None:
     cases = [
         {"name": "world", "candidate": {"mesh": {"dp": 2, "tp": 2}}},
@@ -144,6 +159,9 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "ck-fsdp", "candidate": {"mesh": {"dp": 2}, "checkpoint": "min"}},
         {"name": "plan", "candidate": {"mesh": {"pp": 2}, "cuts": [1]}, "plan_gpus": 4,
          "data_parallel": "ddp"},
+        {"name": "ck-graph", "candidate": {"mesh": {"pp": 2}, "cuts": [3],
+                                           "checkpoint": ["min", None]},
+         "data_parallel": "ddp", "example": True},
     ]
     res = session.run(2, {"kind": "refuse", "options": {"cases": cases}}, tmp_path, wait_s=90)
     got = res[0]
@@ -158,6 +176,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
     assert "checkpoint with data_parallel='fsdp'" in got["ck-fsdp"], got["ck-fsdp"]
     assert "plan was made for 4 ranks but the candidate's mesh has pp=2" in got["plan"], \
         got["plan"]
+    assert "checkpointing inside stages needs the model's layers declared as an " \
+        "nn.Sequential (GPT is cut from its graph" in got["ck-graph"], got["ck-graph"]
 
 
 def test_killed_rank_is_named(tmp_path: Path) -> None:

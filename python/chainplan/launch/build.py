@@ -101,13 +101,25 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     if plan is not None:
         _check_plan(plan, cand, budgets)
     split = tp_plan(model, cand.tp) if cand.tp > 1 else None
-    chain = None
+    chain: list[nn.Module] = []
     if cand.pp > 1:
-        chain = _chain(model, example, example_kwargs)
+        chain, own = _chain(model, example, example_kwargs)
+        ck = any(b is not None for b in budgets)
         if cand.cuts[-1] >= len(chain):
             raise PlanError(f"cuts: the last stage starts after layer {cand.cuts[-1]}, but the "
                             f"model's chain has {len(chain)} layers "
                             f"(chainplan.stages(model) lists them)")
+        # The runner captures a model cut from its graph after tensor parallelism made
+        # its parameters DTensors (which torch.export refuses), and wraps the captured
+        # layers itself: nothing of ours can be put around them.
+        fsdp = cand.dp > 1 and data_parallel == "fsdp"
+        if not own and (ck or fsdp or cand.tp > 1):
+            what = ("checkpointing inside stages" if ck else "FSDP under a pipeline" if fsdp
+                    else "tp > 1 under a pipeline")
+            raise PlanError(f"{what} needs the model's layers declared as an nn.Sequential "
+                            f"({type(model).__name__} is cut from its graph, whose layers are "
+                            f"the runner's, not the model's); or use data_parallel='ddp', "
+                            f"tp 1 and checkpoint null")
     # DDP's mean of the gradients where DDP cannot run: a pipeline's stages, DTensor
     # parameters (FSDP's reduce-scatter averages them itself).
     average = cand.dp > 1 and data_parallel == "ddp" and (cand.pp > 1 or cand.tp > 1)
@@ -118,18 +130,21 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
         apply_tp(model, split, groups.tp_mesh)
     model.to(device)
     if cand.pp > 1:
-        assert chain is not None
-        if plan is None:
+        staged: nn.Module = model  # the runner cuts it as it cuts any model
+        if ck:
             staged, counts = staged_chain(chain, cand.cuts, budgets)
-            plan = cuts_plan(cand.cuts, counts, cand.microbatches)
         else:
-            staged = nn.Sequential(*chain)
+            counts = [b - a for a, b in zip([0, *cand.cuts], [*cand.cuts, len(chain)],
+                                            strict=True)]
+        if plan is None:
+            plan = cuts_plan(cand.cuts, counts, cand.microbatches)
         if cand.dp > 1 and data_parallel == "fsdp":
-            for layer in staged:  # each layer a unit: a stage gathers only its own
+            for layer in flatten_stages(staged):  # each a unit: a stage gathers its own
                 if any(True for _ in layer.parameters()):
                     fully_shard(layer, mesh=groups.dp_mesh)
         runner = PipelineRunner(plan, staged, microbatches=cand.microbatches, loss_fn=loss_fn,
-                                device=device, group=groups.pp, timeout_s=timeout_s)
+                                device=device, group=groups.pp, timeout_s=timeout_s,
+                                example=example, example_kwargs=example_kwargs)
         return Parallelized(cand, groups, runner=runner, loss_fn=loss_fn, average=average,
                             prefix=f"chainplan/parallelize/{next(_ids)}",
                             timeout_s=timeout_s)
@@ -204,15 +219,16 @@ def _check_plan(plan: PipelineDocument, cand: LaunchCandidate, budgets: list[Bud
 
 
 def _chain(model: nn.Module, example: Any,
-           example_kwargs: dict[str, Any] | None) -> list[nn.Module]:
-    """The model's chain of layers, as the pipeline runner cuts it."""
+           example_kwargs: dict[str, Any] | None) -> tuple[list[nn.Module], bool]:
+    """The model's chain of layers, as the pipeline runner cuts it, and whether they are
+    the model's own (a declared ``nn.Sequential``) rather than cut from its graph."""
     args = () if example is None else (example if isinstance(example, tuple) else (example,))
     if isinstance(model, nn.Sequential) and declared(model, args[1:], dict(example_kwargs or {})):
-        return flatten_stages(model)
+        return flatten_stages(model), True
     if not args:
         raise PlanError(f"{type(model).__name__} is not an nn.Sequential: cutting it into "
                         f"pipeline stages needs one micro-batch's call (example=...)")
-    return list(extract(model, args, dict(example_kwargs or {})).stages)
+    return list(extract(model, args, dict(example_kwargs or {})).stages), False
 
 
 def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> nn.Module:

@@ -161,7 +161,11 @@ def build(kind: str) -> nn.Module:
     return {"gpt": GPT, "llama": llama, "chain": chain, "gptchain": gpt_chain}[kind]()
 
 
-def loss_of(kind: str) -> Any:
+def loss_of(kind: str, pipeline: bool = False) -> Any:
+    """The loss of ``kind``'s output; a pipeline's last stage gives the loss the chain's
+    end (a HuggingFace model's logits, not its output object)."""
+    if pipeline and kind == "llama":
+        return lm_loss
     return {"gpt": lm_loss, "llama": hf_loss, "chain": mse, "wide": mse,
             "gptchain": lm_loss}[kind]
 

@@ -39,7 +39,8 @@ def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> 
 
 
 def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
-          data_parallel: str = "fsdp", plan: dict[str, Any] | None = None) -> dict[str, Any]:
+          data_parallel: str = "fsdp", plan: dict[str, Any] | None = None,
+          example: bool = False) -> dict[str, Any]:
     """Three AdamW steps of ``candidate``; each rank reports the losses and the full value
     of every parameter it holds. With a pipeline ``plan`` (its document and its layers'
     parameter bytes), each rank's peak over one more step (SGD, as the plan counts
@@ -50,8 +51,12 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
     model = models.build(kind)
     pipe = PipelinePlan.from_dict(plan["doc"], layer_param_bytes=plan["params"]) \
         if plan is not None else None
-    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.loss_of(kind),
-                                data_parallel=data_parallel, plan=pipe, timeout_s=60)
+    # One micro-batch's call, for a model the pipeline cuts from its graph.
+    call = models.data(kind, candidate.get("microbatch", 1), 1)[0][0] if example else None
+    pipe_on = candidate.get("mesh", {}).get("pp", 1) > 1
+    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.loss_of(kind, pipe_on),
+                                data_parallel=data_parallel, plan=pipe, timeout_s=60,
+                                example=call)
     c = par.candidate
     replica = par.groups.dp.rank() if par.groups.dp is not None else 0
     opt = torch.optim.AdamW(list(par.parameters()), lr=1e-2)
@@ -106,9 +111,11 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
         model = models.GPT(**case.get("model", {}))
         gpus = case.get("plan_gpus")  # a pipeline plan made for that many ranks
         plan = cuts_plan(list(range(1, gpus)), [1] * gpus, 1) if gpus else None
+        call = models.data("gpt", 1, 1)[0][0] if case.get("example") else None
         try:
             chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10, plan=plan,
-                                  data_parallel=case.get("data_parallel", "fsdp"))
+                                  data_parallel=case.get("data_parallel", "fsdp"),
+                                  example=call)
             out[case["name"]] = "no error"
         except Exception as e:
             out[case["name"]] = f"{type(e).__name__}: {e}"
