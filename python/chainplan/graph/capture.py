@@ -48,6 +48,7 @@ from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.graph.call import decoder_input, encoder_decoder
 from chainplan.graph.eager import eager_branches
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
 from chainplan.graph.held import drop_metadata_assertions
@@ -172,7 +173,9 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     """Export ``model``'s forward on ``(args, kwargs)`` and describe its placeholders.
 
     The chain input a_0 is the first tensor among the positional arguments (or, without
-    one, among the keyword arguments); every other tensor argument is a side input.
+    one, among the keyword arguments), an encoder-decoder's decoder input
+    (:func:`~chainplan.graph.call.decoder_input`); every other tensor argument is a side
+    input.
 
     Keyword Args:
         traces: record each node's source line (default: False). Recording them makes a
@@ -192,6 +195,18 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
     """
     leaves, spec = pytree.tree_flatten_with_path((tuple(args), dict(kwargs)))
     tensors = [i for i, (_, v) in enumerate(leaves) if isinstance(v, torch.Tensor)]
+    decoder = decoder_input(model, kwargs)
+    if decoder is None and encoder_decoder(model):
+        raise CaptureError(
+            f"{type(model).__name__} is an encoder-decoder called without a decoder input "
+            "that chainplan can take as the chain input: its chain is the decoder, whose "
+            "input it makes from labels= only where the model has "
+            "prepare_decoder_input_ids_from_labels, and this one has none: pass "
+            "decoder_input_ids= (the labels shifted right, as its forward shifts them) "
+            "beside labels=")
+    if decoder is not None:  # an encoder-decoder's chain is its decoder (graph/call.py)
+        tensors.sort(key=lambda i: leaves[i][0] != (pytree.SequenceKey(1),
+                                                      pytree.MappingKey(decoder)))
     if not tensors:
         raise CaptureError(f"{type(model).__name__} was called without a tensor argument: "
                            "the chain input is the first tensor argument of forward")
