@@ -208,16 +208,19 @@ def choose(args: argparse.Namespace, net: nn.Module,
 
 
 def record(search: Any, advice_id: int | None, pick: int, got: Any) -> int:
-    """Store the measurement against the search3d result (``advice record``'s API)."""
+    """Store the measurement, every rank's peak with it, against the search3d result
+    (``record_measured``: what ``chainplan advice record --rank-peaks`` stores)."""
     from chainplan.advice import Search3D
+    from chainplan.advicerecord import record_measured
 
-    if search is None or not advice_id and not getattr(search, "advice_id", 0):
+    stored = search.advice_id if isinstance(search, Search3D) else advice_id
+    if search is None or not stored:
         raise chainplan.ChainplanError("--record needs a stored search3d result: --cluster, or "
                                        "--candidate FILE with --advice-id")
-    s3 = search if isinstance(search, Search3D) else Search3D.from_json(search, advice_id or 0)
-    return s3.record(pick if not isinstance(search, Search3D) else _index(search, pick),
-                     iteration_time_s=got.iteration_time_s, iterations=got.iterations,
-                     peak_bytes=max(got.peak_bytes))
+    index = _index(search, pick) if isinstance(search, Search3D) else pick
+    return record_measured(None, stored, index, got.iteration_time_s, got.peak_bytes,
+                           iterations=got.iterations,
+                           metadata={"command": " ".join(sys.argv), "launcher": "parallelize"})
 
 
 def _index(s3: Any, pick: int) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -46,6 +47,11 @@ def test_search_launch_measure_record(tmp_path: Path) -> None:
     rows = json.loads(acc.stdout)["candidates"]
     assert [r["runs"] for r in rows] == [1], rows
     assert abs(rows[0]["measured_iteration_time_s"] - got["iteration_time_s"]) < 1e-9, rows
+    with sqlite3.connect(db) as con:  # every rank's peak, the largest as the run's
+        peak, meta = con.execute("SELECT peak_bytes, metadata_json FROM advice_measurements "
+                                 "WHERE measurement_id = ?", (got["measurement_id"],)).fetchone()
+    assert json.loads(meta)["peak_bytes_per_rank"] == got["peak_bytes"], meta
+    assert peak == max(got["peak_bytes"])
 
 
 def test_refuses_a_candidate_for_another_world_size(tmp_path: Path) -> None:
