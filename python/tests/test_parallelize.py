@@ -156,7 +156,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "field", "candidate": {"mesh": {"tp": 2}, "microbatchs": 2}},
         {"name": "cuts", "candidate": {"mesh": {"pp": 2}, "cuts": []}},
         {"name": "ck-tp", "candidate": {"mesh": {"tp": 2}, "checkpoint": "min"}},
-        {"name": "ck-fsdp", "candidate": {"mesh": {"dp": 2}, "checkpoint": "min"}},
+        {"name": "ck-fsdp-compile", "candidate": {"mesh": {"dp": 2}, "checkpoint": "min"},
+         "compile": True},
         {"name": "plan", "candidate": {"mesh": {"pp": 2}, "cuts": [1]}, "plan_gpus": 4,
          "data_parallel": "ddp"},
         {"name": "ck-graph", "candidate": {"mesh": {"pp": 2}, "cuts": [3],
@@ -173,7 +174,8 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
     assert "microbatchs: unknown field" in got["field"], got["field"]
     assert "cuts: want 1 layers" in got["cuts"], got["cuts"]
     assert "checkpoint with tp > 1" in got["ck-tp"], got["ck-tp"]
-    assert "checkpoint with data_parallel='fsdp'" in got["ck-fsdp"], got["ck-fsdp"]
+    assert "checkpoint with compile and data_parallel='fsdp'" in got["ck-fsdp-compile"], \
+        got["ck-fsdp-compile"]
     assert "plan was made for 4 ranks but the candidate's mesh has pp=2" in got["plan"], \
         got["plan"]
     assert "checkpointing inside stages needs the model's layers declared as an " \
@@ -196,6 +198,18 @@ def test_dp2_ddp_checkpointed(tmp_path: Path) -> None:
                                                        "data_parallel": "ddp"}}, tmp_path)
     _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
     assert all(r is not None and r["checkpointed_plans"] == 1 for r in res), res
+
+
+def test_dp2_fsdp_checkpointed(tmp_path: Path) -> None:
+    """FSDP2 on 2 ranks with a chainplan plan per rank: Checkpointed, then fully_shard on
+    every block and on the wrapper (torchtitan's order)."""
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "checkpoint": "min"}
+    res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:  # a plan on each rank, the weights sharded over dp
+        assert r is not None and r["checkpointed_plans"] == 1, r
+        assert r["local"]["blocks.0.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH], r
 
 
 def test_pp2_checkpointed_stage(tmp_path: Path) -> None:

@@ -191,9 +191,13 @@ def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
         raise PlanError("checkpoint with tp > 1: chainplan captures the model with torch.export, "
                         "which does not capture DTensor parameters; run tp > 1 with checkpoint "
                         "null")
-    if ck and cand.dp > 1 and data_parallel == "fsdp":
-        raise PlanError("checkpoint with data_parallel='fsdp': chainplan's capture does not "
-                        "take fully_shard's DTensor parameters yet; use data_parallel='ddp'")
+    if ck and cand.pp > 1 and cand.dp > 1 and data_parallel == "fsdp":
+        raise PlanError("checkpoint with data_parallel='fsdp' and pp > 1: a checkpointed stage "
+                        "under fully_shard is not built yet; use data_parallel='ddp'")
+    if ck and compile and cand.dp > 1 and data_parallel == "fsdp":
+        raise PlanError("checkpoint with compile and data_parallel='fsdp': a plan does not run "
+                        "under torch.compile between it and fully_shard yet; leave compile "
+                        "off or use data_parallel='ddp'")
     if cand.pp > 1 and compile:
         raise PlanError("compile with pp > 1 is not built yet: the pipeline runner runs the "
                         "stages as written")
@@ -240,7 +244,9 @@ def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> n
         return DistributedDataParallel(net, process_group=groups.dp)
     for block in _blocks(model):
         fully_shard(block, mesh=groups.dp_mesh)
-    fully_shard(model, mesh=groups.dp_mesh)
+    # The root is the outermost module, a Checkpointed wrapper included: its planned view
+    # then runs with every unit gathered for the step (executors/fsdp.py).
+    fully_shard(net if isinstance(net, Checkpointed) else model, mesh=groups.dp_mesh)
     return net
 
 
