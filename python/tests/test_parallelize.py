@@ -200,16 +200,20 @@ def test_dp2_ddp_checkpointed(tmp_path: Path) -> None:
     assert all(r is not None and r["checkpointed_plans"] == 1 for r in res), res
 
 
-def test_dp2_fsdp_checkpointed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["gpt", "gptchain"])
+def test_dp2_fsdp_checkpointed(tmp_path: Path, kind: str) -> None:
     """FSDP2 on 2 ranks with a chainplan plan per rank: Checkpointed, then fully_shard on
-    every block and on the wrapper (torchtitan's order)."""
+    every block and on the wrapper (torchtitan's order); an nn.Sequential, whose layers
+    the plan runs as its stages, sharded at the wrapper alone."""
     cand = {"mesh": {"dp": 2}, "microbatch": 4, "checkpoint": "min"}
-    res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
+    res = session.run(2, {"kind": "train", "options": {"kind": kind, "candidate": cand}},
                       tmp_path)
-    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    _check_against_reference(kind, cand, res, 8,
+                             len(dict(models.build(kind).named_parameters())))
+    q = "blocks.0.attn.q.weight" if kind == "gpt" else "1.attn.q.weight"
     for r in res:  # a plan on each rank, the weights sharded over dp
         assert r is not None and r["checkpointed_plans"] == 1, r
-        assert r["local"]["blocks.0.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH], r
+        assert r["local"][q] == [models.WIDTH // 2, models.WIDTH], r
 
 
 def test_pp2_checkpointed_stage(tmp_path: Path) -> None:

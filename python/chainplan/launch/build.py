@@ -242,8 +242,12 @@ def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> n
         from torch.nn.parallel import DistributedDataParallel
 
         return DistributedDataParallel(net, process_group=groups.dp)
-    for block in _blocks(model):
-        fully_shard(block, mesh=groups.dp_mesh)
+    # A checkpointed nn.Sequential runs its layers as the plan's stages, profiled at the
+    # first forward: as FSDP units they would be resharded under the profiler, so the
+    # root alone is the unit there, gathered for the step as a graph's view holds them.
+    if not (isinstance(net, Checkpointed) and isinstance(model, nn.Sequential)):
+        for block in _blocks(model):
+            fully_shard(block, mesh=groups.dp_mesh)
     # The root is the outermost module, a Checkpointed wrapper included: its planned view
     # then runs with every unit gathered for the step (executors/fsdp.py).
     fully_shard(net if isinstance(net, Checkpointed) else model, mesh=groups.dp_mesh)
