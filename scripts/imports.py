@@ -53,8 +53,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "chainplan.shapecheck", "chainplan.withloss")),
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
-    ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",
-                "chainplan.pipeline", "chainplan.launch", "chainplan.launch.*",
+    ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
+                "chainplan.stages", "chainplan.pipeline", "chainplan.launch", "chainplan.launch.*",
                 "chainplan.sharded")),
 ]
 
