@@ -18,8 +18,10 @@ Usage (from the repository root; it writes its store under --out)::
 
     python bench/parallel/measure_cpu.py --ranks 2 --global-batch 8 --out /tmp/cpu-advisors
 
-This is the small launcher the issue allows while ``chainplan.parallelize`` is not on
-main; it does not replace ``examples/parallel/train.py``.
+Its launcher is small and self-contained (linear blocks, GPipe order, DDP), so that the
+advisors' accuracy is measured apart from ``chainplan.parallelize``;
+``examples/parallel/train.py --cluster ... --record`` launches a candidate with
+``parallelize`` and records it the same way.
 """
 
 from __future__ import annotations

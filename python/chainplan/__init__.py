@@ -10,6 +10,7 @@ The top level is what a training script needs::
     net = plan.wrap(model)                                               # runs the schedule
     rows = chainplan.query("SELECT * FROM runs")                         # pyarrow.Table
     print(prof.summary(), chainplan.stages(model, sample))  # stage table; the split
+    net = chainplan.parallelize(model, mesh, candidate)  # tp, pp, checkpointing, FSDP2/DDP
 
 Each family of planners has its namespace, imported on first use:
 
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from chainplan.checkpointed import Checkpointed
     from chainplan.errors import ChainplanError, InfeasibleBudget
     from chainplan.history import query
+    from chainplan.launch.build import parallelize
     from chainplan.schedule import Plan
     from chainplan.stages import stages
     from chainplan.withloss import WithLoss
@@ -65,6 +67,7 @@ __all__ = [
     "Plan",
     "ChainplanError",
     "InfeasibleBudget",
+    "parallelize",
 ]
 
 _WHERE = {
@@ -80,6 +83,7 @@ _WHERE = {
     "Plan": "chainplan.schedule",
     "ChainplanError": "chainplan.errors",
     "InfeasibleBudget": "chainplan.errors",
+    "parallelize": "chainplan.launch.build",
 }
 
 #: The family namespaces, imported on first read (``chainplan.pipeline.pipesim``).
