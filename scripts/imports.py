@@ -45,7 +45,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("planning", ("chainplan.arguments", "chainplan.tradeoff", "chainplan.schedule",
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
                   "chainplan.pipeline.plan", "chainplan.pipeline.requests",
-                  "chainplan.pipeline.planning")),
+                  "chainplan.pipeline.planning", "chainplan.shardchain")),
     ("runtime", ("chainplan.runtime", "chainplan.runtime.*")),
     ("models", ("chainplan.graph", "chainplan.graph.*", "chainplan.profiler",
                 "chainplan.profiler.*", "chainplan.towers", "chainplan.towers.*",
@@ -53,8 +53,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                 "chainplan.shapecheck", "chainplan.withloss")),
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
-    ("facade", ("chainplan", "chainplan.api", "chainplan.checkpointed", "chainplan.stages",
-                "chainplan.pipeline")),
+    ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
+                "chainplan.stages", "chainplan.pipeline", "chainplan.sharded")),
 ]
 
 #: The upward imports allowed, each deferred, each an optional heavy path (torch): a

@@ -17,7 +17,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 from torch import nn  # noqa: E402
 
-__all__ = ["FAMILIES", "causal_lm"]
+__all__ = ["FAMILIES", "SEQ2SEQ", "causal_lm", "seq2seq"]
 
 #: transformers model types with a causal language model, each built by :func:`causal_lm`.
 FAMILIES = ("bloom", "codegen", "cohere", "falcon", "gemma", "gemma2", "gemma3_text",
@@ -50,4 +50,31 @@ def causal_lm(family: str, *, vocab: int = 1000, width: int = 64, layers: int = 
     kwargs.update(extra)
     cfg = cls(**kwargs)
     model: nn.Module = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager")
+    return model.train()
+
+
+#: transformers model types with a sequence-to-sequence language model, each built by
+#: :func:`seq2seq`.
+SEQ2SEQ = ("t5", "bart", "pegasus", "marian")
+
+
+def seq2seq(family: str, *, vocab: int = 1000, width: int = 64, layers: int = 2,
+            heads: int = 4, positions: int = 256) -> nn.Module:
+    """An ``AutoModelForSeq2SeqLM`` of ``family`` with ``layers`` encoder and as many
+    decoder layers, dropout off; the sizes are given under every name the families use
+    (T5's ``num_layers``, BART's ``encoder_layers``: a config keeps the others unused)."""
+    from transformers import AutoConfig, AutoModelForSeq2SeqLM
+
+    cls = type(AutoConfig.for_model(family))
+    sizes = {"vocab_size": vocab, "d_model": width, "d_kv": width // heads, "d_ff": 2 * width,
+             "num_layers": layers, "num_decoder_layers": layers, "num_heads": heads,
+             "encoder_layers": layers, "decoder_layers": layers,
+             "encoder_attention_heads": heads, "decoder_attention_heads": heads,
+             "encoder_ffn_dim": 2 * width, "decoder_ffn_dim": 2 * width,
+             "max_position_embeddings": positions, "pad_token_id": 1, "bos_token_id": 0,
+             "eos_token_id": 2, "decoder_start_token_id": 2}
+    for name in ("dropout", "dropout_rate", "attention_dropout", "activation_dropout"):
+        sizes[name] = 0.0
+    model: nn.Module = AutoModelForSeq2SeqLM.from_config(cls(**sizes),
+                                                         attn_implementation="eager")
     return model.train()

@@ -20,7 +20,9 @@ chainplan.search3d on a stored profile) keeps every candidate's prediction. Reco
 candidate measured when you ran it, then compare (docs/parallel.md, "Accuracy"): ParaDL's
 accuracy 1 − |predicted − measured| / measured per candidate, Spearman's ρ between the
 predicted and measured times, and the predicted rank of the measured best (AMP's ranking
-quality). The advice_accuracy view holds the same for SQL.`, newAdviceRecordCmd(e), newAdviceAccuracyCmd(e))
+quality). The advice_accuracy view holds the same for SQL. calibrate fits search3d's
+cost model to the measured runs of a cluster; search3d --calibration applies it.`,
+		newAdviceRecordCmd(e), newAdviceAccuracyCmd(e), newAdviceCalibrateCmd(e))
 }
 
 func parseAdviceID(s string) (int64, error) {
@@ -34,11 +36,13 @@ func parseAdviceID(s string) (int64, error) {
 func newAdviceRecordCmd(e *env) *cobra.Command {
 	var m service.AdviceMeasurement
 	var timeS, peak string
+	var rankPeaks []string
 	cmd := &cobra.Command{
-		Use:   "record ADVICE --candidate N --iteration-time SECONDS [--iterations N] [--peak BYTES] [--oom]",
+		Use:   "record ADVICE --candidate N --iteration-time SECONDS [--iterations N] [--peak BYTES | --rank-peaks B,B,...] [--oom]",
 		Short: "Record a measured run of an advised candidate",
 		Example: `  chainplan advice record 3 --candidate 0 --iteration-time 0.412 --iterations 99 --peak 13.2GB
-  chainplan advice record 3 --candidate 4 --oom --iteration-time 1`,
+  chainplan advice record 3 --candidate 4 --oom --iteration-time 1
+  chainplan advice record 3 --candidate 1 --iteration-time 0.9 --rank-peaks 3.1GB,3.4GB,2.9GB,3.0GB`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("%s takes one ADVICE id", cmd.CommandPath())
@@ -61,6 +65,13 @@ func newAdviceRecordCmd(e *env) *cobra.Command {
 					return &usageError{fmt.Errorf("--peak: %w", err)}
 				}
 			}
+			for r, p := range rankPeaks {
+				b, err := chainplan.ParseBytes(p)
+				if err != nil {
+					return &usageError{fmt.Errorf("--rank-peaks, rank %d: %w", r, err)}
+				}
+				m.PeakBytesPerRank = append(m.PeakBytesPerRank, b)
+			}
 			if m.Host == "" {
 				m.Host, _ = os.Hostname()
 			}
@@ -82,6 +93,7 @@ func newAdviceRecordCmd(e *env) *cobra.Command {
 	fl.StringVar(&timeS, "iteration-time", "", "measured time of one iteration, seconds (mean over iterations 2..n)")
 	fl.IntVar(&m.Iterations, "iterations", 1, "iterations the time is the mean of")
 	fl.StringVar(&peak, "peak", "", "measured peak memory of a device (bytes or a size such as 13.2GB)")
+	fl.StringSliceVar(&rankPeaks, "rank-peaks", nil, "measured peak memory of every rank, in rank order (comma-separated sizes); the largest is the run's peak")
 	fl.BoolVar(&m.OutOfMemory, "oom", false, "the run ran out of memory")
 	fl.StringVar(&m.Host, "host", "", "where it ran (default: this host)")
 	return cmd
@@ -143,6 +155,66 @@ func newAdviceAccuracyCmd(e *env) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: json or text")
+	return cmd
+}
+
+func newAdviceCalibrateCmd(e *env) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "calibrate ADVICE... [-o FILE]",
+		Short: "Fit search3d's cost model to the measured runs of stored advice on one cluster",
+		Long: `Fit a calibration (docs/distributed.md, "The advisors' pick, launched and calibrated") to the
+candidates measured against stored search3d advice on one cluster: a scale of the predicted
+computation, a scale of the predicted communication and an overhead per iteration, by
+non-negative least squares on the relative error (one scale for both, or one each, whichever
+predicts each measured candidate better from the others). Writes chainplan.calibration/v1
+JSON; search3d --calibration FILE applies it to later predictions on that cluster. Exit
+status 2: an unknown advice, advice of advise or of several clusters, fewer than 2 measured
+candidates.`,
+		Example: `  chainplan advice calibrate 3 4 -o cluster-a.calibration.json
+  chainplan search3d --run latest --cluster cluster-a.yaml --global-batch 64 --calibration cluster-a.calibration.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usagef("%s takes one or more ADVICE ids", cmd.CommandPath())
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids := make([]int64, len(args))
+			for i, a := range args {
+				id, err := parseAdviceID(a)
+				if err != nil {
+					return err
+				}
+				ids[i] = id
+			}
+			svc, err := openStore(cmd)
+			if err != nil {
+				return err
+			}
+			defer svc.Close()
+			c, err := svc.Calibrate(cmd.Context(), ids)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "calibrated on %d measured candidates of %s: computation ×%.3g, communication ×%.3g, "+
+				"%.3g s per iteration (%s scales; leave-one-out accuracy %.1f%%)\n", c.Pairs, c.Cluster, c.ComputeScale,
+				c.CommScale, c.OverheadS, c.Model, 100*c.LeaveOneOutAccuracy)
+			if output == "" {
+				return writeJSON(e.stdout, c)
+			}
+			f, err := os.Create(output)
+			if err != nil {
+				return err
+			}
+			if err := writeJSON(f, c); err != nil {
+				f.Close()
+				return err
+			}
+			return f.Close()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "", "write the calibration to this file instead of standard output")
 	return cmd
 }
 

@@ -92,11 +92,25 @@ func TestAdviseRunAndAccuracy(t *testing.T) {
 			t.Fatalf("record: exit %d %s", code, errs)
 		}
 	}
+	// A distributed run's per-rank peaks: the largest is the peak the report shows.
+	code, out, errs = run(t, "--db", db, "advice", "record", "2", "--candidate", "0", "--iteration-time", "2",
+		"--rank-peaks", "1GiB,3GiB")
+	if code != 0 || !strings.Contains(out, "recorded measurement") {
+		t.Fatalf("record --rank-peaks: exit %d %s", code, errs)
+	}
+	code, out, _ = run(t, "--db", db, "advice", "accuracy", "2", "--format", "json")
+	if code != 0 || !strings.Contains(out, `"measured_peak_bytes": 3221225472`) {
+		t.Fatalf("accuracy of the per-rank peaks: exit %d: %s", code, out)
+	}
+	if code, _, _ := run(t, "--db", db, "advice", "record", "2", "--candidate", "0", "--iteration-time", "2",
+		"--rank-peaks", "1GiB,lots"); code != exitBadInput {
+		t.Errorf("a bad rank peak: exit %d, want 2", code)
+	}
 	code, out, errs = run(t, "--db", db, "advice", "accuracy", "1")
 	if code != 0 || !strings.Contains(out, "2 measured candidates") || !strings.Contains(out, "Spearman ρ") {
 		t.Fatalf("accuracy: exit %d: %s\n%s", code, errs, out)
 	}
-	code, out, _ = run(t, "--db", db, "sql", "SELECT count(*) AS n FROM advice_accuracy")
+	code, out, _ = run(t, "--db", db, "sql", "SELECT count(*) AS n FROM advice_accuracy WHERE advice_id = 1")
 	if code != 0 || !strings.Contains(out, "2") {
 		t.Fatalf("sql over advice_accuracy: %s", out)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/amp"
+	"github.com/chainplan/chainplan/planner/calibration"
 )
 
 type search3dFlags struct {
@@ -27,6 +28,7 @@ type search3dFlags struct {
 	deviceSpeed []string
 	optimizer   string
 	slots       int64
+	calibration string
 	format      string
 	output      string
 }
@@ -72,6 +74,7 @@ its process groups. Exit status 3: no candidate fits (the message gives the leas
 	fl.StringSliceVar(&f.deviceSpeed, "device-speed", nil, "a device type's speed relative to the profiled device, TYPE=X (repeatable), e.g. T4-16GB=0.35")
 	fl.StringVar(&f.optimizer, "optimizer", "auto", "optimizer state counted: auto (profiled, else adam), adam, momentum, sgd or none")
 	fl.Int64Var(&f.slots, "slots", 0, "rotor's memory slots (0: its default)")
+	fl.StringVar(&f.calibration, "calibration", "", "apply a calibration fitted to measured runs on this cluster (chainplan advice calibrate -o FILE)")
 	fl.StringVar(&f.format, "format", "json", "output format: json or text")
 	fl.StringVarP(&f.output, "output", "o", "", "write the output to this file instead of standard output")
 	return cmd
@@ -99,6 +102,13 @@ func search3dOptions(f search3dFlags) (amp.Options, error) {
 			o.DeviceSpeed = map[string]float64{}
 		}
 		o.DeviceSpeed[strings.TrimSpace(t)] = x
+	}
+	if f.calibration != "" {
+		c, err := calibration.ReadFile(f.calibration)
+		if err != nil {
+			return o, &usageError{fmt.Errorf("--calibration: %w", err)}
+		}
+		o.Calibration = c
 	}
 	return o, nil
 }

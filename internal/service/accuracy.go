@@ -3,10 +3,11 @@ package service
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
-	"slices"
 	"time"
 
+	"github.com/chainplan/chainplan/planner/calibration"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -21,7 +22,11 @@ type AdviceMeasurement struct {
 	Iterations     int     `json:"iterations"`
 	IterationTimeS float64 `json:"iteration_time_s"`
 	// PeakBytes is the measured peak memory of a device, 0 when not measured.
-	PeakBytes int64 `json:"peak_bytes"`
+	// PeakBytesPerRank are the peaks of every rank of a distributed run (issue 34's
+	// launcher), kept in the measurement's metadata_json under the same key; PeakBytes is
+	// then their largest (given too, it must equal it).
+	PeakBytes        int64   `json:"peak_bytes"`
+	PeakBytesPerRank []int64 `json:"peak_bytes_per_rank,omitempty"`
 	// OutOfMemory marks a run that ran out of memory (its time is not an iteration's).
 	OutOfMemory bool              `json:"out_of_memory"`
 	Host        string            `json:"host"`
@@ -41,12 +46,9 @@ func (s *Service) RecordAdviceMeasurement(ctx context.Context, adviceID int64, m
 	if m.PeakBytes < 0 {
 		return 0, &inputError{"peak_bytes must be ≥ 0"}
 	}
-	meta := []byte("{}")
-	if m.Metadata != nil {
-		var err error
-		if meta, err = json.Marshal(m.Metadata); err != nil {
-			return 0, err
-		}
+	meta, err := measurementMetadata(&m)
+	if err != nil {
+		return 0, err
 	}
 	sm := &store.AdviceMeasurement{AdviceID: adviceID, Candidate: m.Candidate, Iterations: m.Iterations,
 		IterationTimeS: m.IterationTimeS, OutOfMemory: m.OutOfMemory, Host: m.Host, MetadataJSON: meta, CreatedAt: time.Now()}
@@ -54,6 +56,37 @@ func (s *Service) RecordAdviceMeasurement(ctx context.Context, adviceID int64, m
 		sm.PeakBytes.Int64, sm.PeakBytes.Valid = m.PeakBytes, true
 	}
 	return s.db.RecordAdviceMeasurement(ctx, sm)
+}
+
+// peakKey is the metadata key of a distributed run's per-rank peaks.
+const peakKey = "peak_bytes_per_rank"
+
+// measurementMetadata checks m's per-rank peaks, sets PeakBytes to their largest and
+// returns the metadata_json to store: the caller's metadata and the per-rank peaks.
+func measurementMetadata(m *AdviceMeasurement) ([]byte, error) {
+	meta := map[string]any{}
+	for k, v := range m.Metadata {
+		meta[k] = v
+	}
+	if len(m.PeakBytesPerRank) > 0 {
+		if _, ok := m.Metadata[peakKey]; ok {
+			return nil, &inputError{"metadata: " + peakKey + " is reserved for the per-rank peaks"}
+		}
+		var largest int64
+		for r, p := range m.PeakBytesPerRank {
+			if p < 0 {
+				return nil, &inputError{fmt.Sprintf("peak_bytes_per_rank[%d] must be ≥ 0 (got %d)", r, p)}
+			}
+			largest = max(largest, p)
+		}
+		if m.PeakBytes != 0 && m.PeakBytes != largest {
+			return nil, &inputError{fmt.Sprintf("peak_bytes %d is not the largest of peak_bytes_per_rank (%d): give one or the other",
+				m.PeakBytes, largest)}
+		}
+		m.PeakBytes = largest
+		meta[peakKey] = m.PeakBytesPerRank
+	}
+	return json.Marshal(meta)
 }
 
 // AccuracyReport compares an advice's predictions with the runs recorded for it (spec
@@ -131,60 +164,8 @@ func (s *Service) Accuracy(ctx context.Context, adviceID int64) (*AccuracyReport
 		rep.MeasuredBestRank = bestRank
 	}
 	if len(pred) >= 2 {
-		rho := spearman(pred, meas)
+		rho := calibration.Spearman(pred, meas)
 		rep.Spearman = &rho
 	}
 	return rep, nil
-}
-
-// spearman returns Spearman's rank correlation of x and y (same length ≥ 2): the Pearson
-// correlation of their ranks, ties given their average rank; NaN when either is constant.
-func spearman(x, y []float64) float64 {
-	rx, ry := ranks(x), ranks(y)
-	mean := func(v []float64) float64 {
-		var s float64
-		for _, a := range v {
-			s += a
-		}
-		return s / float64(len(v))
-	}
-	mx, my := mean(rx), mean(ry)
-	var sxy, sxx, syy float64
-	for i := range rx {
-		dx, dy := rx[i]-mx, ry[i]-my
-		sxy += dx * dy
-		sxx += dx * dx
-		syy += dy * dy
-	}
-	return sxy / math.Sqrt(sxx*syy)
-}
-
-// ranks returns the 1-based ranks of v, ties averaged.
-func ranks(v []float64) []float64 {
-	idx := make([]int, len(v))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortStableFunc(idx, func(a, b int) int {
-		switch {
-		case v[a] < v[b]:
-			return -1
-		case v[a] > v[b]:
-			return 1
-		}
-		return 0
-	})
-	out := make([]float64, len(v))
-	for i := 0; i < len(idx); {
-		j := i
-		for j+1 < len(idx) && v[idx[j+1]] == v[idx[i]] {
-			j++
-		}
-		r := float64(i+j)/2 + 1
-		for k := i; k <= j; k++ {
-			out[idx[k]] = r
-		}
-		i = j + 1
-	}
-	return out
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/launch"
 	"github.com/chainplan/chainplan/planner/rotor"
 	"github.com/chainplan/chainplan/planner/workload"
 )
@@ -42,6 +43,8 @@ func (s *searcher) price(lay *layout, part *cutProblem, bounds []int, cut string
 	c := &Candidate{PP: g.PP, DP: g.DP, TMP: g.TMP, MBS: g.MBS, GAS: lay.gas, Placement: lay.placement, Cut: cut,
 		Boundaries: slices.Clone(bounds), Fits: true}
 	var sum, bottleneck, p2p float64
+	comm := make([]float64, g.PP) // each stage's tensor-parallel communication per micro-batch
+	slowest := 0
 	for j := range g.PP {
 		first, last := s.blocks[bounds[j]], s.blocks[bounds[j+1]]
 		st := Stage{FirstBlock: bounds[j] + 1, LastBlock: bounds[j+1], FirstLayer: first + 1, LastLayer: last,
@@ -53,16 +56,28 @@ func (s *searcher) price(lay *layout, part *cutProblem, bounds []int, cut string
 		}
 		st.TimeS += st.RecomputeS
 		sum += st.TimeS
-		bottleneck = math.Max(bottleneck, st.TimeS)
+		if st.TimeS > bottleneck {
+			bottleneck, slowest = st.TimeS, j
+		}
+		cls := lay.classes[lay.class[j]]
+		comm[j] = cls.commPre[bounds[j+1]] - cls.commPre[bounds[j]]
 		if j+1 < g.PP {
 			p2p += s.comm(lay, bounds[j+1], j)
 		}
 		c.Stages = append(c.Stages, st)
 	}
+	c.Launch = launchShape(c)
 	c.BottleneckS, c.P2PS = bottleneck, p2p
 	c.PipelineTimeS = float64(lay.gas-1)*bottleneck + sum + p2p
 	c.DPSyncS = part.maxSync(bounds)
-	c.IterationTimeS = c.PipelineTimeS + c.DPSyncS
+	var commSum float64
+	for _, k := range comm {
+		commSum += k
+	}
+	c.CommS = float64(lay.gas-1)*comm[slowest] + commSum + p2p + c.DPSyncS
+	c.ComputeS = c.PipelineTimeS + c.DPSyncS - c.CommS
+	c.OverheadS = s.cal.OverheadS
+	c.IterationTimeS = c.PipelineTimeS + c.DPSyncS + c.OverheadS
 	return c, nil
 }
 
@@ -181,3 +196,21 @@ func (s *searcher) stageChain(first, last, mbs int, loss bool) (*stageChain, err
 
 // leastMemory is the memory of the candidate's most demanding stage before checkpointing.
 func (c *Candidate) leastMemory() int64 { return c.needBytes }
+
+// launchShape is what parallelize needs of a priced candidate: the last layer of each
+// stage but the last, and the stages' rotor budgets.
+func launchShape(c *Candidate) *launch.Shape {
+	sh := &launch.Shape{Mesh: launch.Mesh{PP: c.PP, DP: c.DP, TP: c.TMP}, Microbatch: c.MBS, Microbatches: c.GAS,
+		Cuts: []int{}}
+	for j, st := range c.Stages {
+		if j+1 < len(c.Stages) {
+			sh.Cuts = append(sh.Cuts, st.LastLayer)
+		}
+		ck := launch.None
+		if st.Checkpoint != nil {
+			ck = launch.Checkpoint{BudgetBytes: st.Checkpoint.BudgetBytes}
+		}
+		sh.Checkpoint = append(sh.Checkpoint, ck)
+	}
+	return sh
+}

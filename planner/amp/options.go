@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/calibration"
 )
 
 // Schedules for Options.Schedule: they set the micro-batches a stage holds in flight.
@@ -60,6 +61,10 @@ type Options struct {
 	Optimizer string `json:"optimizer,omitempty"`
 	// Slots is rotor's memory discretization (0: its default).
 	Slots int64 `json:"slots,omitempty"`
+	// Calibration, when set, scales the predicted computation and communication and adds
+	// a per-iteration overhead (planner/calibration; chainplan advice calibrate fits it
+	// from measured runs on the cluster).
+	Calibration *calibration.Calibration `json:"calibration,omitempty"`
 }
 
 // OptionError reports a bad option of the search3d request; Field is the request field's
@@ -112,6 +117,11 @@ func (o Options) withDefaults(devicesPerNode int) (Options, error) {
 	for t, s := range o.DeviceSpeed {
 		if math.IsNaN(s) || math.IsInf(s, 0) || s <= 0 {
 			return o, optionError("device_speed", fmt.Sprintf("device type %q: want a positive relative speed (got %v)", t, s))
+		}
+	}
+	if o.Calibration != nil {
+		if err := o.Calibration.Check(); err != nil {
+			return o, optionError("calibration", err.Error())
 		}
 	}
 	if o.Slots < 0 {

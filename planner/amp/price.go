@@ -26,6 +26,9 @@ type speedClass struct {
 	factor float64 // time multiplier: 1 / the slowest device's relative speed
 	link   cluster.Link
 	pre    []float64
+	// commPre is the part of pre that is tensor-parallel communication (the rest is
+	// computation): the split calibration needs (Candidate.CommS).
+	commPre []float64
 	// slowest is the slowest device type of the first stage of this class, for output.
 	slowest string
 }
@@ -59,8 +62,9 @@ func (s *searcher) newLayout(g Degrees, placement string) *layout {
 		}
 		if c < 0 {
 			c = len(lay.classes)
+			pre, commPre := s.blockPrefix(base, g, factor, link)
 			lay.classes = append(lay.classes, speedClass{factor: factor, link: link, slowest: slowest,
-				pre: s.blockPrefix(base, g, factor, link)})
+				pre: pre, commPre: commPre})
 		}
 		lay.class = append(lay.class, c)
 	}
@@ -77,7 +81,7 @@ func (s *searcher) newLayout(g Degrees, placement string) *layout {
 }
 
 // baseTimes returns each layer's forward+backward time for one micro-batch of mbs samples
-// on the profiled device (cached per mbs).
+// on the profiled device, times the calibration's compute scale (cached per mbs).
 func (s *searcher) baseTimes(mbs int) []float64 {
 	if t, ok := s.times[mbs]; ok {
 		return t
@@ -85,36 +89,43 @@ func (s *searcher) baseTimes(mbs int) []float64 {
 	t := make([]float64, s.m.L())
 	for i := range s.m.Layers {
 		f, b := s.m.Layers[i].TimesAt(s.m.BatchSize, float64(mbs))
-		t[i] = f + b
+		t[i] = (f + b) * s.cal.ComputeScale
 	}
 	s.times[mbs] = t
 	return t
 }
 
-// layerTime is one layer's time for a micro-batch on a class: a layer with parameters
-// splits its computation over the tmp devices and pays Megatron's four all-reduces of its
-// output within the tensor group (two forward, two backward; spec §3.10-4 [EXT]); a layer
+// layerTime is one layer's time for a micro-batch on a class, as computation and
+// communication: a layer with parameters splits its computation over the tmp devices and
+// pays Megatron's four all-reduces of its output within the tensor group (two forward, two
+// backward; spec §3.10-4 [EXT]), scaled by the calibration's communication scale; a layer
 // without parameters runs whole on each of them.
-func (s *searcher) layerTime(i int, base float64, g Degrees, factor float64, link cluster.Link) float64 {
-	t := base * factor
+func (s *searcher) layerTime(i int, base float64, g Degrees, factor float64, link cluster.Link) (compute, comm float64) {
+	compute = base * factor
 	if g.TMP > 1 && s.m.Layers[i].ParamBytes() > 0 {
 		out := float64(s.m.Layers[i].OutBytes) * float64(g.MBS) / float64(s.m.BatchSize)
-		t = t/float64(g.TMP) + 4*cluster.RingAllReduce(g.TMP, out, link)
+		compute /= float64(g.TMP)
+		comm = 4 * cluster.RingAllReduce(g.TMP, out, link) * s.cal.CommScale
 	}
-	return t
+	return compute, comm
 }
 
-// blockPrefix returns the prefix sums of the blocks' times on a class.
-func (s *searcher) blockPrefix(base []float64, g Degrees, factor float64, link cluster.Link) []float64 {
-	pre := make([]float64, len(s.blocks))
+// blockPrefix returns the prefix sums of the blocks' times on a class, and of their
+// communication part.
+func (s *searcher) blockPrefix(base []float64, g Degrees, factor float64, link cluster.Link) (pre, commPre []float64) {
+	pre = make([]float64, len(s.blocks))
+	commPre = make([]float64, len(s.blocks))
 	for b := 1; b < len(s.blocks); b++ {
-		var t float64
+		var t, c float64
 		for i := s.blocks[b-1]; i < s.blocks[b]; i++ {
-			t += s.layerTime(i, base[i], g, factor, link)
+			comp, comm := s.layerTime(i, base[i], g, factor, link)
+			t += comp + comm
+			c += comm
 		}
 		pre[b] = pre[b-1] + t
+		commPre[b] = commPre[b-1] + c
 	}
-	return pre
+	return pre, commPre
 }
 
 // comm returns e: the transfer of the output of block c−1 (the boundary after c blocks)
@@ -122,7 +133,7 @@ func (s *searcher) blockPrefix(base []float64, g Degrees, factor float64, link c
 func (s *searcher) comm(lay *layout, c, j int) float64 {
 	last := s.blocks[c] - 1
 	v := float64(s.m.Layers[last].OutBytes) * float64(lay.g.MBS) / float64(s.m.BatchSize)
-	return cluster.P2P(v, lay.stageLink[j])
+	return cluster.P2P(v, lay.stageLink[j]) * s.cal.CommScale
 }
 
 // partition returns the layout's assignment problem.
@@ -189,8 +200,8 @@ func (s *searcher) sync(lay *layout) *syncTerm {
 	}
 	links := s.syncLinks(lay)
 	for j, l := range links {
-		y.Base[j] = 2 * float64(g.DP-1) * l.LatencyS
-		y.PerByte[j] = 2 * float64(g.DP-1) / (float64(g.TMP*g.DP) * l.Bandwidth)
+		y.Base[j] = 2 * float64(g.DP-1) * l.LatencyS * s.cal.CommScale
+		y.PerByte[j] = 2 * float64(g.DP-1) / (float64(g.TMP*g.DP) * l.Bandwidth) * s.cal.CommScale
 	}
 	return y
 }

@@ -1,5 +1,7 @@
 package amp
 
+import "github.com/chainplan/chainplan/planner/launch"
+
 // Format is the tag of a search3d document (docs/parallel.md, "search3d output").
 const Format = "chainplan.search3d/v1"
 
@@ -59,17 +61,29 @@ type Candidate struct {
 	// blocks Boundaries[i]..Boundaries[i+1]−1), as in the paper's appendix tables.
 	Boundaries []int   `json:"boundaries"`
 	Stages     []Stage `json:"stages"`
-	// IterationTimeS is Eq. 4: PipelineTimeS + DPSyncS. PipelineTimeS is Eq. 5 for the
+	// IterationTimeS is Eq. 4: PipelineTimeS + DPSyncS (+ a calibration's OverheadS). PipelineTimeS is Eq. 5 for the
 	// slowest replica; BottleneckS its largest stage time per micro-batch, P2PS its Σe.
 	IterationTimeS float64 `json:"iteration_time_s"`
 	PipelineTimeS  float64 `json:"pipeline_time_s"`
 	DPSyncS        float64 `json:"dp_sync_s"`
 	BottleneckS    float64 `json:"bottleneck_s"`
 	P2PS           float64 `json:"p2p_s"`
+	// ComputeS and CommS split PipelineTimeS + DPSyncS for calibration: the slowest
+	// stage's tensor-parallel all-reduces (gas − 1 times), every stage's, the transfers
+	// between stages and the synchronisation are communication, the rest computation.
+	// OverheadS is the calibration's per-iteration overhead (0 uncalibrated), included in
+	// IterationTimeS.
+	ComputeS  float64 `json:"compute_s"`
+	CommS     float64 `json:"comm_s"`
+	OverheadS float64 `json:"overhead_s"`
 	// Fits is false when a stage needs more memory than its devices have.
 	Fits bool `json:"fits"`
 	// Checkpointed counts the stages rotor checkpoints to fit.
 	Checkpointed int `json:"checkpointed"`
+	// Launch is what parallelize launches (planner/launch): mesh {pp, dp, tp: tmp},
+	// microbatch mbs, microbatches gas, the stages' cuts over layers, each stage's rotor
+	// budget or "none".
+	Launch *launch.Shape `json:"launch,omitempty"`
 	// Simulated is pipesim's run of the candidate's pipeline (SimCheck), for the returned
 	// candidates and Megatron's pick with pp > 1; nil otherwise.
 	Simulated *SimCheck `json:"simulated,omitempty"`

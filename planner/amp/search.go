@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/calibration"
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/workload"
 )
@@ -24,6 +25,7 @@ type searcher struct {
 	times     map[int][]float64 // base layer times per mbs
 	stages    map[stageKey]*stageChain
 	notes     []string
+	cal       calibration.Calibration // Options.Calibration, or the identity
 }
 
 // Search runs the 3-D search of spec §5.3 on model m and cluster c and returns the TopK
@@ -44,6 +46,9 @@ func Search(m *workload.Model, c *cluster.Cluster, o Options) (*Result, error) {
 	o, err := o.withDefaults(c.MinDevicesPerNode())
 	if err != nil {
 		return nil, err
+	}
+	if cal := o.Calibration; cal != nil && cal.Cluster != "" && cal.Cluster != c.Name {
+		return nil, optionError("calibration", fmt.Sprintf("fitted on cluster %q, not %q: a calibration is per cluster", cal.Cluster, c.Name))
 	}
 	if o.MemoryCheck != MemoryOff || o.Cut != CutAMP {
 		if err := m.Need(workload.FieldMemory, "search3d's memory filter"); err != nil {
@@ -157,7 +162,12 @@ func (s *searcher) cuts() []string {
 }
 
 func newSearcher(m *workload.Model, c *cluster.Cluster, o Options) *searcher {
-	s := &searcher{m: m, c: c, o: o, times: map[int][]float64{}, stages: map[stageKey]*stageChain{}}
+	s := &searcher{m: m, c: c, o: o, times: map[int][]float64{}, stages: map[stageKey]*stageChain{}, cal: calibration.Identity}
+	if o.Calibration != nil {
+		s.cal = *o.Calibration
+		s.notes = append(s.notes, fmt.Sprintf("calibrated: computation ×%.3g, communication ×%.3g, %.3g s overhead per iteration",
+			s.cal.ComputeScale, s.cal.CommScale, s.cal.OverheadS))
+	}
 	s.blocks = coarsen(m, o.Blocks)
 	if len(s.blocks)-1 < m.L() {
 		s.notes = append(s.notes, fmt.Sprintf("%d layers coarsened into %d blocks of balanced time for the DP", m.L(), len(s.blocks)-1))

@@ -138,6 +138,7 @@ func (e *evaluator) finish(c Candidate) Candidate {
 		c.Infeasible = fmt.Sprintf("needs %s per device, the devices have %s", bytesText(c.MemoryBytes), bytesText(c.CapacityBytes))
 	}
 	c.Feasible = c.Infeasible == ""
+	c.Launch = launchShape(&c, len(e.m.Layers))
 	c.Warnings = append(c.Warnings, e.warnings(&c)...)
 	if c.Warnings == nil {
 		c.Warnings = []string{}

@@ -1,5 +1,7 @@
 package paradl
 
+import "github.com/chainplan/chainplan/planner/launch"
+
 // Format is the tag of an advice document (docs/parallel.md, "advise output").
 const Format = "chainplan.advice/v1"
 
@@ -110,6 +112,9 @@ type Candidate struct {
 	// data+offloading.
 	Saver    *Saver   `json:"saver,omitempty"`
 	Warnings []string `json:"warnings"`
+	// Launch is what parallelize launches (planner/launch); absent for a candidate it
+	// cannot launch (spatial, offloading, a fractional micro-batch).
+	Launch *launch.Shape `json:"launch,omitempty"`
 }
 
 // Compute is a candidate's computation per epoch, seconds.

@@ -34,49 +34,13 @@ type event struct {
 	wake bool
 }
 
-// eventHeap is a binary min-heap of events by (time, seq): at most one event per resource
-// is pending, so it stays small; typed rather than container/heap to avoid boxing.
-type eventHeap []event
-
-func (e event) before(f event) bool { return e.t < f.t || e.t == f.t && e.seq < f.seq }
+// Before orders events by (time, seq) for the event queue (minheap): at most one event per
+// resource is pending, so it stays small.
+func (e event) Before(f event) bool { return e.t < f.t || e.t == f.t && e.seq < f.seq }
 
 func (s *sim) push(t float64, r int, wake bool) {
 	s.seq++
-	h := append(s.events, event{t: t, seq: s.seq, res: int32(r), wake: wake})
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].before(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	s.events = h
-}
-
-// pop removes and returns the earliest event.
-func (s *sim) pop() event {
-	h := s.events
-	top := h[0]
-	n := len(h) - 1
-	h[0] = h[n]
-	h = h[:n]
-	for i := 0; ; {
-		l, m := 2*i+1, i
-		if l < n && h[l].before(h[m]) {
-			m = l
-		}
-		if l+1 < n && h[l+1].before(h[m]) {
-			m = l + 1
-		}
-		if m == i {
-			break
-		}
-		h[i], h[m] = h[m], h[i]
-		i = m
-	}
-	s.events = h
-	return top
+	s.events.Push(event{t: t, seq: s.seq, res: int32(r), wake: wake})
 }
 
 // wakeAt asks for resource r to be dispatched again at time t.
@@ -112,10 +76,10 @@ func (s *sim) run() error {
 	for r := range s.res {
 		s.dispatch(r)
 	}
-	for len(s.events) > 0 {
-		s.now = s.events[0].t
-		for len(s.events) > 0 && s.events[0].t == s.now {
-			e := s.pop()
+	for s.events.Len() > 0 {
+		s.now = s.events.Peek().t
+		for s.events.Len() > 0 && s.events.Peek().t == s.now {
+			e := s.events.Pop()
 			r := int(e.res)
 			if e.wake {
 				if s.res[r].wake == e.t {

@@ -3,6 +3,8 @@ package pipesim
 import (
 	"fmt"
 
+	"github.com/chainplan/chainplan/planner/internal/minheap"
+
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -31,7 +33,7 @@ type sim struct {
 	bCount                   []int32   // per mini-batch and stage: backward tasks done
 	nextF, nextB             []int32   // TiMePReSt: each stage's next forward and backward
 	res                      []resource
-	events                   eventHeap
+	events                   minheap.Heap[event]
 	seq                      uint64
 	now                      float64
 	marked                   []bool

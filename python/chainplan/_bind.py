@@ -314,9 +314,11 @@ def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any],
     return _parallel(_go().Search3D, source, cluster_text, request, dtype_bytes)
 
 
-def record_advice_measurement(advice_id: int, measurement: dict[str, Any]) -> int:
-    """Store a measured run of an advised candidate; returns its id."""
-    return int(call(_go().RecordAdviceMeasurement, db_path(), advice_id, json.dumps(measurement)))
+def record_advice_measurement(advice_id: int, measurement: dict[str, Any], db: str = "") -> int:
+    """Store a measured run of an advised candidate in ``db`` (default :func:`db_path`);
+    returns its id."""
+    return int(call(_go().RecordAdviceMeasurement, db or db_path(), advice_id,
+                    json.dumps(measurement)))
 
 
 def advice_accuracy(advice_id: int) -> str:

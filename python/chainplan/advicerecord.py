@@ -3,13 +3,16 @@
 :class:`StoredResult` is what :class:`~chainplan.advice.Advice` and
 :class:`~chainplan.advice.Search3D` share: a result of a stored profile knows its
 ``advice_id``, records what a candidate measured when it ran, and compares the recorded runs
-with its predictions. This module never imports torch.
+with its predictions. :func:`record_measured` does the same for a launcher that knows only
+the advice's id (``examples/parallel/train.py``: every rank's peak, no typing). This module
+never imports torch.
 """
 
 from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +29,42 @@ class _Candidate(Protocol):
     @property
     def index(self) -> int: ...
 
-__all__ = ["StoredResult", "Accuracy", "MeasuredCandidate"]
+__all__ = ["StoredResult", "Accuracy", "MeasuredCandidate", "record_measured"]
+
+
+def record_measured(db: str | None, advice_id: int, candidate_index: int, iteration_s: float,
+                    peaks_bytes_per_rank: Sequence[int] = (), *, iterations: int = 1,
+                    out_of_memory: bool = False, metadata: Mapping[str, str] | None = None) -> int:
+    """Store what a launched candidate measured into stored advice; returns the
+    measurement's id. ``chainplan advice record`` with ``--rank-peaks`` does the same.
+
+    Args:
+        db: the database (a SQLite path or a PostgreSQL DSN); None: ``$CHAINPLAN_DB`` or
+            the default, as every other call.
+        advice_id: the stored advice (``Search3D.advice_id``, ``Advice.advice_id``).
+        candidate_index: the candidate's index in the advice's list (−1: search3d's
+            Megatron pick).
+        iteration_s: mean time of one iteration, the first left out (seconds).
+        peaks_bytes_per_rank: every rank's measured peak, in rank order (empty: not
+            measured); the largest is the run's peak, the list is kept in the
+            measurement's metadata (``peak_bytes_per_rank``).
+
+    Keyword Args:
+        iterations: iterations ``iteration_s`` is the mean of.
+        out_of_memory: the run ran out of memory.
+        metadata: strings kept with the measurement (the launcher's command, the mesh).
+
+    Raises:
+        PlanError: an advice id below 1; the store's refusals (an unknown advice or
+            candidate, a negative peak, a time that is not positive) as their errors.
+    """
+    if advice_id < 1:
+        raise PlanError(f"advice_id must be a stored advice's id (≥ 1), got {advice_id}")
+    return _bind.record_advice_measurement(advice_id, {
+        "candidate": candidate_index, "iterations": iterations, "iteration_time_s": iteration_s,
+        "peak_bytes_per_rank": [int(p) for p in peaks_bytes_per_rank],
+        "out_of_memory": out_of_memory, "host": socket.gethostname(),
+        "metadata": dict(metadata or {})}, db or "")
 
 
 class StoredResult:

@@ -188,6 +188,7 @@ def search3d(
     slots: int = 0,
     batch: int | None = None,
     dtype_bytes: int = 4,
+    calibration: str | os.PathLike[str] | Mapping[str, Any] | None = None,
 ) -> Search3D:
     """Search pipeline, data and tensor degrees, micro-batch and cuts, AMP's way, with a
     memory filter (docs/parallel.md).
@@ -207,6 +208,9 @@ def search3d(
         device_speed: each device type's speed relative to the profiled device, e.g.
             ``{"T4-16GB": 0.35}`` (default 1).
         optimizer, slots, batch, dtype_bytes: as for :func:`advise`.
+        calibration: a calibration fitted to measured runs on this cluster
+            (``chainplan advice calibrate -o FILE``): the file's path, or its document as
+            a mapping; predictions are then scaled and given its per-iteration overhead.
 
     Returns:
         The :class:`~chainplan.advice.Search3D`, candidates best first; each with pp > 1
@@ -230,6 +234,9 @@ def search3d(
             raise ArgumentTypeError("device_speed must map device types to relative speeds "
                                     f"(got {typed(device_speed)})")
         req["device_speed"] = {str(k): float(v) for k, v in device_speed.items()}
+    if calibration is not None:
+        req["calibration"] = (dict(calibration) if isinstance(calibration, Mapping)
+                              else json.loads(Path(calibration).read_text()))
     src = _source(source, batch)
     doc = json.loads(_bind.search3d(src, _cluster_text(cluster), req,
                                     dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))

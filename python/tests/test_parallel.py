@@ -113,6 +113,42 @@ def test_search3d_a_profile(profiled: Profile) -> None:
     assert s3.raw["format"] == "chainplan.search3d/v1"
 
 
+def test_record_measured_from_a_launcher(profiled: Profile) -> None:
+    """A launcher records its measured time and every rank's peak by the advice's id alone
+    (issue 34), and the accuracy report compares them with the predictions."""
+    from chainplan.advicerecord import record_measured
+
+    s3 = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3)
+    assert s3.raw["candidates"][0]["launch"]["mesh"] == {"pp": s3.candidates[0].pp,
+                                               "dp": s3.candidates[0].dp,
+                                               "tp": s3.candidates[0].tmp}
+    db = _bind.db_path()
+    for i, factor in enumerate([1.25, 1.0]):
+        record_measured(db, s3.advice_id, i, s3.candidates[i].iteration_time_s * factor,
+                        [3 << 20, 7 << 20, 5 << 20], iterations=4, metadata={"launcher": "t"})
+    acc = s3.accuracy()
+    assert [c.candidate for c in acc.candidates] == [0, 1]
+    assert acc.candidates[0].accuracy == pytest.approx(0.8)
+    assert acc.mean_accuracy == pytest.approx(0.9) and acc.spearman is not None
+    rows = chainplan.query("SELECT peak_bytes, metadata_json FROM advice_measurements "
+                           "ORDER BY measurement_id").to_pylist()
+    assert rows[0]["peak_bytes"] == 7 << 20
+    assert json.loads(rows[0]["metadata_json"]) == {
+        "launcher": "t", "peak_bytes_per_rank": [3 << 20, 7 << 20, 5 << 20]}
+    # A calibration scales later predictions and adds its overhead.
+    cal = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3,
+                             calibration={"compute_scale": 2, "comm_scale": 2, "overhead_s": 0.5})
+    assert cal.raw["candidates"][0]["iteration_time_s"] == pytest.approx(
+        2 * s3.candidates[0].iteration_time_s + 0.5)
+    with pytest.raises(PlanError, match="calibration"):
+        chainplan.search3d(profiled, SMALL, global_batch=16,
+                           calibration={"compute_scale": 1, "comm_scale": 1, "cluster": "other"})
+    with pytest.raises(PlanError, match="advice_id"):
+        record_measured(db, 0, 0, 1.0, [])
+    with pytest.raises(PlanError, match="peak_bytes_per_rank"):
+        record_measured(None, s3.advice_id, 0, 1.0, [1, -1])
+
+
 def test_one_crossing_each(profiled: Profile, monkeypatch: pytest.MonkeyPatch) -> None:
     """advise and search3d of a stored profile plan in one crossing into Go each: the result
     comes back whole, decoded once. Aside: the database path rule, which chainplan._bind

@@ -8,6 +8,8 @@ import (
 	"math"
 	"math/bits"
 
+	"github.com/chainplan/chainplan/planner/internal/minheap"
+
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
@@ -108,8 +110,8 @@ func run(c *discretize.Chain, limit int64) (makespan float64, seq []chainplan.Op
 	n := c.N
 	s := newSearch(c, limit)
 	s.relax(pack(1, 0, n), 0, -1, 0, 0)
-	for len(s.heap) > 0 {
-		it := s.pop()
+	for s.heap.Len() > 0 {
+		it := s.heap.Pop()
 		nd := &s.nodes[it.node]
 		if nd.settled || it.dist > nd.dist {
 			continue
@@ -155,7 +157,7 @@ type search struct {
 	tern  []int32
 	index map[uint64]int32
 	nodes []node
-	heap  []item
+	heap  minheap.Heap[item]
 	seq   uint64
 }
 
@@ -267,7 +269,7 @@ func (s *search) relax(key uint64, dist float64, parent int32, kind uint8, stage
 		return
 	}
 	nd.dist, nd.parent, nd.kind, nd.stage = dist, parent, kind, uint8(stage)
-	s.push(item{prio: dist + s.remaining(key), dist: dist, seq: s.seq, node: i})
+	s.heap.Push(item{prio: dist + s.remaining(key), dist: dist, seq: s.seq, node: i})
 	s.seq++
 }
 
@@ -285,7 +287,7 @@ func (s *search) path(i int32) []chainplan.Op {
 	return seq
 }
 
-func (it item) less(o item) bool {
+func (it item) Before(o item) bool {
 	if it.prio != o.prio {
 		return it.prio < o.prio
 	}
@@ -293,43 +295,4 @@ func (it item) less(o item) bool {
 		return it.dist > o.dist
 	}
 	return it.seq < o.seq
-}
-
-// push and pop keep s.heap a binary min-heap; a hand-written heap avoids the interface
-// calls of container/heap, which dominate on these tiny graphs.
-func (s *search) push(it item) {
-	h := append(s.heap, it)
-	for j := len(h) - 1; j > 0; {
-		p := (j - 1) / 2
-		if !h[j].less(h[p]) {
-			break
-		}
-		h[j], h[p] = h[p], h[j]
-		j = p
-	}
-	s.heap = h
-}
-
-func (s *search) pop() item {
-	h := s.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	for j := 0; ; {
-		k := 2*j + 1
-		if k >= len(h) {
-			break
-		}
-		if k+1 < len(h) && h[k+1].less(h[k]) {
-			k++
-		}
-		if !h[k].less(h[j]) {
-			break
-		}
-		h[j], h[k] = h[k], h[j]
-		j = k
-	}
-	s.heap = h
-	return top
 }

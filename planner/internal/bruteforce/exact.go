@@ -1,8 +1,9 @@
 package bruteforce
 
 import (
-	"container/heap"
 	"math"
+
+	"github.com/chainplan/chainplan/planner/internal/minheap"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/discretize"
@@ -45,7 +46,7 @@ func OptimalExact(c *discretize.Chain, limit int64) (makespan float64, seq []cha
 	e := &exactSearch{c: c, limit: limit, seen: map[exactState]int{}}
 	e.relax(exactState{r: 1, d: n}, 0, -1, chainplan.Op{})
 	for e.queue.Len() > 0 {
-		it := heap.Pop(&e.queue).(qItem)
+		it := e.queue.Pop()
 		nd := &e.nodes[it.node]
 		if nd.done || it.dist > nd.dist {
 			continue
@@ -91,19 +92,9 @@ type qItem struct {
 	node int
 }
 
-type queue []qItem
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	return q[i].dist < q[j].dist || (q[i].dist == q[j].dist && q[i].node < q[j].node)
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(qItem)) }
-func (q *queue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
+// Before orders the queue by distance, then node index, so ties pop deterministically.
+func (q qItem) Before(o qItem) bool {
+	return q.dist < o.dist || (q.dist == o.dist && q.node < o.node)
 }
 
 type exactSearch struct {
@@ -111,7 +102,7 @@ type exactSearch struct {
 	limit int64
 	seen  map[exactState]int
 	nodes []exactNode
-	queue queue
+	queue minheap.Heap[qItem]
 }
 
 // live reports whether a_i is in memory in state s.
@@ -238,7 +229,7 @@ func (e *exactSearch) relax(s exactState, dist float64, parent int, ops ...chain
 		return
 	}
 	nd.dist, nd.parent, nd.op, nd.silent = dist, parent, ops[0], false
-	heap.Push(&e.queue, qItem{dist: dist, node: i})
+	e.queue.Push(qItem{dist: dist, node: i})
 }
 
 func (e *exactSearch) relaxSilent(s exactState, dist float64, parent int) {
@@ -248,7 +239,7 @@ func (e *exactSearch) relaxSilent(s exactState, dist float64, parent int) {
 		return
 	}
 	nd.dist, nd.parent, nd.silent = dist, parent, true
-	heap.Push(&e.queue, qItem{dist: dist, node: i})
+	e.queue.Push(qItem{dist: dist, node: i})
 }
 
 func (e *exactSearch) path(i int) []chainplan.Op {

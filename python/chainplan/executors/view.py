@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors.fsdp import gathered_units
 from chainplan.plandoc import PlanDocument
 
 __all__ = ["Planned", "plain_model", "planned", "planned_view"]
@@ -97,7 +98,8 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
     def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if not torch.is_grad_enabled():
             return plain_forward(self, *args, **kwargs)
-        return state.run(args, kwargs)
+        with gathered_units(self, state.model):  # under fully_shard: executors/fsdp.py
+            return state.run(args, kwargs)
 
     functools.update_wrapper(forward, plain_forward)
 

@@ -14,6 +14,16 @@ The call is also put in one canonical form: keyword arguments in the order of
 ``model(attention_mask=m, input_ids=ids)`` are the same call, and the chain input a_0
 (the first tensor argument) is the one the signature puts first (``input_ids``, not the
 mask).
+
+**Encoder-decoders.** A sequence-to-sequence model (transformers' ``config.is_encoder_decoder``:
+T5, BART, Pegasus, Marian, mBART, ...) called with ``labels=`` and no decoder input makes its
+decoder input itself, the labels shifted right (``prepare_decoder_input_ids_from_labels``,
+the very function its ``forward`` calls). :func:`training_call` passes it explicitly, and
+the chain input a_0 is the decoder's input (:func:`decoder_input`), not ``input_ids``: the
+decoder is the chain, and the encoder, whose output every decoder layer's cross-attention
+reads, runs before it once per step and its output is a side value of the chain
+(docs/executors.md, "Encoder-decoders"). Taken from ``input_ids``, the chain would have
+no cut point after the encoder: the encoder's output is read at every decoder layer.
 """
 
 from __future__ import annotations
@@ -28,7 +38,8 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ChainplanWarning
 
-__all__ = ["CacheWarning", "chain_input", "forward_parameters", "training_call"]
+__all__ = ["CacheWarning", "chain_input", "decoder_input", "encoder_decoder",
+           "forward_parameters", "training_call"]
 
 
 class CacheWarning(ChainplanWarning):
@@ -70,13 +81,43 @@ def training_call(model: nn.Module, args: tuple[Any, ...],
                 "through the step", CacheWarning, stacklevel=4)
         ordered["use_cache"] = False
         ordered = dict(sorted(ordered.items(), key=lambda kv: order.get(kv[0], len(order))))
+    if (encoder_decoder(model) and "decoder_input_ids" in order
+            and isinstance(ordered.get("labels"), torch.Tensor)
+            and ordered.get("decoder_input_ids") is None
+            and ordered.get("decoder_inputs_embeds") is None
+            and order["decoder_input_ids"] >= len(args)):
+        shift: Any = getattr(model, "prepare_decoder_input_ids_from_labels", None)
+        if callable(shift):  # what forward computes from labels when given no decoder input
+            ordered["decoder_input_ids"] = shift(labels=ordered["labels"])
+            ordered = dict(sorted(ordered.items(), key=lambda kv: order.get(kv[0], len(order))))
     return tuple(args), ordered
+
+
+def encoder_decoder(model: nn.Module) -> bool:
+    """Whether ``model`` is a transformers sequence-to-sequence model (module docstring)."""
+    return bool(getattr(getattr(model, "config", None), "is_encoder_decoder", False))
+
+
+def decoder_input(model: nn.Module, kwargs: dict[str, Any]) -> str | None:
+    """The keyword argument that is the chain input a_0 of an encoder-decoder's training
+    call (``decoder_input_ids`` or ``decoder_inputs_embeds``, whichever is a tensor), or
+    None for any other model or call (a_0 is then the first tensor argument)."""
+    if not encoder_decoder(model):
+        return None
+    for name in ("decoder_input_ids", "decoder_inputs_embeds"):
+        if isinstance(kwargs.get(name), torch.Tensor):
+            return name
+    return None
 
 
 def chain_input(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The chain input a_0 of a call: its first tensor argument, positional arguments first,
-    then keywords in signature order; None when there is no tensor argument."""
+    then keywords in signature order (an encoder-decoder's: its decoder input,
+    :func:`decoder_input`); None when there is no tensor argument."""
     args, kwargs = training_call(model, args, kwargs)
+    name = decoder_input(model, kwargs)
+    if name is not None:
+        return kwargs[name]
     for v in pytree.tree_leaves((args, kwargs)):
         if isinstance(v, torch.Tensor):
             return v

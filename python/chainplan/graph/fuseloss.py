@@ -21,9 +21,11 @@ Fused only where the result is the same function of the same inputs:
 * the logits have no other reader (a model that also returns them, or computes a second
   loss on them, keeps PyTorch's head);
 * between the projection and the loss only reshapes that merge the leading dimensions
-  (the vocabulary stays the last, so rows stay in order), casts to float32, one
-  multiplication or division by a constant, and one logit soft-capping after it
-  (``cap * tanh(logits / cap)``, the same ``cap`` twice);
+  (the vocabulary stays the last, so rows stay in order), casts to float32, a bias added
+  right after a projection without one (BART's ``final_logits_bias``: the fused call's
+  bias, the same sum per logit, rounded once either way), one multiplication or division
+  by a constant, and one logit soft-capping after it (``cap * tanh(logits / cap)``, the
+  same ``cap`` twice);
 * the loss takes class indices, one per row, with no class weight and no label smoothing,
   reduced by mean or sum.
 
@@ -83,6 +85,7 @@ class _Head:
     between: list[fx.Node]
     target: fx.Node
     options: dict[str, Any]
+    bias: fx.Node | None = None  # added to the logits after the projection
 
 
 def fuse_head(graph: fx.Graph, model: str, *, keep_logits: bool) -> list[int]:
@@ -191,21 +194,29 @@ def _match(loss: fx.Node) -> _Head | str:
     between: list[fx.Node] = []
     scale: float | None = None
     softcap: float | None = None
+    bias: fx.Node | None = None
     node = kw["self"]
     while isinstance(node, fx.Node) and node.op == "call_function" and node.target is not _LINEAR:
         others = _readers(node)
         if len(others) != 1:
             return f"the logits ({node.name}) read besides the loss, by {_names(others)}"
         # Met from the loss back: the cap first, then the scale (applied in that order).
-        cap = _softcap(node) if softcap is None and scale is None else None
+        # An added bias comes right after the projection: nothing met after it.
+        cap = _softcap(node) if softcap is None and scale is None and bias is None else None
         if cap is not None:
             softcap = cap[0]
             between.extend(cap[1])
             node = cap[1][-1].args[0]
             continue
-        factor = _factor(node) if scale is None else None
+        factor = _factor(node) if scale is None and bias is None else None
         if factor is not None:
             scale = factor
+            between.append(node)
+            node = node.args[0]
+            continue
+        added = _logits_bias(node) if bias is None else None
+        if added is not None:
+            bias = added
             between.append(node)
             node = node.args[0]
             continue
@@ -221,13 +232,28 @@ def _match(loss: fx.Node) -> _Head | str:
     out = _val(node)
     if out is None or out.shape[-1] != logits.shape[1] or out.numel() != logits.numel():
         return "logits whose rows the operations before the loss rearrange"
+    if bias is not None and _arguments(node)["bias"] is not None:
+        return "a bias added to the logits of a projection that has its own bias"
     options: dict[str, Any] = {"reduction": _REDUCTIONS[int(kw["reduction"])],
                                "ignore_index": int(kw.get("ignore_index", -100))}
     if scale is not None:
         options["scale"] = scale
     if softcap is not None:
         options["softcap"] = softcap
-    return _Head(node, between, kw["target"], options)
+    return _Head(node, between, kw["target"], options, bias)
+
+
+def _logits_bias(node: fx.Node) -> fx.Node | None:
+    """The bias ``node`` adds to each row of logits (BART's ``final_logits_bias``, a
+    ``(1, V)`` buffer), or None: an addition of a tensor that varies along the vocabulary
+    only, with no ``alpha``."""
+    if node.target is not _aten.add.Tensor or len(node.args) != 2 or node.kwargs:
+        return None
+    b, x = _val(node.args[1]), _val(node.args[0])
+    if (b is None or x is None or b.dim() == 0 or b.dim() > x.dim() or b.dtype != x.dtype
+            or b.shape[-1] != x.shape[-1] or b.numel() != x.shape[-1]):
+        return None
+    return node.args[1] if isinstance(node.args[1], fx.Node) else None
 
 
 def _softcap(node: fx.Node) -> tuple[float, list[fx.Node]] | None:
@@ -319,6 +345,9 @@ def _rewrite(graph: fx.Graph, loss: fx.Node, head: _Head) -> None:
     args = _arguments(head.linear)
     h, weight, bias = args["input"], args["weight"], args["bias"]
     with graph.inserting_before(loss):
+        if head.bias is not None:  # (1, V) added to the logits: the projection's (V,) bias
+            bias = graph.call_function(_aten.reshape.default, (head.bias, [-1]))
+            bias.meta["val"] = _val(head.bias).reshape(-1)  # type: ignore[union-attr]
         fused = graph.call_function(linear_cross_entropy, (h, weight, bias, head.target),
                                     dict(head.options))
     fused.meta = dict(loss.meta)

@@ -43,10 +43,15 @@ class Outputs:
         self.out_spec = cap.out_spec
         self.names = cap.return_names()
         nodes: list[fx.Node] = []
-        self._leaves: list[tuple[str, Any]] = []  # ("value", i) or ("constant", v)
+        self._slot = slot
+        # ("value", i) of the epilogue's results, ("side", name) or ("constant", v)
+        self._leaves: list[tuple[str, Any]] = []
         for leaf, name in zip(cap.returns, self.names, strict=True):
             if not isinstance(leaf, fx.Node):
                 self._leaves.append(("constant", leaf))
+                continue
+            if leaf in part.side_values:  # computed before the chain (partition.py)
+                self._leaves.append(("side", leaf.name))
                 continue
             if leaf is not g.end and leaf not in g.epilogue:
                 raise CaptureError(
@@ -79,7 +84,9 @@ class Outputs:
         values: Any = end if self.epilogue is None else self.epilogue(end)
         if self._single:
             values = (values,)
-        flat = [values[v] if kind == "value" else v for kind, v in self._leaves]
+        side = self._slot.given
+        flat = [values[v] if kind == "value" else side[v] if kind == "side" else v
+                for kind, v in self._leaves]
         return pytree.tree_unflatten(flat, self.out_spec)
 
     def loss_of(self, output: Any) -> torch.Tensor | None:

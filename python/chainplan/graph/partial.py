@@ -30,7 +30,7 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ScheduleError
 from chainplan.graph.packs import PackMap, call
-from chainplan.runtime.saved import StageSaves
+from chainplan.runtime.saved import StageSaves, refill
 
 __all__ = ["OptionProgram"]
 
@@ -150,7 +150,7 @@ class OptionProgram:
                 raise ScheduleError(f"the recomputation of stage {saves.stage} saved more "
                                     f"tensors for node {pm.nodes[i].name} than its first forward")
             if pm.packs[k].alias < 0:
-                self._put(k, t, saves)
+                refill(saves, k, t)
             return None
 
         with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda p: p):
@@ -163,21 +163,7 @@ class OptionProgram:
         if not isinstance(value, torch.Tensor):
             raise ScheduleError(f"stage {saves.stage}: a saved tensor views a value that is "
                                 "not a tensor")
-        self._put(k, torch.as_strided(value.detach(), p.size, p.stride, p.offset), saves)
-
-    @staticmethod
-    def _put(k: int, t: torch.Tensor, saves: StageSaves) -> None:
-        h = saves.holders[k] if k < len(saves.holders) else None
-        if h is None or h.tensor is not None:
-            return
-        if t.shape != h.shape or t.dtype != h.dtype:
-            raise ScheduleError(
-                f"the recomputation of stage {saves.stage} rebuilt a {t.dtype} tensor of shape "
-                f"{tuple(t.shape)} where its first forward saved {h.dtype} {tuple(h.shape)} "
-                f"(saved tensor {k})")
-        h.tensor = t.detach()
-        h.saves = None
-        saves.empty -= 1
+        refill(saves, k, torch.as_strided(value.detach(), p.size, p.stride, p.offset))
 
 
 def _random(n: fx.Node) -> bool:

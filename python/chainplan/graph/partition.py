@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from torch import fx
 
+from chainplan.graph.aliasing import writes
 from chainplan.graph.analysis import ChainGraph, is_view
-from chainplan.graph.capture import writes
 
 __all__ = ["Part", "Partition", "partition"]
 
@@ -101,7 +101,10 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
         if not got and not n.users and (writes(n) or n.is_impure(impure_random=False)):
             got = {_next_stage(g, n, stage_of, len(bounds))}
         need[n] = got
-    seeds = [n for n in side if len(need[n]) > 1 and not is_view(n)]
+    # A side value forward returns (an encoder-decoder's encoder_last_hidden_state) is
+    # handed to the output object from the prelude, as the step computed it.
+    returned = [r for r in g.capture.returns if isinstance(r, fx.Node) and r in need]
+    seeds = [n for n in side if (len(need[n]) > 1 and not is_view(n)) or n in returned]
     prelude = _closure(seeds, lambda u: u in need)
     # The parts of a multi-output prelude node (torch.chunk) are the side values, not the
     # tuple: they are taken in the prelude too.
@@ -130,7 +133,8 @@ def partition(g: ChainGraph, bounds: list[int]) -> Partition:
                        key=g.pos.__getitem__)
     readers = [*parts, *([epilogue] if epilogue is not None else [])]
     side_values = sorted({u for p in readers for u in p.reads
-                          if u in prelude or g.capture.inputs[u].kind == "user"},
+                          if u in prelude or g.capture.inputs[u].kind == "user"}
+                         | set(returned),
                          key=g.pos.__getitem__)
     return Partition(tuple(parts), tuple(pre), tuple(pre_reads), tuple(side_values), epilogue)
 

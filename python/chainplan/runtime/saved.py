@@ -155,6 +155,26 @@ def _unpack(packed: Any) -> Any:
 _DROPPED = object()
 
 
+@compiled.entry
+def refill(saves: StageSaves, i: int, t: torch.Tensor) -> torch.Tensor | None:
+    """Put a recomputation's ``t`` into the stage's saved tensor ``i`` if its holder is
+    empty; what it now holds, or None where it filled nothing. The one check that a
+    recomputation rebuilt what the first forward saved (the stage-wise hooks here and the
+    partial recomputation of an operation-level option, :mod:`chainplan.graph.partial`)."""
+    h = saves.holders[i] if i < len(saves.holders) else None
+    if h is None or h.tensor is not None:
+        return None
+    if t.shape != h.shape or t.dtype != h.dtype:
+        raise ScheduleError(
+            f"the recomputation of stage {saves.stage} saved a {t.dtype} tensor of shape "
+            f"{tuple(t.shape)} where its first forward saved {h.dtype} {tuple(h.shape)} "
+            f"(saved tensor {i}): the stage does not compute the same values twice")
+    h.tensor = t.detach()
+    h.saves = None
+    saves.empty -= 1
+    return h.tensor
+
+
 def filling(saves: StageSaves, *, stop: bool,
             only: Sequence[bool] | None = None) -> torch.autograd.graph.saved_tensors_hooks:
     """Hooks under which a recomputation of the stage fills its empty holders, in order; with
@@ -173,20 +193,12 @@ def filling(saves: StageSaves, *, stop: bool,
                 f"the recomputation of stage {saves.stage} saved more tensors than its first "
                 f"forward ({len(holders)}): the stage does not compute the same operations "
                 "twice (data-dependent control flow?)")
-        h = holders[i]
         if only is not None and not (i < len(only) and only[i]):
             return _DROPPED
-        if h is not None and h.tensor is None:
-            if t.shape != h.shape or t.dtype != h.dtype:
-                raise ScheduleError(
-                    f"the recomputation of stage {saves.stage} saved a {t.dtype} tensor of shape "
-                    f"{tuple(t.shape)} where its first forward saved {h.dtype} {tuple(h.shape)} "
-                    f"(saved tensor {i}): the stage does not compute the same values twice")
-            h.tensor = t.detach()
-            h.saves = None
-            saves.empty -= 1
+        filled = refill(saves, i, t)
+        if filled is not None:
             if only is not None:
-                saves.kept[i] = h.tensor
+                saves.kept[i] = filled
             if stop and saves.empty == 0:
                 raise StopRecomputation
         return _DROPPED

@@ -31,10 +31,14 @@ class SideSlot:
 
     Attributes:
         values: side values by name; empty outside a step.
+        given: the same values as the step made them, before any was detached: what a
+            model returns of them (an encoder-decoder's encoder output), so that a loss
+            reading it reaches the graph that computed it.
     """
 
     def __init__(self) -> None:
         self.values: Mapping[str, torch.Tensor] = {}
+        self.given: Mapping[str, torch.Tensor] = {}
 
 
 class SideInputs:
@@ -60,6 +64,7 @@ class SideInputs:
     def __init__(self, slot: SideSlot, values: Mapping[str, torch.Tensor], *,
                  detach: bool = True) -> None:
         self.slot = slot
+        self.given: Mapping[str, torch.Tensor] = dict(values)
         staged: dict[str, torch.Tensor] = {}
         self.sources: list[torch.Tensor] = []
         self.leaves: list[torch.Tensor] = []
@@ -79,12 +84,12 @@ class SideInputs:
     @contextlib.contextmanager
     def scope(self) -> Iterator[None]:
         """Install this step's values in the slot while the block runs."""
-        before = self.slot.values
-        self.slot.values = self.values
+        before = self.slot.values, self.slot.given
+        self.slot.values, self.slot.given = self.values, self.given
         try:
             yield
         finally:
-            self.slot.values = before
+            self.slot.values, self.slot.given = before
 
     def attached(self) -> SideInputs:
         """These values as one autograd graph reads them (``detach=False``): the sources in

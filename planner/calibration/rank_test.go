@@ -1,8 +1,10 @@
-package service
+package calibration_test
 
 import (
 	"math"
 	"testing"
+
+	"github.com/chainplan/chainplan/planner/calibration"
 )
 
 // Spearman's ρ: perfect agreement, perfect reversal, and ties at their average rank
@@ -19,8 +21,8 @@ func TestSpearman(t *testing.T) {
 		{[]float64{1, 2, 3, 4}, []float64{1, 5, 5, 9}, 0.9486832980505138},
 	}
 	for _, tt := range tests {
-		if got := spearman(tt.x, tt.y); math.Abs(got-tt.want) > 1e-12 {
-			t.Errorf("spearman(%v, %v) = %v, want %v", tt.x, tt.y, got, tt.want)
+		if got := calibration.Spearman(tt.x, tt.y); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("Spearman(%v, %v) = %v, want %v", tt.x, tt.y, got, tt.want)
 		}
 	}
 }

@@ -1,0 +1,139 @@
+"""Running a plan under the user's ``fully_shard`` (FSDP2): every unit gathered for the step.
+
+torchtitan's order wraps first and shards after: ``net = Checkpointed(model)`` (or
+``plan.wrap(model)``), then ``fully_shard`` on every block and on ``net``. FSDP2 then drives
+its collectives from module hooks: a unit's pre-forward hook all-gathers its parameters,
+its post-forward hook reshards them and hooks its outputs for backward, where the unit is
+gathered again and its gradients reduce-scattered. chainplan's executors do not call the
+blocks' ``forward``: they run stages cut from the model's graph, which read the parameters
+by name at each call. Without help the capture meets the blocks' sharded DTensor
+parameters (``torch.export`` refused them: "DTensor ... is not tracked with proxy") and the
+stages would compute with shards.
+
+So a planned view's training forward, when the model holds FSDP units, runs inside
+:func:`gathered_units`:
+
+* the world size and each unit's shard group are checked against the plan's
+  (:mod:`chainplan.sharded`, a ``RankPlan``) before any collective;
+* every FSDP unit not yet gathered is all-gathered (the root already is: its pre-forward
+  hook ran), in module order, the same on every rank;
+* FSDP's forward hooks are set aside while the plan runs, so the capture traces the blocks'
+  computation on their gathered parameters, and the stages read those (their gradients
+  accumulate into the unsharded parameters, as FSDP's own backward does);
+* the root's post-forward hook still runs (it is outside the view's ``forward``): it hooks
+  the outputs, and at the end of backward FSDP's final callback runs ``post_backward`` for
+  every unit whose backward hooks did not fire, which reduce-scatters their gradients and
+  reshards them. Gradients are then FSDP2's, computed on the same gathered parameters.
+
+Since every rank holds its units gathered for the whole step, each rank may plan (and
+recompute) differently without changing the collectives, and a recomputation gathers
+nothing. The memory this costs is :func:`chainplan.sharded.rank_memory`'s
+``gathered="step"``. Grouped units (``fully_shard([a, b])``) and a mixed-precision policy
+(FSDP's cast of the root's inputs and parameters) are refused: the stages would compute in
+another dtype than FSDP's units.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
+from torch import nn
+
+from chainplan.errors import PlanError
+
+__all__ = ["expect_world", "fsdp_units", "gathered_units"]
+
+#: What a RankPlan's wrap expects of the model's units: (world, shard), by plain model.
+_expected: weakref.WeakKeyDictionary[nn.Module, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
+def expect_world(model: nn.Module, world: int, shard: int) -> None:
+    """Record that ``model`` runs a plan made for ``world`` ranks sharding over ``shard``."""
+    _expected[model] = (world, shard)
+
+
+def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
+    """The modules of ``model`` (itself included) that ``fully_shard`` hooked, with their
+    FSDP state, in module order. A planned view shares its hooks with its plain model, so
+    the root is found through either."""
+    # Only a process that sharded something has FSDP2 loaded: others pay one lookup.
+    loaded = sys.modules.get("torch.distributed.fsdp._fully_shard._fsdp_state")
+    if loaded is None:
+        return []
+    FSDPState = loaded.FSDPState  # noqa: N806 (a class)
+    from torch.distributed._composable_state import _get_module_state
+
+    out = []
+    for m in model.modules():
+        owners = {getattr(h, "__self__", None) for h in m._forward_pre_hooks.values()}
+        owners.add(_get_module_state(m))  # a group's modules: their hooks are closures
+        states = [s for s in owners if isinstance(s, FSDPState)]
+        if states:
+            out.append((m, states[0]))
+    return out
+
+
+@contextlib.contextmanager
+def gathered_units(model: nn.Module, plain: nn.Module) -> Iterator[None]:
+    """Run a planned forward of ``model`` (the view; ``plain`` its plain model) with every
+    FSDP unit gathered and FSDP's forward hooks set aside (module docstring)."""
+    units = fsdp_units(model)
+    if not units:
+        yield
+        return
+    _check(model, plain, units)
+    if isinstance(plain, nn.Sequential):  # its stages are called: FSDP's hooks run per unit
+        yield
+        return
+    for _, state in units:
+        for group in state._fsdp_param_groups:
+            if not group.is_unsharded:
+                group.unshard()
+                group.wait_for_unshard()
+    saved = []
+    for m, _ in units:
+        saved.append((m, m._forward_pre_hooks, m._forward_hooks))
+        m._forward_pre_hooks, m._forward_hooks = OrderedDict(), OrderedDict()
+    try:
+        yield
+    finally:
+        for m, pre, post in saved:
+            m._forward_pre_hooks, m._forward_hooks = pre, post
+
+
+def _check(model: nn.Module, plain: nn.Module, units: list[tuple[nn.Module, Any]]) -> None:
+    """Refuse, before any collective, what the plan or this composition cannot run."""
+    import torch.distributed as dist
+
+    name = type(plain).__name__
+    for _, state in units:
+        if len(state._modules) > 1:
+            raise PlanError(f"{name}: a group of modules sharded together (fully_shard on a "
+                            "list) is not supported under a chainplan plan; shard each "
+                            "block on its own")
+        policy = state._mp_policy
+        if policy.param_dtype is not None or policy.reduce_dtype is not None:
+            raise PlanError(f"{name}: fully_shard's MixedPrecisionPolicy is not supported "
+                            "under a chainplan plan (its stages compute in the parameters' "
+                            "dtype); use autocast instead")
+    expected = _expected.get(plain)
+    if expected is None:
+        return
+    world, shard = expected
+    actual = dist.get_world_size() if dist.is_initialized() else 1
+    if actual != world:
+        raise PlanError(f"{name}: the plan was made for {world} data-parallel ranks, and "
+                        f"this job has {actual}: plan again with rank_memory(..., "
+                        f"world={actual})")
+    for _, state in units:
+        for group in state._fsdp_param_groups:
+            size = group.mesh_info.shard_mesh_size
+            if size != shard:
+                raise PlanError(f"{name}: the plan shards parameters over {shard} ranks, "
+                                f"and fully_shard shards them over {size}: plan again with "
+                                f"rank_memory(..., shard={size})")
