@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipedream"
@@ -16,13 +17,8 @@ const formatPipeline = "chainplan.pipeline/v1"
 // and in Python alike.
 const DefaultPipelineAlgo = madpipe.Algo
 
-// PipelineRequest is the pipeline family's request, defined once in pipeplan.
-//
-// Deprecated: use pipeplan.Request (pipeline.Request to the planners), the same type.
-type PipelineRequest = pipeline.Request
-
 // pipelineAlgo returns the algorithm req names, or the default one.
-func pipelineAlgo(req pipeline.Request) string {
+func pipelineAlgo(req pipeplan.Request) string {
 	if req.Algo == "" {
 		return DefaultPipelineAlgo
 	}
@@ -34,10 +30,10 @@ func pipelineAlgo(req pipeline.Request) string {
 type PipelineFuncs struct {
 	// Solve plans pr at its memory per device; notes are sentences for the user (which
 	// candidate won, a solver that is missing and how to install it).
-	Solve func(pr *pipeline.Problem, req pipeline.Request) (plan *pipeline.Plan, notes []string, err error)
+	Solve func(pr *pipeline.Problem, req pipeplan.Request) (plan *pipeplan.Plan, notes []string, err error)
 	// MinMemory returns the smallest memory per device at which Solve succeeds; nil when
 	// the algorithm has no such search.
-	MinMemory func(pr *pipeline.Problem, req pipeline.Request) (int64, error)
+	MinMemory func(pr *pipeline.Problem, req pipeplan.Request) (int64, error)
 }
 
 func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
@@ -46,30 +42,30 @@ func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
 
 var (
 	madpipeFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, req pipeline.Request) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
 			tr := &madpipe.Trace{}
 			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
 			return p, tr.Notes, err
 		},
 		// The smallest memory at which Solve plans, to the byte, assuming success monotone
 		// in memory below the contiguous minimum (checked by byte scans, not proven).
-		MinMemory: func(pr *pipeline.Problem, req pipeline.Request) (int64, error) {
+		MinMemory: func(pr *pipeline.Problem, req pipeplan.Request) (int64, error) {
 			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
 		},
 	}
 	contiguousFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
 			p, err := contiguous.Solve(pr)
 			return p, nil, err
 		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) { return contiguous.MinMemory(pr) },
+		MinMemory: func(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) { return contiguous.MinMemory(pr) },
 	}
 	pipedreamFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
+		Solve: func(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
 			p, err := pipedream.Solve(pr, pipedream.Options{})
 			return p, nil, err
 		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) {
+		MinMemory: func(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
 			return pipedream.MinMemory(pr, pipedream.Options{})
 		},
 	}
@@ -97,10 +93,10 @@ func lookupPipeline(algo string) (Entry, error) {
 // per device or, with req.MinMemory, at the algorithm's smallest, found directly and then
 // solved once (req.FasterMemory: at the smallest memory of a plan faster than one device).
 // The plan carries its speed-up references (SequentialTime, UnconstrainedPeriod). Errors:
-// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
-// *pipeline.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
+// the chain's *chainplan.ChainError, a *pipeplan.OptionError naming the option, a
+// *pipeplan.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
 // unknown algorithm or a smallest memory the algorithm cannot search for.
-func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []string, error) {
+func SolvePipeline(c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
 	e, err := lookupPipeline(pipelineAlgo(req))
 	if err != nil {
 		return nil, nil, err
