@@ -2,6 +2,8 @@ package planner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/pipeplan"
@@ -75,18 +77,23 @@ var (
 func PipelineAlgos() []string { return names(func(e Entry) bool { return e.Pipeline != nil }) }
 
 // lookupPipeline returns the pipeline entry named algo, or an error wrapping
-// ErrUnsupported that lists the pipeline algorithms.
+// ErrUnsupported that lists the pipeline algorithms. It is the one check of a pipeline
+// algorithm's name: the CLI, the service and the bindings pass the name through to
+// SolvePipeline as given, so every front end reports a misspelt name in these words.
 func lookupPipeline(algo string) (Entry, error) {
 	e, ok := Lookup(algo)
-	if !ok || e.Pipeline == nil {
-		what := "unknown pipeline algorithm"
-		if ok {
-			what = fmt.Sprintf("algorithm %q plans a %s, not a pipeline:", algo, e.Family)
-			return Entry{}, fmt.Errorf("%w: %s want one of %v", chainplan.ErrUnsupported, what, PipelineAlgos())
-		}
-		return Entry{}, fmt.Errorf("%w: %s %q (want one of %v)", chainplan.ErrUnsupported, what, algo, PipelineAlgos())
+	if ok && e.Pipeline != nil {
+		return e, nil
 	}
-	return e, nil
+	all := PipelineAlgos()
+	msg := fmt.Sprintf("unknown pipeline algorithm %q (want %s)", algo, strings.Join(all, ", "))
+	switch lower := strings.ToLower(algo); {
+	case ok:
+		msg += fmt.Sprintf(": %s is a %s algorithm", algo, e.Family)
+	case lower != algo && slices.Contains(all, lower):
+		msg += fmt.Sprintf(": names are lower-case: did you mean %q?", lower)
+	}
+	return Entry{}, fmt.Errorf("%w: %s", chainplan.ErrUnsupported, msg)
 }
 
 // SolvePipeline plans chain c over several devices with req's algorithm: at req's memory
