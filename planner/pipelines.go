@@ -42,36 +42,42 @@ func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
 	return Entry{Name: name, Family: Pipeline, Format: formatPipeline, Summary: summary, Pipeline: f}
 }
 
-var (
-	madpipeFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
-			tr := &madpipe.Trace{}
-			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
-			return p, tr.Notes, err
-		},
-		// The smallest memory at which Solve plans, to the byte, assuming success monotone
-		// in memory below the contiguous minimum (checked by byte scans, not proven).
-		MinMemory: func(pr *pipeline.Problem, req pipeplan.Request) (int64, error) {
-			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
-		},
-	}
-	contiguousFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
-			p, err := contiguous.Solve(pr)
-			return p, nil, err
-		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) { return contiguous.MinMemory(pr) },
-	}
-	pipedreamFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
-			p, err := pipedream.Solve(pr, pipedream.Options{})
-			return p, nil, err
-		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
-			return pipedream.MinMemory(pr, pipedream.Options{})
-		},
-	}
-)
+// solveMadPipe runs madpipe.Solve with req's time limit and solver rule; the notes are
+// its trace's (a missing solver and how to install one).
+func solveMadPipe(pr *pipeline.Problem, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	tr := &madpipe.Trace{}
+	p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
+	return p, tr.Notes, err
+}
+
+// minMemoryMadPipe runs madpipe.MinMemory: the smallest memory at which solveMadPipe
+// plans, to the byte, assuming success monotone in memory below the contiguous minimum
+// (checked by byte scans, not proven).
+func minMemoryMadPipe(pr *pipeline.Problem, req pipeplan.Request) (int64, error) {
+	return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
+}
+
+// solveContiguous runs contiguous.Solve.
+func solveContiguous(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	p, err := contiguous.Solve(pr)
+	return p, nil, err
+}
+
+// minMemoryContiguous runs contiguous.MinMemory.
+func minMemoryContiguous(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
+	return contiguous.MinMemory(pr)
+}
+
+// solvePipeDream runs pipedream.Solve.
+func solvePipeDream(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	p, err := pipedream.Solve(pr, pipedream.Options{})
+	return p, nil, err
+}
+
+// minMemoryPipeDream runs pipedream.MinMemory.
+func minMemoryPipeDream(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
+	return pipedream.MinMemory(pr, pipedream.Options{})
+}
 
 // PipelineAlgos returns the names of the Pipeline-family entries, in table order.
 func PipelineAlgos() []string { return names(func(e Entry) bool { return e.Pipeline != nil }) }
