@@ -16,10 +16,8 @@ also raises a :class:`~chainplan.shapecheck.ShapeWarning` (the new plan's memory
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import logging
 import warnings
-from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -27,11 +25,17 @@ from torch import nn
 
 from chainplan.api import Budget, LossFn, budget_request, plan_from
 from chainplan.arguments import bandwidth_or_auto
+from chainplan.callkind import (
+    Target,
+    call_chain_input,
+    call_key,
+    check_loss,
+    describe_key,
+    towers_may_be_stored,
+)
 from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
-from chainplan.graph.call import chain_input, training_call
-from chainplan.graph.chain import args_key
 from chainplan.profiler.filename import check_profile_name
 from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.run import default_profile_dir, profile_model
@@ -39,7 +43,6 @@ from chainplan.profiler.signature import model_signature
 from chainplan.reuse import (
     chain_loss_label,
     choose,
-    loss_name,
     stored_runs,
     write_scaled_chain,
 )
@@ -51,8 +54,6 @@ __all__ = ["Checkpointed", "CheckpointedPlans"]
 
 _log = logging.getLogger(__name__)
 
-#: A sample target: an example batch, or a function making the target from the input.
-Target = torch.Tensor | Callable[[torch.Tensor], torch.Tensor]
 
 class _CheckpointedType(type):
     """``isinstance(net, Checkpointed)`` holds for the views ``Checkpointed(...)`` returns."""
@@ -197,7 +198,7 @@ class CheckpointedPlans(Planned):
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         if bandwidth is not None and not auto:  # "auto" is measured with the first profile
             request["bandwidth"] = bandwidth_or_auto(bandwidth, None)
-        _check_loss(loss_fn, target, model)
+        check_loss(loss_fn, target, model)
         for option, value, least in (("repeats", repeats, 1), ("warmup", warmup, 0)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ProfileError(f"{option} must be an integer ≥ {least} (got {value!r})")
@@ -211,7 +212,7 @@ class CheckpointedPlans(Planned):
         if not isinstance(keep_logits, bool):
             raise ProfileError(f"keep_logits must be True or False (got {keep_logits!r})")
         self.keep_logits = keep_logits
-        self._cache: dict[tuple[Any, ...], Planned] = {}  # the wraps, by _key
+        self._cache: dict[tuple[Any, ...], Planned] = {}  # the wraps, by call_key
         self._plans: dict[tuple[Any, ...], Plan] = {}
 
     @property
@@ -220,13 +221,13 @@ class CheckpointedPlans(Planned):
         return list(self._plans.values())
 
     def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        wrapped = self._cache.get(_key(self.model, args, kwargs))
+        wrapped = self._cache.get(call_key(self.model, args, kwargs))
         if wrapped is None:
             wrapped = self.wrapped(*args, **kwargs)
         return wrapped.run(args, kwargs)
 
     def plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
-        return self._plans.get(_key(self.model, args, kwargs))
+        return self._plans.get(call_key(self.model, args, kwargs))
 
     def ensure_plan_for(self, *args: Any, **kwargs: Any) -> Plan | None:
         self.wrapped(*args, **kwargs)  # its plan for this call, made now if new
@@ -248,11 +249,11 @@ class CheckpointedPlans(Planned):
     def wrapped(self, *args: Any, **kwargs: Any) -> Planned:
         """The plan's wrap for calls like this one: cached, else planned now (see
         :class:`Checkpointed`)."""
-        key = _key(self.model, args, kwargs)
+        key = call_key(self.model, args, kwargs)
         found = self._cache.get(key)
         if found is not None:
             return found
-        x = _chain_input(self.model, args, kwargs)
+        x = call_chain_input(self.model, args, kwargs)
         if x.dim() == 0:
             raise ProfileError("Checkpointed needs a batched input (dimension 0 is the batch; "
                                "got a 0-dimensional tensor)")
@@ -262,12 +263,12 @@ class CheckpointedPlans(Planned):
         p = dataclasses.replace(p, keep_logits=self.keep_logits)
         state = planned(wrap(p, self.model))
         assert state is not None
-        msg = (f"Checkpointed({self.name}): input {_describe(key)}: {how}; {p.algo} plan, "
+        msg = (f"Checkpointed({self.name}): input {describe_key(key)}: {how}; {p.algo} plan, "
                f"predicted peak {p.peak_bytes / 2**20:.1f} MiB for a budget of "
                f"{p.budget_bytes / 2**20:.1f} MiB")
         _log.info(msg)
         if self._cache:
-            before = "; ".join(_describe(k) for k in self._cache)
+            before = "; ".join(describe_key(k) for k in self._cache)
             # Callers: wrapped, run, the view's forward, Module._call_impl,
             # Module._wrapped_call_impl.
             warnings.warn(f"{msg} (a new kind of input: planned before for {before})",
@@ -290,7 +291,7 @@ class CheckpointedPlans(Planned):
             prof = profile_model(self.model, *args, loss_fn=self.loss_fn,
                                  target=self._sample_target(x), repeats=self.repeats,
                                  warmup=self.warmup, name=self.name, keep_logits=self.keep_logits,
-                                 reuse=self.reuse and _towers_may_be_stored(self.model), **kwargs)
+                                 reuse=self.reuse and towers_may_be_stored(self.model), **kwargs)
             how = ("reused the stored profile of the same call" if prof.reused
                    else "profiled anew")
             return self._plan(prof, shape), f"{how} (run {prof.run_id})"
@@ -328,91 +329,3 @@ class CheckpointedPlans(Planned):
         # Repeat or drop rows: every row stays a valid target (class labels, token ids).
         rows = torch.arange(x.shape[0], device=t.device) % t.shape[0]
         return t.index_select(0, rows)
-
-
-def _towers_may_be_stored(model: nn.Module) -> bool:
-    """Whether the profile of a call not found among the stored runs of a chain may still be
-    a stored one: towers joined at the loss (several inputs) are found by their call
-    signature (:mod:`chainplan.towers.profile`), not by :func:`stored_runs`."""
-    return _positional_inputs(model) > 1
-
-
-def _chain_input(model: nn.Module, args: tuple[Any, ...],
-                 kwargs: dict[str, Any]) -> torch.Tensor:
-    """The chain input of a call (ProfileError without a tensor argument)."""
-    if isinstance(model, nn.Sequential):
-        x = args[0] if args else None
-    else:
-        x = chain_input(model, args, kwargs)
-    if not isinstance(x, torch.Tensor):
-        got = type(x).__name__ if args else "no argument"
-        raise ProfileError(f"Checkpointed takes one tensor first, the chain input (got {got})")
-    return x
-
-
-def _key(model: nn.Module, args: tuple[Any, ...],
-         kwargs: dict[str, Any]) -> tuple[Any, ...]:
-    """What makes a plan valid for a call: the chain input's shape, dtype and device, the
-    autocast state, and the other arguments' shapes and dtypes (values, for non-tensors)."""
-    x = _chain_input(model, args, kwargs)
-    kind = x.device.type
-    cast = torch.get_autocast_dtype(kind) if torch.is_autocast_enabled(kind) else None
-    key: tuple[Any, ...] = (x.shape, x.dtype, x.device, cast)
-    if len(args) > 1 or kwargs:
-        key += (args_key(*training_call(model, args, kwargs)),)
-    return key
-
-
-def _describe(key: tuple[Any, ...]) -> str:
-    """An input as :func:`_key` sees it: ``shape [4, 3, 12, 12], float32 on cpu``."""
-    shape, dtype, device, cast = key[:4]
-    text = f"shape {list(shape)}, {str(dtype).removeprefix('torch.')} on {device}"
-    return text + (f" under autocast {str(cast).removeprefix('torch.')}" if cast else "")
-
-
-def _check_loss(loss_fn: LossFn | None, target: Target | None,
-                model: nn.Module | None = None) -> None:
-    """Refuse a loss that will fail at the first forward, after profiling every stage.
-
-    A model whose forward takes several inputs may be towers joined at the loss, whose loss
-    takes one output per tower (``loss_fn(a, p, n)``): its arity is checked when the loss is
-    profiled, not here."""
-    if loss_fn is None:
-        if target is not None:
-            raise ProfileError("target= is the sample target of the loss: give loss_fn= too")
-        return
-    if not callable(loss_fn):
-        raise ProfileError(f"loss_fn must be callable (got {type(loss_fn).__name__})")
-    if target is not None:
-        if not isinstance(target, torch.Tensor) and not callable(target):
-            raise ProfileError("target must be an example target tensor or a function of the "
-                               f"input (got {type(target).__name__})")
-        return
-    if model is not None and _positional_inputs(model) > 1:
-        return
-    fn = loss_fn.forward if isinstance(loss_fn, nn.Module) else loss_fn
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return  # no signature to read (a builtin): it is called with the output alone
-    try:
-        sig.bind(None)
-    except TypeError:
-        raise ProfileError(
-            f"loss_fn {loss_name(loss_fn)} takes a target, and Checkpointed profiles it before "
-            "the first step: give a sample target, target=y (an example batch; its first "
-            "dimension follows the input's) or target=lambda x: ... (made from the input)"
-        ) from None
-
-
-def _positional_inputs(model: nn.Module) -> int:
-    """How many positional arguments ``model``'s forward takes (a large number for
-    ``*args``; 1 when its signature cannot be read)."""
-    try:
-        params = inspect.signature(model.forward).parameters.values()
-    except (TypeError, ValueError):
-        return 1
-    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    if any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in params):
-        return 1 << 20
-    return sum(1 for p in params if p.kind in kinds)

@@ -35,7 +35,8 @@ from dataclasses import dataclass
 import torch
 from torch import fx
 
-from chainplan.graph.capture import FALLBACK, Capture, CaptureError, alias_root, writes
+from chainplan.graph.aliasing import alias_root, writes
+from chainplan.graph.capture import FALLBACK, Capture, CaptureError
 from chainplan.graph.cuts import cut_points
 
 __all__ = ["ChainGraph", "analyze", "is_view", "nbytes"]

@@ -48,6 +48,7 @@ from torch.fx import config as fx_config
 from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
+from chainplan.graph.aliasing import alias_root, writes
 from chainplan.graph.call import decoder_input, encoder_decoder
 from chainplan.graph.eager import eager_branches
 from chainplan.graph.fuseloss import UnfusedHead, fuse_head
@@ -292,42 +293,6 @@ def _returns(model: nn.Module, program: ExportedProgram, graph: fx.Graph) -> tup
             raise CaptureError(f"{type(model).__name__}.forward returns {leaf.meta.get('val')!r}"
                                ", a value computed in the graph that is not a tensor")
     return leaves
-
-
-def writes(node: fx.Node) -> list[fx.Node]:
-    """The nodes whose tensors ``node`` updates in place (schema ``Tensor(a!)`` arguments,
-    and the running statistics of a training-mode batch or instance norm)."""
-    target = node.target
-    if node.op != "call_function" or not isinstance(target, torch._ops.OpOverload):
-        return []
-    out: list[fx.Node] = []
-    for i, a in enumerate(target._schema.arguments):
-        info = a.alias_info
-        if info is not None and info.is_write:
-            v = node.args[i] if i < len(node.args) else node.kwargs.get(a.name)
-            if isinstance(v, fx.Node):
-                out.append(v)
-    if target in _RUNNING_STATS and len(node.args) > 5 and node.args[5]:
-        out.extend(v for v in node.args[3:5] if isinstance(v, fx.Node))
-    return out
-
-
-# ATen's composite norms update running statistics without saying so in their schemas.
-_RUNNING_STATS = {torch.ops.aten.batch_norm.default, torch.ops.aten.instance_norm.default}
-
-
-def alias_root(node: fx.Node) -> fx.Node:
-    """The node owning the storage ``node``'s value lives in: views and in-place results
-    are followed back to the tensor they alias."""
-    while node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
-        returns = node.target._schema.returns
-        if not returns or returns[0].alias_info is None or not node.args:
-            break
-        base = node.args[0]
-        if not isinstance(base, fx.Node):
-            break
-        node = base
-    return node
 
 
 def _input_update(graph: fx.Graph,

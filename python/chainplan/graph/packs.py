@@ -25,7 +25,7 @@ import torch
 from torch import fx
 from torch.utils import _pytree as pytree
 
-from chainplan.graph.capture import alias_root, writes
+from chainplan.graph.aliasing import alias_root, writes
 
 __all__ = ["Pack", "PackMap", "call", "record_packs", "supported"]
 

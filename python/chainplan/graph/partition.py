@@ -30,8 +30,8 @@ from dataclasses import dataclass
 
 from torch import fx
 
+from chainplan.graph.aliasing import writes
 from chainplan.graph.analysis import ChainGraph, is_view
-from chainplan.graph.capture import writes
 
 __all__ = ["Part", "Partition", "partition"]
 

@@ -32,7 +32,8 @@ import torch
 from torch import fx, nn
 
 from chainplan.errors import ScheduleError
-from chainplan.graph.capture import Capture, alias_root, writes
+from chainplan.graph.aliasing import alias_root, writes
+from chainplan.graph.capture import Capture
 from chainplan.graph.packs import PackMap, record_packs, supported
 from chainplan.graph.partial import OptionProgram
 from chainplan.runtime import compiled

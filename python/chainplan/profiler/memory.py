@@ -67,106 +67,32 @@ from __future__ import annotations
 import itertools
 import threading
 from types import TracebackType
-from typing import Any
 
 import torch
 from torch._C import _autograd
-from torch._C._profiler import (
-    ProfilerActivity,
-    ProfilerConfig,
-    ProfilerState,
-    _ExperimentalConfig,
-)
 
 from chainplan.errors import ProfileError
 from chainplan.profiler import gcpause
+from chainplan.profiler.allocevents import MARK_PREFIX, AllocRecorder
 
 __all__ = ["MemoryProbe"]
 
-# Names of the profiler ranges that mark probe boundaries in the recorded event stream.
-_MARK_PREFIX = "chainplan::memory_probe#"
+# What a marker says of its probe (after MARK_PREFIX and the probe's token).
 _ENTER, _RESET, _EXIT = "enter", "reset", "exit"
 
-# One recorded item: an int is an allocation (> 0) or a free (< 0) in bytes, a str a marker.
-_Item = int | str
-
 _tokens = itertools.count(1)
-
-# Use the legacy profiler where this PyTorch has it (tests turn it off to try Kineto's).
-_prefer_legacy = True
-
-
-class _Recorder:
-    """Records CPU allocator events and probe markers on one thread, in program order.
-
-    The legacy profiler keeps each thread's events in the order they happened, so a marker and
-    the allocations around it are ordered exactly; it is used when this PyTorch has it. The
-    Kineto profiler is the fallback: its events are ordered by timestamp, and an allocation
-    with the same nanosecond timestamp as a marker may land on either side of it.
-    """
-
-    def __init__(self) -> None:
-        self._legacy = _prefer_legacy and hasattr(_autograd, "_enable_profiler_legacy")
-
-    def start(self) -> None:
-        state = ProfilerState.CPU if self._legacy else ProfilerState.KINETO
-        config = ProfilerConfig(state, False, True, False, False, False, _ExperimentalConfig())
-        if self._legacy:
-            _autograd._enable_profiler_legacy(config)
-        else:
-            activities = {ProfilerActivity.CPU}
-            _autograd._prepare_profiler(config, activities)
-            _autograd._enable_profiler(config, activities)
-
-    @staticmethod
-    def mark(label: str) -> None:
-        with torch.autograd.profiler.record_function(label):
-            pass
-
-    def stop(self) -> list[_Item]:
-        rows: list[tuple[float, int, int, _Item]] = []
-        if self._legacy:
-            threads: list[list[Any]] = _autograd._disable_profiler_legacy()
-            for tid, events in enumerate(threads):
-                for seq, ev in enumerate(events):
-                    kind = ev.kind()
-                    if kind == "memory_alloc":
-                        nbytes = int(ev.cpu_memory_usage())
-                        if nbytes:
-                            rows.append((float(ev.start_us()), tid, seq, nbytes))
-                    elif kind == "push":
-                        name = str(ev.name())
-                        if name.startswith(_MARK_PREFIX):
-                            rows.append((float(ev.start_us()), tid, seq, name))
-        else:
-            result = _autograd._disable_profiler()
-            cpu = _autograd.DeviceType.CPU
-            kineto_events: list[Any] = result.events()
-            for seq, ev in enumerate(kineto_events):
-                name = str(ev.name())
-                if name == "[memory]":
-                    nbytes = int(ev.nbytes())
-                    if nbytes and ev.device_type() == cpu:
-                        rows.append((int(ev.start_ns()), 0, seq, nbytes))
-                elif name.startswith(_MARK_PREFIX):
-                    rows.append((int(ev.start_ns()), 0, seq, name))
-        # Kineto's timestamps stay integers: as floats, epoch nanoseconds lose about 256 ns.
-        # Timestamps are non-decreasing within a thread, so this keeps each thread's own order
-        # and interleaves threads by time.
-        rows.sort(key=lambda row: (row[0], row[1], row[2]))
-        return [row[3] for row in rows]
 
 
 class _CpuSession:
     """One profiler recording shared by the nested probes open on one thread."""
 
-    def __init__(self, recorder: _Recorder) -> None:
+    def __init__(self, recorder: AllocRecorder) -> None:
         self.recorder = recorder
         self.probes: dict[int, MemoryProbe] = {}
         self.depth = 0
 
     def mark(self, token: int, what: str) -> None:
-        self.recorder.mark(f"{_MARK_PREFIX}{token}:{what}")
+        self.recorder.mark(f"{MARK_PREFIX}{token}:{what}")
 
     def finish(self) -> None:
         """Stops recording and hands every probe of the session its result."""
@@ -187,7 +113,7 @@ class _CpuSession:
                     if total > state[1]:
                         state[1] = total
                 continue
-            token_text, _, what = item[len(_MARK_PREFIX) :].partition(":")
+            token_text, _, what = item[len(MARK_PREFIX) :].partition(":")
             token = int(token_text)
             if what == _ENTER:
                 open_probes[token] = [total, total]
@@ -347,7 +273,7 @@ class MemoryProbe:
                         "a CPU memory probe needs the PyTorch profiler, which is already "
                         "running on this thread (close it around the probe)"
                     )
-                session = _CpuSession(_Recorder())
+                session = _CpuSession(AllocRecorder())
                 try:
                     session.recorder.start()
                 except RuntimeError as err:

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ChainplanError, ProfileError
-from chainplan.profiler import memory
+from chainplan.profiler import allocevents
 from chainplan.profiler.memory import MemoryProbe
 from tests.profiler.helpers import DEVICES, MiB
 
@@ -147,7 +147,7 @@ def test_threads_are_measured_separately() -> None:
 
 
 def test_kineto_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(memory, "_prefer_legacy", False)
+    monkeypatch.setattr(allocevents, "prefer_legacy", False)
     with MemoryProbe() as outer:
         a = _bytes(4 * MiB, "cpu")
         del a
