@@ -30,7 +30,7 @@ ifneq ($(CONSTRAINTS),)
 export PIP_CONSTRAINT := $(abspath $(CONSTRAINTS))
 endif
 
-.PHONY: wheel sdist wheels wheel-check gpu-check test-latest constraints
+.PHONY: wheel sdist wheels wheel-check gpu-check gpu-large test-latest constraints
 .PHONY: all build test test-browser lint lint-py fmt-check vet staticcheck deps-check test-go test-py venv bind fuzz fuzz-long fuzz-store fault bench testdata-profiles demo clean postgres
 
 all: build
@@ -185,7 +185,8 @@ bench: postgres
 ## at GPU_COMPILE_SIZE (GPU_COMPILE_PLANS of chainplan's plans compiled, GPU_COMPILE_S
 ## seconds each: at the large size the compilations alone took over 170 s per model on an
 ## H200). Without the compiled step it took 161 s on one H200 (docs/promise-bench-cuda.md);
-## the compiled step is bounded by GPU_COMPILE_S.
+## the compiled step is bounded by GPU_COMPILE_S. Last, the billion-parameter benchmark
+## (make gpu-large, below).
 ## Each benchmark step runs under a time limit (GPU_STEP_S seconds) and a step that fails or
 ## runs out is reported and the next one runs: one model's failure leaves the others'
 ## figures. GPU_PY is a Python whose torch sees the device and that imports this tree's
@@ -218,7 +219,21 @@ gpu-check:
 			--models $$m --rounds $(GPU_ROUNDS) --compile --compile-plans $(GPU_COMPILE_PLANS) \
 			-o build/gpu/compile-$$m.md || { echo "gpu-check: compiled run on $$m failed"; fail=1; }; \
 	done; \
+	$(MAKE) gpu-large || fail=1; \
 	exit $$fail
+
+## gpu-large: the billion-parameter benchmark (bench/large/main.py: a 0.95B Llama-style
+## decoder at sequence 2048, bf16 autocast, AdamW, the micro-batch the plain step fills the
+## device with) against torchtitan's checkpointing modes and torch.compile's memory
+## budgets, each also with the fused head, and chainplan eager and compiled, one command
+## within GPU_LARGE_S seconds (the script stops starting variants at GPU_LARGE_S - 30); the
+## report, its frontier and its points go to build/gpu/large*. `bench/large/main.py --tiny`
+## runs the same on a CPU at a tiny size (python/tests/test_bench_large.py).
+GPU_LARGE_S ?= 480
+gpu-large:
+	mkdir -p build/gpu
+	timeout $(GPU_LARGE_S) $(GPU_PY) bench/large/main.py --device cuda \
+		--time-limit $$(( $(GPU_LARGE_S) - 30 )) -o build/gpu/large.md
 
 ## testdata-profiles: regenerate the pyarrow-written profiles the Go tests read.
 testdata-profiles: venv

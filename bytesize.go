@@ -137,3 +137,11 @@ func FormatBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.2f %s", v, units[i])
 }
+
+// bytesAndUnit writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
+func bytesAndUnit(n int64) string {
+	if n < 1024 {
+		return fmt.Sprintf("%d B", n)
+	}
+	return fmt.Sprintf("%d B (%s)", n, FormatBytes(n))
+}

@@ -1,17 +1,21 @@
 package chainplan
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"math"
-	"strings"
 )
 
 // ChainFormat is the format tag of version 1 of the chain file (ChainFormatV2 adds the
 // exact memory model).
 const ChainFormat = "chainplan.chain/v1"
+
+// ChainFormatV2 is the format tag of version 2 of the chain file: version 1 plus the exact
+// memory model of each stage (which of its saved tensors are its input or its output, the
+// time of the recomputation that regenerates only what the backward reads) and its
+// operation-level options (docs/formats.md, "Chains, version 2"). A version 1 chain still
+// loads: its stages are read as saving both their input and their output, and as
+// recomputing their whole forward, which is what every planner assumed before version 2.
+const ChainFormatV2 = "chainplan.chain/v2"
 
 // Chain is a model profiled into L stages plus a loss, in the form every planner reads.
 // Stage ℓ of the specs is Stages[ℓ-1]; the loss is stage L+1.
@@ -53,6 +57,19 @@ type Loss struct {
 	BwdTmpBytes int64   `json:"bwd_tmp_bytes"`
 }
 
+// StageOption is one operation-level option of a stage: which values of the stage's
+// forward the first forward keeps (Keep, positions of nodes in the stage's captured graph),
+// what that costs in memory (SavedBytes, ā of the option, output included, and
+// FwdTmpBytes, its forward's temporary peak on top of it) and the time of the
+// recomputation that rebuilds the rest right before the stage's backward (RecomputeTime).
+// Option 0 of every stage, implicit, keeps everything: ā, o_F and no recomputation.
+type StageOption struct {
+	SavedBytes    int64   `json:"saved_bytes"`
+	FwdTmpBytes   int64   `json:"fwd_tmp_bytes"`
+	RecomputeTime float64 `json:"recompute_time"`
+	Keep          []int   `json:"keep"`
+}
+
 // Len returns L, the number of stages without the loss.
 func (c *Chain) Len() int { return len(c.Stages) }
 
@@ -66,314 +83,6 @@ func (c *Chain) SumTime() float64 {
 	return total
 }
 
-// Validate checks every field of the chain and returns a *ChainError naming the first bad
-// stage and field.
-func (c *Chain) Validate() error { return c.validate(0) }
-
-// validate is Validate for a chain on its own (branch 0) or for branch branch of a
-// multichain bundle, which may have no stages (an input that goes straight into the joint
-// loss) and whose errors name the branch. A branch is a version 1 chain: the multichain
-// planners read the conservative model (Chain.Conservative gives it).
-func (c *Chain) validate(branch int) error {
-	if err := checkChainFormat(c.Format, branch); err != nil {
-		return branchError(branch, err)
-	}
-	if c.InputBytes < 0 {
-		return &ChainError{Branch: branch, Field: "input_bytes", Msg: fmt.Sprintf("negative value %d", c.InputBytes)}
-	}
-	if len(c.Stages) == 0 && branch == 0 {
-		return &ChainError{Field: "stages", Msg: "the chain has no stages"}
-	}
-	for i, s := range c.Stages {
-		bad := func(field, msg string) error {
-			return &ChainError{Branch: branch, Stage: i + 1, Name: s.Name, Field: field, Msg: msg}
-		}
-		for _, f := range []struct {
-			name string
-			v    float64
-		}{{"fwd_time", s.FwdTime}, {"bwd_time", s.BwdTime}} {
-			if msg := checkTime(f.v); msg != "" {
-				return bad(f.name, msg)
-			}
-		}
-		for _, f := range []struct {
-			name string
-			v    int64
-		}{{"out_bytes", s.OutBytes}, {"saved_bytes", s.SavedBytes}, {"fwd_tmp_bytes", s.FwdTmpBytes},
-			{"bwd_tmp_bytes", s.BwdTmpBytes}, {"param_bytes", s.ParamBytes}} {
-			if f.v < 0 {
-				return bad(f.name, fmt.Sprintf("negative value %d", f.v))
-			}
-		}
-		// The last stage's output goes to the loss, which may consume it: when neither the
-		// stage nor the loss keeps it, ā_L is what the stage keeps besides it (possibly
-		// less than a_L) and the loss's fwd_tmp_bytes carries a_L (docs/formats.md).
-		if s.SavedBytes < s.OutBytes && i < len(c.Stages)-1 {
-			return bad("saved_bytes", fmt.Sprintf("%d is smaller than out_bytes %d (saved bytes include the output)",
-				s.SavedBytes, s.OutBytes))
-		}
-		if err := validateExact(i+1, &c.Stages[i]); err != nil {
-			return err
-		}
-	}
-	if branch > 0 && c.Loss != (Loss{}) {
-		return &ChainError{Branch: branch, Stage: LossStage, Msg: "a branch has no loss of its own: " +
-			"the joint loss of the towers is the bundle's \"loss\" (--loss on the command line)"}
-	}
-	return c.Loss.validate(branch)
-}
-
-// validate checks the loss's fields; branch names the branch of a bundle whose loss it is
-// (0: a chain's loss or a bundle's joint loss).
-func (l *Loss) validate(branch int) error {
-	bad := func(field, msg string) error {
-		return &ChainError{Branch: branch, Stage: LossStage, Field: field, Msg: msg}
-	}
-	if msg := checkTime(l.FwdTime); msg != "" {
-		return bad("fwd_time", msg)
-	}
-	if msg := checkTime(l.BwdTime); msg != "" {
-		return bad("bwd_time", msg)
-	}
-	if l.FwdTmpBytes < 0 {
-		return bad("fwd_tmp_bytes", fmt.Sprintf("negative value %d", l.FwdTmpBytes))
-	}
-	if l.BwdTmpBytes < 0 {
-		return bad("bwd_tmp_bytes", fmt.Sprintf("negative value %d", l.BwdTmpBytes))
-	}
-	return nil
-}
-
-func checkTime(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN is not a time"
-	case math.IsInf(v, 0):
-		return "infinite time"
-	case v < 0:
-		return fmt.Sprintf("negative time %g", v)
-	}
-	return ""
-}
-
-// requiredStageFields are the stage fields a chain file must spell out; param_bytes and name
-// are optional.
-var requiredStageFields = []string{"fwd_time", "bwd_time", "out_bytes", "saved_bytes", "fwd_tmp_bytes", "bwd_tmp_bytes"}
-
-// v2StageFields are the optional stage fields of version 2, checked apart from the numbers.
-var v2StageFields = map[string]bool{"saves_input": true, "saves_output": true, "recompute_time": true,
-	"recompute_tmp_bytes": true, "options": true}
-
-// ParseChain decodes and validates a chainplan.chain/v1 or v2 document. Unknown fields
-// (the version 2 fields in a version 1 document among them), missing required fields,
-// fractional byte counts and non-finite numbers are errors that name the stage and the
-// field.
-func ParseChain(data []byte) (*Chain, error) { return parseChain(data, 0) }
-
-// parseChain is ParseChain for a chain on its own (branch 0) or for branch branch of a
-// multichain bundle: there the format may be left out, the stages may be empty, every
-// error names the branch, and the chain is a version 1 chain.
-func parseChain(data []byte, branch int) (*Chain, error) {
-	// A first pass over raw messages finds the stage and field of any problem that
-	// encoding/json would otherwise report only as a byte offset.
-	chainErr := func(stage int, name, field, msg string) error {
-		return &ChainError{Branch: branch, Stage: stage, Name: name, Field: field, Msg: msg}
-	}
-	format, present, err := jsonFormat(data)
-	switch {
-	case err != nil && !present:
-		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
-	case err != nil:
-		return nil, chainErr(0, "", "format", err.Error())
-	case !present && branch == 0:
-		return nil, chainErr(0, "", "format", fmt.Sprintf("missing; want %q", ChainFormat))
-	case present:
-		if err := checkChainFormat(format, branch); err != nil {
-			return nil, branchError(branch, err)
-		}
-	}
-	var raw struct {
-		InputBytes json.RawMessage              `json:"input_bytes"`
-		Stages     []map[string]json.RawMessage `json:"stages"`
-		Loss       map[string]json.RawMessage   `json:"loss"`
-	}
-	if err := json.Unmarshal(data, &raw); err != nil {
-		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
-	}
-	v2 := format == ChainFormatV2
-	if raw.InputBytes == nil {
-		return nil, chainErr(0, "", "input_bytes", "missing")
-	}
-	if err := checkNumber(raw.InputBytes, true); err != "" {
-		return nil, chainErr(0, "", "input_bytes", err)
-	}
-	if len(raw.Stages) == 0 && branch == 0 {
-		return nil, chainErr(0, "", "stages", "the chain has no stages")
-	}
-	stageKinds := map[string]bool{"name": false, "param_bytes": true}
-	for _, f := range requiredStageFields {
-		stageKinds[f] = strings.HasSuffix(f, "_bytes")
-	}
-	for i, st := range raw.Stages {
-		name := ""
-		if n, ok := st["name"]; ok {
-			_ = json.Unmarshal(n, &name)
-		}
-		for _, f := range requiredStageFields {
-			if _, ok := st[f]; !ok {
-				return nil, chainErr(i+1, name, f, "missing")
-			}
-		}
-		for f, v := range st {
-			if v2StageFields[f] {
-				if !v2 {
-					return nil, chainErr(i+1, name, f,
-						fmt.Sprintf("unknown field in a %s chain (it is a field of %s)", ChainFormat, ChainFormatV2))
-				}
-				if msg := checkV2Field(f, v); msg != "" {
-					return nil, chainErr(i+1, name, f, msg)
-				}
-				continue
-			}
-			integer, known := stageKinds[f]
-			if !known {
-				return nil, chainErr(i+1, name, f, "unknown field")
-			}
-			if f == "name" {
-				continue
-			}
-			if msg := checkNumber(v, integer); msg != "" {
-				return nil, chainErr(i+1, name, f, msg)
-			}
-		}
-	}
-	if err := checkLossFields(raw.Loss, branch); err != nil {
-		return nil, err
-	}
-
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var c Chain
-	if err := dec.Decode(&c); err != nil {
-		return nil, branchError(branch, fmt.Errorf("%w: %s", ErrInvalidChain, describeJSONError(data, err)))
-	}
-	if c.Format == "" {
-		c.Format = ChainFormat
-	}
-	if err := c.validate(branch); err != nil {
-		return nil, err
-	}
-	return &c, nil
-}
-
-// checkChainFormat checks the format tag of a chain on its own (version 1 or 2) or of
-// branch branch of a bundle (version 1: the multichain planners read the conservative
-// model).
-func checkChainFormat(tag string, branch int) error {
-	if branch > 0 {
-		return CheckFormat(tag, ErrInvalidChain, ChainFormat)
-	}
-	return CheckFormat(tag, ErrInvalidChain, ChainFormat, ChainFormatV2)
-}
-
-// checkLossFields checks the raw fields of a loss object: known names, non-negative
-// numbers, whole byte counts.
-func checkLossFields(loss map[string]json.RawMessage, branch int) error {
-	lossKinds := map[string]bool{"fwd_time": false, "bwd_time": false, "fwd_tmp_bytes": true, "bwd_tmp_bytes": true}
-	for f, v := range loss {
-		integer, known := lossKinds[f]
-		if !known {
-			return &ChainError{Branch: branch, Stage: LossStage, Field: f, Msg: "unknown field"}
-		}
-		if msg := checkNumber(v, integer); msg != "" {
-			return &ChainError{Branch: branch, Stage: LossStage, Field: f, Msg: msg}
-		}
-	}
-	return nil
-}
-
-// branchError prefixes err with the branch of a bundle it concerns (none for branch 0).
-func branchError(branch int, err error) error {
-	if branch == 0 {
-		return err
-	}
-	return fmt.Errorf("branch %d: %w", branch, err)
-}
-
-// checkNumber returns what is wrong with a raw JSON value meant to be a non-negative number
-// (an integer when integer is set), or "".
-func checkNumber(v json.RawMessage, integer bool) string {
-	var f float64
-	if strings.TrimSpace(string(v)) == "null" {
-		return "null is not a number"
-	}
-	if err := json.Unmarshal(v, &f); err != nil {
-		return fmt.Sprintf("not a number: %s", truncate(string(v), 40))
-	}
-	if f < 0 {
-		return fmt.Sprintf("negative value %s", string(v))
-	}
-	if integer {
-		if f != math.Trunc(f) {
-			return fmt.Sprintf("%s is not a whole number of bytes", string(v))
-		}
-		if f > math.MaxInt64/4 {
-			return fmt.Sprintf("%s bytes is out of range", string(v))
-		}
-	}
-	return ""
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
-}
-
-// describeJSONError turns an encoding/json error into a message with line and column.
-func describeJSONError(data []byte, err error) string {
-	if bytes.HasPrefix(data, []byte("ARROW1")) || bytes.HasPrefix(data, []byte{0xff, 0xff, 0xff, 0xff}) {
-		// The file given where JSON belongs is the other kind chainplan reads.
-		return "the file is an Arrow file (a profile?), not JSON"
-	}
-	var off int64 = -1
-	switch e := err.(type) {
-	case *json.SyntaxError:
-		off = e.Offset
-	case *json.UnmarshalTypeError:
-		off = e.Offset
-		return fmt.Sprintf("field %q: %s is not a valid %s (line %d)", e.Field, e.Value, e.Type, lineOf(data, off))
-	}
-	if err == io.EOF || err == io.ErrUnexpectedEOF {
-		return "the document is empty or truncated"
-	}
-	if off >= 0 {
-		return fmt.Sprintf("malformed JSON at line %d: %v", lineOf(data, off), err)
-	}
-	return err.Error()
-}
-
-func lineOf(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return bytes.Count(data[:off], []byte("\n")) + 1
-}
-
-// ReadChain reads and validates a chain file.
-func ReadChain(path string) (*Chain, error) {
-	data, err := ReadInput(path, "a chain file ("+ChainFormat+" JSON)")
-	if err != nil {
-		return nil, err
-	}
-	c, err := ParseChain(data)
-	if err != nil {
-		return nil, fmt.Errorf("read chain %s: %w", path, err)
-	}
-	return c, nil
-}
-
 // MarshalIndent returns the chain as an indented chainplan.chain/v1 document, or v2 when a
 // stage carries the exact memory model (FormatTag).
 func (c *Chain) MarshalIndent() ([]byte, error) {
@@ -385,3 +94,57 @@ func (c *Chain) MarshalIndent() ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// FormatTag returns the format a document of c has: version 2 when a stage carries a field
+// of the exact memory model, else version 1.
+func (c *Chain) FormatTag() string {
+	for i := range c.Stages {
+		if c.Stages[i].exact() {
+			return ChainFormatV2
+		}
+	}
+	return ChainFormat
+}
+
+func (s *Stage) exact() bool {
+	return s.SavesInput != nil || s.SavesOutput != nil || s.RecomputeTime != nil || s.RecomputeTmpBytes != nil ||
+		len(s.Options) > 0
+}
+
+// ChainError describes one invalid value of a chain. Stage is 1-based; 0 means the
+// chain-level fields and Loss the loss stage.
+type ChainError struct {
+	Branch int    // 1..K for a branch of a multichain bundle, 0 otherwise
+	Stage  int    // 1..L for stages, 0 for chain-level fields, -1 for the loss
+	Name   string // the stage's name, if any
+	Field  string // the JSON field name
+	Msg    string // what is wrong with the value
+}
+
+// LossStage is the Stage value ChainError uses for the loss.
+const LossStage = -1
+
+func (e *ChainError) Error() string {
+	where := "chain"
+	switch {
+	case e.Stage == LossStage:
+		where = "loss"
+	case e.Stage > 0 && e.Name != "":
+		where = fmt.Sprintf("stage %d (%q)", e.Stage, e.Name)
+	case e.Stage > 0:
+		where = fmt.Sprintf("stage %d", e.Stage)
+	}
+	switch {
+	case e.Branch > 0 && e.Stage == 0:
+		where = fmt.Sprintf("branch %d", e.Branch)
+	case e.Branch > 0:
+		where = fmt.Sprintf("branch %d: %s", e.Branch, where)
+	}
+	if e.Field == "" {
+		return fmt.Sprintf("invalid chain: %s: %s", where, e.Msg)
+	}
+	return fmt.Sprintf("invalid chain: %s: field %q: %s", where, e.Field, e.Msg)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidChain) true.
+func (e *ChainError) Unwrap() error { return ErrInvalidChain }

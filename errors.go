@@ -22,44 +22,6 @@ var (
 	ErrSchemaVersion = errors.New("chainplan: unsupported format version")
 )
 
-// ChainError describes one invalid value of a chain. Stage is 1-based; 0 means the
-// chain-level fields and Loss the loss stage.
-type ChainError struct {
-	Branch int    // 1..K for a branch of a multichain bundle, 0 otherwise
-	Stage  int    // 1..L for stages, 0 for chain-level fields, -1 for the loss
-	Name   string // the stage's name, if any
-	Field  string // the JSON field name
-	Msg    string // what is wrong with the value
-}
-
-// LossStage is the Stage value ChainError uses for the loss.
-const LossStage = -1
-
-func (e *ChainError) Error() string {
-	where := "chain"
-	switch {
-	case e.Stage == LossStage:
-		where = "loss"
-	case e.Stage > 0 && e.Name != "":
-		where = fmt.Sprintf("stage %d (%q)", e.Stage, e.Name)
-	case e.Stage > 0:
-		where = fmt.Sprintf("stage %d", e.Stage)
-	}
-	switch {
-	case e.Branch > 0 && e.Stage == 0:
-		where = fmt.Sprintf("branch %d", e.Branch)
-	case e.Branch > 0:
-		where = fmt.Sprintf("branch %d: %s", e.Branch, where)
-	}
-	if e.Field == "" {
-		return fmt.Sprintf("invalid chain: %s: %s", where, e.Msg)
-	}
-	return fmt.Sprintf("invalid chain: %s: field %q: %s", where, e.Field, e.Msg)
-}
-
-// Unwrap makes errors.Is(err, ErrInvalidChain) true.
-func (e *ChainError) Unwrap() error { return ErrInvalidChain }
-
 // InfeasibleError reports a budget below what the algorithm needs, with the smallest
 // budget that works (MinBudgetBytes, 0 when no budget works at all).
 type InfeasibleError struct {
@@ -106,14 +68,6 @@ func (e *InfeasibleError) SmallestFeasibleBytes() int64 { return max(e.MinBudget
 type Infeasibility interface {
 	error
 	SmallestFeasibleBytes() int64
-}
-
-// bytesAndUnit writes "512 B", or "3221225472 B (3.00 GiB)" for larger counts.
-func bytesAndUnit(n int64) string {
-	if n < 1024 {
-		return fmt.Sprintf("%d B", n)
-	}
-	return fmt.Sprintf("%d B (%s)", n, FormatBytes(n))
 }
 
 // OptionError reports a bad option of a planner's request: Planner names the request

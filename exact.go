@@ -7,43 +7,6 @@ import (
 	"sort"
 )
 
-// ChainFormatV2 is the format tag of version 2 of the chain file: version 1 plus the exact
-// memory model of each stage (which of its saved tensors are its input or its output, the
-// time of the recomputation that regenerates only what the backward reads) and its
-// operation-level options (docs/formats.md, "Chains, version 2"). A version 1 chain still
-// loads: its stages are read as saving both their input and their output, and as
-// recomputing their whole forward, which is what every planner assumed before version 2.
-const ChainFormatV2 = "chainplan.chain/v2"
-
-// StageOption is one operation-level option of a stage: which values of the stage's
-// forward the first forward keeps (Keep, positions of nodes in the stage's captured graph),
-// what that costs in memory (SavedBytes, ā of the option, output included, and
-// FwdTmpBytes, its forward's temporary peak on top of it) and the time of the
-// recomputation that rebuilds the rest right before the stage's backward (RecomputeTime).
-// Option 0 of every stage, implicit, keeps everything: ā, o_F and no recomputation.
-type StageOption struct {
-	SavedBytes    int64   `json:"saved_bytes"`
-	FwdTmpBytes   int64   `json:"fwd_tmp_bytes"`
-	RecomputeTime float64 `json:"recompute_time"`
-	Keep          []int   `json:"keep"`
-}
-
-// FormatTag returns the format a document of c has: version 2 when a stage carries a field
-// of the exact memory model, else version 1.
-func (c *Chain) FormatTag() string {
-	for i := range c.Stages {
-		if c.Stages[i].exact() {
-			return ChainFormatV2
-		}
-	}
-	return ChainFormat
-}
-
-func (s *Stage) exact() bool {
-	return s.SavesInput != nil || s.SavesOutput != nil || s.RecomputeTime != nil || s.RecomputeTmpBytes != nil ||
-		len(s.Options) > 0
-}
-
 // InputSaved reports whether the stage's backward needs its input a_{ℓ-1}: an operation of
 // its forward saved the input or a view of it. Unknown (version 1) means yes.
 func (s *Stage) InputSaved() bool { return s.SavesInput == nil || *s.SavesInput }

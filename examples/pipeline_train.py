@@ -150,7 +150,7 @@ def make_plan(args: argparse.Namespace, model: nn.Module, x: torch.Tensor, y: to
     loss_fn = nn.functional.cross_entropy
     run = args.profile
     if run is None and not args.reprofile:
-        run = chainplan.find_profile(model, x[:mb].to(device), loss_fn=loss_fn)
+        run = chainplan.reuse.find_profile(model, x[:mb].to(device), loss_fn=loss_fn)
         if run is not None:
             print(f"planning from the stored profile of run {run} (--reprofile to measure "
                   f"again)", flush=True)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -25,7 +26,7 @@ func readChain(t *testing.T, path string) *chainplan.Chain {
 }
 
 // pipelinePlan plans req on c and checks the plan with the validator.
-func pipelinePlan(t *testing.T, c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, error) {
+func pipelinePlan(t *testing.T, c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, error) {
 	t.Helper()
 	p, _, err := planner.SolvePipeline(c, req)
 	if err != nil {
@@ -47,7 +48,7 @@ func pipelinePlan(t *testing.T, c *chainplan.Chain, req pipeline.Request) (*pipe
 // chose allocations its phase 2 scheduled worse.
 func TestCheckpointNeverSlowerResNet18(t *testing.T) {
 	c := readChain(t, "../testdata/chains/resnet18-b8-64px.json")
-	req := pipeline.Request{Algo: "madpipe", Options: pipeline.Options{GPUs: 2, MemoryBytes: 105 << 20, Bandwidth: 1e9},
+	req := pipeplan.Request{Algo: "madpipe", Options: pipeplan.Options{GPUs: 2, MemoryBytes: 105 << 20, Bandwidth: 1e9},
 		RequireSolver: true} // without its MILP solver MadPipe is the contiguous plan
 	without, err := pipelinePlan(t, c, req)
 	if err != nil {
@@ -76,16 +77,16 @@ func TestCheckpointNeverSlowerResNet18(t *testing.T) {
 func TestMadPipeSmallestMemory(t *testing.T) {
 	for _, tc := range []struct {
 		path string
-		opts pipeline.Options
+		opts pipeplan.Options
 		want int64
 	}{
-		{"../testdata/chains/madpipe-min-checkpoint.json", pipeline.Options{GPUs: 2, Bandwidth: 13.5e6}, 91_100_000},
-		{"../examples/tiny.json", pipeline.Options{GPUs: 2, Bandwidth: 12e9}, 1000},
+		{"../testdata/chains/madpipe-min-checkpoint.json", pipeplan.Options{GPUs: 2, Bandwidth: 13.5e6}, 91_100_000},
+		{"../examples/tiny.json", pipeplan.Options{GPUs: 2, Bandwidth: 12e9}, 1000},
 	} {
 		c := readChain(t, tc.path)
 		smallest := int64(-1)
 		for _, ck := range []bool{false, true} {
-			req := pipeline.Request{Algo: "madpipe", Options: tc.opts, MinMemory: true, RequireSolver: true}
+			req := pipeplan.Request{Algo: "madpipe", Options: tc.opts, MinMemory: true, RequireSolver: true}
 			req.Checkpoint = ck
 			start := time.Now()
 			p, err := pipelinePlan(t, c, req)
@@ -111,7 +112,7 @@ func TestMadPipeSmallestMemory(t *testing.T) {
 			start = time.Now()
 			req.MinMemory, req.MemoryBytes = false, m-1
 			_, err = pipelinePlan(t, c, req)
-			var ie *pipeline.InfeasibleError
+			var ie *pipeplan.InfeasibleError
 			if !errors.As(err, &ie) || ie.MinMemoryBytes != m {
 				t.Errorf("%s checkpoint %v at %d B: %v, want refused naming %d", tc.path, ck, m-1, err, m)
 			}

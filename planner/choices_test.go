@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
@@ -48,7 +49,7 @@ func compare(t *testing.T, what string, fewer, more float64, errFewer, errMore e
 }
 
 // period returns a pipeline plan's period, or the error.
-func period(c *chainplan.Chain, req pipeline.Request) (float64, error) {
+func period(c *chainplan.Chain, req pipeplan.Request) (float64, error) {
 	p, _, err := planner.SolvePipeline(c, req)
 	if err != nil {
 		return 0, err
@@ -57,7 +58,7 @@ func period(c *chainplan.Chain, req pipeline.Request) (float64, error) {
 }
 
 // smallestMemory returns the algorithm's smallest memory per device for req.
-func smallestMemory(c *chainplan.Chain, req pipeline.Request) (int64, error) {
+func smallestMemory(c *chainplan.Chain, req pipeplan.Request) (int64, error) {
 	req.MinMemory = true
 	p, _, err := planner.SolvePipeline(c, req)
 	if err != nil {
@@ -69,7 +70,7 @@ func smallestMemory(c *chainplan.Chain, req pipeline.Request) (int64, error) {
 // checkCheckpointPair compares algo with and without --checkpoint on c at req's memory
 // and at each one's smallest memory. It reports whether both planned at req's memory and
 // whether recomputation made the plan faster or smaller.
-func checkCheckpointPair(t *testing.T, what string, c *chainplan.Chain, req pipeline.Request) (both, helped bool) {
+func checkCheckpointPair(t *testing.T, what string, c *chainplan.Chain, req pipeplan.Request) (both, helped bool) {
 	t.Helper()
 	with := req
 	with.Checkpoint = true
@@ -92,11 +93,11 @@ func checkCheckpointPair(t *testing.T, what string, c *chainplan.Chain, req pipe
 // pipelineCase draws a pipeline request on a random chain with the memory between half the
 // smallest contiguous memory without recomputation and twice it, where recomputing is
 // what lets plans fit or keeps more mini-batches in flight.
-func pipelineCase(t *testing.T, rng *rand.Rand, algo string, layers int) (*chainplan.Chain, pipeline.Request) {
+func pipelineCase(t *testing.T, rng *rand.Rand, algo string, layers int) (*chainplan.Chain, pipeplan.Request) {
 	c := pipechains.Random(rng, 2+rng.IntN(layers-1))
-	opts := pipeline.Options{GPUs: 1 + rng.IntN(4), Bandwidth: 20 + 200*rng.Float64(), NoTemporaries: rng.IntN(3) == 0}
+	opts := pipeplan.Options{GPUs: 1 + rng.IntN(4), Bandwidth: 20 + 200*rng.Float64(), NoTemporaries: rng.IntN(3) == 0}
 	if rng.IntN(3) == 0 {
-		opts.ActivationModel = pipeline.ActivationsInput
+		opts.ActivationModel = pipeplan.ActivationsInput
 	}
 	if algo == "madpipe" && opts.GPUs == 1 {
 		opts.GPUs = 2 // on one device MadPipe is the contiguous plan
@@ -107,7 +108,7 @@ func pipelineCase(t *testing.T, rng *rand.Rand, algo string, layers int) (*chain
 	}
 	need, _ := contiguous.MinMemory(pr)
 	opts.MemoryBytes = need/2 + rng.Int64N(3*need/2+1)
-	return c, pipeline.Request{Algo: algo, Options: opts, TimeLimit: 5 * time.Second, RequireSolver: algo == "madpipe"}
+	return c, pipeplan.Request{Algo: algo, Options: opts, TimeLimit: 5 * time.Second, RequireSolver: algo == "madpipe"}
 }
 
 // TestCheckpointNeverWorse: with checkpointing inside stages a pipeline planner plans

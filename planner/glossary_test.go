@@ -292,17 +292,17 @@ func scanComments(fset *token.FileSet, file *ast.File) []finding {
 // glossary forbids, each once.
 const probeFile = `package pipeline
 
-import "github.com/chainplan/chainplan"
+import ("github.com/chainplan/chainplan"; "github.com/chainplan/chainplan/pipeplan")
 
 // probe counts stage ℓ of the chain.
-func probe(c *chainplan.Chain, pr *Problem, s []Stage) (int, Stage) {
+func probe(c *chainplan.Chain, pr *Problem, s []pipeplan.Stage) (int, pipeplan.Stage) {
 	nStages := len(c.Stages)
 	lastStage := pr.L()
 	for stage := range c.Stages {
 		_ = stage
 	}
 	firstStage := c.Stages[0]
-	var part Stage
+	var part pipeplan.Stage
 	_, _, _ = nStages, lastStage, firstStage
 	return len(s), part
 }

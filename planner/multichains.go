@@ -29,23 +29,35 @@ type MultichainFuncs struct {
 }
 
 func multichainEntry(name, summary string, method multichain.Method) Entry {
-	opts := func(req Request) multichain.Options { return multichain.Options{Method: method, Slots: req.Slots} }
-	f := &MultichainFuncs{
-		Solve: func(mc *chainplan.MultiChain, req Request) (*chainplan.Plan, error) {
-			return multichain.Solve(mc, req.BudgetBytes, opts(req))
-		},
-		MinBudget: func(mc *chainplan.MultiChain, req Request) (int64, error) {
-			return multichain.MinBudget(mc, opts(req))
-		},
-		Simulate: replayMultichain,
-	}
+	m := multichainMethod(method)
+	f := &MultichainFuncs{Solve: m.Solve, MinBudget: m.MinBudget, Simulate: replayMultichain}
 	if method == multichain.Best {
-		f.Frontier = func(mc *chainplan.MultiChain, _ Request) (*rotor.Frontier, error) {
-			return multichain.SolveFrontier(mc)
-		}
+		f.Frontier = frontierMultichain
 	}
 	return Entry{Name: name, Family: Multichain, Format: formatMultichain, Summary: summary,
 		Takes: []Field{FieldSlots}, Multichain: f}
+}
+
+// multichainMethod is a method of package multichain, the planner of the entry.
+type multichainMethod multichain.Method
+
+func (m multichainMethod) options(req Request) multichain.Options {
+	return multichain.Options{Method: multichain.Method(m), Slots: req.Slots}
+}
+
+// Solve runs multichain.Solve at req's budget.
+func (m multichainMethod) Solve(mc *chainplan.MultiChain, req Request) (*chainplan.Plan, error) {
+	return multichain.Solve(mc, req.BudgetBytes, m.options(req))
+}
+
+// MinBudget runs multichain.MinBudget.
+func (m multichainMethod) MinBudget(mc *chainplan.MultiChain, req Request) (int64, error) {
+	return multichain.MinBudget(mc, m.options(req))
+}
+
+// frontierMultichain runs multichain.SolveFrontier (the Best method's).
+func frontierMultichain(mc *chainplan.MultiChain, _ Request) (*rotor.Frontier, error) {
+	return multichain.SolveFrontier(mc)
 }
 
 // replayMultichain is the Simulate of the multichain algorithms.

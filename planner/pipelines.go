@@ -2,8 +2,11 @@ package planner
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipedream"
@@ -16,13 +19,8 @@ const formatPipeline = "chainplan.pipeline/v1"
 // and in Python alike.
 const DefaultPipelineAlgo = madpipe.Algo
 
-// PipelineRequest is the pipeline family's request, defined once in pipeplan.
-//
-// Deprecated: use pipeplan.Request (pipeline.Request to the planners), the same type.
-type PipelineRequest = pipeline.Request
-
 // pipelineAlgo returns the algorithm req names, or the default one.
-func pipelineAlgo(req pipeline.Request) string {
+func pipelineAlgo(req pipeplan.Request) string {
 	if req.Algo == "" {
 		return DefaultPipelineAlgo
 	}
@@ -34,73 +32,84 @@ func pipelineAlgo(req pipeline.Request) string {
 type PipelineFuncs struct {
 	// Solve plans pr at its memory per device; notes are sentences for the user (which
 	// candidate won, a solver that is missing and how to install it).
-	Solve func(pr *pipeline.Problem, req pipeline.Request) (plan *pipeline.Plan, notes []string, err error)
+	Solve func(pr *pipeline.Problem, req pipeplan.Request) (plan *pipeplan.Plan, notes []string, err error)
 	// MinMemory returns the smallest memory per device at which Solve succeeds; nil when
 	// the algorithm has no such search.
-	MinMemory func(pr *pipeline.Problem, req pipeline.Request) (int64, error)
+	MinMemory func(pr *pipeline.Problem, req pipeplan.Request) (int64, error)
 }
 
 func pipelineEntry(name, summary string, f *PipelineFuncs) Entry {
 	return Entry{Name: name, Family: Pipeline, Format: formatPipeline, Summary: summary, Pipeline: f}
 }
 
-var (
-	madpipeFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, req pipeline.Request) (*pipeline.Plan, []string, error) {
-			tr := &madpipe.Trace{}
-			p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
-			return p, tr.Notes, err
-		},
-		// The smallest memory at which Solve plans, to the byte, assuming success monotone
-		// in memory below the contiguous minimum (checked by byte scans, not proven).
-		MinMemory: func(pr *pipeline.Problem, req pipeline.Request) (int64, error) {
-			return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
-		},
-	}
-	contiguousFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
-			p, err := contiguous.Solve(pr)
-			return p, nil, err
-		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) { return contiguous.MinMemory(pr) },
-	}
-	pipedreamFuncs = &PipelineFuncs{
-		Solve: func(pr *pipeline.Problem, _ pipeline.Request) (*pipeline.Plan, []string, error) {
-			p, err := pipedream.Solve(pr, pipedream.Options{})
-			return p, nil, err
-		},
-		MinMemory: func(pr *pipeline.Problem, _ pipeline.Request) (int64, error) {
-			return pipedream.MinMemory(pr, pipedream.Options{})
-		},
-	}
-)
+// solveMadPipe runs madpipe.Solve with req's time limit and solver rule; the notes are
+// its trace's (a missing solver and how to install one).
+func solveMadPipe(pr *pipeline.Problem, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	tr := &madpipe.Trace{}
+	p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: req.TimeLimit, Trace: tr, RequireSolver: req.RequireSolver})
+	return p, tr.Notes, err
+}
+
+// minMemoryMadPipe runs madpipe.MinMemory: the smallest memory at which solveMadPipe
+// plans, to the byte, assuming success monotone in memory below the contiguous minimum
+// (checked by byte scans, not proven).
+func minMemoryMadPipe(pr *pipeline.Problem, req pipeplan.Request) (int64, error) {
+	return madpipe.MinMemory(pr, madpipe.Options{TimeLimit: req.TimeLimit, RequireSolver: req.RequireSolver})
+}
+
+// solveContiguous runs contiguous.Solve.
+func solveContiguous(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	p, err := contiguous.Solve(pr)
+	return p, nil, err
+}
+
+// minMemoryContiguous runs contiguous.MinMemory.
+func minMemoryContiguous(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
+	return contiguous.MinMemory(pr)
+}
+
+// solvePipeDream runs pipedream.Solve.
+func solvePipeDream(pr *pipeline.Problem, _ pipeplan.Request) (*pipeplan.Plan, []string, error) {
+	p, err := pipedream.Solve(pr, pipedream.Options{})
+	return p, nil, err
+}
+
+// minMemoryPipeDream runs pipedream.MinMemory.
+func minMemoryPipeDream(pr *pipeline.Problem, _ pipeplan.Request) (int64, error) {
+	return pipedream.MinMemory(pr, pipedream.Options{})
+}
 
 // PipelineAlgos returns the names of the Pipeline-family entries, in table order.
 func PipelineAlgos() []string { return names(func(e Entry) bool { return e.Pipeline != nil }) }
 
 // lookupPipeline returns the pipeline entry named algo, or an error wrapping
-// ErrUnsupported that lists the pipeline algorithms.
+// ErrUnsupported that lists the pipeline algorithms. It is the one check of a pipeline
+// algorithm's name: the CLI, the service and the bindings pass the name through to
+// SolvePipeline as given, so every front end reports a misspelt name in these words.
 func lookupPipeline(algo string) (Entry, error) {
 	e, ok := Lookup(algo)
-	if !ok || e.Pipeline == nil {
-		what := "unknown pipeline algorithm"
-		if ok {
-			what = fmt.Sprintf("algorithm %q plans a %s, not a pipeline:", algo, e.Family)
-			return Entry{}, fmt.Errorf("%w: %s want one of %v", chainplan.ErrUnsupported, what, PipelineAlgos())
-		}
-		return Entry{}, fmt.Errorf("%w: %s %q (want one of %v)", chainplan.ErrUnsupported, what, algo, PipelineAlgos())
+	if ok && e.Pipeline != nil {
+		return e, nil
 	}
-	return e, nil
+	all := PipelineAlgos()
+	msg := fmt.Sprintf("unknown pipeline algorithm %q (want %s)", algo, strings.Join(all, ", "))
+	switch lower := strings.ToLower(algo); {
+	case ok:
+		msg += fmt.Sprintf(": %s is a %s algorithm", algo, e.Family)
+	case lower != algo && slices.Contains(all, lower):
+		msg += fmt.Sprintf(": names are lower-case: did you mean %q?", lower)
+	}
+	return Entry{}, fmt.Errorf("%w: %s", chainplan.ErrUnsupported, msg)
 }
 
 // SolvePipeline plans chain c over several devices with req's algorithm: at req's memory
 // per device or, with req.MinMemory, at the algorithm's smallest, found directly and then
 // solved once (req.FasterMemory: at the smallest memory of a plan faster than one device).
 // The plan carries its speed-up references (SequentialTime, UnconstrainedPeriod). Errors:
-// the chain's *chainplan.ChainError, a *pipeline.OptionError naming the option, a
-// *pipeline.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
+// the chain's *chainplan.ChainError, a *pipeplan.OptionError naming the option, a
+// *pipeplan.InfeasibleError with the smallest memory that fits, ErrUnsupported for an
 // unknown algorithm or a smallest memory the algorithm cannot search for.
-func SolvePipeline(c *chainplan.Chain, req pipeline.Request) (*pipeline.Plan, []string, error) {
+func SolvePipeline(c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
 	e, err := lookupPipeline(pipelineAlgo(req))
 	if err != nil {
 		return nil, nil, err

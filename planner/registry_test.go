@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -138,13 +139,13 @@ func TestSolvePipelineThroughTheRegistry(t *testing.T) {
 		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
 		{FwdTime: 2, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
 	}}
-	opts := pipeline.Options{GPUs: 2, MemoryBytes: 1 << 20, Bandwidth: 1e9, WeightCopies: 2}
+	opts := pipeplan.Options{GPUs: 2, MemoryBytes: 1 << 20, Bandwidth: 1e9, WeightCopies: 2}
 	algos := planner.PipelineAlgos()
 	if len(algos) != 3 {
 		t.Fatalf("pipeline algorithms %v", algos)
 	}
 	for _, a := range algos {
-		p, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: a, Options: opts})
+		p, _, err := planner.SolvePipeline(c, pipeplan.Request{Algo: a, Options: opts})
 		if err != nil {
 			t.Fatalf("%s: %v", a, err)
 		}
@@ -156,14 +157,14 @@ func TestSolvePipelineThroughTheRegistry(t *testing.T) {
 			t.Errorf("%s: plan does not validate: %v", a, err)
 		}
 		if e, _ := planner.Lookup(a); e.Pipeline.MinMemory != nil {
-			pm, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: a, Options: opts, MinMemory: true})
+			pm, _, err := planner.SolvePipeline(c, pipeplan.Request{Algo: a, Options: opts, MinMemory: true})
 			if err != nil || pm.MemoryBytes >= opts.MemoryBytes {
 				t.Errorf("%s at its smallest memory: %v, %v", a, pm, err)
 			}
 		}
 	}
 	for _, bad := range []string{"rotor", "MadPipe"} {
-		if _, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: bad, Options: opts}); !errors.Is(err, chainplan.ErrUnsupported) {
+		if _, _, err := planner.SolvePipeline(c, pipeplan.Request{Algo: bad, Options: opts}); !errors.Is(err, chainplan.ErrUnsupported) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -180,17 +181,17 @@ func TestSimulateThroughTheRegistry(t *testing.T) {
 		{FwdTime: 1, BwdTime: 2, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
 		{FwdTime: 2, BwdTime: 3, OutBytes: 4, SavedBytes: 4, ParamBytes: 8},
 	}}
-	opts := pipeline.Options{GPUs: 2, MemoryBytes: 1 << 20, Bandwidth: 1e9, WeightCopies: 2}
+	opts := pipeplan.Options{GPUs: 2, MemoryBytes: 1 << 20, Bandwidth: 1e9, WeightCopies: 2}
 	pr, err := pipeline.NewProblem(c, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stages := []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}}
+	stages := []pipeplan.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}}
 	su, err := pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _, err := planner.SolvePipeline(c, pipeline.Request{Algo: "contiguous", Options: opts})
+	plan, _, err := planner.SolvePipeline(c, pipeplan.Request{Algo: "contiguous", Options: opts})
 	if err != nil {
 		t.Fatal(err)
 	}

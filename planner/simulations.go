@@ -18,10 +18,16 @@ type SimulationFuncs struct {
 // simulationEntry is the entry of schedule s: its name, summary and simulator.
 func simulationEntry(s pipesim.Schedule) Entry {
 	return Entry{Name: string(s), Family: Simulation, Format: pipesim.Format, Summary: s.Summary(),
-		Simulation: &SimulationFuncs{Simulate: func(su *pipesim.Setup, o pipesim.Options) (*pipesim.Result, error) {
-			o.Schedule = s
-			return pipesim.Simulate(su, o)
-		}}}
+		Simulation: &SimulationFuncs{Simulate: simulatedSchedule(s).Simulate}}
+}
+
+// simulatedSchedule is a schedule of package pipesim, the simulator of the entry.
+type simulatedSchedule pipesim.Schedule
+
+// Simulate runs pipesim.Simulate with the schedule set in o.
+func (s simulatedSchedule) Simulate(su *pipesim.Setup, o pipesim.Options) (*pipesim.Result, error) {
+	o.Schedule = pipesim.Schedule(s)
+	return pipesim.Simulate(su, o)
 }
 
 // Schedules returns the names of the Simulation-family entries, in table order.

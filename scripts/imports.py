@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "chainplan.advice", "chainplan.algorithms", "chainplan.pipeline.parts",
                    "chainplan.pipeline.document", "chainplan.profiler.summary",
                    "chainplan.profiler.spread", "chainplan.profiler.document",
-                   "chainplan.graph.describe")),
+                   "chainplan.graph.describe", "chainplan.launch.candidate")),
     ("planning", ("chainplan.arguments", "chainplan.tradeoff", "chainplan.schedule",
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
                   "chainplan.pipeline.plan", "chainplan.pipeline.requests",
@@ -54,7 +54,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
-                "chainplan.stages", "chainplan.pipeline", "chainplan.sharded")),
+                "chainplan.stages", "chainplan.pipeline", "chainplan.launch", "chainplan.launch.*",
+                "chainplan.sharded")),
 ]
 
 #: The upward imports allowed, each deferred, each an optional heavy path (torch): a

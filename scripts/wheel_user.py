@@ -99,8 +99,8 @@ def main() -> None:
           f"{out.stderr.strip()[-300:]})")
     with warnings.catch_warnings():
         warnings.simplefilter("error", MissingSolverWarning)
-        pp = chainplan.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s",
-                                     weight_copies=2, require_solver=True)
+        pp = chainplan.pipeline.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s",
+                                              weight_copies=2, require_solver=True)
     check(pp.chosen == "madpipe" and abs(pp.period - doc["period"]) <= 1e-9 * doc["period"]
           and [(s.first, s.last, s.gpu) for s in pp.stages]
           == [(s["first"], s["last"], s["gpu"]) for s in doc["stages"]],
@@ -118,13 +118,13 @@ def main() -> None:
     os.environ["CHAINPLAN_HIGHS"] = gone["CHAINPLAN_HIGHS"]
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        pp = chainplan.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s")
+        pp = chainplan.pipeline.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s")
     check(pp.fallback == "no-milp-solver"
           and any(issubclass(w.category, MissingSolverWarning) for w in seen),
           "a missing solver: pipeline_plan warns and marks the plan")
     try:
-        chainplan.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s",
-                                require_solver=True)
+        chainplan.pipeline.pipeline_plan(vgg16, gpus=2, memory="24GB", bandwidth="12GB/s",
+                                         require_solver=True)
         refused = False
     except MissingSolverError:
         refused = True

@@ -20,21 +20,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import copy
 import os
 import sys
 import tempfile
-import time
 from typing import Any
 
 import torch
-from torch import nn
 
 sys.path.insert(0, os.path.dirname(__file__))
-from causal_lm import _budgets, _peak, _step, _times  # noqa: E402
 from families import SEQ2SEQ, seq2seq  # noqa: E402
-
-import chainplan  # noqa: E402
+from versus import versus  # noqa: E402
 
 
 def family(name: str, *, vocab: int, src: int, tgt: int, batch: int, layers: int,
@@ -46,31 +41,12 @@ def family(name: str, *, vocab: int, src: int, tgt: int, batch: int, layers: int
     mask[0, : src // 4] = 0  # one padded row
     call: dict[str, Any] = {"input_ids": ids, "attention_mask": mask,
                             "labels": torch.randint(3, vocab, (batch, tgt))}
-    lib = copy.deepcopy(model)
-    lib.gradient_checkpointing_enable()
-    t0 = time.perf_counter()
-    prof = chainplan.profile(model, **call, progress=False, spread_warning=None, reuse=False)
-    profiling = time.perf_counter() - t0
-    nets: dict[str, nn.Module] = {"plain": model, "library": lib}
-    plans: dict[str, chainplan.Plan] = {}
-    for b in _budgets(prof, points):
-        plans[f"chainplan @ {b / 2**20:.1f} MiB"] = chainplan.plan(prof, budget=b)
-    lib_peak = _peak(lib, call)
-    try:
-        plans["chainplan @ library peak"] = chainplan.plan(prof, budget=lib_peak)
-    except chainplan.InfeasibleBudget:
-        pass
-    for label, p in plans.items():
-        nets[label] = p.wrap(model)
-    peaks = {k: _peak(n, call) for k, n in nets.items()}
-    times = _times({k: _step(n, call) for k, n in nets.items()}, nets, rounds)
-    plain = times["plain"]
-    within = [k for k in plans if k != "chainplan @ library peak" and times[k] <= 1.25 * plain]
-    best = min(within, key=lambda k: peaks[k]) if within else None
+    m = versus(model, call, points=points, rounds=rounds)
+    prof, peaks, plans = m.profile, m.peaks, m.plans
     side = sum(s.nbytes for s in prof.split.side) if prof.split is not None else 0
     lines = [f"\n## {name} ({type(model).__name__})\n",
              f"Vocabulary {vocab}, width 128, {layers} encoder and {layers} decoder layers, "
-             f"batch {batch}, source {src}, target {tgt}; profiled in {profiling:.1f} s. "
+             f"batch {batch}, source {src}, target {tgt}; profiled in {m.profiling_s:.1f} s. "
              f"Held through the step before the decoder's chain: "
              f"{prof.side_bytes / 2**20:.2f} MiB, the side values (the encoder's output, "
              f"masks, labels: {side / 2**20:.2f} MiB), their gradients and the encoder's "
@@ -78,22 +54,8 @@ def family(name: str, *, vocab: int, src: int, tgt: int, batch: int, layers: int
              "| variant | measured peak MiB | step ms | time / plain | predicted MiB | "
              "budget MiB |",
              "|---|---|---|---|---|---|"]
-    for k in nets:
-        pred = f"{plans[k].peak_bytes / 2**20:.2f}" if k in plans else ""
-        budget = f"{plans[k].budget_bytes / 2**20:.2f}" if k in plans else ""
-        mark = " (smallest within 1.25x)" if k == best else ""
-        lines.append(f"| {k}{mark} | {peaks[k] / 2**20:.2f} | {times[k] * 1e3:.1f} | "
-                     f"{times[k] / plain:.3f} | {pred} | {budget} |")
-    summary = f"\n{name}: "
-    if best is not None:
-        summary += (f"smallest within 1.25x: {peaks[best] / 2**20:.2f} MiB, "
-                    f"{peaks[best] / peaks['library']:.2f}x the library's "
-                    f"{peaks['library'] / 2**20:.2f} MiB")
-    else:
-        summary += "no plan within 1.25x the plain step"
-    if "chainplan @ library peak" in nets:
-        ratio = times["chainplan @ library peak"] / times["library"]
-        summary += f"; at the library's peak, time {ratio:.2f}x the library's"
+    lines += [m.row(k, budget=True) for k in m.nets]
+    summary = m.summary(name)
     worst = max((abs(peaks[k] / plans[k].peak_bytes - 1) for k in plans), default=0.0)
     over = max((peaks[k] / plans[k].budget_bytes - 1 for k in plans), default=0.0)
     summary += (f"; measured against predicted: within {worst * 100:.1f} %, "

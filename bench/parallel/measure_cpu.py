@@ -18,8 +18,10 @@ Usage (from the repository root; it writes its store under --out)::
 
     python bench/parallel/measure_cpu.py --ranks 2 --global-batch 8 --out /tmp/cpu-advisors
 
-This is the small launcher the issue allows while ``chainplan.parallelize`` is not on
-main; it does not replace ``examples/parallel/train.py``.
+Its launcher is small and self-contained (linear blocks, GPipe order, DDP), so that the
+advisors' accuracy is measured apart from ``chainplan.parallelize``;
+``examples/parallel/train.py --cluster ... --record`` launches a candidate with
+``parallelize`` and records it the same way.
 """
 
 from __future__ import annotations
@@ -244,8 +246,8 @@ def main() -> None:
     cfile.write_text(json.dumps(cluster))
     req: dict[str, Any] = {"global_batch": a.global_batch, "tmp_max": 1, "top_k": -1,
                            "memory_check": "off"}
-    full = chainplan.search3d(prof, cfile, **req)
-    half = [chainplan.search3d(prof, cfile, **req) for _ in range(2)]  # evens, odds
+    full = chainplan.parallel.search3d(prof, cfile, **req)
+    half = [chainplan.parallel.search3d(prof, cfile, **req) for _ in range(2)]  # evens, odds
     rows = []
     # Each candidate runs in --rounds rounds, the candidates alternating; the fastest
     # round's median iteration is kept (AMP kept the best of its trials likewise).
@@ -276,7 +278,7 @@ def main() -> None:
         except subprocess.CalledProcessError as err:
             refused.append(err.stderr.strip())
             continue
-        other = chainplan.search3d(prof, cfile, calibration=str(cal), **req)
+        other = chainplan.parallel.search3d(prof, cfile, calibration=str(cal), **req)
         by_key = {(d.pp, d.dp, d.tmp, d.mbs): d.iteration_time_s for d in other.candidates}
         for i, (c, _, _) in enumerate(rows):
             if i % 2 != part:

@@ -13,6 +13,7 @@ import (
 	"github.com/chainplan/chainplan/bench/internal/machine"
 	"github.com/chainplan/chainplan/bench/internal/profiles"
 	"github.com/chainplan/chainplan/bench/internal/stats"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -52,7 +53,7 @@ type ckSeries struct {
 // ckProblem is the runtime model (saved activations, temporaries) at memory, checkpointing
 // on or off.
 func ckProblem(s *ckSeries, memory int64, ck bool) (*pipeline.Problem, error) {
-	return pipeline.NewProblem(s.chain, pipeline.Options{GPUs: s.gpus, MemoryBytes: memory, Bandwidth: 12e9,
+	return pipeline.NewProblem(s.chain, pipeplan.Options{GPUs: s.gpus, MemoryBytes: memory, Bandwidth: 12e9,
 		WeightCopies: ckCopies, Checkpoint: ck})
 }
 
@@ -65,7 +66,7 @@ func ckSolve(s *ckSeries, memory int64, ck bool, limit time.Duration) (outcome, 
 	start := time.Now()
 	p, err := madpipe.Solve(pr, madpipe.Options{TimeLimit: limit})
 	el := time.Since(start)
-	var ie *pipeline.InfeasibleError
+	var ie *pipeplan.InfeasibleError
 	switch {
 	case errors.As(err, &ie):
 		return outcome{err: "infeasible", solve: el}, 0

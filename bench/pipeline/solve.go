@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/madpipe"
 	"github.com/chainplan/chainplan/planner/pipedream"
@@ -15,8 +16,8 @@ import (
 // problem is the model of a series at one memory: the paper's (each layer's input as
 // stored activation, its 3 weight copies, no transient memory).
 func problem(s *series, memory int64) (*pipeline.Problem, error) {
-	return pipeline.NewProblem(s.chain, pipeline.Options{GPUs: s.gpus, MemoryBytes: memory, Bandwidth: s.beta,
-		WeightCopies: 3, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+	return pipeline.NewProblem(s.chain, pipeplan.Options{GPUs: s.gpus, MemoryBytes: memory, Bandwidth: s.beta,
+		WeightCopies: 3, ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 }
 
 // minMemory returns the smallest memory per device at which algo finds a plan (madpipe:
@@ -44,7 +45,7 @@ func plan(s *series, algo string, memory int64, limit time.Duration) outcome {
 		return outcome{err: err.Error()}
 	}
 	start := time.Now()
-	var p *pipeline.Plan
+	var p *pipeplan.Plan
 	switch algo {
 	case "contiguous":
 		p, err = contiguous.Solve(pr)
@@ -57,7 +58,7 @@ func plan(s *series, algo string, memory int64, limit time.Duration) outcome {
 	}
 	el := time.Since(start)
 	if err != nil {
-		var ie *pipeline.InfeasibleError
+		var ie *pipeplan.InfeasibleError
 		if errors.As(err, &ie) {
 			return outcome{err: "infeasible", solve: el}
 		}

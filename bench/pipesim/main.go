@@ -28,6 +28,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/bench/internal/profiles"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -78,7 +79,7 @@ type point struct {
 	seq   float64            // U(1,L): one micro-batch on one device
 	res   map[string]outcome // by variant name
 	// The plan periodic replays, and whether the replay found its period and memory.
-	plan      *pipeline.Plan
+	plan      *pipeplan.Plan
 	replayOK  bool
 	formulas  [3]float64 // AMP, GPipe (simulated without communication), ParaDL
 	closedErr float64    // |GPipe simulated − closed form| / closed form
@@ -165,7 +166,7 @@ const ample = 1 << 50
 // problem is the model of c on p devices of memory bytes each (0: none checked): 12 GB/s
 // links, two weight copies, saved activations.
 func problem(c *chainplan.Chain, p int, memory int64) (*pipeline.Problem, error) {
-	return pipeline.NewProblem(c, pipeline.Options{GPUs: p, MemoryBytes: memory, Bandwidth: bandwidth, WeightCopies: weightCopies})
+	return pipeline.NewProblem(c, pipeplan.Options{GPUs: p, MemoryBytes: memory, Bandwidth: bandwidth, WeightCopies: weightCopies})
 }
 
 // evaluate simulates every schedule at one point.
@@ -234,7 +235,7 @@ func evaluate(name string, c *chainplan.Chain, p, n, k int) (*point, error) {
 	return pt, nil
 }
 
-func replayLong(pr *pipeline.Problem, p *pipeline.Plan) (*pipesim.Result, error) {
+func replayLong(pr *pipeline.Problem, p *pipeplan.Plan) (*pipesim.Result, error) {
 	su, err := pipesim.PlanSetup(pr, p)
 	if err != nil {
 		return nil, err

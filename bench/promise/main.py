@@ -31,13 +31,21 @@ Run from the repository root after ``make bind``::
 largest budget) instead of all of them: each compiled plan is one more compilation, which on
 a large model costs tens of seconds.
 
-The report's tables and the frontier picture (docs/promise-frontier.svg, drawn by
-``go run ./bench/promise/frontier``) go to ``-o`` and beside it.
+The report's tables and the frontier picture (docs/promise-frontier.svg beside
+docs/promise-bench.md, :func:`frontier_name`; drawn by ``go run ./bench/promise/frontier``)
+go to ``-o`` and beside it.
+
+On a language model (``gpt``, ``llama``) every alternative also runs with the fused head
+(bench/promise/systems.py, ``fused_head``): chainplan's ``linear_cross_entropy`` in place of
+the model's head and PyTorch's loss, as a user could write it without a plan, and
+``torch.compile`` at each budget too. The tables compare chainplan with the fastest
+alternative of each kind, so what the plan adds is apart from what the fused head adds.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
 import platform
@@ -45,6 +53,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -53,8 +63,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
 from models import MODELS, SIZES, Bench  # noqa: E402
-from report import OUTSIDE, Result, Variant, report_model, summarize  # noqa: E402
-from systems import grouped, per_block  # noqa: E402
+from report import FUSED, OUTSIDE, Result, Variant, report_model, summarize  # noqa: E402
+from systems import fused_head, grouped, per_block  # noqa: E402
 
 import chainplan  # noqa: E402
 from chainplan.stages import flatten_stages  # noqa: E402
@@ -119,20 +129,29 @@ def time_rounds(variants: list[Variant], case: Bench, rounds: int) -> None:
 
 
 def alternatives(name: str, case: Bench) -> list[Variant]:
-    """The plain model and what PyTorch offers (module docstring)."""
+    """The plain model and what PyTorch offers (module docstring); on a language model,
+    each of them also with the fused head (systems.fused_head), the same fused
+    cross-entropy chainplan's rows run."""
     model = case.model
-    out = [Variant("plain", "plain", model)]
+    builders: list[tuple[str, str, Callable[[], torch.nn.Module]]] = [
+        ("plain", "plain", lambda: copy.deepcopy(model))]
     if case.sequential:
         chain = torch.nn.Sequential(*flatten_stages(model))
         for k in range(2, min(len(chain), MAX_SEGMENTS) + 1):
-            out.append(Variant(f"checkpoint_sequential({k})", "checkpoint_sequential",
-                               CheckpointSequential(chain, k)))
+            builders.append((f"checkpoint_sequential({k})", "checkpoint_sequential",
+                             partial(CheckpointSequential, chain, k)))
     else:
         for k in range(2, len(case.blocks) + 1):
-            out.append(Variant(f"grouped({k})", "checkpoint_sequential",
-                               grouped(model, case.blocks, k)))
-    out.append(Variant("per-block", "per-block", per_block(model, case.blocks)))
-    out.append(Variant("per-block SAC", "per-block SAC", per_block(model, case.blocks, sac=True)))
+            builders.append((f"grouped({k})", "checkpoint_sequential",
+                             partial(grouped, model, case.blocks, k)))
+    builders.append(("per-block", "per-block", partial(per_block, model, case.blocks)))
+    builders.append(("per-block SAC", "per-block SAC",
+                     partial(per_block, model, case.blocks, sac=True)))
+    out = [Variant(label, family, model if family == "plain" else make())
+           for label, family, make in builders]
+    if case.head:
+        out += [Variant(label + FUSED, family + FUSED, fused_head(make(), case.head),
+                        own_loss=True) for label, family, make in builders]
     return out
 
 
@@ -213,11 +232,13 @@ def compile_run(name: str, size: str, budget: float, rounds: int, device: str, r
     plain = Variant("plain", "plain", case.model)
     variants = [plain]
     if not plan_budgets:
-        import copy
-
         fconfig.activation_memory_budget = budget
         variants.append(Variant("compiled", "torch.compile",
                                 torch.compile(copy.deepcopy(case.model))))
+        if case.head:  # the same budget, the model's head fused into its loss
+            variants.append(Variant("compiled" + FUSED, "torch.compile" + FUSED,
+                                    torch.compile(fused_head(copy.deepcopy(case.model),
+                                                             case.head)), own_loss=True))
     net = with_loss(case)  # one module: its plans share one capture
     for b in plan_budgets:
         p = chainplan.plan(run_id, budget=b)
@@ -258,8 +279,9 @@ def bench_compile(res: Result, size: str, rounds: int, device: str, plans_kept: 
     for budget in (1.0, 0.5, 0.2, 0.05):
         r = sub(budget, [])
         for row in r["rows"]:  # type: ignore[union-attr]
-            res.compiled.append(Variant(f"torch.compile, budget {budget}", "torch.compile",
-                                        None, peak=row["peak"],
+            fused = FUSED if row["name"].endswith(FUSED) else ""  # type: ignore[index]
+            res.compiled.append(Variant(f"torch.compile, budget {budget}{fused}",
+                                        "torch.compile" + fused, None, peak=row["peak"],
                                         ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
     plans = spread(sorted({v.budget for v in res.ours
                            if v.net is not None and v.budget and v.family == "chainplan"}),
@@ -270,6 +292,15 @@ def bench_compile(res: Result, size: str, rounds: int, device: str, plans_kept: 
                                     "chainplan + compile", None, peak=row["peak"],
                                     budget=row["budget"],
                                     ratio=row["ms"] / r["plain_ms"]))  # type: ignore[operator]
+
+
+def frontier_name(stem: str) -> str:
+    """The picture beside a report: promise-bench.md's is promise-frontier.svg,
+    promise-bench-fused.md's promise-frontier-fused.svg, another report's STEM-frontier.svg
+    (two reports in one folder never draw over each other's)."""
+    if "-bench" in stem:
+        return stem.replace("-bench", "-frontier", 1) + ".svg"
+    return stem + "-frontier.svg"
 
 
 def main() -> int:
@@ -313,7 +344,7 @@ def main() -> int:
               f"{time.strftime('%Y-%m-%d')}, in {time.perf_counter() - t0:.0f} s. Do not edit "
               "by hand.")
     out = Path(args.output) if args.output else None
-    picture = out.with_name("promise-frontier.svg") if out else None
+    picture = out.with_name(frontier_name(out.stem)) if out else None
     text = summarize(results, header, args.rounds, picture)
     text += "".join(report_model(r) for r in results)
     print(text)

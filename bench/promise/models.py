@@ -50,6 +50,9 @@ class Bench:
     blocks: list[str]  # module names: what per-block (and grouped) checkpointing wraps
     transformer: bool = False
     sequential: bool = False  # a chain of declared stages (checkpoint_sequential applies)
+    # a language model's linear head (module name), whose cross-entropy the alternatives
+    # also run fused (bench/promise/systems.py, fused_head); empty when there is none
+    head: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -65,7 +68,7 @@ def gpt(size: str = "small") -> Bench:
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
     return Bench(model, (idx,), {"mask": mask}, F.cross_entropy,
                  torch.randint(0, vocab, (batch * seq,)), [f"blocks.{i}" for i in range(depth)],
-                 transformer=True)
+                 transformer=True, head="head")
 
 
 def llama(size: str = "small") -> Bench:
@@ -75,7 +78,7 @@ def llama(size: str = "small") -> Bench:
     model = Llama(vocab=vocab, width=width, heads=heads, layers=depth, max_seq=seq)
     idx = torch.randint(0, vocab, (batch, seq))
     return Bench(model, (idx,), {}, F.cross_entropy, torch.randint(0, vocab, (batch * seq,)),
-                 [f"layers.{i}" for i in range(depth)], transformer=True)
+                 [f"layers.{i}" for i in range(depth)], transformer=True, head="lm_head")
 
 
 def resnet(size: str = "small") -> Bench:

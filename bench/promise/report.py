@@ -25,6 +25,10 @@ SLOW = 1.25  # "within 1.25x the plain step time"
 # chainplan on the model with its loss computed outside it, as the script wrote it: the
 # loss and the head are then beyond the plan (bench/promise/main.py, WithLoss).
 OUTSIDE = "chainplan, loss outside"
+# An alternative run with chainplan's fused linear cross-entropy in place of the model's
+# head and PyTorch's loss (bench/promise/systems.py, fused_head): its family is the
+# alternative's with this suffix.
+FUSED = ", fused head"
 
 
 @dataclass
@@ -75,20 +79,33 @@ class Result:
         return next((v for v in self.ours if v.name == label or label in v.labels), None)
 
     def comparisons(self) -> list[tuple[Variant, Variant, Variant, float]]:
-        """(alternative, chainplan at its peak, fastest alternative within that memory,
-        chainplan's time / that one's). The memory is the larger of the alternative's
-        measured peak (chainplan's budget) and chainplan's: chainplan is never credited
-        with memory it took beyond its budget, nor charged for memory it left unused."""
+        """(alternative, chainplan at its peak, fastest alternative with PyTorch's head
+        within that memory, chainplan's time / that one's). The memory is the larger of the
+        alternative's measured peak (chainplan's budget) and chainplan's: chainplan is never
+        credited with memory it took beyond its budget, nor charged for memory it left
+        unused."""
+        return [(a, c, b, r) for a, c, b, r, _, _ in self.comparisons2() if b is not None]
+
+    def comparisons2(self) -> list[tuple[Variant, Variant, Variant | None, float,
+                                         Variant | None, float]]:
+        """:meth:`comparisons` at every alternative's peak (the fused ones' too), each with
+        the fastest alternative given the fused head (systems.fused_head) within the same
+        memory and chainplan's time / its; None and nan where no alternative of that kind
+        fits."""
         out = []
         for a in self.alts[1:]:
             c = self.at(a)
             if c is None or c.net is None:
                 continue
-            fits = [b for b in self.alts if b.peak <= max(c.peak, a.peak) * 1.001]
-            if not fits:
+            room = max(c.peak, a.peak) * 1.001
+            fits = [b for b in self.alts if b.peak <= room and not b.family.endswith(FUSED)]
+            best = min(fits, key=lambda b: b.ms) if fits else None
+            fused = [b for b in self.alts if b.peak <= room and b.family.endswith(FUSED)]
+            bf = min(fused, key=lambda b: b.ms) if fused else None
+            if best is None and bf is None:
                 continue
-            best = min(fits, key=lambda b: b.ms)
-            out.append((a, c, best, c.ms / best.ms))
+            out.append((a, c, best, c.ms / best.ms if best else math.nan, bf,
+                        c.ms / bf.ms if bf else math.nan))
         return out
 
     def smallest_within(self, family: str) -> Variant | None:
@@ -124,18 +141,37 @@ def report_model(r: Result) -> str:
     for v in r.compiled:
         lines.append(f"| {v.name} | {_mib(v.budget) if v.budget else ''} | | {_mib(v.peak)} | "
                      f"| {v.ratio:.3f} |")
-    lines += ["", "| alternative | its peak MiB | chainplan peak MiB | chainplan / plain | "
-              "fastest alternative within that memory | its / plain | chainplan / it |",
-              "|---|---|---|---|---|---|---|"]
-    for a, c, best, ratio in r.comparisons():
+    lines += ["", "Each alternative's measured peak given to chainplan as its budget, against the "
+              "fastest alternative within that memory with PyTorch's head and loss, and the "
+              "fastest with the fused head (chainplan's linear_cross_entropy, no plan):", "",
+              "| alternative | its peak MiB | chainplan peak MiB | chainplan / plain | "
+              "fastest alternative, PyTorch head | its / plain | chainplan / it "
+              "| fastest alternative, fused head | its / plain | chainplan / it |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for a, c, best, ratio, bf, rf in r.comparisons2():
         lines.append(f"| {a.name} | {_mib(a.peak)} | {_mib(c.peak)} | {r.rel(c):.3f} | "
-                     f"{best.name} ({_mib(best.peak)} MiB) | {r.rel(best):.3f} | {ratio:.3f} |")
+                     f"{_against(r, best, ratio)} | {_against(r, bf, rf)} |")
     lines += ["", "Smallest measured peak within 1.25x the plain step: " + "; ".join(
         f"{fam} {_mib(v.peak)} MiB ({r.rel(v):.2f}x)" if (v := r.smallest_within(fam)) else
-        f"{fam} none" for fam in ("chainplan", OUTSIDE, *EAGER, "torch.compile",
-                                  "chainplan + compile")),
+        f"{fam} none" for fam in ("chainplan", OUTSIDE, *_families(r), "torch.compile",
+                                  "torch.compile" + FUSED, "chainplan + compile")),
         ""]
     return "\n".join(lines) + "\n"
+
+
+def _against(r: Result, best: Variant | None, ratio: float) -> str:
+    """Three cells: the fastest alternative within the memory, its time / plain, and
+    chainplan's / its ("none" when no alternative of that kind fits)."""
+    if best is None:
+        return "none | | "
+    return f"{best.name} ({_mib(best.peak)} MiB) | {r.rel(best):.3f} | {ratio:.3f}"
+
+
+def _families(r: Result) -> list[str]:
+    """The eager alternatives' families, then, on a model with a head, the same fused."""
+    if not r.case.head:
+        return list(EAGER)
+    return [*EAGER, "plain" + FUSED, *(f + FUSED for f in EAGER)]
 
 
 def _geomean(xs: list[float]) -> float:
@@ -162,11 +198,27 @@ def summarize(results: list[Result], header: str, rounds: int, picture: Path | N
         rs = [c[3] for c in r.comparisons()]
         lines.append(f"  * {r.name}: geometric mean {_geomean(rs):.3f}, worst "
                      f"{max(rs, default=math.nan):.3f}")
+    fused = [c for r in results for c in r.comparisons2() if c[4] is not None]
+    if fused:
+        lines.append("* **Equal measured memory, the alternatives given the fused head** "
+                     "(the same alternatives, each with chainplan's linear_cross_entropy in "
+                     "place of the model's head and PyTorch's loss, no plan): what the plan "
+                     "adds beyond the fused head. chainplan / fastest fused alternative "
+                     "within that memory, and / fastest alternative with either head:")
+        for r in results:
+            cs = [c for c in r.comparisons2() if c[4] is not None]
+            if not cs:
+                continue
+            rf = [c[5] for c in cs]
+            either = [c[1].ms / min(b.ms for b in (c[2], c[4]) if b is not None) for c in cs]
+            lines.append(f"  * {r.name}: fused head geometric mean {_geomean(rf):.3f}, worst "
+                         f"{max(rf):.3f}; either head geometric mean {_geomean(either):.3f}, "
+                         f"worst {max(either):.3f} over {len(cs)} budgets")
     lines.append("* **Smallest peak within 1.25x the plain step** (chainplan / best eager "
                  "alternative; target at most 0.8 on the transformer models):")
     for r in results:
         ours = r.smallest_within("chainplan")
-        eager = [v for fam in EAGER if (v := r.smallest_within(fam))]
+        eager = [v for fam in _families(r) if (v := r.smallest_within(fam))]
         best = min(eager, key=lambda v: v.peak) if eager else None
         if ours and best:
             lines.append(f"  * {r.name}: chainplan {_mib(ours.peak)} MiB ({r.rel(ours):.2f}x), "
@@ -180,7 +232,7 @@ def summarize(results: list[Result], header: str, rounds: int, picture: Path | N
                  f"{100 * statistics.median(off) if off else math.nan:.1f} %, worst "
                  f"{100 * max(off, default=math.nan):.1f} % (target: within 5 %).")
     for r in results:
-        comp = [v for v in r.compiled if v.family == "torch.compile"]
+        comp = [v for v in r.compiled if v.family.startswith("torch.compile")]
         if not comp:
             continue
         small = min(v.peak for v in comp)

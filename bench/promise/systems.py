@@ -8,7 +8,10 @@
   HuggingFace's ``gradient_checkpointing_enable()`` does);
 * ``per-block SAC``: selective activation checkpointing of every block
   (``torch.utils.checkpoint.create_selective_checkpoint_contexts``) saving the outputs of
-  the matrix products, the attention kernels and the convolutions, recomputing the rest.
+  the matrix products, the attention kernels and the convolutions, recomputing the rest;
+* ``fused_head``: any of them (or the plain model) with a language model's head and loss
+  replaced by chainplan's fused, chunked ``linear_cross_entropy``, which a user can call
+  without a plan: what the fused head adds is then measured apart from what the plan adds.
 
 Each builder returns a deep copy of the model with the wrapping applied; the copies train
 like the model (same parameters' values), and their measured peaks exclude parameters.
@@ -24,7 +27,9 @@ import torch
 import torch.utils.checkpoint as tuc
 from torch import nn
 
-__all__ = ["grouped", "per_block", "sac_policy"]
+from chainplan.runtime.linearloss import linear_cross_entropy
+
+__all__ = ["FusedHead", "fused_head", "grouped", "per_block", "sac_policy"]
 
 _SAVE = {
     torch.ops.aten.mm.default, torch.ops.aten.addmm.default, torch.ops.aten.bmm.default,
@@ -115,3 +120,36 @@ def grouped(model: nn.Module, blocks: list[str], k: int) -> nn.Module:
         for i in range(lo + 1, hi):
             _set(out, blocks[i], _Pass())
     return out
+
+
+class _Hidden(nn.Module):
+    """Stands where the head was: passes the hidden states on (the head's parameters stay
+    with :class:`FusedHead`, which applies them inside the fused loss)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+class FusedHead(nn.Module):
+    """``model`` with its linear head moved into the loss: ``forward(*args, labels,
+    **kwargs)`` returns ``{"loss": linear_cross_entropy(hidden, W, b, labels)}``, the
+    model's cross-entropy over its head's logits, never holding them whole."""
+
+    def __init__(self, model: nn.Module, head: str) -> None:
+        super().__init__()
+        lin = model.get_submodule(head)
+        if not isinstance(lin, nn.Linear):
+            raise TypeError(f"fused_head: {head} is a {type(lin).__name__}, not an nn.Linear")
+        _set(model, head, _Hidden())
+        self.model = model
+        self.head = lin  # the same parameters (a tied head stays tied to its embedding)
+
+    def forward(self, *args: Any, labels: torch.Tensor, **kwargs: Any) -> dict[str, torch.Tensor]:
+        h = self.model(*args, **kwargs)
+        return {"loss": linear_cross_entropy(h, self.head.weight, self.head.bias, labels)}
+
+
+def fused_head(model: nn.Module, head: str) -> FusedHead:
+    """``model`` itself (not a copy: apply it to what :func:`per_block` or :func:`grouped`
+    returned, or to a deep copy) with its head ``head`` fused into the loss."""
+    return FusedHead(model, head)

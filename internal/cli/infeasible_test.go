@@ -15,7 +15,7 @@ import (
 // families to their one infeasibility error: through the service, a budget too small is a
 // *chainplan.InfeasibleError (errors.As) whose smallest budget is the algorithm's
 // MinBudget, and through the CLI it exits 3 stating that budget. (The pipeline family's
-// one error, *pipeline.InfeasibleError, is held so by pipeline_test.go and
+// one error, *pipeplan.InfeasibleError, is held so by pipeline_test.go and
 // internal/service/pipeline_test.go; the multichain algorithms share the checkpointing
 // family's, internal/service/multichain_test.go.)
 func TestInfeasibleOnePerFamily(t *testing.T) {

@@ -116,9 +116,6 @@ func checkPipelineFlags(f pipelineFlags) (pipeplan.Request, error) {
 	if err := checkFormat(f.format, "json", "text"); err != nil {
 		return req, err
 	}
-	if err := service.CheckPipelineAlgo(f.algo); err != nil {
-		return req, &usageError{fmt.Errorf("--algo: %w", err)}
-	}
 	switch {
 	case f.chain == "" && f.run == "":
 		return req, usagef("--chain is required (or --run RUN to plan a stored profile)")

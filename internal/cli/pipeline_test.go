@@ -155,11 +155,20 @@ func TestPipelineBadInput(t *testing.T) {
 	}
 }
 
+// TestPipelineUnknownAlgo: the command reports a name that is no pipeline algorithm in the
+// registry's words (planner.SolvePipeline's one check, the same for Python), with what the
+// name is when it is another family's algorithm and the spelling when only its case is off.
 func TestPipelineUnknownAlgo(t *testing.T) {
 	chain := writeTemp(t, "chain.json", pipelineChain)
-	code, _, errs := run(t, "pipeline", "--algo", "rotor", "--chain", chain, "--gpus", "2", "--memory", "1GB", "--bandwidth", "1GB/s")
-	if code != exitBadInput || !strings.Contains(errs, `"rotor"`) {
-		t.Errorf("exit %d, stderr %q; want 2 naming the algorithm", code, errs)
+	for algo, want := range map[string]string{
+		"rotor":   `unknown pipeline algorithm "rotor" (want madpipe, contiguous, pipedream): rotor is a checkpointing algorithm`,
+		"MadPipe": `unknown pipeline algorithm "MadPipe" (want madpipe, contiguous, pipedream): names are lower-case: did you mean "madpipe"?`,
+		"nope":    `unknown pipeline algorithm "nope" (want madpipe, contiguous, pipedream)`,
+	} {
+		code, _, errs := run(t, "pipeline", "--algo", algo, "--chain", chain, "--gpus", "2", "--memory", "1GB", "--bandwidth", "1GB/s")
+		if code != exitBadInput || !strings.Contains(errs, want) {
+			t.Errorf("--algo %s: exit %d, stderr %q; want 2 and %q", algo, code, errs, want)
+		}
 	}
 }
 

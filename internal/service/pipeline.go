@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/pipeplan"
@@ -13,26 +11,14 @@ import (
 	"github.com/chainplan/chainplan/store"
 )
 
-// CheckPipelineAlgo returns an error wrapping ErrBadInput when name is no pipeline
-// algorithm ("" is the default one).
-func CheckPipelineAlgo(name string) error {
-	if name == "" || slices.Contains(planner.PipelineAlgos(), name) {
-		return nil
-	}
-	return &inputError{fmt.Sprintf("unknown pipeline algorithm %q (want %s)", name, strings.Join(planner.PipelineAlgos(), ", "))}
-}
-
 // SolvePipeline plans chain c as a pipeline: at req's memory, or with req.MinMemory at the
 // algorithm's smallest memory per device, found directly, then solved once. The notes are
 // sentences for the user (madpipe: no MILP solver found, and how to install one). Errors:
 // the chain's *chainplan.ChainError, a *pipeplan.OptionError naming the option, a
-// *pipeplan.InfeasibleError with the smallest memory that fits (or a lower bound), an
-// unknown algorithm wrapping ErrBadInput, chainplan.ErrUnsupported for a smallest memory
-// the algorithm cannot find.
+// *pipeplan.InfeasibleError with the smallest memory that fits (or a lower bound),
+// chainplan.ErrUnsupported for an unknown algorithm (planner.SolvePipeline checks the name,
+// once for every front end) or a smallest memory the algorithm cannot find.
 func SolvePipeline(c *chainplan.Chain, req pipeplan.Request) (*pipeplan.Plan, []string, error) {
-	if err := CheckPipelineAlgo(req.Algo); err != nil {
-		return nil, nil, err
-	}
 	p, notes, err := planner.SolvePipeline(c, req)
 	if err == nil && req.Microbatches > 0 {
 		p.Microbatches = req.Microbatches
@@ -99,9 +85,6 @@ type PlannedPipeline struct {
 // a missing run and ErrBadInput for an unknown source.
 func (s *Service) PlanPipelineRun(ctx context.Context, ref RunRef, req pipeplan.Request) (*PlannedPipeline, error) {
 	if err := checkSource(req.Source); err != nil {
-		return nil, err
-	}
-	if err := CheckPipelineAlgo(req.Algo); err != nil {
 		return nil, err
 	}
 	id, c, err := s.runChain(ctx, ref)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/workload"
@@ -56,13 +57,13 @@ func (s *searcher) madpipeCut(lay *layout) ([]int, error) {
 	for _, l := range lay.stageLink {
 		bw = math.Min(bw, l.Bandwidth)
 	}
-	pr, err := pipeline.NewProblem(ch, pipeline.Options{GPUs: g.PP, MemoryBytes: s.c.MinMemoryBytes() * int64(g.TMP),
-		Bandwidth: bw, WeightCopies: s.weightCopies(), ActivationModel: pipeline.ActivationsSaved})
+	pr, err := pipeline.NewProblem(ch, pipeplan.Options{GPUs: g.PP, MemoryBytes: s.c.MinMemoryBytes() * int64(g.TMP),
+		Bandwidth: bw, WeightCopies: s.weightCopies(), ActivationModel: pipeplan.ActivationsSaved})
 	if err != nil {
 		return nil, err
 	}
 	plan, err := contiguous.Solve(pr)
-	var ie *pipeline.InfeasibleError
+	var ie *pipeplan.InfeasibleError
 	if errors.As(err, &ie) {
 		return nil, nil
 	} else if err != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 	"github.com/chainplan/chainplan/planner/workload"
@@ -141,8 +142,8 @@ func (s *searcher) simulate(c *Candidate) (*SimCheck, error) {
 		bounds[k] = pipesim.BoundaryLink{Bandwidth: math.Min(l.Bandwidth, math.MaxFloat64), LatencyS: l.LatencyS}
 	}
 	checkpointed := c.Checkpointed > 0
-	pr, err := pipeline.NewProblem(ch, pipeline.Options{GPUs: c.PP, Bandwidth: 1, WeightCopies: s.weightCopies(),
-		ActivationModel: pipeline.ActivationsSaved, Checkpoint: checkpointed})
+	pr, err := pipeline.NewProblem(ch, pipeplan.Options{GPUs: c.PP, Bandwidth: 1, WeightCopies: s.weightCopies(),
+		ActivationModel: pipeplan.ActivationsSaved, Checkpoint: checkpointed})
 	if err != nil {
 		return nil, err
 	}
@@ -151,10 +152,10 @@ func (s *searcher) simulate(c *Candidate) (*SimCheck, error) {
 	if s.o.Schedule == ScheduleGPipe {
 		sc.Schedule = string(pipesim.GPipe)
 	}
-	stages := make([]pipeline.Stage, c.PP)
+	stages := make([]pipeplan.Stage, c.PP)
 	var whole []int
 	for j, st := range c.Stages {
-		stages[j] = pipeline.Stage{First: st.FirstLayer, Last: st.LastLayer, GPU: j}
+		stages[j] = pipeplan.Stage{First: st.FirstLayer, Last: st.LastLayer, GPU: j}
 		if st.Checkpoint == nil {
 			continue
 		}

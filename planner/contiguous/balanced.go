@@ -1,6 +1,9 @@
 package contiguous
 
-import "github.com/chainplan/chainplan/planner/pipeline"
+import (
+	"github.com/chainplan/chainplan/pipeplan"
+	"github.com/chainplan/chainplan/planner/pipeline"
+)
 
 // Balanced returns the partition of pr's layers into exactly n contiguous stages, stage k
 // on device k, that minimises the largest load of a stage U(i,j) or of the boundary before
@@ -9,7 +12,7 @@ import "github.com/chainplan/chainplan/planner/pipeline"
 // considered. Among partitions of equal load it keeps the one whose last stage starts
 // latest. n must be in 1..L; the result has n stages. O(L²·n): the caller checks pr first
 // (pipeline.Problem.CheckPlanning).
-func Balanced(pr *pipeline.Problem, n int) []pipeline.Stage {
+func Balanced(pr *pipeline.Problem, n int) []pipeplan.Stage {
 	l := pr.L()
 	n = max(1, min(n, l))
 	load := func(i, j int) float64 { return max(pr.U(i, j), pr.Comm(i-1)) }
@@ -37,10 +40,10 @@ func Balanced(pr *pipeline.Problem, n int) []pipeline.Stage {
 			}
 		}
 	}
-	stages := make([]pipeline.Stage, n)
+	stages := make([]pipeplan.Stage, n)
 	for q, j := n, l; q >= 1; q-- {
 		i := from[q][j]
-		stages[q-1] = pipeline.Stage{First: i, Last: j, GPU: q - 1}
+		stages[q-1] = pipeplan.Stage{First: i, Last: j, GPU: q - 1}
 		j = i - 1
 	}
 	return stages

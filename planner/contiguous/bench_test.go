@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -14,7 +15,7 @@ import (
 // profile, densenet121 with 77 layers) on 8 devices, with 1.2 times the smallest memory.
 var benchProblem = sync.OnceValue(func() *pipeline.Problem {
 	rng := rand.New(rand.NewPCG(80, 8))
-	pr, err := pipeline.NewProblem(pipechains.Random(rng, 80), pipeline.Options{GPUs: 8, Bandwidth: 50})
+	pr, err := pipeline.NewProblem(pipechains.Random(rng, 80), pipeplan.Options{GPUs: 8, Bandwidth: 50})
 	if err != nil {
 		panic(err)
 	}

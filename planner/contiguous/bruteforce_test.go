@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -13,9 +14,9 @@ import (
 
 // partitions calls visit with every partition of layers 1..l into at most p contiguous
 // stages, stage k on device k: 2^(l−1) compositions, cut to p parts.
-func partitions(l, p int, visit func([]pipeline.Stage)) {
-	var rec func(first int, stages []pipeline.Stage)
-	rec = func(first int, stages []pipeline.Stage) {
+func partitions(l, p int, visit func([]pipeplan.Stage)) {
+	var rec func(first int, stages []pipeplan.Stage)
+	rec = func(first int, stages []pipeplan.Stage) {
 		if first > l {
 			visit(stages)
 			return
@@ -24,7 +25,7 @@ func partitions(l, p int, visit func([]pipeline.Stage)) {
 			return
 		}
 		for last := first; last <= l; last++ {
-			rec(last+1, append(stages, pipeline.Stage{First: first, Last: last, GPU: len(stages)}))
+			rec(last+1, append(stages, pipeplan.Stage{First: first, Last: last, GPU: len(stages)}))
 		}
 	}
 	rec(1, nil)
@@ -33,7 +34,7 @@ func partitions(l, p int, visit func([]pipeline.Stage)) {
 // bruteForce returns the smallest BestPeriod over every contiguous allocation, or +Inf.
 func bruteForce(pr *pipeline.Problem) float64 {
 	best := math.Inf(1)
-	partitions(pr.L(), pr.Options().GPUs, func(st []pipeline.Stage) {
+	partitions(pr.L(), pr.Options().GPUs, func(st []pipeplan.Stage) {
 		if t, ok := pipeline.BestPeriod(pr, st); ok {
 			best = min(best, t)
 		}
@@ -45,7 +46,7 @@ func bruteForce(pr *pipeline.Problem) float64 {
 // contiguous allocation: the optimum without a memory limit.
 func bruteUnconstrained(pr *pipeline.Problem) float64 {
 	best := math.Inf(1)
-	partitions(pr.L(), pr.Options().GPUs, func(st []pipeline.Stage) {
+	partitions(pr.L(), pr.Options().GPUs, func(st []pipeplan.Stage) {
 		var load float64
 		for k, s := range st {
 			load = max(load, pr.U(s.First, s.Last))
@@ -83,11 +84,11 @@ func TestBalanced(t *testing.T) {
 	for c := range 2000 {
 		l := 1 + rng.IntN(8)
 		n := 1 + rng.IntN(l)
-		pr, err := pipeline.NewProblem(pipechains.Random(rng, l), pipeline.Options{GPUs: n, Bandwidth: 5 + 100*rng.Float64()})
+		pr, err := pipeline.NewProblem(pipechains.Random(rng, l), pipeplan.Options{GPUs: n, Bandwidth: 5 + 100*rng.Float64()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		load := func(st []pipeline.Stage) float64 {
+		load := func(st []pipeplan.Stage) float64 {
 			var worst float64
 			for _, s := range st {
 				worst = max(worst, pr.U(s.First, s.Last), pr.Comm(s.First-1))
@@ -108,15 +109,15 @@ func TestBalanced(t *testing.T) {
 			if bits.OnesCount(uint(mask)) != n-1 {
 				continue
 			}
-			var st []pipeline.Stage
+			var st []pipeplan.Stage
 			first := 1
 			for b := range l - 1 {
 				if mask&(1<<b) != 0 {
-					st = append(st, pipeline.Stage{First: first, Last: b + 1, GPU: len(st)})
+					st = append(st, pipeplan.Stage{First: first, Last: b + 1, GPU: len(st)})
 					first = b + 2
 				}
 			}
-			st = append(st, pipeline.Stage{First: first, Last: l, GPU: len(st)})
+			st = append(st, pipeplan.Stage{First: first, Last: l, GPU: len(st)})
 			best = min(best, load(st))
 		}
 		if load(got) != best {

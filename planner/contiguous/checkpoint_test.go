@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -19,10 +20,10 @@ import (
 // the largest budget its device leaves, which is one of these, so the two must agree.
 func bruteForceModes(pr *pipeline.Problem) float64 {
 	best := math.Inf(1)
-	partitions(pr.L(), pr.Options().GPUs, func(st []pipeline.Stage) {
-		options := make([][]pipeline.Stage, len(st))
+	partitions(pr.L(), pr.Options().GPUs, func(st []pipeplan.Stage) {
+		options := make([][]pipeplan.Stage, len(st))
 		for k, s := range st {
-			options[k] = []pipeline.Stage{s}
+			options[k] = []pipeplan.Stage{s}
 			for _, b := range pr.RecomputeBudgets(s.First, s.Last) {
 				rs, err := pr.RecomputeStage(s.First, s.Last, s.GPU, b)
 				if err != nil {
@@ -31,7 +32,7 @@ func bruteForceModes(pr *pipeline.Problem) float64 {
 				options[k] = append(options[k], rs)
 			}
 		}
-		pick := make([]pipeline.Stage, len(st))
+		pick := make([]pipeplan.Stage, len(st))
 		var rec func(k int)
 		rec = func(k int) {
 			if k == len(st) {
@@ -54,8 +55,8 @@ func bruteForceModes(pr *pipeline.Problem) float64 {
 // memory between half the smallest contiguous memory without recomputation and that.
 func checkpointProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
 	c := pipechains.Random(rng, 1+rng.IntN(5))
-	opts := pipeline.Options{GPUs: 1 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64(), Checkpoint: true}
-	plain := mustProblem(tb, c, pipeline.Options{GPUs: opts.GPUs, Bandwidth: opts.Bandwidth})
+	opts := pipeplan.Options{GPUs: 1 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64(), Checkpoint: true}
+	plain := mustProblem(tb, c, pipeplan.Options{GPUs: opts.GPUs, Bandwidth: opts.Bandwidth})
 	need, _ := contiguous.MinMemory(plain)
 	return mustProblem(tb, c, opts).WithMemory(need/2 + rng.Int64N(need/2+10))
 }

@@ -3,6 +3,7 @@ package contiguous_test
 import (
 	"fmt"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -16,8 +17,8 @@ import (
 func ExampleSolve() {
 	one := []float64{1, 1, 1, 1}
 	c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
-		ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
+		ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package contiguous
 
 import (
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -22,7 +23,7 @@ import (
 // position still never costs more (its group, hence its memory, is no larger, and its
 // recomputing budget no smaller), so the DP stays exact over these modes. O(L²·P) time,
 // O(L·P) memory.
-func feasible(pr *pipeline.Problem, T float64) []pipeline.Stage {
+func feasible(pr *pipeline.Problem, T float64) []pipeplan.Stage {
 	l, p := pr.L(), min(pr.Options().GPUs, pr.L())
 	m := pr.Limit()
 	// pos[j][q], for 0 ≤ j ≤ L and 0 ≤ q ≤ P; next[j][q] is the end of the stage that
@@ -101,11 +102,11 @@ func recompute(pr *pipeline.Problem, i, j int, at pipeline.Position, T float64, 
 }
 
 // backtrack follows the DP's choices from layer 1 with q stages.
-func backtrack(pr *pipeline.Problem, next [][]int, budget [][]int64, q int) []pipeline.Stage {
-	var stages []pipeline.Stage
+func backtrack(pr *pipeline.Problem, next [][]int, budget [][]int64, q int) []pipeplan.Stage {
+	var stages []pipeplan.Stage
 	for j := 0; q > 0; q-- {
 		last := next[j][q]
-		st := pipeline.Stage{First: j + 1, Last: last, GPU: len(stages)}
+		st := pipeplan.Stage{First: j + 1, Last: last, GPU: len(stages)}
 		if b := budget[j][q]; b > 0 {
 			rs, err := pr.RecomputeStage(j+1, last, len(stages), b)
 			if err != nil {

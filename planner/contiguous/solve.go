@@ -3,6 +3,7 @@ package contiguous
 import (
 	"time"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -29,10 +30,10 @@ const maxDoublings = 40
 // found feasible (pipeline.BestPeriod), so it ends on a period some allocation reaches
 // exactly, with the infeasible bound the next float below. O(L²·P) per probe.
 //
-// Errors: a *pipeline.InfeasibleError with the smallest memory that fits (MinMemory) when
+// Errors: a *pipeplan.InfeasibleError with the smallest memory that fits (MinMemory) when
 // no contiguous plan fits pr's memory; a *chainplan.SizeError when pr is too large to plan
 // (pipeline.Problem.CheckPlanning).
-func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
+func Solve(pr *pipeline.Problem) (*pipeplan.Plan, error) {
 	start := time.Now()
 	if err := pr.CheckPlanning(); err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 	}
 	if best == nil {
 		need, _ := MinMemory(pr)
-		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
+		return nil, &pipeplan.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
 	}
 	lo := unconstrained(pr)
 	if stages := feasible(pr, lo); stages != nil {
@@ -79,7 +80,7 @@ func Solve(pr *pipeline.Problem) (*pipeline.Plan, error) {
 		return nil, err
 	}
 	if !ok {
-		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes}
+		return nil, &pipeplan.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes}
 	}
 	p.SolveMS = float64(time.Since(start).Microseconds()) / 1000
 	return p, nil

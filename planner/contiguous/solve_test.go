@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
-func mustProblem(tb testing.TB, c *chainplan.Chain, opts pipeline.Options) *pipeline.Problem {
+func mustProblem(tb testing.TB, c *chainplan.Chain, opts pipeplan.Options) *pipeline.Problem {
 	tb.Helper()
 	pr, err := pipeline.NewProblem(c, opts)
 	if err != nil {
@@ -23,7 +24,7 @@ func mustProblem(tb testing.TB, c *chainplan.Chain, opts pipeline.Options) *pipe
 }
 
 // mustSolve solves and checks the plan with the validator.
-func mustSolve(tb testing.TB, pr *pipeline.Problem) *pipeline.Plan {
+func mustSolve(tb testing.TB, pr *pipeline.Problem) *pipeplan.Plan {
 	tb.Helper()
 	p, err := contiguous.Solve(pr)
 	if err != nil {
@@ -44,7 +45,7 @@ const ample = 1 << 40
 
 // TestAnchors checks the exact anchors of spec §6.4 that concern contiguous plans.
 func TestAnchors(t *testing.T) {
-	noComm := pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
+	noComm := pipeplan.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: the best contiguous period is 3 (T:l.2632).
 		if p := mustSolve(t, mustProblem(t, pipechains.Costs(1, 2, 1), noComm)); p.Period != 3 {
@@ -55,9 +56,9 @@ func TestAnchors(t *testing.T) {
 		// Weights (1,2,1), M = 2, P = 2, the chapter 5 model (one copy, no activations):
 		// no contiguous allocation fits (Lemma 10); 3 is the smallest memory that does.
 		c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		_, err := contiguous.Solve(pr)
-		var ie *pipeline.InfeasibleError
+		var ie *pipeplan.InfeasibleError
 		if !errors.As(err, &ie) || !errors.Is(err, chainplan.ErrInfeasible) {
 			t.Fatalf("err = %v, want an InfeasibleError", err)
 		}
@@ -70,7 +71,7 @@ func TestAnchors(t *testing.T) {
 		// The Theorem 17 chain for k = 2 on P = 5: the contiguous optimum is 3.2 (spec
 		// §2.10 E2, by brute force), 2k−1+ε.
 		c := pipechains.Costs(2, .2, 1, .2, 2, .2, 1, .2, 2, .2, 1)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 		if p := mustSolve(t, pr); !near(p.Period, 3.2) {
 			t.Errorf("period = %g, want 3.2", p.Period)
 		}
@@ -91,7 +92,7 @@ func TestAnchors(t *testing.T) {
 				cost, w = append(cost, float64(k-1)), append(w, 1)
 			}
 			c := pipechains.Chain(half(cost), half(cost), w, nil)
-			pr := mustProblem(t, c, pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
+			pr := mustProblem(t, c, pipeplan.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 			p := mustSolve(t, pr)
 			if p.Period < float64(k*(k-1)) || !near(p.Period, bruteForce(pr)) {
 				t.Errorf("k = %d: period = %g, want ≥ %d and the brute force %g", k, p.Period, k*(k-1), bruteForce(pr))
@@ -103,8 +104,8 @@ func TestAnchors(t *testing.T) {
 		// contiguous allocation {1},{2,3,4} fits at T = 6, and no contiguous one does better.
 		one := []float64{1, 1, 1, 1}
 		c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
-			ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6,
+			ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 		p := mustSolve(t, pr)
 		if p.Period != 6 || len(p.Stages) != 2 || p.Stages[0].Last != 1 {
 			t.Errorf("period %g with stages %v, want 6 with {1},{2,3,4}", p.Period, p.Stages)
@@ -124,10 +125,10 @@ func half(cost []float64) []float64 {
 // smallest contiguous one and twice it, and a bandwidth that makes links matter.
 func randomProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
 	c := pipechains.Random(rng, 1+rng.IntN(8))
-	opts := pipeline.Options{GPUs: 1 + rng.IntN(5), Bandwidth: 20 + 200*rng.Float64(),
+	opts := pipeplan.Options{GPUs: 1 + rng.IntN(5), Bandwidth: 20 + 200*rng.Float64(),
 		WeightCopies: 2 + rng.IntN(2)}
 	if rng.IntN(2) == 0 {
-		opts.ActivationModel = pipeline.ActivationsInput
+		opts.ActivationModel = pipeplan.ActivationsInput
 	}
 	pr := mustProblem(tb, c, opts)
 	need, _ := contiguous.MinMemory(pr)
@@ -148,7 +149,7 @@ func TestBruteForce(t *testing.T) {
 			want := bruteForce(pr)
 			p, err := contiguous.Solve(pr)
 			if math.IsInf(want, 1) {
-				var ie *pipeline.InfeasibleError
+				var ie *pipeplan.InfeasibleError
 				if !errors.As(err, &ie) {
 					t.Fatalf("brute force finds no plan, Solve: %v", err)
 				}

@@ -3,15 +3,15 @@ package madpipe
 import (
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // BenchmarkSolve plans the largest shared profile, densenet121 (77 layers), on 8 devices
 // at 1.5× the smallest contiguous memory, β = 12 GB/s: phase 1, phase 2 and the
 // contiguous plan (`make bench`).
 func BenchmarkSolve(b *testing.B) {
-	pr := mustProblem(b, profile(b, "densenet121"), pipeline.Options{GPUs: 8, Bandwidth: 12e9})
+	pr := mustProblem(b, profile(b, "densenet121"), pipeplan.Options{GPUs: 8, Bandwidth: 12e9})
 	need, err := contiguous.MinMemory(pr)
 	if err != nil {
 		b.Fatal(err)
@@ -26,7 +26,7 @@ func BenchmarkSolve(b *testing.B) {
 
 // BenchmarkPhase1 is Algorithm 1 alone on the same instance.
 func BenchmarkPhase1(b *testing.B) {
-	pr := mustProblem(b, profile(b, "densenet121"), pipeline.Options{GPUs: 8, Bandwidth: 12e9})
+	pr := mustProblem(b, profile(b, "densenet121"), pipeplan.Options{GPUs: 8, Bandwidth: 12e9})
 	need, err := contiguous.MinMemory(pr)
 	if err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 package madpipe
 
 import (
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -13,7 +14,7 @@ import (
 // a single path: seq lists its operations in order, and edge i joins seq[i] to seq[i+1].
 type graph struct {
 	prob   *pipeline.Problem
-	stages []pipeline.Stage
+	stages []pipeplan.Stage
 	ops    []op
 	seq    []int   // operation indices along the mini-batch's path
 	pos    []int   // pos[o]: the index of operation o in seq
@@ -26,7 +27,7 @@ type graph struct {
 }
 
 type op struct {
-	kind  pipeline.OpKind
+	kind  pipeplan.OpKind
 	stage int
 	dur   float64
 	res   int
@@ -36,7 +37,7 @@ type op struct {
 // newGraph builds the graph of stages (an allocation covering the chain in order), the
 // durations, stored and transient bytes from the model (pipeline.Problem.Cost). Errors
 // are Cost's (a recomputing stage whose sequence does not replay).
-func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) (*graph, error) {
+func newGraph(prob *pipeline.Problem, stages []pipeplan.Stage) (*graph, error) {
 	o := prob.Options()
 	g := &graph{prob: prob, stages: stages, res: make([][]int, o.GPUs),
 		f: make([]int, len(stages)), b: make([]int, len(stages)),
@@ -45,7 +46,7 @@ func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) (*graph, error) {
 		g.static[dev] = float64(s)
 	}
 	links := map[[2]int]int{}
-	add := func(kind pipeline.OpKind, k int, dur float64, res int, extra int64) int {
+	add := func(kind pipeplan.OpKind, k int, dur float64, res int, extra int64) int {
 		g.ops = append(g.ops, op{kind, k, dur, res, float64(extra)})
 		g.res[res] = append(g.res[res], len(g.ops)-1)
 		return len(g.ops) - 1
@@ -68,14 +69,14 @@ func newGraph(prob *pipeline.Problem, stages []pipeline.Stage) (*graph, error) {
 			return nil, err
 		}
 		g.stored[k] = float64(c.Stored)
-		g.f[k] = add(pipeline.F, k, c.Fwd, s.GPU, c.FwdExtra)
-		g.b[k] = add(pipeline.B, k, c.Bwd, s.GPU, c.BwdExtra)
+		g.f[k] = add(pipeplan.F, k, c.Fwd, s.GPU, c.FwdExtra)
+		g.b[k] = add(pipeplan.B, k, c.Bwd, s.GPU, c.BwdExtra)
 		fwd = append(fwd, g.f[k])
 		bwd = append(bwd, g.b[k])
 		if g.crosses(k) {
 			r, d := link(k), prob.Transfer(s.Last)
-			fwd = append(fwd, add(pipeline.CF, k, d, r, 0))
-			bwd = append(bwd, add(pipeline.CB, k, d, r, 0))
+			fwd = append(fwd, add(pipeplan.CF, k, d, r, 0))
+			bwd = append(bwd, add(pipeplan.CB, k, d, r, 0))
 		}
 	}
 	g.seq = fwd

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // TestLimits: MadPipe refuses with a *chainplan.SizeError, before phase 1 runs, the
@@ -34,7 +34,7 @@ func TestLimits(t *testing.T) {
 			if tt.limit != "" {
 				t.Setenv(chainplan.TableLimitEnv, tt.limit)
 			}
-			pr := mustProblem(t, testchains.Long(tt.layers), pipeline.Options{GPUs: tt.gpus, MemoryBytes: 64e9, Bandwidth: 12e9})
+			pr := mustProblem(t, testchains.Long(tt.layers), pipeplan.Options{GPUs: tt.gpus, MemoryBytes: 64e9, Bandwidth: 12e9})
 			if tt.name == "memo" { // the family's checks pass: phase 1 runs and stops
 				if err := pr.CheckPlanning(); err != nil {
 					t.Fatal(err)

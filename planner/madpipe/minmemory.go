@@ -22,7 +22,7 @@ import (
 // Where MadPipe plans below the contiguous minimum it takes about 30 probes, each with
 // the time limit of its ILPs.
 //
-// Errors: a *pipeline.InfeasibleError (no memory fits: the contiguous planner's own
+// Errors: a *pipeplan.InfeasibleError (no memory fits: the contiguous planner's own
 // verdict, which only happens for a chain no device count can hold); with
 // opts.RequireSolver, an error wrapping milp.ErrNoSolver when no solver is found; an
 // internal error of a probe.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -29,7 +30,7 @@ func chainOf(costs []float64, in int64, outs, w []int64) *chainplan.Chain {
 	return c
 }
 
-func mustProblem(tb testing.TB, c *chainplan.Chain, o pipeline.Options) *pipeline.Problem {
+func mustProblem(tb testing.TB, c *chainplan.Chain, o pipeplan.Options) *pipeline.Problem {
 	tb.Helper()
 	p, err := pipeline.NewProblem(c, o)
 	if err != nil {
@@ -60,19 +61,19 @@ func TestWorkedExamples(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		chain *chainplan.Chain
-		opts  pipeline.Options
+		opts  pipeplan.Options
 		want  float64
 		alloc string // "" when the spec names no allocation
 	}{
 		// E1: costs (1, 2, 1) on P = 2, no memory or communication: the special device
 		// takes layers 1 and 3, the best contiguous period being 3.
-		{"E1", chainOf([]float64{1, 2, 1}, 0, nil, nil), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2, "{1}S {2}N {3}S "},
+		{"E1", chainOf([]float64{1, 2, 1}, 0, nil, nil), pipeplan.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2, "{1}S {2}N {3}S "},
 		// E2: the Theorem 17 chain for k = 2 on P = 5: 2.2 (contiguous 3.2, non-contiguous 2).
-		{"E2", chainOf(e2, 0, nil, nil), pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2.2, ""},
+		{"E2", chainOf(e2, 0, nil, nil), pipeplan.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}, 2.2, ""},
 		// E3: L = 4, unit times and activations, M = 5, β → ∞: 4 with {1,2} on the special
 		// device charged 1·(a0+a1) + 2a2 = 4 ≤ 5 (the under-estimate of spec §2.5).
 		{"E3", chainOf([]float64{2, 2, 2, 2}, 1, []int64{1, 1, 1, 1}, nil),
-			pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e30, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true}, 4, "{1-2}S {3-4}N "},
+			pipeplan.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e30, ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true}, 4, "{1-2}S {3-4}N "},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			its, err := phase1(mustProblem(t, c.chain, c.opts), true)
@@ -94,7 +95,7 @@ func TestWorkedExamples(t *testing.T) {
 // allocations, which the exact DP at T̂ large enough (no memory) must find directly.
 func TestE2Restricted(t *testing.T) {
 	prob := mustProblem(t, chainOf([]float64{2, .2, 1, .2, 2, .2, 1, .2, 2, .2, 1}, 0, nil, nil),
-		pipeline.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
+		pipeplan.Options{GPUs: 5, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 	got, st := newDP(prob, 100, true).run()
 	if math.Abs(got-2.2) > 1e-9 {
 		t.Fatalf("DP = %g (%s), want 2.2", got, allocString(st))

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/profile/pipedream"
@@ -56,7 +57,7 @@ func TestProfiles(t *testing.T) {
 	for _, name := range names {
 		c := profile(t, name)
 		for _, p := range gpus {
-			pr := mustProblem(t, c, pipeline.Options{GPUs: p, Bandwidth: 12e9})
+			pr := mustProblem(t, c, pipeplan.Options{GPUs: p, Bandwidth: 12e9})
 			need, err := contiguous.MinMemory(pr)
 			if err != nil {
 				t.Fatal(err)
@@ -86,7 +87,7 @@ func TestProfiles(t *testing.T) {
 	}
 }
 
-func periodOf(p *pipeline.Plan) string {
+func periodOf(p *pipeplan.Plan) string {
 	if p == nil {
 		return "none"
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/milp"
@@ -30,9 +31,9 @@ func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(1, math.Abs
 // draws fit only non-contiguous allocations and some fit nothing.
 func randomProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
 	c := pipechains.Random(rng, 2+rng.IntN(8))
-	opts := pipeline.Options{GPUs: 2 + rng.IntN(4), Bandwidth: 20 + 200*rng.Float64(), WeightCopies: 2 + rng.IntN(2)}
+	opts := pipeplan.Options{GPUs: 2 + rng.IntN(4), Bandwidth: 20 + 200*rng.Float64(), WeightCopies: 2 + rng.IntN(2)}
 	if rng.IntN(2) == 0 {
-		opts.ActivationModel = pipeline.ActivationsInput
+		opts.ActivationModel = pipeplan.ActivationsInput
 	}
 	pr := mustProblem(tb, c, opts)
 	lo := pipeline.MemoryLowerBound(pr)
@@ -59,7 +60,7 @@ func TestRandom(t *testing.T) {
 			c, cerr := contiguous.Solve(pr)
 			p, err := Solve(pr, Options{TimeLimit: testLimit})
 			if err != nil {
-				var ie *pipeline.InfeasibleError
+				var ie *pipeplan.InfeasibleError
 				if !errors.As(err, &ie) || cerr == nil {
 					t.Fatalf("Solve: %v; contiguous: %v", err, cerr)
 				}
@@ -159,7 +160,7 @@ func TestILPMatches1F1BStar(t *testing.T) {
 // recomputation and that memory, where recomputing is what lets plans fit.
 func checkpointProblem(tb testing.TB, rng *rand.Rand) *pipeline.Problem {
 	c := pipechains.Random(rng, 2+rng.IntN(7))
-	opts := pipeline.Options{GPUs: 2 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64()}
+	opts := pipeplan.Options{GPUs: 2 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64()}
 	need, err := contiguous.MinMemory(mustProblem(tb, c, opts))
 	if err != nil {
 		tb.Fatal(err)
@@ -232,7 +233,7 @@ func TestMinMemoryIsSmallest(t *testing.T) {
 			t.Fatalf("%d of 400 chains plan below the contiguous minimum", below)
 		}
 		c := pipechains.Random(rng, 3+rng.IntN(5))
-		o := pipeline.Options{GPUs: 2 + rng.IntN(2), Bandwidth: 20 + 200*rng.Float64(), NoTemporaries: rng.IntN(2) == 0, Checkpoint: rng.IntN(3) == 0}
+		o := pipeplan.Options{GPUs: 2 + rng.IntN(2), Bandwidth: 20 + 200*rng.Float64(), NoTemporaries: rng.IntN(2) == 0, Checkpoint: rng.IntN(3) == 0}
 		pr := mustProblem(t, c, o)
 		hi, _ := contiguous.MinMemory(pr)
 		m, err := MinMemory(pr, opts)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/milp"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -40,7 +41,7 @@ type Options struct {
 	Trace *Trace
 	// RequireSolver makes Solve and MinMemory return an error wrapping milp.ErrNoSolver
 	// when Solver is nil and milp.FindHighs finds no solver, whatever the chain, instead of
-	// falling back to the best contiguous plan (marked pipeline.FallbackNoSolver).
+	// falling back to the best contiguous plan (marked pipeplan.FallbackNoSolver).
 	RequireSolver bool
 }
 
@@ -58,7 +59,7 @@ type Trace struct {
 
 // Attempt is one scheduling ILP of phase 2.
 type Attempt struct {
-	Stages []pipeline.Stage
+	Stages []pipeplan.Stage
 	// Status is the solver's ("optimal", "feasible" at the time limit, ...).
 	Status string
 	// Period is the schedule's exact period, 0 without a schedule.
@@ -76,14 +77,14 @@ func (t *Trace) note(format string, args ...any) {
 // saying whether phase 2's schedule or the best contiguous plan won and PredictedPeriod
 // phase 1's estimate. Without a MILP solver (none given, none found by milp.FindHighs),
 // phase 2 cannot run: when phase 1 found a non-contiguous allocation the plan is the best
-// contiguous one with Fallback set to pipeline.FallbackNoSolver and a note in the trace,
+// contiguous one with Fallback set to pipeplan.FallbackNoSolver and a note in the trace,
 // or, with opts.RequireSolver, an error. With checkpointing inside stages, MadPipe also
 // plans without it and returns the better plan (plan): recomputation is a choice the
 // heuristic phases may take to a worse plan, never one that costs the plan without it.
-// Errors: a *pipeline.InfeasibleError when neither finds a plan, with the smallest memory
+// Errors: a *pipeplan.InfeasibleError when neither finds a plan, with the smallest memory
 // at which Solve plans (MinMemory); an error wrapping milp.ErrNoSolver
 // (opts.RequireSolver); the validator's internal error should a plan fail it.
-func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
+func Solve(pr *pipeline.Problem, opts Options) (*pipeplan.Plan, error) {
 	start := time.Now()
 	tr := opts.Trace
 	if tr == nil {
@@ -109,7 +110,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: m}
+		return nil, &pipeplan.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: m}
 	}
 	best.SolveMS = float64(time.Since(start).Microseconds()) / 1000
 	return best, nil
@@ -125,7 +126,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 // Both runs keep their own trace, so the run without recomputation is the plan Solve
 // returns for the same request without --checkpoint; tr gets both accounts, Predicted
 // the returned plan's.
-func plan(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, error) {
+func plan(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeplan.Plan, error) {
 	if !pr.Options().Checkpoint {
 		return planOnce(pr, opts, tr)
 	}
@@ -164,7 +165,7 @@ func plan(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, error)
 // optimal contiguous plan, phase 1 and phase 2 (within opts' time limit, retried within
 // less memory when phase 2 schedules nothing), the plan of smaller period, nil when none
 // fits.
-func planOnce(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, error) {
+func planOnce(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeplan.Plan, error) {
 	start := time.Now()
 	contig, err := contiguous.Solve(pr)
 	if err != nil && !errors.Is(err, chainplan.ErrInfeasible) {
@@ -221,7 +222,7 @@ func planOnce(pr *pipeline.Problem, opts Options, tr *Trace) (*pipeline.Plan, er
 		out.Chosen = ChosenMadPipe
 	}
 	if noSolver {
-		out.Fallback = pipeline.FallbackNoSolver
+		out.Fallback = pipeplan.FallbackNoSolver
 	}
 	out.Algo = Algo
 	out.PredictedPeriod = tr.Predicted
@@ -245,19 +246,19 @@ func requireSolver(opts Options) error {
 // phase2 schedules phase 1's allocations (best estimate first) with the ILP while the
 // time limit allows, and returns the best validated plan that beats bound (nil if none);
 // noSolver reports that there were allocations to schedule but no solver to do it.
-func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Options, tr *Trace) (best *pipeline.Plan, noSolver bool) {
+func phase2(pr *pipeline.Problem, its []iterate, contig *pipeplan.Plan, opts Options, tr *Trace) (best *pipeplan.Plan, noSolver bool) {
 	hi := math.Inf(1)
 	if contig != nil {
 		hi = contig.Period
 	}
-	var todo [][]pipeline.Stage
+	var todo [][]pipeplan.Stage
 	for _, it := range its {
 		st, err := allocate(pr, it.stages)
 		if err != nil {
 			tr.note("madpipe: allocation %v: %v", it.stages, err)
 			continue
 		}
-		if !pipeline.IsContiguous(st) && len(todo) < maxAttempts && !tried(tr, st) {
+		if !pipeplan.IsContiguous(st) && len(todo) < maxAttempts && !tried(tr, st) {
 			todo = append(todo, st)
 		}
 	}
@@ -287,16 +288,16 @@ func phase2(pr *pipeline.Problem, its []iterate, contig *pipeline.Plan, opts Opt
 }
 
 // tried reports whether phase 2 already scheduled allocation st (Trace.Attempts).
-func tried(tr *Trace, st []pipeline.Stage) bool {
+func tried(tr *Trace, st []pipeplan.Stage) bool {
 	return slices.ContainsFunc(tr.Attempts, func(a Attempt) bool {
-		return slices.EqualFunc(a.Stages, st, func(x, y pipeline.Stage) bool {
+		return slices.EqualFunc(a.Stages, st, func(x, y pipeplan.Stage) bool {
 			return x.First == y.First && x.Last == y.Last && x.GPU == y.GPU && budgetOf(x) == budgetOf(y)
 		})
 	})
 }
 
 // budgetOf is the activation budget of a recomputing stage, 0 for one that records.
-func budgetOf(s pipeline.Stage) int64 {
+func budgetOf(s pipeplan.Stage) int64 {
 	if s.Recompute == nil {
 		return 0
 	}
@@ -306,8 +307,8 @@ func budgetOf(s pipeline.Stage) int64 {
 // allocate puts phase 1's stages on devices: the special stages on one device, each
 // normal stage on its own, devices numbered in order of first appearance along the chain;
 // a stage phase 1 made recompute gets its rotor sequence. Errors are RecomputeStage's.
-func allocate(pr *pipeline.Problem, st []stage) ([]pipeline.Stage, error) {
-	out := make([]pipeline.Stage, len(st))
+func allocate(pr *pipeline.Problem, st []stage) ([]pipeplan.Stage, error) {
+	out := make([]pipeplan.Stage, len(st))
 	special, next := -1, 0
 	for k, s := range st {
 		gpu := next
@@ -319,7 +320,7 @@ func allocate(pr *pipeline.Problem, st []stage) ([]pipeline.Stage, error) {
 			}
 			next++
 		}
-		out[k] = pipeline.Stage{First: s.first, Last: s.last, GPU: gpu}
+		out[k] = pipeplan.Stage{First: s.first, Last: s.last, GPU: gpu}
 		if s.budget > 0 {
 			rs, err := pr.RecomputeStage(s.first, s.last, gpu, s.budget)
 			if err != nil {
@@ -333,7 +334,7 @@ func allocate(pr *pipeline.Problem, st []stage) ([]pipeline.Stage, error) {
 
 // schedule runs the ILP for one allocation, looking for periods below hi (all periods
 // when hi is infinite), and returns its validated plan or nil.
-func schedule(pr *pipeline.Problem, stages []pipeline.Stage, hi float64, solver milp.Solver, limit time.Duration, tr *Trace) *pipeline.Plan {
+func schedule(pr *pipeline.Problem, stages []pipeplan.Stage, hi float64, solver milp.Solver, limit time.Duration, tr *Trace) *pipeplan.Plan {
 	att := Attempt{Stages: stages}
 	defer func() { tr.Attempts = append(tr.Attempts, att) }()
 	g, err := newGraph(pr, stages)

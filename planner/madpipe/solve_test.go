@@ -10,13 +10,14 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/milp"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
-func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeline.Plan {
+func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeplan.Plan {
 	tb.Helper()
 	p, err := Solve(pr, Options{TimeLimit: testLimit, Trace: tr})
 	if err != nil {
@@ -30,8 +31,8 @@ func mustSolve(tb testing.TB, pr *pipeline.Problem, tr *Trace) *pipeline.Plan {
 
 // TestAnchors checks the anchors of spec §6.4 that concern MadPipe.
 func TestAnchors(t *testing.T) {
-	noLimits := func(p int) pipeline.Options {
-		return pipeline.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
+	noLimits := func(p int) pipeplan.Options {
+		return pipeplan.Options{GPUs: p, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true}
 	}
 	t.Run("A1", func(t *testing.T) {
 		// Costs (1,2,1) on P = 2: contiguous 3, non-contiguous 2 (T:l.2632).
@@ -44,7 +45,7 @@ func TestAnchors(t *testing.T) {
 		// Weights (1,2,1), M = 2, P = 2, one weight copy, no activations (Lemma 10): no
 		// contiguous allocation fits; {1,3},{2} does, at the special device's load 4.
 		c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		if _, err := contiguous.Solve(pr); !errors.Is(err, chainplan.ErrInfeasible) {
 			t.Fatalf("contiguous: %v, want infeasible", err)
 		}
@@ -80,7 +81,7 @@ func TestAnchors(t *testing.T) {
 			f, wt = append(f, (k-1)/2.0), append(wt, 1)
 		}
 		w = f
-		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeline.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
+		pr := mustProblem(t, pipechains.Chain(f, w, wt, nil), pipeplan.Options{GPUs: k + 2, MemoryBytes: m, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 		c, err := contiguous.Solve(pr)
 		if err != nil || c.Period < k*(k-1) {
 			t.Fatalf("contiguous: %v, %v; want at least %d", c, err, k*(k-1))
@@ -99,7 +100,7 @@ func TestAnchors(t *testing.T) {
 		// allocation needs T ≥ 8; the contiguous {1},{2,3,4} fits at 6 and wins.
 		one := []float64{1, 1, 1, 1}
 		c := pipechains.Chain(one, one, nil, []int64{1, 1, 1, 1, 1})
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: 5, Bandwidth: 1e6, ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 		tr := &Trace{}
 		p := mustSolve(t, pr, tr)
 		// On the paper's grids the prediction is 4.0039 (exact mode: 4, TestWorkedExamples).
@@ -111,7 +112,7 @@ func TestAnchors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		alone := schedule(pr, []pipeline.Stage{{First: 1, Last: 2, GPU: 0}, {First: 3, Last: 4, GPU: 1}}, math.Inf(1), solver, testLimit, &Trace{})
+		alone := schedule(pr, []pipeplan.Stage{{First: 1, Last: 2, GPU: 0}, {First: 3, Last: 4, GPU: 1}}, math.Inf(1), solver, testLimit, &Trace{})
 		if alone == nil || math.Abs(alone.Period-8) > 1e-5 { // 8 plus the two 1e-6 transfers
 			t.Fatalf("the allocation {1,2},{3,4} alone: %v, want period 8", alone)
 		}
@@ -122,7 +123,7 @@ func TestAnchors(t *testing.T) {
 // and its trace says how to install one.
 func TestNoSolver(t *testing.T) {
 	t.Setenv(milp.EnvHighs, "/nonexistent/highs")
-	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
+	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeplan.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1, NoTemporaries: true})
 	tr := &Trace{}
 	p := mustSolve(t, pr, tr)
 	if p.Chosen != ChosenContiguous || !near(p.Period, 3) {
@@ -131,8 +132,8 @@ func TestNoSolver(t *testing.T) {
 	if len(tr.Notes) != 1 || !containsAll(tr.Notes[0], "pip install highsbox", "contiguous") {
 		t.Fatalf("notes %q, want the install hint", tr.Notes)
 	}
-	if p.Fallback != pipeline.FallbackNoSolver {
-		t.Fatalf("fallback %q, want %q", p.Fallback, pipeline.FallbackNoSolver)
+	if p.Fallback != pipeplan.FallbackNoSolver {
+		t.Fatalf("fallback %q, want %q", p.Fallback, pipeplan.FallbackNoSolver)
 	}
 	// With a solver the same problem gets MadPipe's plan, and no fallback is marked.
 	t.Setenv(milp.EnvHighs, "")
@@ -145,8 +146,8 @@ func TestNoSolver(t *testing.T) {
 // milp.ErrNoSolver, for Solve and MinMemory, even where phase 1 finds nothing to schedule;
 // with a solver it changes nothing.
 func TestRequireSolver(t *testing.T) {
-	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1})
-	one := mustProblem(t, pipechains.Costs(1, 2, 1), pipeline.Options{GPUs: 1, MemoryBytes: ample, Bandwidth: 1})
+	pr := mustProblem(t, pipechains.Costs(1, 2, 1), pipeplan.Options{GPUs: 2, MemoryBytes: ample, Bandwidth: 1})
+	one := mustProblem(t, pipechains.Costs(1, 2, 1), pipeplan.Options{GPUs: 1, MemoryBytes: ample, Bandwidth: 1})
 	strict := Options{TimeLimit: testLimit, RequireSolver: true}
 	want, err := Solve(pr, strict)
 	if err != nil {
@@ -187,7 +188,7 @@ func containsAll(s string, subs ...string) bool {
 // minimum; on anchor A2 it is below it (the non-contiguous {1,3},{2} fits M = 2).
 func TestMinMemory(t *testing.T) {
 	c := pipechains.Chain([]float64{1, 1, 1}, []float64{1, 1, 1}, []int64{1, 2, 1}, nil)
-	pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
+	pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1, NoTemporaries: true})
 	got, err := MinMemory(pr, Options{TimeLimit: testLimit})
 	if err != nil || got != 2 {
 		t.Fatalf("A2: MinMemory = %d, %v; want 2 (contiguous needs 3)", got, err)
@@ -220,9 +221,9 @@ func TestRetriesWithinLessMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := func(memory int64) (*pipeline.Plan, *Trace) {
+	plan := func(memory int64) (*pipeplan.Plan, *Trace) {
 		tr := &Trace{}
-		pr := mustProblem(t, c, pipeline.Options{GPUs: 2, MemoryBytes: memory, Bandwidth: 12e9})
+		pr := mustProblem(t, c, pipeplan.Options{GPUs: 2, MemoryBytes: memory, Bandwidth: 12e9})
 		return mustSolve(t, pr, tr), tr
 	}
 	base, _ := plan(20e9)

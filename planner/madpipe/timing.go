@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // structure is the discrete part of a 1-periodic pattern of a graph: the order of the
@@ -97,7 +97,7 @@ func (g *graph) timing(st structure, lo, hi float64) (float64, []float64, bool) 
 // plan builds the pipeline plan of the structure at period T with start times tau: each
 // operation's mini-batch offset is the sum of the shifts before it on the path, plus the
 // periods its start lies past 0; starts are reduced into [0, T) and F_0's shift made 0.
-func (g *graph) plan(T float64, tau []float64, st structure) *pipeline.Plan {
+func (g *graph) plan(T float64, tau []float64, st structure) *pipeplan.Plan {
 	p := g.prob.Header(Algo, T)
 	p.Stages = slices.Clone(g.stages)
 	h := 0
@@ -115,7 +115,7 @@ func (g *graph) plan(T float64, tau []float64, st structure) *pipeline.Plan {
 		if start >= T || start < 0 {
 			start = 0
 		}
-		p.Pattern = append(p.Pattern, pipeline.Op{Op: op.kind, Stage: op.stage, Start: start, Duration: op.dur, Shift: shift[x] - base})
+		p.Pattern = append(p.Pattern, pipeplan.Op{Op: op.kind, Stage: op.stage, Start: start, Duration: op.dur, Shift: shift[x] - base})
 	}
 	return p
 }
@@ -133,7 +133,7 @@ func (g *graph) memory(st structure) []float64 {
 		}
 		var peak float64
 		for _, x := range st.order[dev] {
-			if g.ops[x].kind != pipeline.F && g.ops[x].kind != pipeline.B {
+			if g.ops[x].kind != pipeplan.F && g.ops[x].kind != pipeplan.B {
 				continue
 			}
 			act := g.ops[x].extra

@@ -52,24 +52,10 @@ func SolveAutoCapper(c *chainplan.Chain, budgetBytes int64, opts Options) (*chai
 // schedule, searched to 1 % of the store-all peak (each probe runs AUTOCAPPER, 40 rotor
 // solves). Errors: ErrInvalidChain, ErrUnsupported for bad options.
 func MinBudgetAutoCapper(c *chainplan.Chain, opts Options) (int64, error) {
-	if err := opts.Check(c, 1); err != nil {
-		return 0, err
-	}
-	if err := checkReplay("autocapper", c); err != nil {
-		return 0, err
-	}
-	exact := units.Exact(c)
-	hi := int64(exact.StoreAllPeak())
-	var refused error
-	b := searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		if refused != nil {
-			return true // ends the search: its answer is not used
-		}
+	return minBudgetByProbes("autocapper", c, opts, func(exact *units.Chain, b int64) (bool, error) {
 		_, ok, err := autoCapper(c, exact, b, opts)
-		refused = err
-		return ok || err != nil
+		return ok, err
 	})
-	return b, refused
 }
 
 // autoCapper returns the best CAPPER schedule over the tried limits at the budget, on c

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/offload/internal/units"
 )
 
 // Solver is the Solve function of an offloading algorithm.
@@ -69,4 +70,30 @@ func searchBudget(lo, hi, prec int64, feasible func(int64) bool) int64 {
 		}
 	}
 	return good
+}
+
+// minBudgetByProbes returns the smallest budget at which a heuristic's schedule replays,
+// searched to 1 % of the store-all peak from the input's size: each probe builds the
+// heuristic's schedule at a budget (AUTOCAPPER's, OPPORTUNIST's). A probe's refusal (a
+// *chainplan.SizeError) ends the search and is returned. Errors: ErrInvalidChain,
+// ErrUnsupported for bad options, or the chain a heuristic cannot replay.
+func minBudgetByProbes(algo string, c *chainplan.Chain, opts Options, replays func(exact *units.Chain, budget int64) (bool, error)) (int64, error) {
+	if err := opts.Check(c, 1); err != nil {
+		return 0, err
+	}
+	if err := checkReplay(algo, c); err != nil {
+		return 0, err
+	}
+	exact := units.Exact(c)
+	hi := int64(exact.StoreAllPeak())
+	var refused error
+	b := searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
+		if refused != nil {
+			return true // ends the search: its answer is not used
+		}
+		ok, err := replays(exact, b)
+		refused = err
+		return ok || err != nil
+	})
+	return b, refused
 }

@@ -52,24 +52,10 @@ func SolveOpportunist(c *chainplan.Chain, budgetBytes int64, opts Options) (*cha
 // schedule, searched to 1 % of the store-all peak. Errors: ErrInvalidChain,
 // ErrUnsupported for bad options.
 func MinBudgetOpportunist(c *chainplan.Chain, opts Options) (int64, error) {
-	if err := opts.Check(c, 1); err != nil {
-		return 0, err
-	}
-	if err := checkReplay("opportunist", c); err != nil {
-		return 0, err
-	}
-	exact := units.Exact(c)
-	hi := int64(exact.StoreAllPeak())
-	var refused error
-	b := searchBudget(int64(exact.A[0]), hi, max(1, hi/100), func(b int64) bool {
-		if refused != nil {
-			return true // ends the search: its answer is not used
-		}
+	return minBudgetByProbes("opportunist", c, opts, func(exact *units.Chain, b int64) (bool, error) {
 		_, ok, err := Opportunist(c, exact, b, rematSlots(opts, b, exact.N), opts)
-		refused = err
-		return ok || err != nil
+		return ok, err
 	})
-	return b, refused
 }
 
 // Opportunist builds the OPPORTUNIST schedule for a budget, on c and its exact form, with

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipedream"
 	"github.com/chainplan/chainplan/planner/pipeline"
@@ -14,7 +15,7 @@ import (
 // profile) on 8 devices, with memory where PipeDream's partition can be scheduled.
 var benchProblem = sync.OnceValue(func() *pipeline.Problem {
 	rng := rand.New(rand.NewPCG(80, 8))
-	pr, err := pipeline.NewProblem(pipechains.Random(rng, 80), pipeline.Options{GPUs: 8, Bandwidth: 50})
+	pr, err := pipeline.NewProblem(pipechains.Random(rng, 80), pipeplan.Options{GPUs: 8, Bandwidth: 50})
 	if err != nil {
 		panic(err)
 	}

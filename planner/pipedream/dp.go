@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -49,7 +50,7 @@ func (e *estimator) est(i, j, m int) int64 {
 // partition runs PipeDream's DP with the estimates of e and the memory limit of pr and
 // returns the stages it chooses (stage k on device k) and its predicted period A[L][P],
 // or nil when no partition satisfies the estimate. O(L²·P).
-func partition(pr *pipeline.Problem, e *estimator) ([]pipeline.Stage, float64) {
+func partition(pr *pipeline.Problem, e *estimator) ([]pipeplan.Stage, float64) {
 	l, p, mem := pr.L(), pr.Options().GPUs, pr.Options().MemoryBytes
 	inf := math.Inf(1)
 	// a[m][j] for 1 ≤ m ≤ P, 1 ≤ j ≤ L; from[m][j] is the k of the last split, 0 for a
@@ -86,19 +87,19 @@ func partition(pr *pipeline.Problem, e *estimator) ([]pipeline.Stage, float64) {
 	if math.IsInf(a[p][l], 1) {
 		return nil, inf
 	}
-	var rev []pipeline.Stage
+	var rev []pipeplan.Stage
 	for m, j := p, l; j > 0; m-- {
 		switch k := from[m][j]; {
 		case k < 0:
 		case m == 1:
-			rev = append(rev, pipeline.Stage{First: 1, Last: j})
+			rev = append(rev, pipeplan.Stage{First: 1, Last: j})
 			j = 0
 		default:
-			rev = append(rev, pipeline.Stage{First: k + 1, Last: j})
+			rev = append(rev, pipeplan.Stage{First: k + 1, Last: j})
 			j = k
 		}
 	}
-	stages := make([]pipeline.Stage, len(rev))
+	stages := make([]pipeplan.Stage, len(rev))
 	for k := range rev {
 		stages[k] = rev[len(rev)-1-k]
 		stages[k].GPU = k

@@ -3,6 +3,7 @@ package pipedream_test
 import (
 	"fmt"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipedream"
@@ -18,8 +19,8 @@ func ExampleSolve() {
 	uB := []float64{2, 2, 2, 2, 2, 2, 2, 2}
 	a := []int64{8, 8, 8, 8, 8, 8, 8, 8, 8}
 	c := pipechains.Chain(uF, uB, nil, a)
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 4, MemoryBytes: 48, Bandwidth: 8,
-		ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 4, MemoryBytes: 48, Bandwidth: 8,
+		ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -27,7 +28,7 @@ func TestLimits(t *testing.T) {
 			}
 		}
 	}
-	opts := pipeline.Options{GPUs: 8, MemoryBytes: 16e9, Bandwidth: 12e9}
+	opts := pipeplan.Options{GPUs: 8, MemoryBytes: 16e9, Bandwidth: 12e9}
 	pr, err := pipeline.NewProblem(testchains.Long(testchains.LongStages), opts)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -17,10 +18,10 @@ const Algo = "pipedream"
 // PredictedPeriod is the DP's value, the period PipeDream expects; Period is the one its
 // partition really reaches. The plan is validated before it is returned.
 //
-// Errors: a *pipeline.InfeasibleError with the smallest memory at which Solve succeeds
+// Errors: a *pipeplan.InfeasibleError with the smallest memory at which Solve succeeds
 // (MinMemory) when the DP finds no partition within its estimate, or when its partition
 // does not fit the memory even one mini-batch per stage.
-func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
+func Solve(pr *pipeline.Problem, opts Options) (*pipeplan.Plan, error) {
 	start := time.Now()
 	if err := pr.CheckPlanning(); err != nil {
 		return nil, err
@@ -42,7 +43,7 @@ func Solve(pr *pipeline.Problem, opts Options) (*pipeline.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return nil, &pipeline.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
+	return nil, &pipeplan.InfeasibleError{Algo: Algo, MemoryBytes: pr.Options().MemoryBytes, MinMemoryBytes: need}
 }
 
 // MinMemory returns the smallest memory per device at which Solve returns a plan (pr's own
@@ -95,7 +96,7 @@ func MinMemory(pr *pipeline.Problem, opts Options) (int64, error) {
 
 // oneGroup returns the memory a contiguous partition needs with one mini-batch stored
 // per stage, its smallest at any period.
-func oneGroup(pr *pipeline.Problem, stages []pipeline.Stage) int64 {
+func oneGroup(pr *pipeline.Problem, stages []pipeplan.Stage) int64 {
 	var need int64
 	for _, s := range stages {
 		need = max(need, pr.StageMemory(s.First, s.Last, 1))

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipedream"
@@ -64,10 +65,10 @@ func bruteDP(pr *pipeline.Problem, o pipedream.Options) float64 {
 
 func randomProblem(tb testing.TB, rng *rand.Rand, maxL int) *pipeline.Problem {
 	tb.Helper()
-	opts := pipeline.Options{GPUs: 1 + rng.IntN(5), Bandwidth: 20 + 200*rng.Float64(),
+	opts := pipeplan.Options{GPUs: 1 + rng.IntN(5), Bandwidth: 20 + 200*rng.Float64(),
 		WeightCopies: 2 + rng.IntN(2)}
 	if rng.IntN(2) == 0 {
-		opts.ActivationModel = pipeline.ActivationsInput
+		opts.ActivationModel = pipeplan.ActivationsInput
 	}
 	pr, err := pipeline.NewProblem(pipechains.Random(rng, 1+rng.IntN(maxL)), opts)
 	if err != nil {
@@ -98,7 +99,7 @@ func TestSolve(t *testing.T) {
 			p, err := pipedream.Solve(pr, o)
 			c, cerr := contiguous.Solve(pr)
 			if err != nil {
-				var ie *pipeline.InfeasibleError
+				var ie *pipeplan.InfeasibleError
 				if !errors.As(err, &ie) || !errors.Is(err, chainplan.ErrInfeasible) || ie.MinMemoryBytes == pr.Options().MemoryBytes {
 					t.Fatalf("refusal %v", err)
 				}

@@ -1,6 +1,10 @@
 package pipeline
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/chainplan/chainplan/pipeplan"
+)
 
 // This file is the one definition of what a stage costs in the model: the durations of its
 // operations and the memory of each device. The validator checks plans against it and
@@ -27,7 +31,7 @@ type StageCost struct {
 // backward's memory above the stage input). Errors: a
 // stage out of p's layers, or a recomputing stage whose sequence does not replay within
 // its budget (wrapping chainplan.ErrInvalidPlan).
-func (p *Problem) Cost(s Stage) (StageCost, error) {
+func (p *Problem) Cost(s pipeplan.Stage) (StageCost, error) {
 	if s.First < 1 || s.Last < s.First || s.Last > p.L() {
 		return StageCost{}, fmt.Errorf("stage %d..%d is not a range of layers 1..%d", s.First, s.Last, p.L())
 	}
@@ -54,7 +58,7 @@ func (p *Problem) Cost(s Stage) (StageCost, error) {
 // SoleMemory returns the peak of a device that holds stage s alone with g mini-batches in
 // flight: its weights, its buffers, g mini-batches' stored bytes and the larger of its
 // transients (the contiguous plans' device memory, StageMemory for a recording stage).
-func (p *Problem) SoleMemory(s Stage, g int) (int64, error) {
+func (p *Problem) SoleMemory(s pipeplan.Stage, g int) (int64, error) {
 	c, err := p.Cost(s)
 	if err != nil {
 		return 0, err
@@ -66,11 +70,11 @@ func (p *Problem) SoleMemory(s Stage, g int) (int64, error) {
 // its stages and a buffer of 2·a for every boundary it borders (one activation and one
 // gradient in transit each way; none at the chain's ends). Stages must name devices in
 // 0..GPUs−1.
-func (p *Problem) DeviceStatic(stages []Stage) []int64 {
+func (p *Problem) DeviceStatic(stages []pipeplan.Stage) []int64 {
 	out := make([]int64, p.opts.GPUs)
 	for k, s := range stages {
 		out[s.GPU] += int64(p.opts.WeightCopies) * p.Weights(s.First, s.Last)
-		if Crosses(stages, k) {
+		if pipeplan.Crosses(stages, k) {
 			buf := 2 * p.Out(s.Last)
 			out[s.GPU] += buf
 			out[stages[k+1].GPU] += buf

@@ -2,7 +2,8 @@
 // shares: the chain on P devices, the independent validator, and the 1F1B* schedule of a
 // contiguous allocation with its exact best period. The chainplan.pipeline/v1 plan
 // document, the request and the family's errors are defined in the contract package
-// pipeplan, and read here under the same names (contract.go).
+// pipeplan, and every planner names them there (pipeplan.Plan, pipeplan.Request): one
+// name for each type, in the front ends and the planners alike.
 //
 // Source: O. Beaumont, L. Eyraud-Dubois, A. Shilova, "MadPipe: Memory Aware Dynamic
 // Programming Algorithm for Pipelined Model Parallelism" (2020), and A. Shilova's PhD thesis
@@ -30,10 +31,9 @@
 //   - NewProblem(chain, Options) builds the model; its methods give the range sums in O(1):
 //     UF, UB, U, Weights, Stored (ā), Transfer (a/β), Comm (C), Buffers, StageMemory
 //     (𝓜(i,j,g) of spec §1.5 in this model), TotalWork (U(1,L)). WithMemory changes M.
-//   - Plan, Stage, Op: the document (pipeplan's); Parse and ReadPlan read it strictly
-//     (errors are *PlanError naming the field), Plan.MarshalIndent writes it.
-//     IsPipelinePlan tells a pipeline document from a checkpointing one. Problem.Header
-//     starts a planner's document; ProblemOf rebuilds the problem of a plan.
+//   - The document is pipeplan's (pipeplan.Plan, Stage, Op; pipeplan.Parse and ReadPlan
+//     read it strictly). Problem.Header starts a planner's document; ProblemOf rebuilds
+//     the problem of a plan.
 //   - Validate(problem, plan) checks a plan independently of every planner (spec §3.4) and
 //     reports the issues, the load bound, each stage's NCA and each device's memory in both
 //     models; Check returns the same verdict as an error. Finalize fills a new plan's
@@ -43,8 +43,9 @@
 //     communications as pseudo-stages (spec §1.7); BestPeriod(problem, stages) the exact
 //     smallest period at which it fits the memory (spec §3.1, by candidate sums);
 //     ScheduleContiguous both.
-//   - InfeasibleError (errors.Is chainplan.ErrInfeasible) carries the smallest memory that
-//     fits or a proven lower bound; MemoryLowerBound is one valid for every allocation.
+//   - pipeplan.InfeasibleError (errors.Is chainplan.ErrInfeasible) carries the smallest
+//     memory that fits or a proven lower bound; MemoryLowerBound is one valid for every
+//     allocation.
 //
 // The planners built on it are planner/contiguous (the optimal contiguous allocation),
 // planner/pipedream (PipeDream's partitioning, then 1F1B*) and planner/madpipe.

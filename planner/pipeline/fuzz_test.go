@@ -39,12 +39,12 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("written plan refused: %v\n%s", err, out)
 		}
 		// MarshalIndent writes nil slices as empty ones.
-		for _, x := range []*pipeline.Plan{p, q} {
+		for _, x := range []*pipeplan.Plan{p, q} {
 			if x.Stages == nil {
-				x.Stages = []pipeline.Stage{}
+				x.Stages = []pipeplan.Stage{}
 			}
 			if x.Pattern == nil {
-				x.Pattern = []pipeline.Op{}
+				x.Pattern = []pipeplan.Op{}
 			}
 			if x.MemoryPerGPU == nil {
 				x.MemoryPerGPU = []int64{}

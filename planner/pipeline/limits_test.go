@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -19,19 +20,19 @@ func TestCheckPlanning(t *testing.T) {
 	tests := []struct {
 		name   string
 		layers int
-		opts   pipeline.Options
+		opts   pipeplan.Options
 		limit  string
 		want   []string
 	}{
-		{"issue 33", testchains.LongStages, pipeline.Options{GPUs: 8}, "",
+		{"issue 33", testchains.LongStages, pipeplan.Options{GPUs: 8}, "",
 			[]string{"pipeline: a chain of 40000 stages is too large", "one run of the partitioning DPs on 8 devices would take about 6.4e+09 steps",
 				"over pipeline's limit of 3e+08", "merge consecutive layers"}},
-		{"devices", 2000, pipeline.Options{GPUs: 4096}, "",
+		{"devices", 2000, pipeplan.Options{GPUs: 4096}, "",
 			[]string{"a chain of 2000 stages is too large", "on 4096 devices", "use at most 149 devices (--gpus)"}},
-		{"tables", 500, pipeline.Options{GPUs: 64}, "1MiB",
+		{"tables", 500, pipeplan.Options{GPUs: 64}, "1MiB",
 			[]string{"the partitioning DPs' tables (501 layers × 65 devices) would take", "over the limit of 1.00 MiB",
 				"use at most 62 devices"}},
-		{"checkpoint", 3000, pipeline.Options{GPUs: 2, Checkpoint: true}, "64MiB",
+		{"checkpoint", 3000, pipeplan.Options{GPUs: 2, Checkpoint: true}, "64MiB",
 			[]string{"pipeline checkpointing: a chain of 3000 stages is too large", "the rotor table of its sub-chains",
 				"no --checkpoint"}},
 	}
@@ -60,7 +61,7 @@ func TestCheckPlanning(t *testing.T) {
 			}
 		})
 	}
-	pr, err := pipeline.NewProblem(testchains.Long(1000), pipeline.Options{GPUs: 8, Bandwidth: 12e9, Checkpoint: true})
+	pr, err := pipeline.NewProblem(testchains.Long(1000), pipeplan.Options{GPUs: 8, Bandwidth: 12e9, Checkpoint: true})
 	if err != nil || pr.CheckPlanning() != nil {
 		t.Fatalf("1000 layers on 8 devices with checkpointing: %v, %v", err, pr.CheckPlanning())
 	}

@@ -1,5 +1,7 @@
 package pipeline
 
+import "github.com/chainplan/chainplan/pipeplan"
+
 // MemoryLowerBound returns a memory per device below which no plan of any allocation, any
 // pattern and any stage mode exists in pr's model (as a Limit: MemoryFor turns it into a
 // memory with headroom): the device holding layer ℓ keeps C·W_ℓ and at least one
@@ -14,7 +16,7 @@ func MemoryLowerBound(pr *Problem) int64 {
 	for l := 1; l <= pr.L(); l++ {
 		ly := pr.Layer(l)
 		act := ly.Saved
-		if pr.opts.ActivationModel == ActivationsInput {
+		if pr.opts.ActivationModel == pipeplan.ActivationsInput {
 			act = pr.Out(l - 1)
 		}
 		if pr.temporaries() {

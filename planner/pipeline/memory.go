@@ -1,6 +1,10 @@
 package pipeline
 
-import "math"
+import (
+	"math"
+
+	"github.com/chainplan/chainplan/pipeplan"
+)
 
 // What a device holds (docs/pipeline.md, "What a device holds"). A device keeps, for its
 // whole life, C copies of the weights of its stages and the buffers of the boundaries it
@@ -81,7 +85,7 @@ func (p *Problem) lossKeep(j int) int64 {
 // they nor the next layer saved (Layer.Freed; the stage's own output stays), plus what the
 // loss keeps on the last stage.
 func (p *Problem) Stored(i, j int) int64 {
-	if p.opts.ActivationModel == ActivationsInput {
+	if p.opts.ActivationModel == pipeplan.ActivationsInput {
 		return p.sumIn[j] - p.sumIn[i-1] + p.lossKeep(j)
 	}
 	return p.Out(i-1) + p.sumSav[j] - p.sumSav[i-1] + p.layers[j-1].Freed + p.lossKeep(j)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/simulate"
@@ -31,7 +32,7 @@ func TestTransientsCoverTheSimulator(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for n := range 2000 {
 		c := pipechains.Random(rng, 1+rng.IntN(8))
-		pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1})
+		pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +83,7 @@ func TestRecomputeFit(t *testing.T) {
 	fits := 0
 	for n := range 1500 {
 		c := pipechains.Random(rng, 1+rng.IntN(8))
-		pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1, Checkpoint: true})
+		pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1, Checkpoint: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +117,7 @@ func TestRecomputeFit(t *testing.T) {
 	if fits < 200 {
 		t.Fatalf("only %d of 1500 cases fit", fits)
 	}
-	pr, err := pipeline.NewProblem(pipechains.Costs(1, 2), pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1})
+	pr, err := pipeline.NewProblem(pipechains.Costs(1, 2), pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

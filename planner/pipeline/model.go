@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // maxTotalBytes bounds every byte total of a chain (1 PiB): products with the copy count
@@ -32,7 +33,7 @@ type Layer struct {
 type Problem struct {
 	layers []Layer
 	input  int64 // a_0
-	opts   Options
+	opts   pipeplan.Options
 	chain  *chainplan.Chain // as given, the loss apart (recomputing stages replay on it)
 	// Prefix sums over layers 1..ℓ (index 0 is 0).
 	sumF, sumB          []float64
@@ -49,7 +50,7 @@ type Problem struct {
 // layer L (spec §1.1's recommendation: the paper has no loss layer); its temporaries are
 // not part of the model. Errors: the chain's *chainplan.ChainError, or an *OptionError
 // naming the option. The planners check their own sizes (CheckPlanning).
-func NewProblem(c *chainplan.Chain, opts Options) (*Problem, error) {
+func NewProblem(c *chainplan.Chain, opts pipeplan.Options) (*Problem, error) {
 	if c == nil {
 		return nil, &chainplan.ChainError{Field: "stages", Msg: "no chain"}
 	}
@@ -145,7 +146,7 @@ func (p *Problem) MemoryFor(need int64) int64 {
 func (p *Problem) Chain() *chainplan.Chain { return p.chain }
 
 // Options returns the platform and model options, defaults filled in.
-func (p *Problem) Options() Options { return p.opts }
+func (p *Problem) Options() pipeplan.Options { return p.opts }
 
 // L returns the number of layers.
 func (p *Problem) L() int { return len(p.layers) }

@@ -14,24 +14,24 @@ import (
 
 // TestNewProblemErrors: bad input gets an error naming the field.
 func TestNewProblemErrors(t *testing.T) {
-	ok := pipeline.Options{GPUs: 2, MemoryBytes: 100, Bandwidth: 1}
+	ok := pipeplan.Options{GPUs: 2, MemoryBytes: 100, Bandwidth: 1}
 	chain := func() *chainplan.Chain { return pipechains.Costs(1, 2, 1) }
 	cases := []struct {
 		name  string
 		chain *chainplan.Chain
-		opts  func(o *pipeline.Options)
+		opts  func(o *pipeplan.Options)
 		field string
 	}{
-		{"P=0", chain(), func(o *pipeline.Options) { o.GPUs = 0 }, "gpus"},
-		{"P too large", chain(), func(o *pipeline.Options) { o.GPUs = pipeplan.MaxGPUs + 1 }, "gpus"},
-		{"negative memory", chain(), func(o *pipeline.Options) { o.MemoryBytes = -1 }, "memory"},
-		{"zero bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = 0 }, "bandwidth"},
-		{"NaN bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = math.NaN() }, "bandwidth"},
-		{"infinite bandwidth", chain(), func(o *pipeline.Options) { o.Bandwidth = math.Inf(1) }, "bandwidth"},
-		{"copies", chain(), func(o *pipeline.Options) { o.WeightCopies = -3 }, "weight_copies"},
-		{"model", chain(), func(o *pipeline.Options) { o.ActivationModel = "all" }, "activation_model"},
-		{"headroom", chain(), func(o *pipeline.Options) { o.Headroom = 1 }, "headroom"},
-		{"negative headroom", chain(), func(o *pipeline.Options) { o.Headroom = -.1 }, "headroom"},
+		{"P=0", chain(), func(o *pipeplan.Options) { o.GPUs = 0 }, "gpus"},
+		{"P too large", chain(), func(o *pipeplan.Options) { o.GPUs = pipeplan.MaxGPUs + 1 }, "gpus"},
+		{"negative memory", chain(), func(o *pipeplan.Options) { o.MemoryBytes = -1 }, "memory"},
+		{"zero bandwidth", chain(), func(o *pipeplan.Options) { o.Bandwidth = 0 }, "bandwidth"},
+		{"NaN bandwidth", chain(), func(o *pipeplan.Options) { o.Bandwidth = math.NaN() }, "bandwidth"},
+		{"infinite bandwidth", chain(), func(o *pipeplan.Options) { o.Bandwidth = math.Inf(1) }, "bandwidth"},
+		{"copies", chain(), func(o *pipeplan.Options) { o.WeightCopies = -3 }, "weight_copies"},
+		{"model", chain(), func(o *pipeplan.Options) { o.ActivationModel = "all" }, "activation_model"},
+		{"headroom", chain(), func(o *pipeplan.Options) { o.Headroom = 1 }, "headroom"},
+		{"negative headroom", chain(), func(o *pipeplan.Options) { o.Headroom = -.1 }, "headroom"},
 		{"no layers", &chainplan.Chain{Format: chainplan.ChainFormat}, nil, "stages"},
 		{"no chain", nil, nil, "stages"},
 		{"NaN time", func() *chainplan.Chain { c := chain(); c.Stages[1].FwdTime = math.NaN(); return c }(), nil, "fwd_time"},
@@ -51,7 +51,7 @@ func TestNewProblemErrors(t *testing.T) {
 				tc.opts(&o)
 			}
 			_, err := pipeline.NewProblem(tc.chain, o)
-			var oe *pipeline.OptionError
+			var oe *pipeplan.OptionError
 			var ce *chainplan.ChainError
 			switch {
 			case errors.As(err, &oe):
@@ -77,18 +77,18 @@ func TestModel(t *testing.T) {
 		{FwdTime: 5, BwdTime: 6, OutBytes: 7, SavedBytes: 7, ParamBytes: 300, FwdTmpBytes: 2, BwdTmpBytes: 4},
 	}, Loss: chainplan.Loss{FwdTime: .5, BwdTime: .25, FwdTmpBytes: 8, BwdTmpBytes: 6}}
 	// The paper's model (no temporaries), with its three weight copies.
-	saved, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
+	saved, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
 		WeightCopies: 3, NoTemporaries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	input, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
-		WeightCopies: 2, ActivationModel: pipeline.ActivationsInput, NoTemporaries: true})
+	input, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2,
+		WeightCopies: 2, ActivationModel: pipeplan.ActivationsInput, NoTemporaries: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The defaults: two copies, the saved model, temporaries counted.
-	tmp, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 1000, Bandwidth: 2, Headroom: .25})
+	tmp, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 1000, Bandwidth: 2, Headroom: .25})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +135,13 @@ func TestModel(t *testing.T) {
 		}
 	}
 	if o := tmp.Options(); o.WeightCopies != 2 ||
-		o.ActivationModel != pipeline.ActivationsSaved || o.NoTemporaries || o.Checkpoint {
+		o.ActivationModel != pipeplan.ActivationsSaved || o.NoTemporaries || o.Checkpoint {
 		t.Errorf("defaults: %+v", o)
 	}
 	if m := saved.WithMemory(5).Options().MemoryBytes; m != 5 || saved.Options().MemoryBytes != 1 {
 		t.Errorf("WithMemory changed the original or did not apply")
 	}
-	if !strings.Contains((&pipeline.InfeasibleError{Algo: "x", MemoryBytes: 5, MinMemoryBytes: 2048}).Error(), "smallest memory per device that fits is 2048 B (2.00 KiB)") {
+	if !strings.Contains((&pipeplan.InfeasibleError{Algo: "x", MemoryBytes: 5, MinMemoryBytes: 2048}).Error(), "smallest memory per device that fits is 2048 B (2.00 KiB)") {
 		t.Error("InfeasibleError message")
 	}
 }
@@ -155,7 +155,7 @@ func TestModelExact(t *testing.T) {
 		{FwdTime: 3, BwdTime: 4, OutBytes: 5, SavedBytes: 9, SavesInput: chainplan.Bool(false)},
 		{FwdTime: 5, BwdTime: 6, OutBytes: 7, SavedBytes: 7},
 	}}
-	opts := pipeline.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2}
+	opts := pipeplan.Options{GPUs: 2, MemoryBytes: 1, Bandwidth: 2}
 	exact, err := pipeline.NewProblem(c, opts)
 	if err != nil {
 		t.Fatal(err)

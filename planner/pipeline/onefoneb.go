@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // element is one resource of the transformed chain of spec §1.7: a stage (on its device)
@@ -18,7 +19,7 @@ type element struct {
 // transformed returns the transformed chain of a contiguous allocation: every stage, with
 // its forward and backward durations (Cost), and a communication pseudo-stage after each
 // stage whose successor is on another device. Errors are Cost's.
-func transformed(pr *Problem, stages []Stage) ([]element, error) {
+func transformed(pr *Problem, stages []pipeplan.Stage) ([]element, error) {
 	var out []element
 	for k, s := range stages {
 		c, err := pr.Cost(s)
@@ -36,7 +37,7 @@ func transformed(pr *Problem, stages []Stage) ([]element, error) {
 
 // checkContiguous refuses stages that are not a contiguous allocation of pr's layers on
 // pr's devices.
-func checkContiguous(pr *Problem, stages []Stage) error {
+func checkContiguous(pr *Problem, stages []pipeplan.Stage) error {
 	if len(stages) == 0 {
 		return fmt.Errorf("%w: no stages", chainplan.ErrUnsupported)
 	}
@@ -51,7 +52,7 @@ func checkContiguous(pr *Problem, stages []Stage) error {
 	if next != pr.L()+1 {
 		return fmt.Errorf("%w: the stages end at layer %d of %d", chainplan.ErrUnsupported, next-1, pr.L())
 	}
-	if !IsContiguous(stages) {
+	if !pipeplan.IsContiguous(stages) {
 		return fmt.Errorf("%w: 1F1B* needs a contiguous allocation (one stage per device at most)", chainplan.ErrUnsupported)
 	}
 	return nil
@@ -69,7 +70,7 @@ func checkContiguous(pr *Problem, stages []Stage) error {
 //
 // Errors: ErrUnsupported when the stages are not a contiguous allocation of pr or when T
 // is smaller than the load of some stage or communication (no 1-periodic pattern exists).
-func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
+func OneFOneBStar(pr *Problem, stages []pipeplan.Stage, T float64) (*pipeplan.Plan, error) {
 	if err := checkContiguous(pr, stages); err != nil {
 		return nil, err
 	}
@@ -100,14 +101,14 @@ func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
 		hi = lo - 1
 	}
 	p := pr.Header("1f1b*", T)
-	p.Stages = append([]Stage(nil), stages...)
+	p.Stages = append([]pipeplan.Stage(nil), stages...)
 	for k, e := range elems {
-		fk, bk := F, B
+		fk, bk := pipeplan.F, pipeplan.B
 		if e.comm {
-			fk, bk = CF, CB
+			fk, bk = pipeplan.CF, pipeplan.CB
 		}
-		p.Pattern = append(p.Pattern, wrap(Op{Op: fk, Stage: e.stage, Start: tF[k], Duration: e.f}, T),
-			wrap(Op{Op: bk, Stage: e.stage, Start: tB[k], Duration: e.b, Shift: grp[k] - 1}, T))
+		p.Pattern = append(p.Pattern, wrap(pipeplan.Op{Op: fk, Stage: e.stage, Start: tF[k], Duration: e.f}, T),
+			wrap(pipeplan.Op{Op: bk, Stage: e.stage, Start: tB[k], Duration: e.b, Shift: grp[k] - 1}, T))
 	}
 	if err := Finalize(pr, p, false); err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func OneFOneBStar(pr *Problem, stages []Stage, T float64) (*Plan, error) {
 // wrap brings an operation's start into [0, T), raising its shift by the number of
 // periods removed (spec §1.7 phase 3; a forward chain longer than 2T wraps more than once,
 // spec §7 item 13). A start within planTolerance of a period boundary snaps onto it.
-func wrap(o Op, T float64) Op {
+func wrap(o pipeplan.Op, T float64) pipeplan.Op {
 	q := math.Floor(o.Start / T)
 	o.Start -= q * T
 	o.Shift += int(q)
@@ -136,8 +137,8 @@ func wrap(o Op, T float64) Op {
 // the validator's time-resolved peak of each device and validates the plan against pr.
 // With checkMemory false, the memory limit is the only check it skips. A plan that fails
 // is a planner's bug, reported as an internal error wrapping chainplan.ErrInvalidPlan.
-func Finalize(pr *Problem, p *Plan, checkMemory bool) error {
-	p.Contiguous = IsContiguous(p.Stages)
+func Finalize(pr *Problem, p *pipeplan.Plan, checkMemory bool) error {
+	p.Contiguous = pipeplan.IsContiguous(p.Stages)
 	p.MemoryPerGPU = make([]int64, p.GPUs)
 	q := pr
 	if !checkMemory {

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // MustProblem builds a problem or fails the test.
-func MustProblem(tb testing.TB, uF, uB []float64, w, a []int64, opts pipeline.Options) *pipeline.Problem {
+func MustProblem(tb testing.TB, uF, uB []float64, w, a []int64, opts pipeplan.Options) *pipeline.Problem {
 	tb.Helper()
 	pr, err := pipeline.NewProblem(pipechains.Chain(uF, uB, w, a), opts)
 	if err != nil {
@@ -20,10 +21,10 @@ func MustProblem(tb testing.TB, uF, uB []float64, w, a []int64, opts pipeline.Op
 }
 
 // oneEach puts layer k on device k−1: the partition of one-layer stages.
-func oneEach(l int) []pipeline.Stage {
-	st := make([]pipeline.Stage, l)
+func oneEach(l int) []pipeplan.Stage {
+	st := make([]pipeplan.Stage, l)
 	for k := range st {
-		st[k] = pipeline.Stage{First: k + 1, Last: k + 1, GPU: k}
+		st[k] = pipeplan.Stage{First: k + 1, Last: k + 1, GPU: k}
 	}
 	return st
 }
@@ -32,15 +33,15 @@ func oneEach(l int) []pipeline.Stage {
 // (U_F, U_B) = (1,2), (1,1), (2,2), (1,1), no communication cost.
 func TestOneFOneBStarExample(t *testing.T) {
 	pr := MustProblem(t, []float64{1, 1, 2, 1}, []float64{2, 1, 2, 1}, nil, nil,
-		pipeline.Options{GPUs: 4, MemoryBytes: 1 << 40, Bandwidth: 1})
+		pipeplan.Options{GPUs: 4, MemoryBytes: 1 << 40, Bandwidth: 1})
 	p, err := pipeline.OneFOneBStar(pr, oneEach(4), 6)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// spec §1.7, the table of (start, duration, paper shift).
-	want := map[pipeline.OpKind][4][3]float64{
-		pipeline.F: {{0, 1, 0}, {1, 1, 0}, {2, 2, 0}, {4, 1, 0}},
-		pipeline.B: {{3, 2, 1}, {2, 1, 1}, {0, 2, 1}, {5, 1, 0}},
+	want := map[pipeplan.OpKind][4][3]float64{
+		pipeplan.F: {{0, 1, 0}, {1, 1, 0}, {2, 2, 0}, {4, 1, 0}},
+		pipeplan.B: {{3, 2, 1}, {2, 1, 1}, {0, 2, 1}, {5, 1, 0}},
 	}
 	for kind, rows := range want {
 		for k, w := range rows {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/pipeplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 func TestParseRoundTrip(t *testing.T) {
@@ -79,7 +78,7 @@ func TestParseErrors(t *testing.T) {
 	}
 	for _, tc := range cases {
 		_, err := pipeplan.Parse([]byte(tc.doc))
-		var pe *pipeline.PlanError
+		var pe *pipeplan.PlanError
 		if !errors.As(err, &pe) || !errors.Is(err, chainplan.ErrInvalidPlan) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%.60q: error %v, want a PlanError containing %q", tc.doc, err, tc.want)
 		}

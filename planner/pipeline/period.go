@@ -3,6 +3,8 @@ package pipeline
 import (
 	"slices"
 	"sort"
+
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // BestPeriod returns the smallest period T at which the 1F1B*(T) pattern of a contiguous
@@ -14,7 +16,7 @@ import (
 // (NCA never grows with T). ok is false when even one group (T = the whole transformed
 // chain's load) does not fit, or when the stages are not a contiguous allocation of pr.
 // O(S² log S) for S stages.
-func BestPeriod(pr *Problem, stages []Stage) (T float64, ok bool) {
+func BestPeriod(pr *Problem, stages []pipeplan.Stage) (T float64, ok bool) {
 	if checkContiguous(pr, stages) != nil {
 		return 0, false
 	}
@@ -54,7 +56,7 @@ func candidates(elems []element) []float64 {
 
 // fitsMemory reports whether every stage's 1F1B*(T) memory, SoleMemory with its group
 // index, fits pr's memory.
-func fitsMemory(pr *Problem, stages []Stage, elems []element, T float64) bool {
+func fitsMemory(pr *Problem, stages []pipeplan.Stage, elems []element, T float64) bool {
 	grp := groups(elems, T)
 	for k, e := range elems {
 		if e.comm {
@@ -70,7 +72,7 @@ func fitsMemory(pr *Problem, stages []Stage, elems []element, T float64) bool {
 
 // ScheduleContiguous returns the 1F1B* plan of a contiguous allocation at BestPeriod, its
 // memory checked by the validator, named algo. ok is false when no period fits.
-func ScheduleContiguous(pr *Problem, stages []Stage, algo string) (p *Plan, ok bool, err error) {
+func ScheduleContiguous(pr *Problem, stages []pipeplan.Stage, algo string) (p *pipeplan.Plan, ok bool, err error) {
 	T, ok := BestPeriod(pr, stages)
 	if !ok {
 		return nil, false, nil

@@ -6,21 +6,22 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 // randomPartition returns a random contiguous partition of l layers into at most p
 // stages on distinct, shuffled devices.
-func randomPartition(rng *rand.Rand, l, p int) []pipeline.Stage {
+func randomPartition(rng *rand.Rand, l, p int) []pipeplan.Stage {
 	s := 1 + rng.IntN(min(l, p))
 	cuts := rng.Perm(l - 1)[:s-1]
 	slices.Sort(cuts)
 	devs := rng.Perm(p)
-	var st []pipeline.Stage
+	var st []pipeplan.Stage
 	first := 1
 	for k, c := range append(cuts, l-1) {
-		st = append(st, pipeline.Stage{First: first, Last: c + 1, GPU: devs[k]})
+		st = append(st, pipeplan.Stage{First: first, Last: c + 1, GPU: devs[k]})
 		first = c + 2
 	}
 	return st
@@ -28,10 +29,10 @@ func randomPartition(rng *rand.Rand, l, p int) []pipeline.Stage {
 
 func randomProblem(tb testing.TB, rng *rand.Rand, maxL int) *pipeline.Problem {
 	tb.Helper()
-	opts := pipeline.Options{GPUs: 1 + rng.IntN(6), Bandwidth: 10 + 300*rng.Float64(),
+	opts := pipeplan.Options{GPUs: 1 + rng.IntN(6), Bandwidth: 10 + 300*rng.Float64(),
 		WeightCopies: 2 + rng.IntN(2), MemoryBytes: 200 + rng.Int64N(2000)}
 	if rng.IntN(2) == 0 {
-		opts.ActivationModel = pipeline.ActivationsInput
+		opts.ActivationModel = pipeplan.ActivationsInput
 	}
 	pr, err := pipeline.NewProblem(pipechains.Random(rng, 1+rng.IntN(maxL)), opts)
 	if err != nil {

@@ -2,10 +2,11 @@ package pipeline
 
 import (
 	"fmt"
-	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"sort"
 	"sync"
+
+	"github.com/chainplan/chainplan/pipeplan"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/rotor"
@@ -163,23 +164,23 @@ func (p *Problem) RecomputeBudgets(i, j int) []int64 {
 
 // RecomputeStage returns stage (i..j) on device gpu recomputing within budget bytes, with
 // the rotor sequence it runs. Errors: checkpointing off or unavailable, or no sequence fits.
-func (p *Problem) RecomputeStage(i, j, gpu int, budget int64) (Stage, error) {
+func (p *Problem) RecomputeStage(i, j, gpu int, budget int64) (pipeplan.Stage, error) {
 	if !p.opts.Checkpoint {
-		return Stage{}, fmt.Errorf("%w: checkpointing inside stages is off", chainplan.ErrUnsupported)
+		return pipeplan.Stage{}, fmt.Errorf("%w: checkpointing inside stages is off", chainplan.ErrUnsupported)
 	}
 	sc, err := p.table()
 	if err != nil {
-		return Stage{}, err
+		return pipeplan.Stage{}, err
 	}
 	seq, err := sc.Sequence(i, j, budget)
 	if err != nil {
-		return Stage{}, err
+		return pipeplan.Stage{}, err
 	}
-	return Stage{First: i, Last: j, GPU: gpu, Recompute: &pipeplan.Recompute{BudgetBytes: budget, Sequence: seq}}, nil
+	return pipeplan.Stage{First: i, Last: j, GPU: gpu, Recompute: &pipeplan.Recompute{BudgetBytes: budget, Sequence: seq}}, nil
 }
 
 // replay replays a recomputing stage's sequence from a_{i−1} and δ_j within its budget.
-func (p *Problem) replay(s Stage) *simulate.Report {
+func (p *Problem) replay(s pipeplan.Stage) *simulate.Report {
 	limit := int64(-1)
 	if b := s.Recompute.BudgetBytes; b >= 0 && b < math.MaxInt64-p.Out(s.First-1) {
 		limit = p.Out(s.First-1) + b

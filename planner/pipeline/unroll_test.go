@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -13,7 +14,7 @@ import (
 // intervals on each resource, and counts stored and transient bytes at each operation
 // start of a period well inside the window. It returns the number of dependency and overlap
 // violations and each device's peak of stored activation and transient bytes.
-func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks []int64) {
+func unrolled(pr *pipeline.Problem, p *pipeplan.Plan) (deps, overlaps int, peaks []int64) {
 	T := p.Period
 	eps := 1e-9 * T
 	lo, hi := math.MaxInt, math.MinInt
@@ -22,14 +23,14 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 	}
 	h := hi - lo
 	window := h + 3
-	at := func(kind pipeline.OpKind, k, b int) (float64, float64) {
+	at := func(kind pipeplan.OpKind, k, b int) (float64, float64) {
 		o := p.Pattern[p.Find(kind, k)]
 		s := o.Start + float64(b+o.Shift)*T
 		return s, s + o.Duration
 	}
 	n := len(p.Stages)
 	cross := func(k int) bool { return k+1 < n && p.Stages[k].GPU != p.Stages[k+1].GPU }
-	before := func(k1 pipeline.OpKind, s1 int, k2 pipeline.OpKind, s2 int, b int) {
+	before := func(k1 pipeplan.OpKind, s1 int, k2 pipeplan.OpKind, s2 int, b int) {
 		_, end := at(k1, s1, b)
 		if start, _ := at(k2, s2, b); start < end-eps {
 			deps++
@@ -38,23 +39,23 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 	for b := range window {
 		for k := range n - 1 {
 			if cross(k) {
-				before(pipeline.F, k, pipeline.CF, k, b)
-				before(pipeline.CF, k, pipeline.F, k+1, b)
-				before(pipeline.B, k+1, pipeline.CB, k, b)
-				before(pipeline.CB, k, pipeline.B, k, b)
+				before(pipeplan.F, k, pipeplan.CF, k, b)
+				before(pipeplan.CF, k, pipeplan.F, k+1, b)
+				before(pipeplan.B, k+1, pipeplan.CB, k, b)
+				before(pipeplan.CB, k, pipeplan.B, k, b)
 			} else {
-				before(pipeline.F, k, pipeline.F, k+1, b)
-				before(pipeline.B, k+1, pipeline.B, k, b)
+				before(pipeplan.F, k, pipeplan.F, k+1, b)
+				before(pipeplan.B, k+1, pipeplan.B, k, b)
 			}
 		}
-		before(pipeline.F, n-1, pipeline.B, n-1, b)
+		before(pipeplan.F, n-1, pipeplan.B, n-1, b)
 	}
 	type iv struct{ s, e float64 }
 	res := map[string][]iv{}
 	for b := range window {
 		for _, o := range p.Pattern {
 			key := "gpu" + string(rune('0'+p.Stages[o.Stage].GPU))
-			if o.Op == pipeline.CF || o.Op == pipeline.CB {
+			if o.Op == pipeplan.CF || o.Op == pipeplan.CB {
 				a, c := p.Stages[o.Stage].GPU, p.Stages[o.Stage+1].GPU
 				key = "link" + string(rune('0'+min(a, c))) + string(rune('0'+max(a, c)))
 			}
@@ -90,12 +91,12 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 			if s0.GPU != g {
 				continue
 			}
-			for _, kind := range []pipeline.OpKind{pipeline.F, pipeline.B} {
+			for _, kind := range []pipeplan.OpKind{pipeplan.F, pipeplan.B} {
 				o := p.Pattern[p.Find(kind, k0)]
 				b0 := m - o.Shift // the mini-batch whose operation starts in period m
 				t, _ := at(kind, k0, b0)
 				act := costs[k0].FwdExtra
-				if kind == pipeline.B {
+				if kind == pipeplan.B {
 					act = costs[k0].BwdExtra
 				}
 				for k, s := range p.Stages {
@@ -105,9 +106,9 @@ func unrolled(pr *pipeline.Problem, p *pipeline.Plan) (deps, overlaps int, peaks
 					// The mini-batches whose operations run in period m are m−hi..m−lo;
 					// shifts need not be near 0 (a moved plan's may all be −21).
 					for b := m - hi - 4*h - 16; b <= m-lo+4*h+16; b++ {
-						fs, _ := at(pipeline.F, k, b)
-						_, be := at(pipeline.B, k, b)
-						own := kind == pipeline.B && k == k0 && b == b0
+						fs, _ := at(pipeplan.F, k, b)
+						_, be := at(pipeplan.B, k, b)
+						own := kind == pipeplan.B && k == k0 && b == b0
 						if fs <= t+eps && (be > t+eps || own) {
 							act += costs[k].Stored
 						}

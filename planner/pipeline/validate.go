@@ -2,9 +2,10 @@ package pipeline
 
 import (
 	"fmt"
-	"github.com/chainplan/chainplan/pipeplan"
 	"math"
 	"strings"
+
+	"github.com/chainplan/chainplan/pipeplan"
 
 	"github.com/chainplan/chainplan"
 )
@@ -57,7 +58,7 @@ type Report struct {
 //
 // Memory is checked against pr.Options().MemoryBytes, not the plan's memory_bytes, so that
 // a plan can be checked against another limit.
-func Validate(pr *Problem, p *Plan) *Report {
+func Validate(pr *Problem, p *pipeplan.Plan) *Report {
 	v := &validator{pr: pr, p: p, rep: &Report{Period: p.Period}}
 	v.structure()
 	if len(v.rep.Issues) == 0 {
@@ -79,7 +80,7 @@ func Validate(pr *Problem, p *Plan) *Report {
 
 // Check validates p and returns nil, or an error wrapping chainplan.ErrInvalidPlan that
 // lists the first issues.
-func Check(pr *Problem, p *Plan) error {
+func Check(pr *Problem, p *pipeplan.Plan) error {
 	rep := Validate(pr, p)
 	if rep.Valid {
 		return nil
@@ -98,11 +99,11 @@ func Check(pr *Problem, p *Plan) error {
 
 type validator struct {
 	pr  *Problem
-	p   *Plan
+	p   *pipeplan.Plan
 	rep *Report
 	eps float64 // tolerance·T
 	// op[kind][k] is the index in p.Pattern of operation kind of stage k, or −1.
-	op map[OpKind][]int
+	op map[pipeplan.OpKind][]int
 }
 
 func (v *validator) issue(field, format string, args ...any) {
@@ -143,7 +144,7 @@ func (v *validator) structure() {
 	if len(p.MemoryPerGPU) != p.GPUs {
 		v.issue("memory_per_gpu", "want %d values, one per device (got %d)", p.GPUs, len(p.MemoryPerGPU))
 	}
-	if c := IsContiguous(p.Stages); p.Contiguous != c {
+	if c := pipeplan.IsContiguous(p.Stages); p.Contiguous != c {
 		v.issue("contiguous", "is %v, but the stages say %v", p.Contiguous, c)
 	}
 }
@@ -180,12 +181,12 @@ func (v *validator) stages() {
 }
 
 // crosses reports whether stage k's output goes to another device (k+1 exists).
-func (v *validator) crosses(k int) bool { return Crosses(v.p.Stages, k) }
+func (v *validator) crosses(k int) bool { return pipeplan.Crosses(v.p.Stages, k) }
 
 func (v *validator) pattern() {
 	p, n := v.p, len(v.p.Stages)
-	v.op = map[OpKind][]int{}
-	for _, kind := range []OpKind{F, B, CF, CB} {
+	v.op = map[pipeplan.OpKind][]int{}
+	for _, kind := range []pipeplan.OpKind{pipeplan.F, pipeplan.B, pipeplan.CF, pipeplan.CB} {
 		v.op[kind] = make([]int, n)
 		for k := range v.op[kind] {
 			v.op[kind][k] = -1
@@ -207,7 +208,7 @@ func (v *validator) pattern() {
 		if math.IsNaN(o.Duration) || o.Duration < 0 || o.Duration > p.Period+v.eps {
 			v.issue(f+".duration", "want a time in [0, period = %g] (got %v)", p.Period, o.Duration)
 		}
-		if (o.Op == CF || o.Op == CB) && !v.crosses(o.Stage) {
+		if (o.Op == pipeplan.CF || o.Op == pipeplan.CB) && !v.crosses(o.Stage) {
 			v.issue(f, "%s of stage %d, whose output stays on device %d (or which is the last stage)", o.Op, o.Stage, p.Stages[o.Stage].GPU)
 			continue
 		}
@@ -218,9 +219,9 @@ func (v *validator) pattern() {
 		v.op[o.Op][o.Stage] = i
 	}
 	for k := range n {
-		kinds := []OpKind{F, B}
+		kinds := []pipeplan.OpKind{pipeplan.F, pipeplan.B}
 		if v.crosses(k) {
-			kinds = append(kinds, CF, CB)
+			kinds = append(kinds, pipeplan.CF, pipeplan.CB)
 		}
 		for _, kind := range kinds {
 			if v.op[kind][k] < 0 {
@@ -238,16 +239,16 @@ func (v *validator) durations() {
 		s := v.p.Stages[o.Stage]
 		var want float64
 		switch o.Op {
-		case F, B:
+		case pipeplan.F, pipeplan.B:
 			c, err := pr.Cost(s)
 			if err != nil {
 				continue // reported by structure
 			}
 			want = c.Fwd
-			if o.Op == B {
+			if o.Op == pipeplan.B {
 				want = c.Bwd
 			}
-		case CF, CB:
+		case pipeplan.CF, pipeplan.CB:
 			want = float64(pr.Layer(s.Last).Out) / pr.Options().Bandwidth
 		}
 		if math.Abs(o.Duration-want) > v.eps+1e-12*want {

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"fmt"
 	"math"
+
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // memory computes each device's memory in both models of spec §3.4.3, with the
@@ -40,7 +42,7 @@ func (v *validator) memory() {
 	T := p.Period
 	// count returns n_k(t); own keeps stage k's mini-batch whose B starts at t held.
 	count := func(k int, t float64, own bool) int {
-		f, b := p.Pattern[v.op[F][k]], p.Pattern[v.op[B][k]]
+		f, b := p.Pattern[v.op[pipeplan.F][k]], p.Pattern[v.op[pipeplan.B][k]]
 		released := floorTol((t - b.Start - b.Duration) / T)
 		if own {
 			released = -1 // the backward starting at t releases at its end
@@ -49,7 +51,7 @@ func (v *validator) memory() {
 	}
 	extra := make([]int64, p.GPUs)
 	for k, s := range p.Stages {
-		rep.NCA[k] = count(k, p.Pattern[v.op[F][k]].Start, false)
+		rep.NCA[k] = count(k, p.Pattern[v.op[pipeplan.F][k]].Start, false)
 		if rep.NCA[k] < 0 {
 			v.issue(fmt.Sprintf("stages[%d]", k), "%d activations stored at the start of its forward: its backward ends before its forward starts", rep.NCA[k])
 		}
@@ -61,14 +63,14 @@ func (v *validator) memory() {
 		var peak int64
 		on := p.StagesOn(g)
 		for _, k := range on {
-			for _, kind := range []OpKind{F, B} {
+			for _, kind := range []pipeplan.OpKind{pipeplan.F, pipeplan.B} {
 				o := p.Pattern[v.op[kind][k]]
 				act := costs[k].FwdExtra
-				if kind == B {
+				if kind == pipeplan.B {
 					act = costs[k].BwdExtra
 				}
 				for _, j := range on {
-					act = satAdd(act, satMul(int64(max(count(j, o.Start, kind == B && j == k), 0)), costs[j].Stored))
+					act = satAdd(act, satMul(int64(max(count(j, o.Start, kind == pipeplan.B && j == k), 0)), costs[j].Stored))
 				}
 				peak = max(peak, act)
 			}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // dependencies checks every edge u→v of one mini-batch (spec §3.4.2, item 1): mini-batch b
@@ -13,7 +15,7 @@ import (
 // F_{k+1} on one device), F_N → B_N, and B_{k+1} → CB_k → B_k (B_{k+1} → B_k on one device).
 func (v *validator) dependencies() {
 	n := len(v.p.Stages)
-	edge := func(ku OpKind, su int, kv OpKind, sv int) {
+	edge := func(ku pipeplan.OpKind, su int, kv pipeplan.OpKind, sv int) {
 		u, w := v.p.Pattern[v.op[ku][su]], v.p.Pattern[v.op[kv][sv]]
 		T := v.p.Period
 		end := u.Start + u.Duration + float64(u.Shift)*T
@@ -26,16 +28,16 @@ func (v *validator) dependencies() {
 	}
 	for k := range n - 1 {
 		if v.crosses(k) {
-			edge(F, k, CF, k)
-			edge(CF, k, F, k+1)
-			edge(B, k+1, CB, k)
-			edge(CB, k, B, k)
+			edge(pipeplan.F, k, pipeplan.CF, k)
+			edge(pipeplan.CF, k, pipeplan.F, k+1)
+			edge(pipeplan.B, k+1, pipeplan.CB, k)
+			edge(pipeplan.CB, k, pipeplan.B, k)
 		} else {
-			edge(F, k, F, k+1)
-			edge(B, k+1, B, k)
+			edge(pipeplan.F, k, pipeplan.F, k+1)
+			edge(pipeplan.B, k+1, pipeplan.B, k)
 		}
 	}
-	edge(F, n-1, B, n-1)
+	edge(pipeplan.F, n-1, pipeplan.B, n-1)
 }
 
 // interval is one operation on one resource.
@@ -54,7 +56,7 @@ func (v *validator) exclusivity() {
 	for i, o := range p.Pattern {
 		iv := interval{o.Start, o.Duration, i}
 		switch o.Op {
-		case F, B:
+		case pipeplan.F, pipeplan.B:
 			g := p.Stages[o.Stage].GPU
 			onGPU[g] = append(onGPU[g], iv)
 		default:

@@ -15,28 +15,28 @@ import (
 // and the saved bytes 3, 5, 7 (saved model), so only stored activations count. Device 0
 // runs F0 B0 F2 B2 back to back: stage 0 keeps 4 mini-batches from its forward to the end
 // of its backward, stage 2 one, and their peaks do not coincide (spec §2.5, best case).
-func nonContiguous(tb testing.TB) (*pipeline.Problem, *pipeline.Plan) {
+func nonContiguous(tb testing.TB) (*pipeline.Problem, *pipeplan.Plan) {
 	tb.Helper()
 	c := &chainplan.Chain{Format: chainplan.ChainFormat, Stages: []chainplan.Stage{
 		{FwdTime: .5, BwdTime: .5, SavedBytes: 3},
 		{FwdTime: 1, BwdTime: 1, SavedBytes: 5},
 		{FwdTime: .5, BwdTime: .5, SavedBytes: 7},
 	}}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 16, Bandwidth: 1, WeightCopies: 3})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 16, Bandwidth: 1, WeightCopies: 3})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	op := func(kind pipeline.OpKind, k int, start, d float64, shift int) pipeline.Op {
-		return pipeline.Op{Op: kind, Stage: k, Start: start, Duration: d, Shift: shift}
+	op := func(kind pipeplan.OpKind, k int, start, d float64, shift int) pipeplan.Op {
+		return pipeplan.Op{Op: kind, Stage: k, Start: start, Duration: d, Shift: shift}
 	}
-	p := &pipeline.Plan{Format: pipeplan.Format, Algo: "hand", GPUs: 2, MemoryBytes: 16, Bandwidth: 1,
-		WeightCopies: 3, ActivationModel: pipeline.ActivationsSaved, Period: 2, Temporaries: true,
-		Stages: []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 0}},
-		Pattern: []pipeline.Op{
-			op(pipeline.F, 0, 0, .5, 0), op(pipeline.CF, 0, .5, 0, 0), op(pipeline.F, 1, .5, 1, 0),
-			op(pipeline.CF, 1, 1.5, 0, 0), op(pipeline.F, 2, 1, .5, 1), op(pipeline.B, 2, 1.5, .5, 1),
-			op(pipeline.CB, 1, 0, 0, 2), op(pipeline.B, 1, 1.5, 1, 2), op(pipeline.CB, 0, .5, 0, 3),
-			op(pipeline.B, 0, .5, .5, 3),
+	p := &pipeplan.Plan{Format: pipeplan.Format, Algo: "hand", GPUs: 2, MemoryBytes: 16, Bandwidth: 1,
+		WeightCopies: 3, ActivationModel: pipeplan.ActivationsSaved, Period: 2, Temporaries: true,
+		Stages: []pipeplan.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 0}},
+		Pattern: []pipeplan.Op{
+			op(pipeplan.F, 0, 0, .5, 0), op(pipeplan.CF, 0, .5, 0, 0), op(pipeplan.F, 1, .5, 1, 0),
+			op(pipeplan.CF, 1, 1.5, 0, 0), op(pipeplan.F, 2, 1, .5, 1), op(pipeplan.B, 2, 1.5, .5, 1),
+			op(pipeplan.CB, 1, 0, 0, 2), op(pipeplan.B, 1, 1.5, 1, 2), op(pipeplan.CB, 0, .5, 0, 3),
+			op(pipeplan.B, 0, .5, .5, 3),
 		},
 		MemoryPerGPU: []int64{16, 15}}
 	return pr, p
@@ -71,28 +71,28 @@ func TestValidateNonContiguous(t *testing.T) {
 func TestValidateCatches(t *testing.T) {
 	cases := []struct {
 		name   string
-		break_ func(p *pipeline.Plan)
+		break_ func(p *pipeplan.Plan)
 		want   string
 	}{
-		{"format", func(p *pipeline.Plan) { p.Format = "x" }, "format: want"},
-		{"gpus", func(p *pipeline.Plan) { p.GPUs = 3 }, "gpus: the plan is for 3"},
-		{"copies", func(p *pipeline.Plan) { p.WeightCopies = 2 }, "weight_copies"},
-		{"model", func(p *pipeline.Plan) { p.ActivationModel = pipeline.ActivationsInput }, "activation_model"},
-		{"bandwidth", func(p *pipeline.Plan) { p.Bandwidth = 2 }, "bandwidth"},
-		{"period", func(p *pipeline.Plan) { p.Period = 0 }, "period: want a positive"},
-		{"gap", func(p *pipeline.Plan) { p.Stages[1].First = 3 }, "stages[1].first: want 2"},
-		{"short", func(p *pipeline.Plan) { p.Stages[2].Last = 2; p.Stages[2].First = 2; p.Stages[1].Last = 1 }, "stages[1].last"},
-		{"device", func(p *pipeline.Plan) { p.Stages[1].GPU = 2 }, "stages[1].gpu"},
-		{"missing", func(p *pipeline.Plan) { p.Pattern = p.Pattern[1:] }, "no F of stage 0"},
-		{"twice", func(p *pipeline.Plan) { p.Pattern = append(p.Pattern, p.Pattern[0]) }, "a second F of stage 0"},
-		{"stray transfer", func(p *pipeline.Plan) { p.Stages[1].GPU = 0 }, "whose output stays"},
-		{"start", func(p *pipeline.Plan) { p.Pattern[0].Start = 2.5 }, "pattern[0].start"},
-		{"duration", func(p *pipeline.Plan) { p.Pattern[0].Duration = .4 }, "pattern[0].duration: F of stage 0 lasts 0.5"},
-		{"dependency", func(p *pipeline.Plan) { p.Pattern[9].Shift = 2 }, "B of stage 0 starts"},
-		{"overlap", func(p *pipeline.Plan) { p.Pattern[5].Start = 1.25 }, "gpu 0: F of stage 2 [1, 1.5) overlaps B of stage 2"},
-		{"memory claim", func(p *pipeline.Plan) { p.MemoryPerGPU[0] = 19 }, "memory_per_gpu[0]: the plan says 19"},
-		{"memory count", func(p *pipeline.Plan) { p.MemoryPerGPU = p.MemoryPerGPU[:1] }, "memory_per_gpu: want 2 values"},
-		{"contiguous", func(p *pipeline.Plan) { p.Contiguous = true }, "contiguous: is true"},
+		{"format", func(p *pipeplan.Plan) { p.Format = "x" }, "format: want"},
+		{"gpus", func(p *pipeplan.Plan) { p.GPUs = 3 }, "gpus: the plan is for 3"},
+		{"copies", func(p *pipeplan.Plan) { p.WeightCopies = 2 }, "weight_copies"},
+		{"model", func(p *pipeplan.Plan) { p.ActivationModel = pipeplan.ActivationsInput }, "activation_model"},
+		{"bandwidth", func(p *pipeplan.Plan) { p.Bandwidth = 2 }, "bandwidth"},
+		{"period", func(p *pipeplan.Plan) { p.Period = 0 }, "period: want a positive"},
+		{"gap", func(p *pipeplan.Plan) { p.Stages[1].First = 3 }, "stages[1].first: want 2"},
+		{"short", func(p *pipeplan.Plan) { p.Stages[2].Last = 2; p.Stages[2].First = 2; p.Stages[1].Last = 1 }, "stages[1].last"},
+		{"device", func(p *pipeplan.Plan) { p.Stages[1].GPU = 2 }, "stages[1].gpu"},
+		{"missing", func(p *pipeplan.Plan) { p.Pattern = p.Pattern[1:] }, "no F of stage 0"},
+		{"twice", func(p *pipeplan.Plan) { p.Pattern = append(p.Pattern, p.Pattern[0]) }, "a second F of stage 0"},
+		{"stray transfer", func(p *pipeplan.Plan) { p.Stages[1].GPU = 0 }, "whose output stays"},
+		{"start", func(p *pipeplan.Plan) { p.Pattern[0].Start = 2.5 }, "pattern[0].start"},
+		{"duration", func(p *pipeplan.Plan) { p.Pattern[0].Duration = .4 }, "pattern[0].duration: F of stage 0 lasts 0.5"},
+		{"dependency", func(p *pipeplan.Plan) { p.Pattern[9].Shift = 2 }, "B of stage 0 starts"},
+		{"overlap", func(p *pipeplan.Plan) { p.Pattern[5].Start = 1.25 }, "gpu 0: F of stage 2 [1, 1.5) overlaps B of stage 2"},
+		{"memory claim", func(p *pipeplan.Plan) { p.MemoryPerGPU[0] = 19 }, "memory_per_gpu[0]: the plan says 19"},
+		{"memory count", func(p *pipeplan.Plan) { p.MemoryPerGPU = p.MemoryPerGPU[:1] }, "memory_per_gpu: want 2 values"},
+		{"contiguous", func(p *pipeplan.Plan) { p.Contiguous = true }, "contiguous: is true"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,7 +127,7 @@ func TestValidateLinkSum(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, o := range p.Pattern {
-		if o.Op == pipeline.CF || o.Op == pipeline.CB {
+		if o.Op == pipeplan.CF || o.Op == pipeplan.CB {
 			p.Pattern[i].Duration = .75
 		}
 	}
@@ -152,7 +152,7 @@ func TestValidateLemma10(t *testing.T) {
 		{FwdTime: 1, BwdTime: 1, ParamBytes: 2},
 		{FwdTime: .5, BwdTime: .5, ParamBytes: 1},
 	}}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, MemoryBytes: 2, Bandwidth: 1, WeightCopies: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

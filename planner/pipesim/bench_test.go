@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -16,13 +17,13 @@ import (
 var benchSetup = sync.OnceValues(func() (*pipesim.Setup, error) {
 	rng := rand.New(rand.NewPCG(25, 99))
 	c := pipechains.Random(rng, 32)
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 8, Bandwidth: 50})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 8, Bandwidth: 50})
 	if err != nil {
 		return nil, err
 	}
-	var stages []pipeline.Stage
+	var stages []pipeplan.Stage
 	for k := range 8 {
-		stages = append(stages, pipeline.Stage{First: 4*k + 1, Last: 4*k + 4, GPU: k})
+		stages = append(stages, pipeplan.Stage{First: 4*k + 1, Last: 4*k + 4, GPU: k})
 	}
 	return pipesim.NewSetup(pr, stages, pipesim.SetupOptions{Links: true, AlphaS: 1e-3})
 })

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
@@ -15,11 +16,11 @@ import (
 func Example() {
 	c := &chainplan.Chain{Format: chainplan.ChainFormat, Stages: []chainplan.Stage{
 		{FwdTime: 1, BwdTime: 3}, {FwdTime: 3, BwdTime: 1}}}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 2, Bandwidth: 1})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 2, Bandwidth: 1})
 	if err != nil {
 		panic(err)
 	}
-	su, err := pipesim.NewSetup(pr, []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}}, pipesim.SetupOptions{})
+	su, err := pipesim.NewSetup(pr, []pipeplan.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}}, pipesim.SetupOptions{})
 	if err != nil {
 		panic(err)
 	}

@@ -3,16 +3,17 @@ package pipesim_test
 import (
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
 )
 
 // stagesOf returns one stage per layer, stage k on device k.
-func stagesOf(layers int) []pipeline.Stage {
-	out := make([]pipeline.Stage, layers)
+func stagesOf(layers int) []pipeplan.Stage {
+	out := make([]pipeplan.Stage, layers)
 	for k := range out {
-		out[k] = pipeline.Stage{First: k + 1, Last: k + 1, GPU: k}
+		out[k] = pipeplan.Stage{First: k + 1, Last: k + 1, GPU: k}
 	}
 	return out
 }
@@ -27,7 +28,7 @@ func mustSetup(tb testing.TB, f, b []float64, a []int64, bw float64, opts pipesi
 	if beta <= 0 {
 		beta = 1
 	}
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: len(f), Bandwidth: beta, WeightCopies: 2})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: len(f), Bandwidth: beta, WeightCopies: 2})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -48,21 +49,21 @@ func TestBadOptions(t *testing.T) {
 // and latencies are refused, naming the problem.
 func TestBadSetups(t *testing.T) {
 	one := []float64{1, 1, 1}
-	pr, err := pipeline.NewProblem(pipechains.Chain(one, one, nil, nil), pipeline.Options{GPUs: 3, Bandwidth: 1})
+	pr, err := pipeline.NewProblem(pipechains.Chain(one, one, nil, nil), pipeplan.Options{GPUs: 3, Bandwidth: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
 		name   string
-		stages []pipeline.Stage
+		stages []pipeplan.Stage
 		o      pipesim.SetupOptions
 		msg    string
 	}{
-		{"gap", []pipeline.Stage{{First: 1, Last: 1}, {First: 3, Last: 3, GPU: 1}}, pipesim.SetupOptions{}, "starts at layer 3, want 2"},
-		{"short", []pipeline.Stage{{First: 1, Last: 2}}, pipesim.SetupOptions{}, "end at layer 2, the chain has 3"},
-		{"beyond", []pipeline.Stage{{First: 1, Last: 4}}, pipesim.SetupOptions{}, "ends at layer 4"},
-		{"device", []pipeline.Stage{{First: 1, Last: 3, GPU: 3}}, pipesim.SetupOptions{}, "device 3"},
-		{"shared", []pipeline.Stage{{First: 1, Last: 1}, {First: 2, Last: 3}}, pipesim.SetupOptions{}, "both on device 0"},
+		{"gap", []pipeplan.Stage{{First: 1, Last: 1}, {First: 3, Last: 3, GPU: 1}}, pipesim.SetupOptions{}, "starts at layer 3, want 2"},
+		{"short", []pipeplan.Stage{{First: 1, Last: 2}}, pipesim.SetupOptions{}, "end at layer 2, the chain has 3"},
+		{"beyond", []pipeplan.Stage{{First: 1, Last: 4}}, pipesim.SetupOptions{}, "ends at layer 4"},
+		{"device", []pipeplan.Stage{{First: 1, Last: 3, GPU: 3}}, pipesim.SetupOptions{}, "device 3"},
+		{"shared", []pipeplan.Stage{{First: 1, Last: 1}, {First: 2, Last: 3}}, pipesim.SetupOptions{}, "both on device 0"},
 		{"none", nil, pipesim.SetupOptions{}, "no stages"},
 		{"checkpoint", stagesOf(3), pipesim.SetupOptions{Checkpointed: []int{3}}, "stage 3 is not in 0..2"},
 		{"alpha without links", stagesOf(3), pipesim.SetupOptions{AlphaS: 1e-3}, "needs the link model"},
@@ -80,7 +81,7 @@ func TestBadSetups(t *testing.T) {
 
 func TestParseStages(t *testing.T) {
 	stages, n, err := pipesim.ParseStages("1-2, 3 ,4-6", 6)
-	want := []pipeline.Stage{{First: 1, Last: 2, GPU: 0}, {First: 3, Last: 3, GPU: 1}, {First: 4, Last: 6, GPU: 2}}
+	want := []pipeplan.Stage{{First: 1, Last: 2, GPU: 0}, {First: 3, Last: 3, GPU: 1}, {First: 4, Last: 6, GPU: 2}}
 	if err != nil || n != 0 || len(stages) != 3 || stages[0] != want[0] || stages[1] != want[1] || stages[2] != want[2] {
 		t.Fatalf("ParseStages = %v, %d, %v; want %v", stages, n, err, want)
 	}
@@ -125,7 +126,7 @@ func TestBoundaryLinks(t *testing.T) {
 			t.Errorf("links %v: makespan %v, want %v", tt.links, r.Makespan, tt.want)
 		}
 	}
-	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, nil, a), pipeline.Options{GPUs: 2, Bandwidth: 1})
+	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, nil, a), pipeplan.Options{GPUs: 2, Bandwidth: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

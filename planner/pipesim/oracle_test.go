@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 	"github.com/chainplan/chainplan/planner/pipesim"
@@ -379,7 +380,7 @@ func (c ocase) problem(tb testing.TB) *pipeline.Problem {
 	for i := range f {
 		f[i], b[i] = float64(c.f[i]), float64(c.b[i])
 	}
-	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, c.w, c.a), pipeline.Options{GPUs: len(f), Bandwidth: 1, WeightCopies: 2})
+	pr, err := pipeline.NewProblem(pipechains.Chain(f, b, c.w, c.a), pipeplan.Options{GPUs: len(f), Bandwidth: 1, WeightCopies: 2})
 	if err != nil {
 		tb.Fatal(err)
 	}

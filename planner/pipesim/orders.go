@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // This file holds the order in which each device runs its tasks: fixed for every schedule
@@ -92,7 +92,7 @@ type planOp struct {
 // mini-batch after mini-batch, each of its N micro-batches numbered from 0 as a step of the
 // runner; without, all M micro-batches as one stream. res maps a stage's device and a
 // boundary's link to their resources.
-func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
+func (s *sim) planOrders(p *pipeplan.Plan, linkOf func(k int) int) [][]task {
 	T := p.Period
 	n := len(p.Stages)
 	var ops []planOp
@@ -101,13 +101,13 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 		op := planOp{stage: o.Stage, start: o.Start - q*T, shift: o.Shift + int(q),
 			zero: s.modelDuration(o.Stage, o.Op) == 0}
 		switch o.Op {
-		case pipeline.F:
+		case pipeplan.F:
 			op.kind, op.topo = kF, 2*o.Stage
-		case pipeline.CF:
+		case pipeplan.CF:
 			op.kind, op.topo = kCF, 2*o.Stage+1
-		case pipeline.B:
+		case pipeplan.B:
 			op.kind, op.topo = kB, 2*n+2*(n-1-o.Stage)
-		case pipeline.CB:
+		case pipeplan.CB:
 			op.kind, op.topo = kCB, 2*n+2*(n-1-o.Stage)-1
 		}
 		ops = append(ops, op)
@@ -175,15 +175,15 @@ func (s *sim) planOrders(p *pipeline.Plan, linkOf func(k int) int) [][]task {
 // modelDuration returns how long operation op of stage st lasts in the plan's model
 // (pipeline.Problem.Cost for F and B, Transfer for CF and CB), whatever the simulation's
 // time units.
-func (s *sim) modelDuration(st int, op pipeline.OpKind) float64 {
+func (s *sim) modelDuration(st int, op pipeplan.OpKind) float64 {
 	g := s.su.stages[st]
 	switch op {
-	case pipeline.F, pipeline.B:
+	case pipeplan.F, pipeplan.B:
 		c, err := s.su.pr.Cost(g)
 		if err != nil { // costs has refused such a stage already
 			return math.NaN()
 		}
-		if op == pipeline.F {
+		if op == pipeplan.F {
 			return c.Fwd
 		}
 		return c.Bwd

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/contiguous"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/madpipe"
@@ -19,7 +20,7 @@ import (
 
 // replay simulates plan p on pr with periodic: n micro-batches per mini-batch, k
 // mini-batches, as one stream or with a flush per mini-batch.
-func replay(tb testing.TB, pr *pipeline.Problem, p *pipeline.Plan, n, k int, flush bool) *pipesim.Result {
+func replay(tb testing.TB, pr *pipeline.Problem, p *pipeplan.Plan, n, k int, flush bool) *pipesim.Result {
 	tb.Helper()
 	su, err := pipesim.PlanSetup(pr, p)
 	if err != nil {
@@ -35,7 +36,7 @@ func replay(tb testing.TB, pr *pipeline.Problem, p *pipeline.Plan, n, k int, flu
 // checkReplay checks that the replay of a valid plan runs one micro-batch per period and
 // holds on each device exactly the plan's memory_per_gpu (the validator's time-resolved
 // peak): the second, independent check of a plan.
-func checkReplay(t *testing.T, what string, pr *pipeline.Problem, p *pipeline.Plan) {
+func checkReplay(t *testing.T, what string, pr *pipeline.Problem, p *pipeplan.Plan) {
 	t.Helper()
 	maxShift := 0
 	for _, o := range p.Pattern {
@@ -80,9 +81,9 @@ func TestReplayOneFOneBStar(t *testing.T) {
 	for i := range cases {
 		l := 1 + rng.IntN(9)
 		c := pipechains.Random(rng, l)
-		opts := pipeline.Options{GPUs: 1 + rng.IntN(min(l, 5)), MemoryBytes: 1 << 50, Bandwidth: 5 + 200*rng.Float64(), WeightCopies: 1 + rng.IntN(3)}
+		opts := pipeplan.Options{GPUs: 1 + rng.IntN(min(l, 5)), MemoryBytes: 1 << 50, Bandwidth: 5 + 200*rng.Float64(), WeightCopies: 1 + rng.IntN(3)}
 		if rng.IntN(2) == 0 {
-			opts.ActivationModel = pipeline.ActivationsInput
+			opts.ActivationModel = pipeplan.ActivationsInput
 		}
 		pr, err := pipeline.NewProblem(c, opts)
 		if err != nil {
@@ -103,14 +104,14 @@ func TestReplayOneFOneBStar(t *testing.T) {
 }
 
 // randomPartition cuts l layers into 1..gpus contiguous stages, stage k on device k.
-func randomPartition(rng *rand.Rand, l, gpus int) []pipeline.Stage {
+func randomPartition(rng *rand.Rand, l, gpus int) []pipeplan.Stage {
 	n := 1 + rng.IntN(min(l, gpus))
 	cuts := rng.Perm(l - 1)[:n-1]
 	slices.Sort(cuts)
-	var out []pipeline.Stage
+	var out []pipeplan.Stage
 	first := 1
 	for k, c := range append(cuts, l-1) {
-		out = append(out, pipeline.Stage{First: first, Last: c + 1, GPU: k})
+		out = append(out, pipeplan.Stage{First: first, Last: c + 1, GPU: k})
 		first = c + 2
 	}
 	return out
@@ -127,7 +128,7 @@ func TestReplayMadPipe(t *testing.T) {
 	}
 	for i := range cases {
 		c := pipechains.Random(rng, 3+rng.IntN(6))
-		opts := pipeline.Options{GPUs: 2 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64(), WeightCopies: 2 + rng.IntN(2)}
+		opts := pipeplan.Options{GPUs: 2 + rng.IntN(3), Bandwidth: 20 + 200*rng.Float64(), WeightCopies: 2 + rng.IntN(2)}
 		pr, err := pipeline.NewProblem(c, opts)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +156,7 @@ func TestReplayMadPipe(t *testing.T) {
 // slower than it says, and one whose order contradicts its dependencies deadlocks.
 func TestReplayRevealsBadPlans(t *testing.T) {
 	c := pipechains.Chain([]float64{1, 2, 1}, []float64{2, 3, 2}, []int64{5, 5, 5}, []int64{4, 4, 4, 4})
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 3, MemoryBytes: 1 << 40, Bandwidth: 4})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 3, MemoryBytes: 1 << 40, Bandwidth: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestReplayRevealsBadPlans(t *testing.T) {
 	}
 	broken := *p
 	broken.Pattern = slices.Clone(p.Pattern)
-	i := broken.Find(pipeline.B, 2)
+	i := broken.Find(pipeplan.B, 2)
 	broken.Pattern[i].Shift -= 3 // the last stage's backward before its forward
 	su, err := pipesim.PlanSetup(pr, &broken)
 	if err != nil {

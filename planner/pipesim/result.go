@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/chainplan/chainplan/planner/pipeline"
+	"github.com/chainplan/chainplan/pipeplan"
 )
 
 // Format is the format tag of a simulation's result document.
@@ -25,7 +25,7 @@ type Result struct {
 	Links        bool             `json:"links"`
 	Flush        bool             `json:"flush,omitempty"`
 	MaxInflight  int              `json:"max_inflight,omitempty"`
-	Stages       []pipeline.Stage `json:"stages"`
+	Stages       []pipeplan.Stage `json:"stages"`
 	Checkpointed []int            `json:"checkpointed"`
 	// Makespan is the end of the last task of the K mini-batches.
 	Makespan float64 `json:"makespan"`

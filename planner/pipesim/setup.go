@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
@@ -17,8 +18,8 @@ import (
 // (stages given, one per device) or PlanSetup (a plan to replay); it is immutable.
 type Setup struct {
 	pr     *pipeline.Problem
-	stages []pipeline.Stage
-	plan   *pipeline.Plan // the plan Periodic replays; nil for the other schedules
+	stages []pipeplan.Stage
+	plan   *pipeplan.Plan // the plan Periodic replays; nil for the other schedules
 	links  bool
 	alphaS float64
 	ckpt   []bool
@@ -58,7 +59,7 @@ type SetupOptions struct {
 // NewSetup returns the setup of stages on pr: they must cover layers 1..L in order, each
 // on its own device of pr (every schedule but Periodic gives each stage a compute
 // resource of its own). Errors: an *OptionError naming the stage or option.
-func NewSetup(pr *pipeline.Problem, stages []pipeline.Stage, o SetupOptions) (*Setup, error) {
+func NewSetup(pr *pipeline.Problem, stages []pipeplan.Stage, o SetupOptions) (*Setup, error) {
 	if pr == nil {
 		return nil, optionErr("stages", "no problem")
 	}
@@ -115,9 +116,9 @@ func NewSetup(pr *pipeline.Problem, stages []pipeline.Stage, o SetupOptions) (*S
 // what the model says (Problem.Cost, Transfer), so that a plan whose numbers disagree with
 // the model simulates to another period. Errors wrap chainplan.ErrInvalidPlan and name the
 // field of a plan whose structure does not fit pr.
-func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {
+func PlanSetup(pr *pipeline.Problem, p *pipeplan.Plan) (*Setup, error) {
 	bad := func(field, format string, args ...any) error {
-		return &pipeline.PlanError{Field: field, Msg: fmt.Sprintf(format, args...)}
+		return &pipeplan.PlanError{Field: field, Msg: fmt.Sprintf(format, args...)}
 	}
 	if pr == nil || p == nil {
 		return nil, bad("", "no plan")
@@ -146,7 +147,7 @@ func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {
 			return nil, bad(f+".stage", "want a stage in 0..%d (got %d)", n-1, o.Stage)
 		case math.IsNaN(o.Start) || math.IsInf(o.Start, 0):
 			return nil, bad(f+".start", "want a finite time (got %v)", o.Start)
-		case (o.Op == pipeline.CF || o.Op == pipeline.CB) && !pipeline.Crosses(p.Stages, o.Stage):
+		case (o.Op == pipeplan.CF || o.Op == pipeplan.CB) && !pipeplan.Crosses(p.Stages, o.Stage):
 			return nil, bad(f, "%s of stage %d, whose output does not leave its device", o.Op, o.Stage)
 		}
 		key := [2]int{opIndex(o.Op), o.Stage}
@@ -156,9 +157,9 @@ func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {
 		seen[key] = i
 	}
 	for k := range n {
-		kinds := []pipeline.OpKind{pipeline.F, pipeline.B}
-		if pipeline.Crosses(p.Stages, k) {
-			kinds = append(kinds, pipeline.CF, pipeline.CB)
+		kinds := []pipeplan.OpKind{pipeplan.F, pipeplan.B}
+		if pipeplan.Crosses(p.Stages, k) {
+			kinds = append(kinds, pipeplan.CF, pipeplan.CB)
 		}
 		for _, kind := range kinds {
 			if _, ok := seen[[2]int{opIndex(kind), k}]; !ok {
@@ -169,12 +170,12 @@ func PlanSetup(pr *pipeline.Problem, p *pipeline.Plan) (*Setup, error) {
 	return &Setup{pr: pr, stages: slices.Clone(p.Stages), plan: p, links: true, ckpt: make([]bool, n)}, nil
 }
 
-func opIndex(k pipeline.OpKind) int {
-	return slices.Index([]pipeline.OpKind{pipeline.F, pipeline.B, pipeline.CF, pipeline.CB}, k)
+func opIndex(k pipeplan.OpKind) int {
+	return slices.Index([]pipeplan.OpKind{pipeplan.F, pipeplan.B, pipeplan.CF, pipeplan.CB}, k)
 }
 
 // checkPartition refuses stages that do not cover pr's layers in order on its devices.
-func checkPartition(pr *pipeline.Problem, stages []pipeline.Stage) error {
+func checkPartition(pr *pipeline.Problem, stages []pipeplan.Stage) error {
 	if len(stages) == 0 {
 		return optionErr("stages", "no stages")
 	}
@@ -202,17 +203,17 @@ func checkPartition(pr *pipeline.Problem, stages []pipeline.Stage) error {
 func (s *Setup) Problem() *pipeline.Problem { return s.pr }
 
 // Stages returns the stages and their devices.
-func (s *Setup) Stages() []pipeline.Stage { return slices.Clone(s.stages) }
+func (s *Setup) Stages() []pipeplan.Stage { return slices.Clone(s.stages) }
 
 // Plan returns the plan PlanSetup replays, or nil.
-func (s *Setup) Plan() *pipeline.Plan { return s.plan }
+func (s *Setup) Plan() *pipeplan.Plan { return s.plan }
 
 // ParseStages reads a stage specification for a chain of layers layers: a count ("4": the
 // caller partitions the chain into that many stages; count is set and stages nil), or
 // comma-separated 1-based inclusive layer ranges ("1-4,5-9,10-12"; a single layer is "5")
 // covering the chain in order, stage k on device k. Errors are an *OptionError naming the
 // range at fault.
-func ParseStages(spec string, layers int) (stages []pipeline.Stage, count int, err error) {
+func ParseStages(spec string, layers int) (stages []pipeplan.Stage, count int, err error) {
 	spec = strings.TrimSpace(spec)
 	if spec == "" {
 		return nil, 0, optionErr("stages", "empty: give a stage count (4) or layer ranges (1-4,5-9,10-12)")
@@ -242,7 +243,7 @@ func ParseStages(spec string, layers int) (stages []pipeline.Stage, count int, e
 		case b > layers:
 			return nil, 0, optionErr("stages", "stage %d (%s) ends at layer %d, the chain has %d layers", k, text, b, layers)
 		}
-		stages = append(stages, pipeline.Stage{First: a, Last: b, GPU: k})
+		stages = append(stages, pipeplan.Stage{First: a, Last: b, GPU: k})
 		next = b + 1
 	}
 	if next != layers+1 {

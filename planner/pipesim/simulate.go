@@ -3,10 +3,10 @@ package pipesim
 import (
 	"fmt"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/minheap"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
 var errInvalidPlan = chainplan.ErrInvalidPlan
@@ -103,7 +103,7 @@ func newSim(su *Setup, o Options) (*sim, error) {
 	links := su.links && !o.UnitTime
 	pairs := map[[2]int]int{}
 	for st := range S - 1 {
-		if !links || !pipeline.Crosses(su.stages, st) {
+		if !links || !pipeplan.Crosses(su.stages, st) {
 			continue
 		}
 		a, b := su.stages[st].GPU, su.stages[st+1].GPU

@@ -3,6 +3,7 @@ package pipesim
 import (
 	"testing"
 
+	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/internal/pipechains"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
@@ -16,11 +17,11 @@ func TestTransientBytes(t *testing.T) {
 	f, b := []float64{1, 2, 1}, []float64{2, 3, 2}
 	a := []int64{10, 20, 30, 40}
 	c := pipechains.Chain(f, b, nil, a)
-	pr, err := pipeline.NewProblem(c, pipeline.Options{GPUs: 3, Bandwidth: 1, WeightCopies: 1})
+	pr, err := pipeline.NewProblem(c, pipeplan.Options{GPUs: 3, Bandwidth: 1, WeightCopies: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stages := []pipeline.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 2}}
+	stages := []pipeplan.Stage{{First: 1, Last: 1, GPU: 0}, {First: 2, Last: 2, GPU: 1}, {First: 3, Last: 3, GPU: 2}}
 	su, err := NewSetup(pr, stages, SetupOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-"""Typed results of :func:`chainplan.advise` and :func:`chainplan.search3d`.
+"""Typed results of :func:`chainplan.parallel.advise` and :func:`chainplan.parallel.search3d`.
 
 The documents come from the Go planners (``chainplan.advice/v1``, ``chainplan.search3d/v1``;
 docs/parallel.md) and are read field by field, a bad field named by its path. A result of a
@@ -112,7 +112,7 @@ class StrategyEstimate:
 
 @dataclass(frozen=True)
 class Advice(StoredResult):
-    """What :func:`chainplan.advise` returns: the ranked candidates (feasible first).
+    """What :func:`chainplan.parallel.advise` returns: the ranked candidates (feasible first).
 
     Attributes:
         advice_id: where it is stored (0 when not: a chain or profile file).
@@ -234,7 +234,7 @@ class SimCheck3D:
 
 @dataclass(frozen=True)
 class Candidate3D:
-    """One strategy of :func:`chainplan.search3d`: AMP's (pp, dp, tmp, placement, mbs,
+    """One strategy of :func:`chainplan.parallel.search3d`: AMP's (pp, dp, tmp, placement, mbs,
     boundaries), priced (Eq. 4) and checked against memory (``fits``); ``simulated`` is
     pipesim's check of its pipeline (None for pp = 1 and for documents without it)."""
 
@@ -290,7 +290,7 @@ class Candidate3D:
 
 @dataclass(frozen=True)
 class Search3D(StoredResult):
-    """What :func:`chainplan.search3d` returns: the top-K candidates by predicted time per
+    """What :func:`chainplan.parallel.search3d` returns: the top-K candidates by predicted time per
     iteration, Megatron's pick for comparison, and how the search went.
 
     Attributes:

@@ -28,15 +28,15 @@ class Algorithm:
     Attributes:
         name: the lower-case name ``plan(algo=...)`` takes.
         family: ``checkpointing``, ``offloading``, ``pipeline``, ``parallel``
-            (:func:`chainplan.advise`, :func:`chainplan.search3d`) or ``simulation`` (the
-            schedules of :func:`chainplan.pipesim`).
+            (:func:`chainplan.parallel.advise`, :func:`chainplan.parallel.search3d`) or
+            ``simulation`` (the schedules of :func:`chainplan.pipeline.pipesim`).
         format: the plan document it returns (``chainplan.schedule/v1``,
             ``chainplan.schedule/v1+offload``, ``chainplan.pipeline/v1``; a simulation's
             ``chainplan.pipesim/v1``).
         summary: one line of help text.
         needs: the request fields it requires (``bandwidth``).
         takes: the request fields it reads when given (``slots``, ``segments``).
-        frontier: whether :func:`chainplan.frontier` supports it.
+        frontier: whether :func:`chainplan.tradeoff.frontier` supports it.
     """
 
     name: str
@@ -98,12 +98,12 @@ def check_algorithm(algo: str, *, segments: int = 0, bandwidth: bool = False) ->
                         f'own entry point (chainplan.{algo}(profile, cluster, ...))')
     if entry.family == "pipeline":
         raise PlanError(f'algorithm "{algo}" plans a pipeline, not a sequence: use its own entry '
-                        f'point (chainplan.pipeline_plan(profile, gpus=..., memory=..., '
+                        f'point (chainplan.pipeline.pipeline_plan(profile, gpus=..., memory=..., '
                         f'algo="{algo}"))')
     if entry.family == "simulation":
         raise PlanError(f'"{algo}" is a pipeline schedule the simulator runs, not a sequence: '
-                        f'use chainplan.pipesim(profile, schedule="{algo}", microbatches=..., '
-                        f'stages=...)')
+                        f'use chainplan.pipeline.pipesim(profile, schedule="{algo}", '
+                        f'microbatches=..., stages=...)')
     if segments and not entry.reads("segments"):
         raise PlanError(f'segments apply to {_readers("segments")} only (got algorithm "{algo}")')
     if "bandwidth" in entry.needs and not bandwidth:

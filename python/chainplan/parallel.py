@@ -5,11 +5,11 @@ Usage::
 
     import chainplan
     prof = chainplan.profile(model, sample, loss_fn=loss_fn, target=y, optimizer=torch.optim.Adam)
-    adv = chainplan.advise(prof, "examples/clusters/abci.yaml", dataset_size=1_281_167,
-                           batch_per_device=64, devices=[4, 16, 64, 256, 1024])
+    adv = chainplan.parallel.advise(prof, "examples/clusters/abci.yaml", dataset_size=1_281_167,
+                                    batch_per_device=64, devices=[4, 16, 64, 256, 1024])
     print(adv.best.strategy, adv.best.devices, adv.best.epoch_time_s)
-    s3 = chainplan.search3d(prof, "examples/clusters/amp-het-cluster.yaml", global_batch=32,
-                            device_speed={"T4-16GB": 0.35})
+    s3 = chainplan.parallel.search3d(prof, "examples/clusters/amp-het-cluster.yaml",
+                                     global_batch=32, device_speed={"T4-16GB": 0.35})
     for stage in s3.best.stages:
         print(stage.first_name, stage.last_name, stage.devices)
 
@@ -33,7 +33,7 @@ from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
 from chainplan.profiler.document import Profile
 
-__all__ = ["advise", "search3d"]
+__all__ = ["Advice", "Search3D", "advise", "search3d"]
 
 ClusterArg = str | os.PathLike[str] | Mapping[str, Any]
 

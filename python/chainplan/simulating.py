@@ -127,10 +127,10 @@ def pipesim(source: Profile | int | str | os.PathLike[str] | None = None, *, sch
 
     Usage::
 
-        sim = chainplan.pipesim(prof, schedule="1f1b-flush", stages=4, microbatches=8,
-                                bandwidth="12GB/s", trace="trace.json", plot="gantt.svg")
+        sim = chainplan.pipeline.pipesim(prof, schedule="1f1b-flush", stages=4, microbatches=8,
+                                         bandwidth="12GB/s", trace="trace.json", plot="gantt.svg")
         print(sim.period, sim.per_stage[0].steady_bubble, sim.peak_bytes)
-        chainplan.pipesim(prof, schedule="periodic", plan=pp, microbatches=8, flush=True)
+        chainplan.pipeline.pipesim(prof, schedule="periodic", plan=pp, microbatches=8, flush=True)
 
     Args:
         source: a :class:`~chainplan.profiler.run.Profile`, a stored run id, or a chain file

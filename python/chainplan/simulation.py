@@ -1,6 +1,6 @@
 """The result of a pipeline simulation (``chainplan.pipesim/v1``), typed.
 
-:func:`chainplan.pipesim` returns a :class:`Simulation`: what the Go simulator
+:func:`chainplan.pipeline.pipesim` returns a :class:`Simulation`: what the Go simulator
 (``planner/pipesim``) measured on a schedule, read field by field with errors naming the
 field. docs/pipesim.md describes every figure. This module never imports torch.
 """

@@ -90,5 +90,5 @@ def test_plan_checks_before_profiling(private_db: Path) -> None:
     with pytest.raises(PlanError, match="needs a bandwidth"):
         chainplan.plan(model, budget="min", algo="pofo", sample=torch.randn(2, 4))
     with pytest.raises(PlanError, match="offloading algorithms only"):
-        chainplan.min_budget(str(private_db), algo="rotor", bandwidth="auto")
+        chainplan.tradeoff.min_budget(str(private_db), algo="rotor", bandwidth="auto")
     assert not private_db.exists()  # nothing was profiled, measured or stored

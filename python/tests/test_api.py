@@ -61,7 +61,7 @@ def test_round_trip(private_db: Path) -> None:
     assert rows[0]["predicted_peak_bytes"] == p.peak_bytes
     runs = chainplan.query("SELECT run_id, model_name, torch_version FROM runs").to_pylist()
     assert runs == [{"run_id": 1, "model_name": "Sequential", "torch_version": torch.__version__}]
-    (listed,) = chainplan.runs()
+    (listed,) = chainplan.history.runs()
     assert listed["run_id"] == 1 and listed["num_stages"] == len(prof.stage_names)
     # The same file ingested again is stored once.
     from chainplan import _bind
@@ -172,7 +172,7 @@ def test_pofo_plan_with_auto_bandwidth() -> None:
     model, x, y, prof = profiled("vgg")
     # pofo's own smallest budget (it does not depend on the bandwidth): it plans on the
     # version 1 reading of the chain, so rotor's smallest on the exact model may be lower.
-    lo = chainplan.min_budget(prof, algo="pofo", bandwidth="12GB/s")
+    lo = chainplan.tradeoff.min_budget(prof, algo="pofo", bandwidth="12GB/s")
     p = chainplan.plan(prof, budget=lo, algo="pofo", bandwidth="auto")
     assert p.offload is not None and p.offload.bandwidth_bytes_per_s > 0
     rows = chainplan.query("SELECT run_id, bandwidth_bytes_per_s, device FROM bandwidths")
@@ -197,7 +197,8 @@ def test_slots_default_per_algorithm() -> None:
     lo = chainplan.plan(prof, budget="min").budget_bytes
     assert chainplan.plan(prof, budget=lo).raw["slots"] == 500
     assert chainplan.plan(prof, budget=2 * lo, slots=64).raw["slots"] == 64
-    lo_pofo = chainplan.min_budget(prof, algo="pofo", bandwidth="12GB/s")  # version 1 reading
+    lo_pofo = chainplan.tradeoff.min_budget(prof, algo="pofo",
+                                            bandwidth="12GB/s")  # version 1 reading
     p = chainplan.plan(prof, budget=lo_pofo, algo="pofo", bandwidth="12GB/s")
     assert 50 <= p.raw["slots"] <= 243 and p.raw["slots"] != 500
     rows = chainplan.query("SELECT slots, json_extract(params_json, '$.slots') AS asked "

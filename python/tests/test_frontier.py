@@ -1,4 +1,5 @@
-"""chainplan.frontier and chainplan.min_budget against the planner they summarize."""
+"""chainplan.tradeoff.frontier and chainplan.tradeoff.min_budget against the planner they
+summarize."""
 
 from __future__ import annotations
 
@@ -47,14 +48,14 @@ def tiny(ingest: bool = True) -> Profile:
 
 def test_frontier_of_a_profile_agrees_with_plan() -> None:
     prof = tiny()
-    f = chainplan.frontier(prof, slots=EXACT_SLOTS)
+    f = chainplan.tradeoff.frontier(prof, slots=EXACT_SLOTS)
     assert f.algo == "rotor" and f.unit_bytes == 1 and f.store_all_peak_bytes < EXACT_SLOTS
     assert len(f.points) >= 3
     budgets = [p.budget_bytes for p in f.points]
     makespans = [p.makespan for p in f.points]
     assert budgets == sorted(set(budgets))
     assert all(a > b for a, b in zip(makespans, makespans[1:], strict=False))
-    assert budgets[0] == chainplan.min_budget(prof, slots=EXACT_SLOTS)
+    assert budgets[0] == chainplan.tradeoff.min_budget(prof, slots=EXACT_SLOTS)
     store_all = chainplan.plan(prof, budget=f.store_all_peak_bytes, algo="store-all")
     assert budgets[-1] == store_all.peak_bytes == f.store_all_peak_bytes
     assert makespans[-1] == pytest.approx(store_all.makespan, rel=1e-12)
@@ -74,15 +75,15 @@ def test_frontier_of_a_profile_agrees_with_plan() -> None:
 
 def test_every_source_gives_the_same_frontier(tmp_path: Path) -> None:
     prof = tiny()
-    want = chainplan.frontier(prof).to_pylist()
+    want = chainplan.tradeoff.frontier(prof).to_pylist()
     chain_file = tmp_path / "chain.json"
     chain_file.write_text(_bind.export_chain(prof.run_id or 0))
     unstored = Profile(path=prof.path, run_id=None, model_name=prof.model_name,
                        stage_names=prof.stage_names, rows=prof.rows, seconds=prof.seconds)
     for source in (prof.run_id, unstored, prof.path, str(prof.path), chain_file):
         assert source is not None
-        assert chainplan.frontier(source).to_pylist() == want, source
-        assert chainplan.min_budget(source) == chainplan.min_budget(prof)
+        assert chainplan.tradeoff.frontier(source).to_pylist() == want, source
+        assert chainplan.tradeoff.min_budget(source) == chainplan.tradeoff.min_budget(prof)
 
 
 @pytest.mark.parametrize("algo", ["rotor", "revolve"])
@@ -92,13 +93,13 @@ def test_default_grid_points_are_reproducible(algo: str) -> None:
     y = torch.randint(0, 10, (x.shape[0],))
     prof = chainplan.profile(model, x, loss_fn=nn.CrossEntropyLoss(), target=y, repeats=2,
                              warmup=1, progress=False)
-    f = chainplan.frontier(prof, algo=algo)
+    f = chainplan.tradeoff.frontier(prof, algo=algo)
     assert f.slots == 500 and f.unit_bytes == f.store_all_peak_bytes // 500
     assert [p.budget_bytes for p in f.points] == sorted(p.budget_bytes for p in f.points)
     # Every grid rounds sizes up, so no point lies below the exact smallest budget (slots at
     # least the peak in bytes: a one-byte unit). min_budget on the default grid searches each
     # budget's own finer unit and may lie on either side of the first point.
-    exact = chainplan.min_budget(prof, algo=algo, slots=2 * f.store_all_peak_bytes)
+    exact = chainplan.tradeoff.min_budget(prof, algo=algo, slots=2 * f.store_all_peak_bytes)
     assert f.points[0].budget_bytes >= exact
     for pt in f.points:
         p = chainplan.plan(prof, budget=pt.budget_bytes, slots=pt.slots, algo=algo)
@@ -110,11 +111,11 @@ def test_default_grid_points_are_reproducible(algo: str) -> None:
 def test_spec_chain_frontier_and_table(tmp_path: Path) -> None:
     chain = tmp_path / "spec.json"
     chain.write_text(SPEC_CHAIN)
-    f = chainplan.frontier(chain)
+    f = chainplan.tradeoff.frontier(chain)
     assert [(p.budget_bytes, p.makespan) for p in f.points] == [
         (22, 23.0), (24, 21.0), (26, 19.0), (29, 18.0), (31, 16.0)]
     assert f.sum_time == 16 and f.store_all_peak_bytes == 31 and f.unit_bytes == 1
-    assert chainplan.min_budget(chain) == 22
+    assert chainplan.tradeoff.min_budget(chain) == 22
     text = str(f).splitlines()
     assert text[0].startswith("rotor frontier: 5 points, 500 slots of 1 B")
     assert len(text) == 2 + 5 and text[2].split()[:4] == ["22", "22", "B", "23"]
@@ -132,8 +133,9 @@ def test_torch_free(tmp_path: Path) -> None:
     chain.write_text(SPEC_CHAIN)
     code = ("import sys; sys.modules['torch'] = None\n"
             "import chainplan\n"
-            f"f = chainplan.frontier({str(chain)!r}, algo='revolve')\n"
-            f"print(len(f.points) > 0, chainplan.min_budget({str(chain)!r}, algo='sequential'))\n")
+            f"f = chainplan.tradeoff.frontier({str(chain)!r}, algo='revolve')\n"
+            f"print(len(f.points) > 0, "
+            f"chainplan.tradeoff.min_budget({str(chain)!r}, algo='sequential'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == "True" and int(out.stdout.split()[1]) > 0
@@ -142,7 +144,7 @@ def test_torch_free(tmp_path: Path) -> None:
 @pytest.mark.parametrize("algo", ["rotor", "revolve", "sequential", "store-all"])
 def test_min_budget_is_the_smallest(algo: str) -> None:
     prof = tiny()
-    lo = chainplan.min_budget(prof, algo=algo)
+    lo = chainplan.tradeoff.min_budget(prof, algo=algo)
     assert chainplan.plan(prof, budget="min", algo=algo).budget_bytes == lo
     assert chainplan.plan(prof, budget=lo, algo=algo).peak_bytes <= lo
     with pytest.raises(InfeasibleBudget) as e:
@@ -167,37 +169,37 @@ def version1_chain(prof: Profile, tmp_path: Path) -> Path:
 
 def test_min_budget_with_offloading(tmp_path: Path) -> None:
     prof = tiny()
-    lo = chainplan.min_budget(prof, algo="pofo", bandwidth="12GB/s")
+    lo = chainplan.tradeoff.min_budget(prof, algo="pofo", bandwidth="12GB/s")
     assert lo == chainplan.plan(prof, budget="min", algo="pofo", bandwidth=12e9).budget_bytes
     # Offloading never needs more memory than rotor on the chain it plans: the version 1
     # reading (its executor recomputes whole stages; docs/rotor.md). On the exact model
     # rotor may need less.
-    assert lo <= chainplan.min_budget(version1_chain(prof, tmp_path))
+    assert lo <= chainplan.tradeoff.min_budget(version1_chain(prof, tmp_path))
     with pytest.raises(PlanError, match="bandwidth"):
-        chainplan.min_budget(prof, algo="pofo")
+        chainplan.tradeoff.min_budget(prof, algo="pofo")
 
 
 def test_errors(tmp_path: Path) -> None:
     prof = tiny()
     for algo in ("pofo", "sequential", "optimal", "ROTOR"):
         with pytest.raises(PlanError, match="only rotor, rotor-ops and revolve have one"):
-            chainplan.frontier(prof, algo=algo)
+            chainplan.tradeoff.frontier(prof, algo=algo)
     # An algorithm for towers: where their frontier is, not only that this one has none.
     towers = (r"only rotor, rotor-ops and revolve have one \(of one chain; the frontier of "
               r"towers joined at the loss is multichain's: chainplan frontier --run RUN\)")
     with pytest.raises(PlanError, match=towers):
-        chainplan.frontier(prof, algo="multichain")
+        chainplan.tradeoff.frontier(prof, algo="multichain")
     # The Go side refuses on its own too, naming the supported algorithms.
     with pytest.raises(PlanError, match='no frontier for algorithm "store-all": only rotor'):
         _bind.frontier(SPEC_CHAIN, {"algo": "store-all"})
     for slots in (0, -5, 2.5, True):
         with pytest.raises(PlanError, match="slots must be a positive integer"):
-            chainplan.frontier(prof, slots=slots)  # type: ignore[arg-type]
+            chainplan.tradeoff.frontier(prof, slots=slots)  # type: ignore[arg-type]
     with pytest.raises(PlanError, match="takes a Profile, a run id"):
-        chainplan.frontier(1.5)  # type: ignore[arg-type]
+        chainplan.tradeoff.frontier(1.5)  # type: ignore[arg-type]
     with pytest.raises(PlanError, match="cannot read the chain or profile file '1'"):
-        chainplan.min_budget("1")
+        chainplan.tradeoff.min_budget("1")
     with pytest.raises(NotFoundError):
-        chainplan.frontier(99)
+        chainplan.tradeoff.frontier(99)
     with pytest.raises(PlanError, match="unknown algorithm"):
-        chainplan.min_budget(prof, algo="magic")
+        chainplan.tradeoff.min_budget(prof, algo="magic")

@@ -1,5 +1,5 @@
-"""chainplan.advise and chainplan.search3d: the parallel fields the profiler records, typed
-results, stored advice with measured runs, and errors that name the problem."""
+"""chainplan.parallel.advise and chainplan.parallel.search3d: the parallel fields the profiler
+records, typed results, stored advice with measured runs, and errors that name the problem."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ def test_the_profiler_leaves_the_model_alone() -> None:
 
 
 def test_advise_a_profile(profiled: Profile) -> None:
-    adv = chainplan.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    adv = chainplan.parallel.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
     assert isinstance(adv, Advice) and adv.advice_id == 1
     strategies = {c.strategy for c in adv.candidates}
     assert {"data", "filter", "spatial", "df", "ds", "pipeline"} <= strategies
@@ -104,7 +104,7 @@ def test_advise_a_profile(profiled: Profile) -> None:
 
 
 def test_search3d_a_profile(profiled: Profile) -> None:
-    s3 = chainplan.search3d(profiled, SMALL, global_batch=16, cut="best")
+    s3 = chainplan.parallel.search3d(profiled, SMALL, global_batch=16, cut="best")
     assert isinstance(s3, Search3D) and s3.advice_id == 1 and s3.enumerated > 0
     best = s3.best
     assert best is not None and best.fits and best.devices == 8
@@ -118,7 +118,7 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
     (issue 34), and the accuracy report compares them with the predictions."""
     from chainplan.advicerecord import record_measured
 
-    s3 = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3)
+    s3 = chainplan.parallel.search3d(profiled, SMALL, global_batch=16, top_k=3)
     assert s3.raw["candidates"][0]["launch"]["mesh"] == {"pp": s3.candidates[0].pp,
                                                "dp": s3.candidates[0].dp,
                                                "tp": s3.candidates[0].tmp}
@@ -136,13 +136,15 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
     assert json.loads(rows[0]["metadata_json"]) == {
         "launcher": "t", "peak_bytes_per_rank": [3 << 20, 7 << 20, 5 << 20]}
     # A calibration scales later predictions and adds its overhead.
-    cal = chainplan.search3d(profiled, SMALL, global_batch=16, top_k=3,
-                             calibration={"compute_scale": 2, "comm_scale": 2, "overhead_s": 0.5})
+    cal = chainplan.parallel.search3d(
+        profiled, SMALL, global_batch=16, top_k=3,
+        calibration={"compute_scale": 2, "comm_scale": 2, "overhead_s": 0.5})
     assert cal.raw["candidates"][0]["iteration_time_s"] == pytest.approx(
         2 * s3.candidates[0].iteration_time_s + 0.5)
     with pytest.raises(PlanError, match="calibration"):
-        chainplan.search3d(profiled, SMALL, global_batch=16,
-                           calibration={"compute_scale": 1, "comm_scale": 1, "cluster": "other"})
+        chainplan.parallel.search3d(
+            profiled, SMALL, global_batch=16,
+            calibration={"compute_scale": 1, "comm_scale": 1, "cluster": "other"})
     with pytest.raises(PlanError, match="advice_id"):
         record_measured(db, 0, 0, 1.0, [])
     with pytest.raises(PlanError, match="peak_bytes_per_rank"):
@@ -162,17 +164,18 @@ def test_one_crossing_each(profiled: Profile, monkeypatch: pytest.MonkeyPatch) -
         return real(fn, *args)
 
     monkeypatch.setattr(_bind, "call", counting)
-    chainplan.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    chainplan.parallel.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
     aside = ("DBPath", "UseHighs")
     assert [c for c in crossings if c not in aside] == ["Advise"], crossings
     crossings.clear()
-    chainplan.search3d(profiled, SMALL, global_batch=16)
+    chainplan.parallel.search3d(profiled, SMALL, global_batch=16)
     assert [c for c in crossings if c not in aside] == ["Search3D"], crossings
 
 
 def test_chain_files_and_example_clusters(tmp_path: Path) -> None:
     chain = ROOT / "examples" / "gpt2-medium.json"
-    s3 = chainplan.search3d(chain, CLUSTERS / "amp-het-cluster.yaml", global_batch=32, batch=1,
+    s3 = chainplan.parallel.search3d(chain, CLUSTERS / "amp-het-cluster.yaml", global_batch=32,
+                                     batch=1,
                             device_speed={"T4-16GB": 0.35}, top_k=3)
     assert s3.advice_id == 0 and len(s3.candidates) == 3 and s3.enumerated == 53
     assert s3.megatron is not None and s3.megatron.dp == 16
@@ -180,36 +183,39 @@ def test_chain_files_and_example_clusters(tmp_path: Path) -> None:
     assert top.mbs == 1 and top.tmp == 1 and top.pp in (4, 8)
     with pytest.raises(PlanError, match="not stored"):
         s3.record(0, iteration_time_s=1.0)
-    adv = chainplan.advise(str(ROOT / "examples" / "vgg16.json"), CLUSTERS / "abci.yaml",
-                           dataset_size=1_281_167, batch_per_device=32, batch=128,
-                           devices=[4, 64], strategies=["data", "pipeline"])
+    adv = chainplan.parallel.advise(str(ROOT / "examples" / "vgg16.json"), CLUSTERS / "abci.yaml",
+                                    dataset_size=1_281_167, batch_per_device=32, batch=128,
+                                    devices=[4, 64], strategies=["data", "pipeline"])
     assert adv.advice_id == 0 and {c.strategy for c in adv.candidates} == {"data", "pipeline"}
 
 
 def test_errors_name_the_problem(profiled: Profile, tmp_path: Path) -> None:
     bad = {"name": "x", "nodes": [{"gpu": "X", "gpus": 2, "gpu_mem": "1GB", "intra_bw_gbps": -1}]}
     with pytest.raises(PlanError, match=r"nodes\[0\]\.intra_bw_gbps"):
-        chainplan.advise(profiled, bad, dataset_size=10, global_batch=4)
+        chainplan.parallel.advise(profiled, bad, dataset_size=10, global_batch=4)
     with pytest.raises(NotFoundError, match="cluster file"):
-        chainplan.advise(profiled, tmp_path / "none.yaml", dataset_size=10, global_batch=4)
+        chainplan.parallel.advise(profiled, tmp_path / "none.yaml", dataset_size=10,
+                                  global_batch=4)
     with pytest.raises(PlanError, match="batch=N"):
-        chainplan.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10, global_batch=4)
+        chainplan.parallel.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10,
+                                  global_batch=4)
     with pytest.raises(PlanError, match="global_batch .* or batch_per_device"):
-        chainplan.advise(profiled, SMALL, dataset_size=10)
+        chainplan.parallel.advise(profiled, SMALL, dataset_size=10)
     with pytest.raises(PlanError, match="unknown strategy"):
-        chainplan.advise(profiled, SMALL, dataset_size=10, global_batch=4, strategies=["tensor"])
+        chainplan.parallel.advise(profiled, SMALL, dataset_size=10, global_batch=4,
+                                  strategies=["tensor"])
     with pytest.raises(PlanError, match="modules_json"):
-        chainplan.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10,
-                         global_batch=4, batch=128, strategies=["filter"])
+        chainplan.parallel.advise(ROOT / "examples" / "vgg16.json", SMALL, dataset_size=10,
+                                  global_batch=4, batch=128, strategies=["filter"])
     with pytest.raises(PlanError, match="memory_check"):
-        chainplan.search3d(profiled, SMALL, global_batch=8, memory_check="maybe")
+        chainplan.parallel.search3d(profiled, SMALL, global_batch=8, memory_check="maybe")
     tiny = {"name": "tiny", "nodes": [{"gpu": "X", "gpus": 2, "gpu_mem": "1kB",
                                        "intra_bw": "1GB/s"}]}
     with pytest.raises(InfeasibleBudget) as err:
-        chainplan.advise(profiled, tiny, dataset_size=10, global_batch=4)
+        chainplan.parallel.advise(profiled, tiny, dataset_size=10, global_batch=4)
     assert err.value.min_budget_bytes > 1000
     with pytest.raises(InfeasibleBudget, match="no candidate fits"):
-        chainplan.search3d(profiled, tiny, global_batch=4)
+        chainplan.parallel.search3d(profiled, tiny, global_batch=4)
     with pytest.raises(ProfileError, match="batch_sizes"):
         chainplan.profile(cnn(), torch.randn(2, 3, 8, 8), batch_sizes=[0], ingest=False)
 
@@ -226,13 +232,15 @@ def test_a_model_split_from_its_graph_records_its_modules() -> None:
     names = [m["name"] for mods in per_stage for m in mods]
     assert any(n.endswith("qkv") or "attn" in n for n in names), names
     assert per_stage[-1] and per_stage[-1][-1]["type"] == "Linear"  # the head
-    adv = chainplan.advise(prof, SMALL, dataset_size=1000, batch_per_device=2, devices=[4],
+    adv = chainplan.parallel.advise(prof, SMALL, dataset_size=1000, batch_per_device=2,
+                                    devices=[4],
                            strategies=["filter", "df"])
     assert {c.strategy for c in adv.candidates} == {"filter", "df"}
 
 
 def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> None:
-    s3 = chainplan.search3d(ROOT / "examples" / "gpt-7b-40.json", CLUSTERS / "a100-64.yaml",
+    s3 = chainplan.parallel.search3d(ROOT / "examples" / "gpt-7b-40.json",
+                                     CLUSTERS / "a100-64.yaml",
                             global_batch=512, batch=1, top_k=5)
     mixed = [c for c in s3.candidates if c.pp > 1 and c.dp > 1 and c.tmp > 1]
     assert mixed, [(c.pp, c.dp, c.tmp) for c in s3.candidates]

@@ -1,5 +1,5 @@
-"""chainplan.pipesim(): the Go simulator in-process, its typed result, the argument checks,
-traces and pictures, and simulations of stored runs and plans recorded in the database."""
+"""chainplan.pipeline.pipesim(): the Go simulator in-process, its typed result, the argument
+checks, traces and pictures, and simulations of stored runs and plans recorded in the database."""
 
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def test_gpipe_closed_form(eight: Path) -> None:
     f[-1] += loss.get("fwd_time", 0)
     b[-1] += loss.get("bwd_time", 0)
     n = 5
-    sim = chainplan.pipesim(eight, schedule="gpipe", stages=len(layers), microbatches=n,
-                            minibatches=2)
+    sim = chainplan.pipeline.pipesim(eight, schedule="gpipe", stages=len(layers), microbatches=n,
+                                     minibatches=2)
     want = sum(f) + (n - 1) * max(f) + sum(b) + (n - 1) * max(b)
     assert math.isclose(sim.period, want, rel_tol=1e-9)
     assert math.isclose(sim.makespan, 2 * want, rel_tol=1e-9)
@@ -50,7 +50,8 @@ def test_gpipe_closed_form(eight: Path) -> None:
 
 def test_timeprest_in_unit_time(eight: Path, tmp_path: Path) -> None:
     trace, svg = tmp_path / "t.json", tmp_path / "g.svg"
-    sim = chainplan.pipesim(eight, schedule="timeprest", stages=4, microbatches=2, minibatches=12,
+    sim = chainplan.pipeline.pipesim(eight, schedule="timeprest", stages=4, microbatches=2,
+                                     minibatches=12,
                             unit_time=True, trace=trace, plot=svg)
     # T-1/T-2 of spec §4.9: W=4, N=2 gives v = 2, two chains, V_b(3..5) = 1, 2, 3.
     assert sim.version_difference == sim.paper_version_difference == 2 and sim.chains == 2
@@ -62,23 +63,25 @@ def test_timeprest_in_unit_time(eight: Path, tmp_path: Path) -> None:
     assert svg.read_text().startswith("<?xml") and sim.svg is not None
     assert sim._repr_svg_() == sim.svg
     # W=6, N=2: the paper's formula (3) and the simulation (2) disagree, and it is flagged.
-    six = chainplan.pipesim(eight, schedule="timeprest", stages=6, microbatches=2, minibatches=24,
+    six = chainplan.pipeline.pipesim(eight, schedule="timeprest", stages=6, microbatches=2,
+                                     minibatches=24,
                             unit_time=True)
     assert (six.paper_version_difference, six.version_difference) == (3, 2)
     assert any("closed form" in w for w in six.warnings)
 
 
 def test_stage_specs_and_options(eight: Path) -> None:
-    ranges = chainplan.pipesim(eight, schedule="1f1b-flush", stages=[(1, 3), (4, 8)],
-                               microbatches=4, bandwidth="10kB/s", alpha_s=1e-3, checkpoint=[1],
-                               weight_copies=3)
+    ranges = chainplan.pipeline.pipesim(eight, schedule="1f1b-flush", stages=[(1, 3), (4, 8)],
+                                        microbatches=4, bandwidth="10kB/s", alpha_s=1e-3,
+                                        checkpoint=[1], weight_copies=3)
     assert ranges.stages == ((1, 3, 0), (4, 8, 1)) and ranges.links and len(ranges.per_link) == 2
     assert ranges.per_stage[1].checkpointed and not ranges.per_stage[0].checkpointed
-    same = chainplan.pipesim(eight, schedule="1f1b-flush", stages="1-3,4-8", microbatches=4,
+    same = chainplan.pipeline.pipesim(eight, schedule="1f1b-flush", stages="1-3,4-8",
+                                      microbatches=4,
                              bandwidth=1e4, alpha_s=1e-3, checkpoint=[1], weight_copies=3)
     assert same.period == ranges.period and same.peak_bytes == ranges.peak_bytes
-    every = chainplan.pipesim(eight, schedule="pipedream-async", stages=2, microbatches=1,
-                              checkpoint="all", memory=1)
+    every = chainplan.pipeline.pipesim(eight, schedule="pipedream-async", stages=2, microbatches=1,
+                                       checkpoint="all", memory=1)
     assert all(s.checkpointed for s in every.per_stage)
     assert not any(d.fits for d in every.per_device) and any("more than the memory" in w
                                                                for w in every.warnings)
@@ -109,18 +112,19 @@ def test_bad_arguments(eight: Path, kwargs: dict[str, object], error: type[Excep
     args: dict[str, object] = {"schedule": "gpipe", "stages": 2, "microbatches": 2}
     args.update(kwargs)
     with pytest.raises(error, match=message):
-        chainplan.pipesim(eight, **args)  # type: ignore[arg-type]
+        chainplan.pipeline.pipesim(eight, **args)  # type: ignore[arg-type]
 
 
 def test_sources(eight: Path, tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="not an existing chain file"):
-        chainplan.pipesim(tmp_path / "none.json", schedule="gpipe", stages=2, microbatches=2)
+        chainplan.pipeline.pipesim(tmp_path / "none.json", schedule="gpipe", stages=2,
+                                   microbatches=2)
     with pytest.raises(PlanError, match="needs a source"):
-        chainplan.pipesim(schedule="gpipe", stages=2, microbatches=2)
+        chainplan.pipeline.pipesim(schedule="gpipe", stages=2, microbatches=2)
     with pytest.raises(ArgumentTypeError, match="takes a Profile, a run id or a chain file"):
-        chainplan.pipesim(2.5, schedule="gpipe", stages=2, microbatches=2)  # type: ignore[arg-type]
+        chainplan.pipeline.pipesim(2.5, schedule="gpipe", stages=2, microbatches=2)  # type: ignore[arg-type]
     with pytest.raises(NotFoundError):
-        chainplan.pipesim(99, schedule="gpipe", stages=2, microbatches=2)
+        chainplan.pipeline.pipesim(99, schedule="gpipe", stages=2, microbatches=2)
     with pytest.raises(ScheduleError, match="simulation: missing"):
         Simulation.from_dict({"svg": "x"})
 
@@ -128,12 +132,13 @@ def test_sources(eight: Path, tmp_path: Path) -> None:
 def test_plan_replayed(eight: Path) -> None:
     # An unstored plan: periodic replays it at its period and memory per device.
     pp = pipeline_plan(eight, gpus=4, memory=10000, bandwidth=1e4, algo="madpipe", time_limit_s=5)
-    sim = chainplan.pipesim(eight, schedule="periodic", plan=pp, microbatches=1, minibatches=60)
+    sim = chainplan.pipeline.pipesim(eight, schedule="periodic", plan=pp, microbatches=1,
+                                     minibatches=60)
     assert math.isclose(sim.microbatch_period, pp.period, rel_tol=1e-9)
     assert sim.plan_period == pp.period
     assert [d.peak_bytes for d in sim.per_device] == [int(m) for m in pp.memory_per_gpu]
     with pytest.raises(PlanError, match="not both"):
-        chainplan.pipesim(eight, schedule="gpipe", plan=pp, stages=4, microbatches=2)
+        chainplan.pipeline.pipesim(eight, schedule="gpipe", plan=pp, stages=4, microbatches=2)
 
 
 def test_stored_run_and_plan(eight: Path) -> None:
@@ -144,7 +149,7 @@ def test_stored_run_and_plan(eight: Path) -> None:
     prof = chainplan.profile(model, torch.randn(8, 16), loss_fn=torch.nn.MSELoss(),
                              target=torch.randn(8, 16))
     pp = pipeline_plan(prof, gpus=2, memory="1GiB", bandwidth="1GB/s", algo="contiguous")
-    first = chainplan.pipesim(prof, schedule="2bw", stages=2, microbatches=2)
+    first = chainplan.pipeline.pipesim(prof, schedule="2bw", stages=2, microbatches=2)
     assert first.run_id == prof.run_id and first.simulation_id == 1 and first.comparisons == ()
     for rank in range(2):  # what the runner records after measuring (docs/pipeline.md)
         _bind.record_execution(pp.plan_id, {
@@ -152,13 +157,13 @@ def test_stored_run_and_plan(eight: Path) -> None:
             "torch_version": torch.__version__, "metadata": {
                 "kind": "pipeline", "rank": str(rank), "world_size": "2", "schedule": "plan",
                 "microbatches": "4", "rank_step_time_s": "0.01", "microbatch_time_s": "nan"}})
-    sim = chainplan.pipesim(schedule="periodic", plan=pp, microbatches=4, flush=True)
+    sim = chainplan.pipeline.pipesim(schedule="periodic", plan=pp, microbatches=4, flush=True)
     assert sim.simulation_id == 2 and sim.run_id == prof.run_id
     assert [c.rank for c in sim.comparisons] == [0, 1]
     assert sim.comparisons[1].measured_peak_bytes == 4097
     assert math.isnan(sim.comparisons[0].measured_microbatch_s)
     assert math.isclose(sim.comparisons[0].predicted_step_s, sim.period, rel_tol=1e-9)
-    other = chainplan.pipesim(schedule="1f1b-flush", plan=pp, microbatches=4)
+    other = chainplan.pipeline.pipesim(schedule="1f1b-flush", plan=pp, microbatches=4)
     assert other.comparisons == ()
     assert any("ran plan (simulate --schedule periodic to compare)" in w for w in other.warnings)
     rows = chainplan.query("SELECT schedule, plan_id FROM simulation_summary "
@@ -170,7 +175,7 @@ def test_stored_run_and_plan(eight: Path) -> None:
 def test_torch_free() -> None:
     code = ("import sys; sys.modules['torch'] = None\n"
             "import chainplan.simulating, chainplan.simulation\n"
-            "print(chainplan.pipesim.__module__)")
+            "print(chainplan.pipeline.pipesim.__module__)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "chainplan.simulating"
 

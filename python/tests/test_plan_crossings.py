@@ -50,7 +50,8 @@ def test_a_stored_profile_in_one_crossing(go: _Counting) -> None:
     assert plan.plan_id is not None and plan.run_id == prof.run_id
     assert plan.input_shape == (3, 8) and plan.algo == "rotor"
     assert plan.chain_json is None  # a stored run's chain is in the database
-    assert plan.budget_bytes == chainplan.min_budget(prof) and plan.peak_bytes <= plan.budget_bytes
+    assert plan.budget_bytes == chainplan.tradeoff.min_budget(prof)
+    assert plan.peak_bytes <= plan.budget_bytes
 
     go.calls.clear()
     again = chainplan.plan(int(prof.run_id or 0), budget="2GB", algo="rotor", slots=100)
@@ -103,5 +104,5 @@ def test_go_refuses_in_the_same_crossing(go: _Counting, tmp_path: Path) -> None:
     with pytest.raises(InfeasibleBudget) as info:
         chainplan.plan(prof, budget=1)
     assert go.calls == ["Plan"] * 4
-    assert info.value.min_budget_bytes == chainplan.min_budget(prof)
+    assert info.value.min_budget_bytes == chainplan.tradeoff.min_budget(prof)
     assert chainplan.query("SELECT count(*) AS n FROM plans").to_pylist() == [{"n": 0}]

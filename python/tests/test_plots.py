@@ -1,4 +1,4 @@
-"""Pictures from Python: Plan.plot, chainplan.plot_frontier and the notebook display of
+"""Pictures from Python: Plan.plot, chainplan.tradeoff.plot_frontier and the notebook display of
 plans and profiles, all drawn by the Go side (internal/plot)."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_plot_frontier_of_a_chain_file_marks_the_plan(tmp_path: Path) -> None:
     chain = EXAMPLES / "resnet50.json"
     plan = chainplan.plan(chain, budget="4GiB")
     out = tmp_path / "f.svg"
-    svg = chainplan.plot_frontier(chain, plan=plan, title="resnet50", path=out)
+    svg = chainplan.tradeoff.plot_frontier(chain, plan=plan, title="resnet50", path=out)
     assert out.read_text() == svg
     words = texts(svg)
     for w in ("resnet50", "rotor", "revolve", "sequential", "store-all", "rotor at 4.00 GiB"):
@@ -49,7 +49,8 @@ def test_plot_frontier_of_a_chain_file_marks_the_plan(tmp_path: Path) -> None:
 
 
 def test_plot_frontier_with_a_bandwidth_adds_the_offloading_algorithms() -> None:
-    words = texts(chainplan.plot_frontier(EXAMPLES / "tiny.json", bandwidth="1kB/s", budgets=3))
+    words = texts(chainplan.tradeoff.plot_frontier(EXAMPLES / "tiny.json", bandwidth="1kB/s",
+                                                   budgets=3))
     assert "pofo" in words and "offload" in words
 
 
@@ -74,10 +75,10 @@ def test_stored_plan_plots_from_the_database_with_its_measured_peak() -> None:
 
 def test_history_plots_the_executed_plans_of_a_run_or_a_model(tmp_path: Path) -> None:
     with pytest.raises(chainplan.ChainplanError, match="no database"):
-        chainplan.plot_history()
+        chainplan.history.plot_history()
     prof = tiny()
     with pytest.raises(PlanError, match=f"run {prof.run_id} has 0 plans and no execution"):
-        chainplan.plot_history(prof)
+        chainplan.history.plot_history(prof)
     ran = [chainplan.plan(prof, budget="min"), chainplan.plan(prof, budget="min",
                                                                algo="store-all")]
     chainplan.plan(prof, budget="min", algo="sequential")  # never ran: not on the picture
@@ -86,22 +87,23 @@ def test_history_plots_the_executed_plans_of_a_run_or_a_model(tmp_path: Path) ->
         chainplan.api._bind.record_execution(p.plan_id, {"step_time_s": 0.01,
                                                         "peak_bytes": p.peak_bytes})
     out = tmp_path / "h.svg"
-    svg = chainplan.plot_history(prof, path=out)
+    svg = chainplan.history.plot_history(prof, path=out)
     assert out.read_text() == svg
     words = texts(svg)
     assert f"Predicted against measured: run {prof.run_id}" in words
     labels = {w for w in words if w.startswith("#")}
     assert labels == {f"#{p.plan_id}" for p in ran}, words
-    assert chainplan.plot_history() == chainplan.plot_history(prof.run_id)  # newest run
-    assert "Predicted against measured: model tiny" in texts(chainplan.plot_history(model="tiny"))
+    history = chainplan.history
+    assert history.plot_history() == history.plot_history(prof.run_id)  # newest run
+    assert "Predicted against measured: model tiny" in texts(history.plot_history(model="tiny"))
     with pytest.raises(PlanError, match="one of run and model"):
-        chainplan.plot_history(prof, model="tiny")
+        chainplan.history.plot_history(prof, model="tiny")
     with pytest.raises(PlanError, match="not stored"):
-        chainplan.plot_history(tiny(ingest=False))
+        chainplan.history.plot_history(tiny(ingest=False))
     with pytest.raises(PlanError, match="model nothing has 0 plans"):
-        chainplan.plot_history(model="nothing")
+        chainplan.history.plot_history(model="nothing")
     with pytest.raises(chainplan.ChainplanError, match="999"):
-        chainplan.plot_history(999)
+        chainplan.history.plot_history(999)
 
 
 def test_profile_displays_its_frontier() -> None:
@@ -118,14 +120,14 @@ def test_plot_errors(tmp_path: Path) -> None:
     assert loose._repr_svg_() is None
     assert "compute" in texts(loose.plot(chain=EXAMPLES / "tiny.json"))
     with pytest.raises(PlanError, match=r"\.svg"):
-        chainplan.plot_frontier(EXAMPLES / "tiny.json", path=tmp_path / "f.png")
+        chainplan.tradeoff.plot_frontier(EXAMPLES / "tiny.json", path=tmp_path / "f.png")
     with pytest.raises(PlanError, match="budgets"):
-        chainplan.plot_frontier(EXAMPLES / "tiny.json", budgets=-1)
+        chainplan.tradeoff.plot_frontier(EXAMPLES / "tiny.json", budgets=-1)
     with pytest.raises(PlanError, match="cannot read"):
-        chainplan.plot_frontier(tmp_path / "missing.json")
+        chainplan.tradeoff.plot_frontier(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text('{"format": "chainplan.chain/v1", "stages": []}')
     with pytest.raises(SchemaError):
-        chainplan.plot_frontier(tmp_path / "bad.json")
+        chainplan.tradeoff.plot_frontier(tmp_path / "bad.json")
 
 
 PIPELINE = """{"format": "chainplan.pipeline/v1", "algo": "contiguous", "gpus": 2,

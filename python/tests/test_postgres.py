@@ -94,7 +94,7 @@ def test_profile_plan_query_on_postgres(team_store: str, tmp_path: Path) -> None
                      "fits": rows[0]["fits"]}]
     (n,) = chainplan.query("SELECT count(*) AS n FROM stage_history WHERE run_id = 1").to_pylist()
     assert n["n"] == len(prof.stage_names) + 1  # the loss too
-    assert [r["run_id"] for r in chainplan.runs()] == [2, 1]
+    assert [r["run_id"] for r in chainplan.history.runs()] == [2, 1]
     # A write through chainplan.query is refused by the database and changes nothing.
     for sql in ["DELETE FROM runs", "DROP TABLE measurements",
                 "DO $$ BEGIN RESET ROLE; DELETE FROM runs; END $$"]:

@@ -53,7 +53,7 @@ def _checkpointed(name: object) -> Path:
     net = chainplan.Checkpointed(_chain(), budget="min", name=name,  # type: ignore[arg-type]
                                  repeats=1, warmup=0)
     net(torch.randn(3, 4)).sum().backward()
-    run = chainplan.runs()[-1]
+    run = chainplan.history.runs()[-1]
     return Path(str(run["source_path"]))
 
 

@@ -76,7 +76,7 @@ def test_plans_record_one_parameter_set() -> None:
 def test_run_lookups() -> None:
     """Run metadata comes from the service: runs() with its filter, run() one run."""
     prof = _profile()
-    (listed,) = chainplan.runs()
+    (listed,) = chainplan.history.runs()
     assert listed["run_id"] == prof.run_id and listed["device"] == "cpu"
     assert listed["input_shape"] == list(MODELS["vgg"]()[1].shape)
     assert _bind.run(prof.run_id) == listed

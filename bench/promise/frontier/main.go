@@ -26,9 +26,27 @@ type input struct {
 	} `json:"panels"`
 }
 
-// order is the legend's order of the systems.
+// order is the legend's order of the systems; a system not named here (the alternatives
+// given the fused head, bench/promise/report.py's FUSED; the large benchmark's variants)
+// follows, in name order.
 var order = []string{"plain", "checkpoint_sequential", "per-block", "per-block SAC", "chainplan",
 	"torch.compile", "chainplan + compile"}
+
+// names is order, then the panel's other systems sorted.
+func names(series map[string][][2]float64) []string {
+	known := map[string]bool{}
+	for _, n := range order {
+		known[n] = true
+	}
+	var rest []string
+	for n := range series {
+		if !known[n] {
+			rest = append(rest, n)
+		}
+	}
+	sort.Strings(rest)
+	return append(append([]string{}, order...), rest...)
+}
 
 func main() {
 	in := flag.String("in", "", "the points (JSON)")
@@ -53,7 +71,7 @@ func run(in, out string) error {
 		XLabel: "measured peak (MiB)", YLabel: "step time / plain step", Rows: len(d.Panels), Cols: 1}
 	for _, p := range d.Panels {
 		pn := plot.Panel{Title: p.Title}
-		for _, name := range order {
+		for _, name := range names(p.Series) {
 			pts := p.Series[name]
 			if len(pts) == 0 {
 				continue

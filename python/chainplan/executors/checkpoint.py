@@ -67,8 +67,9 @@ class _Step:
                  choices: dict[int, tuple[int, ...]] | None = None,
                  stretches: dict[int, Stretch] | None = None) -> None:
         self.stages = stages
-        # Under torch.compile, runs of store-all stages compiled as one region, by first
-        # stage (chainplan.executors.stretch).
+        # Runs of store-all stages as one region, by first stage: compiled under
+        # torch.compile, straight-line graphs in eager execution
+        # (chainplan.executors.stretch).
         self.stretches = stretches or {}
         self.choices = choices or {}  # the plan's operation-level options, by stage
         self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
@@ -106,7 +107,7 @@ class _Step:
             k = op.stage
             self.input_grad[k] = x.requires_grad
             run = self.stretches.get(k)
-            if run is not None:  # stages k..run.last, one compiled region, nothing dropped
+            if run is not None:  # stages k..run.last, one region, nothing dropped
                 out = run(self.callback, x)
                 if not isinstance(out, torch.Tensor):
                     raise ScheduleError(f"stages {k}-{run.last} returned "
@@ -346,7 +347,8 @@ class CheckpointedChain(nn.Module):
         self.stages = nn.ModuleList(stages)
         self.plan = plan
         self.program = Program.of(plan)
-        self._stretches: dict[int, Stretch] | None = None  # made at the first compiled call
+        # made at the first training call, compiled (True) or eager (False)
+        self._stretches: dict[bool, dict[int, Stretch]] = {}
 
     @property
     def recomputed(self) -> frozenset[int]:
@@ -373,11 +375,13 @@ class CheckpointedChain(nn.Module):
         warn_if_shape_differs(self.plan, x)
         if side is not None:
             side = side.attached()  # one graph per step: the side values' gradients flow
-        runs = None
-        if callback is not None:
-            if self._stretches is None:
-                self._stretches = stretches(self.program, list(self.stages))
-            runs = self._stretches
+        # Runs of store-all stages as one region: compiled under torch.compile, one
+        # straight-line graph in eager execution (chainplan.executors.stretch).
+        compiling = callback is not None
+        runs = self._stretches.get(compiling)
+        if runs is None:
+            runs = self._stretches[compiling] = stretches(self.program, list(self.stages),
+                                                          inline=not compiling)
         step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
                      self.plan.choices, runs)
         with _scope(side):

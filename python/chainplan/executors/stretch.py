@@ -16,7 +16,18 @@ activations have no reader past the next stage. Under ``torch.compile`` the exec
 stretch of two or more stages as one graph module calling the stages in order
 (:class:`Stretch`), so one compiled region: a plan that recomputes nothing is then compiled
 as the model is by ``torch.compile(model)``, and the store-all part of any other plan
-compiles in one piece. Eager execution is unchanged (stage by stage).
+compiles in one piece.
+
+Eager execution runs stretches too, as **straight-line programs**: the stages' graphs
+copied one after the other into one graph module (``inline``), so a stretch is one Python
+call of generated code, without the executor's bookkeeping, the stages' ``nn.Module``
+calls and their graph modules' own calls in between. On a launch-bound step (3-16 ms on a
+GPU) that per-stage Python was the overhead of a plan that recomputes nothing over the
+plain step (issue 36); such a plan is now one stretch, one call. The operations are the
+stages' own, in the same order: the gradients are bit-identical. A stretch whose stages
+are not all cut from a captured graph (a declared ``nn.Sequential``'s), or whose graphs
+hold a tensor attribute (it would not follow the model's ``.to()``), calls the stages'
+graph modules in order instead.
 
 The region's graph module is generated per stretch (its own code object), so Dynamo
 compiles each stretch once, however many stretches or stages there are.
@@ -25,6 +36,7 @@ compiles each stretch once, however many stretches or stages there are.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from operator import attrgetter
 from typing import Any
 
 import torch
@@ -48,12 +60,23 @@ class Stretch:
     Args:
         stages: the chain's stages ``first..last``, in order (two or more).
         first: the index of the first (1-based).
+        inline: copy the stages' graphs into one straight-line graph where they allow it
+            (module docstring); else the region calls each stage's graph module.
+
+    Attributes:
+        inlined: whether the stretch runs as one straight-line graph.
     """
 
-    def __init__(self, stages: Sequence[nn.Module], first: int) -> None:
+    def __init__(self, stages: Sequence[nn.Module], first: int, inline: bool = False) -> None:
         self.first = first
         self.last = first + len(stages) - 1
         self.stages = list(stages)
+        name = f"Stages{first}to{self.last}"
+        flat = _straight_line(self.stages) if inline else None
+        self.inlined = flat is not None
+        if flat is not None:
+            self.module = fx.GraphModule(flat[0], flat[1], class_name=name)
+            return
         root = nn.Module()
         graph = fx.Graph()
         x: fx.Node = graph.placeholder("x")
@@ -67,7 +90,7 @@ class Stretch:
                 root.add_module(name, stage)
                 x = graph.call_module(name, (x,))
         graph.output(x)
-        self.module = fx.GraphModule(root, graph, class_name=f"Stages{first}to{self.last}")
+        self.module = fx.GraphModule(root, graph, class_name=name)
 
     def __call__(self, callback: Any, x: torch.Tensor) -> Any:
         """Run the stretch on its input a_{first-1}; return a_last."""
@@ -78,12 +101,49 @@ class Stretch:
         return compiled.stage_call(callback, self.module, *args)
 
 
-def stretches(program: Program, stages: Sequence[nn.Module]) -> dict[int, Stretch]:
+def _straight_line(stages: list[nn.Module]) -> tuple[dict[str, Any], fx.Graph] | None:
+    """The stages' graphs copied one after the other into one graph (its attributes and
+    the graph), with the placeholders :meth:`Stretch.__call__` passes: ``x``, then each
+    stage's other inputs in its ``reads`` order; None where the stretch cannot be inlined
+    (module docstring)."""
+    graph_stages = [s for s in stages if isinstance(s, GraphStage)]
+    if len(graph_stages) != len(stages):
+        return None
+    graph = fx.Graph()
+    x: Any = graph.placeholder("x")
+    rest = [[graph.placeholder(f"stage{k}_in{j}") for j in range(len(s.reads))]
+            for k, s in enumerate(graph_stages)]
+    attrs: dict[str, Any] = {}
+    for stage, ins in zip(graph_stages, rest, strict=True):
+        gm: fx.GraphModule = stage.gm
+        nodes = list(gm.graph.nodes)
+        env = dict(zip([n for n in nodes if n.op == "placeholder"], [x, *ins], strict=True))
+        for n in nodes:
+            if n.op == "placeholder":
+                continue
+            if n.op == "output":
+                x = fx.map_arg(n.args[0], env.__getitem__)
+                break
+            if n.op in ("get_attr", "call_module"):
+                value = attrgetter(n.target)(gm)
+                if isinstance(value, torch.Tensor) or attrs.get(str(n.target), value) is not value:
+                    return None
+                attrs[str(n.target)] = value
+            env[n] = graph.node_copy(n, env.__getitem__)
+        if not isinstance(x, fx.Node):  # a stage returns one tensor
+            return None
+    graph.output(x)
+    return attrs, graph
+
+
+def stretches(program: Program, stages: Sequence[nn.Module],
+              inline: bool = False) -> dict[int, Stretch]:
     """The stretches of ``program``'s forward phase (module docstring), by first stage.
 
     Args:
         program: the plan's program.
         stages: the chain's stages, in order.
+        inline: run them as straight-line graphs where they allow it (eager execution).
     """
     drops_at: dict[int, int] = {}  # stage -> where the executor drops its forward-phase copy
     for i in sorted(program.drops):
@@ -94,7 +154,7 @@ def stretches(program: Program, stages: Sequence[nn.Module]) -> dict[int, Stretc
 
     def close() -> None:
         if len(run) >= 2:
-            out[run[0]] = Stretch([stages[k - 1] for k in run], run[0])
+            out[run[0]] = Stretch([stages[k - 1] for k in run], run[0], inline)
         run.clear()
 
     for j, (i, op) in enumerate(program.forward):

@@ -345,7 +345,7 @@ def measure_runner(runner: Measured, step: Callable[[], Any], *, steps: int,
     ids: list[Any] = [()]
     if runner.rank == 0 and store and plan.plan_id is not None:
         ids = [record(plan, ex)]
-    dist.broadcast_object_list(ids, src=0, group=runner.group)
+    dist.broadcast_object_list(ids, group_src=0, group=runner.group)
     _check(plan, ex, optimizer, list(runner.parameters()))
     return PipelineExecution(ex.schedule, ex.microbatches, ex.steps, ex.step_time_s,
                              ex.microbatch_time_s, ex.predicted_period_s, ex.ranks,

@@ -38,12 +38,12 @@ __all__ = ["FORMAT", "Link", "OpName", "PatternOp", "PipelinePlan", "PlanStage",
 
 class PipelinePlan(PipelineDocument):
     """A pipeline plan (:class:`~chainplan.pipeline.document.PipelineDocument` has its
-    attributes), as :func:`chainplan.pipeline_plan` returns it: it also loads from the
+    attributes), as :func:`chainplan.pipeline.pipeline_plan` returns it: it also loads from the
     store (:meth:`load`) and runs (:meth:`runner`, :meth:`run`)."""
 
     @classmethod
     def load(cls, plan_id: int) -> PipelinePlan:
-        """The stored pipeline plan ``plan_id``, as :func:`chainplan.pipeline_plan`
+        """The stored pipeline plan ``plan_id``, as :func:`chainplan.pipeline.pipeline_plan`
         returned it.
 
         Raises:

@@ -89,6 +89,10 @@ class PipelineRunner:
             micro-batch's positional arguments of its forward (a tensor, or a tuple whose
             first element is the chain input), as ``chainplan.profile`` was given them.
         example_kwargs: that call's keyword arguments (an attention mask, ...).
+        group: the ranks that run the plan, the plan's GPU ``g`` being the group's rank
+            ``g`` (default: every rank). A pipeline of a larger mesh (one pipeline per
+            data-parallel replica, :func:`chainplan.parallelize`) passes its ``pp`` group;
+            every rank of it must hold a stage. Failures are named by global rank.
 
     Raises:
         PipelineError: no process group, a world size other than the plan's GPU count, or
@@ -105,15 +109,17 @@ class PipelineRunner:
                  microbatches: int | None = None, device: torch.device | str | None = None,
                  seed: int | None = None, schedule: ScheduleChoice = "auto",
                  timeout_s: float = 300.0, max_outstanding_sends: int | None = 2,
-                 example: Any = None, example_kwargs: dict[str, Any] | None = None) -> None:
+                 example: Any = None, example_kwargs: dict[str, Any] | None = None,
+                 group: dist.ProcessGroup | None = None) -> None:
         runtime.check_torch_version()
         if not dist.is_available() or not dist.is_initialized():
             raise PipelineError("a pipeline runs in a process group: call "
                                 "torch.distributed.init_process_group first (torchrun sets "
                                 "what it needs)")
-        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.rank, self.world = dist.get_rank(group), dist.get_world_size(group)
         if self.world != plan.gpus:
-            raise PipelineError(f"the plan runs on {plan.gpus} GPUs but the process group "
+            what = "the process group" if group is None else "its pipeline group"
+            raise PipelineError(f"the plan runs on {plan.gpus} GPUs but {what} "
                                 f"has {self.world} ranks (launch {plan.gpus} processes)")
         n = microbatches if microbatches is not None else plan.microbatches
         if n is None:
@@ -131,17 +137,21 @@ class PipelineRunner:
         # than stages); the loss and the measurements go to every rank.
         used = sorted({s.gpu for s in plan.stages})
         timeout = timedelta(seconds=timeout_s)
-        group = dist.new_group(backend=backend, timeout=timeout)
-        assert isinstance(group, dist.ProcessGroup)  # every rank is a member
-        self._group = group
+        if group is not None and len(used) != self.world:
+            idle = sorted(set(range(self.world)) - set(used))
+            raise ScheduleError(f"the plan leaves ranks {idle} of its pipeline group without a "
+                                f"stage: a pipeline of a larger mesh wants a stage on every rank")
+        made = group if group is not None else dist.new_group(backend=backend, timeout=timeout)
+        assert isinstance(made, dist.ProcessGroup)  # every rank is a member
+        group = self._group = made
         # Not a ProcessGroup on an idle rank, which never uses it.
         self._pp_group: Any = group if len(used) == self.world else dist.new_group(
             ranks=used, backend=backend, timeout=timeout)
         self._group_orders = {used.index(g): acts for g, acts in self.orders.items()
                               if g in used}
         self._board = FailureBoard(runtime.failure_store(),
-                                   f"chainplan/pipeline/{next(_runner_ids)}", self.rank,
-                                   self.world, timeout_s)
+                                   f"chainplan/pipeline/{next(_runner_ids)}", dist.get_rank(),
+                                   dist.get_world_size(), timeout_s)
         self.stage_modules: dict[int, StageModule] = {}  # plan stage index → its module
 
         def context(mb: int) -> Any:
@@ -288,7 +298,7 @@ class PipelineRunner:
             self.layers.finish_step(self._group, list(self.parameters()), self.microbatches)
             if losses:
                 loss = torch.stack([v.detach().float() for v in losses]).mean()
-            dist.broadcast(loss, src=self.plan.stages[-1].gpu, group=self._group)
+            dist.broadcast(loss, group_src=self.plan.stages[-1].gpu, group=self._group)
         except Exception as e:
             err = self._board.explain(e, step, self._peers())
             if err is e:
@@ -300,7 +310,7 @@ class PipelineRunner:
     def _peers(self) -> list[int]:
         gpus = self.plan.stage_gpus
         near = {gpus[k + d] for k in self.stage_modules for d in (-1, 1) if 0 <= k + d < len(gpus)}
-        return sorted(near - {self.rank})
+        return sorted(dist.get_global_rank(self._group, g) for g in near - {self.rank})
 
     def measure(self, x: torch.Tensor, *args: Any, target: torch.Tensor | None = None,
                 steps: int = 3, store: bool = True, optimizer: torch.optim.Optimizer | None = None,

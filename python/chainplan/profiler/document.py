@@ -22,7 +22,7 @@ from chainplan.svg import svg_or_none
 
 __all__ = ["FRONTIER_DEFAULTS", "Profile", "default_profile_dir"]
 
-#: The options of :func:`chainplan.plot_frontier` left at their defaults, as the Go side
+#: The options of :func:`chainplan.tradeoff.plot_frontier` left at their defaults, as the Go side
 #: reads them: what a notebook draws for a profile.
 FRONTIER_DEFAULTS: dict[str, Any] = {"slots": 0, "budgets": 0, "overhead": False, "title": ""}
 
@@ -92,9 +92,9 @@ class Profile:
         return _bind.export_chain(self.run_id)
 
     def _repr_svg_(self) -> str | None:
-        """The budget-versus-time frontier in a notebook (what :func:`chainplan.plot_frontier`
-        draws with its defaults); None (the text repr) when it cannot be drawn, e.g. for
-        sizes not measured."""
+        """The budget-versus-time frontier in a notebook (what
+        :func:`chainplan.tradeoff.plot_frontier` draws with its defaults); None (the text
+        repr) when it cannot be drawn, e.g. for sizes not measured."""
         return svg_or_none(lambda: _bind.plot_frontier(self.chain_json(), FRONTIER_DEFAULTS))
 
 

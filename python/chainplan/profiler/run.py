@@ -149,8 +149,8 @@ def profile_model(
             run the model as it was profiled.
 
     Every profile records each stage's shapes, parameter and bias counts and convolutions
-    and linear layers (the parallel fields: :func:`chainplan.advise`,
-    :func:`chainplan.search3d`).
+    and linear layers (the parallel fields: :func:`chainplan.parallel.advise`,
+    :func:`chainplan.parallel.search3d`).
 
     Returns:
         The :class:`Profile`, with its run id when ingested.

@@ -186,7 +186,7 @@ def test_plans_run_the_model_as_its_profile_captured_it() -> None:
 def _smallest_within(prof: chainplan.Profile, slowdown: float) -> chainplan.Plan:
     """The plan of the smallest budget whose predicted step is within ``slowdown`` of the
     plain one (the profile's times: no timing is asserted)."""
-    front = chainplan.frontier(prof)
+    front = chainplan.tradeoff.frontier(prof)
     point = next(p for p in front.points if p.makespan <= slowdown * front.sum_time)
     return chainplan.plan(prof, budget=point.budget_bytes, algo="rotor", slots=point.slots)
 

@@ -81,12 +81,12 @@ def test_a_profile_of_an_earlier_measurement_revision_is_not_reused(private_db: 
                              **FAST, **case.kwargs)
     assert read_rows(prof.path)[1]["measurement_revision"] == MEASUREMENT_REVISION
     sample = case.args[0]
-    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) == prof.run_id
+    assert chainplan.reuse.find_profile(case.model, sample, loss_fn=case.loss_fn) == prof.run_id
     rows, meta = read_rows(prof.path)  # as a file an earlier chainplan wrote
     del meta["measurement_revision"]
     write_profile(prof.path, rows, meta)
-    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) is None
+    assert chainplan.reuse.find_profile(case.model, sample, loss_fn=case.loss_fn) is None
     fresh = chainplan.profile(case.model, *case.args, loss_fn=case.loss_fn,
                               target=case.target, **FAST, **case.kwargs)
     assert not fresh.reused and fresh.run_id != prof.run_id
-    assert chainplan.find_profile(case.model, sample, loss_fn=case.loss_fn) == fresh.run_id
+    assert chainplan.reuse.find_profile(case.model, sample, loss_fn=case.loss_fn) == fresh.run_id

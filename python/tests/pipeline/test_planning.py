@@ -103,7 +103,8 @@ def test_plans_of_a_profile_are_stored_and_reload() -> None:
     fresh = pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s", algo="contiguous",
                           microbatches=8, replan=True)
     assert fresh.plan_id != p.plan_id and fresh.stages == p.stages
-    assert chainplan.find_profile(workers.chain(4), x, loss_fn=workers.loss_fn) == prof.run_id
+    assert chainplan.reuse.find_profile(workers.chain(4), x,
+                                        loss_fn=workers.loss_fn) == prof.run_id
     # A stored plan draws with its lanes named after the device its profile ran on.
     assert ">CPU 0<" in p.plot() and ">device 0<" not in p.plot()
     back = PipelinePlan.load(p.plan_id)

@@ -59,7 +59,7 @@ def test_same_madpipe_plan_from_any_directory(tmp_path: Path) -> None:
     doc = json.loads(out.stdout)
     assert doc["chosen"] == "madpipe" and "fallback" not in doc, out.stderr
     code = ("import json, chainplan\n"
-            f"pp = chainplan.pipeline_plan({VGG16!r}, gpus=2, memory='28GB', "
+            f"pp = chainplan.pipeline.pipeline_plan({VGG16!r}, gpus=2, memory='28GB', "
             "bandwidth='12GB/s', weight_copies=2, require_solver=True)\n"
             "print(json.dumps(pp.raw))")
     py = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
@@ -87,17 +87,17 @@ def test_missing_solver_is_seen_by_python(tmp_path: Path,
     ask = {"gpus": 2, "memory": "28GB", "bandwidth": "12GB/s"}
     with warnings.catch_warnings():
         warnings.simplefilter("error", MissingSolverWarning)
-        own = chainplan.pipeline_plan(VGG16, **ask)
+        own = chainplan.pipeline.pipeline_plan(VGG16, **ask)
     assert own.chosen == "madpipe" and own.fallback == ""
     # The environment is read at each call: the Go side, loaded earlier, would not see it.
     monkeypatch.setenv("CHAINPLAN_HIGHS", str(tmp_path / "no-highs"))
     with pytest.warns(MissingSolverWarning, match="require_solver=True"):
-        weak = chainplan.pipeline_plan(VGG16, **ask)
+        weak = chainplan.pipeline.pipeline_plan(VGG16, **ask)
     assert weak.fallback == "no-milp-solver" and weak.chosen == "contiguous"
     assert weak.period > own.period and weak.notes
     with pytest.raises(MissingSolverError, match="no-highs"):
-        chainplan.pipeline_plan(VGG16, require_solver=True, **ask)
+        chainplan.pipeline.pipeline_plan(VGG16, require_solver=True, **ask)
     with pytest.raises(TypeError, match="require_solver"):
-        chainplan.pipeline_plan(VGG16, require_solver="yes", **ask)  # type: ignore[arg-type]
+        chainplan.pipeline.pipeline_plan(VGG16, require_solver="yes", **ask)  # type: ignore[arg-type]
     monkeypatch.delenv("CHAINPLAN_HIGHS")
-    assert chainplan.pipeline_plan(VGG16, require_solver=True, **ask).period == own.period
+    assert chainplan.pipeline.pipeline_plan(VGG16, require_solver=True, **ask).period == own.period

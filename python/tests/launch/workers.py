@@ -1,0 +1,142 @@
+"""What the spawned ranks of the launch tests run (gloo on the CPU); each rank writes what
+it saw to ``rank<r>.json`` for the parent to assert on."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import traceback
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+
+from tests.launch import models
+
+STEPS = 3
+
+
+def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    spec = json.loads(Path(spec_path).read_text())
+    os.environ["CHAINPLAN_DB"] = str(Path(out_dir) / f"db{rank}.sqlite")
+    torch.set_num_threads(1)
+    # A collective that hangs shows as a timeout within the test's time, not a stuck suite.
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    result: dict[str, Any] = {}
+    try:
+        result = globals()[spec["kind"]](rank, world, **spec.get("options", {}))
+    except Exception as e:
+        result = {"error": f"{type(e).__name__}: {e}", "trace": traceback.format_exc()}
+    Path(out_dir, f"rank{rank}.json").write_text(json.dumps(result))
+    if spec.get("barrier", True):
+        dist.barrier()
+    dist.destroy_process_group()
+
+
+def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
+          data_parallel: str = "fsdp", plan: dict[str, Any] | None = None,
+          example: bool = False) -> dict[str, Any]:
+    """Three AdamW steps of ``candidate``; each rank reports the losses and the full value
+    of every parameter it holds. With a pipeline ``plan`` (its document and its layers'
+    parameter bytes), each rank's peak over one more step (SGD, as the plan counts
+    weights and gradients only) beside the plan's prediction for it, too."""
+    import chainplan
+    from chainplan.pipeline.plan import PipelinePlan
+
+    model = models.build(kind)
+    pipe = PipelinePlan.from_dict(plan["doc"], layer_param_bytes=plan["params"]) \
+        if plan is not None else None
+    # One micro-batch's call, for a model the pipeline cuts from its graph.
+    call = models.data(kind, candidate.get("microbatch", 1), 1)[0][0] if example else None
+    pipe_on = candidate.get("mesh", {}).get("pp", 1) > 1
+    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.loss_of(kind, pipe_on),
+                                data_parallel=data_parallel, plan=pipe, timeout_s=60,
+                                example=call)
+    c = par.candidate
+    replica = par.groups.dp.rank() if par.groups.dp is not None else 0
+    opt = torch.optim.AdamW(list(par.parameters()), lr=1e-2)
+    losses = []
+    for x, y in models.data(kind, par.batch * c.dp, STEPS):
+        mine = slice(replica * par.batch, (replica + 1) * par.batch)
+        loss = par.step(x[mine], target=y[mine])
+        opt.step()
+        opt.zero_grad()
+        losses.append(loss.item())
+    held = {id(p) for p in par.parameters()}
+    params, local = {}, {}
+    for name, p in model.named_parameters():
+        if hasattr(p, "to_local"):
+            local[name] = list(p.to_local().shape)
+        full = p.full_tensor() if hasattr(p, "full_tensor") else p  # a collective: all ranks
+        if id(p) in held:
+            params[name] = full.detach().flatten().tolist()
+    from chainplan.executors import planned
+    from chainplan.launch.stageplan import CheckpointedPart
+
+    stages = list(par.runner.stage_modules.values()) if par.runner is not None else []
+    parts = [m.net for s in stages for m in s.modules() if isinstance(m, CheckpointedPart)]
+    if par.module is not None:
+        inner = getattr(par.module, "module", par.module)  # DDP's
+        parts += [inner] if planned(inner) is not None else []
+    plans = sum(len(planned(m).plans) for m in parts)
+    measured: dict[str, Any] = {}
+    if pipe is not None:
+        x, y = models.data(kind, par.batch, 1)[0]
+        sgd = torch.optim.SGD(list(par.parameters()), lr=0.0)
+        ex = par.runner.measure(x, target=y, steps=1, store=False, optimizer=sgd)
+        measured = {"peaks": [r.peak_bytes for r in ex.ranks],
+                    "predicted": [r.predicted_bytes for r in ex.ranks],
+                    "recomputing": [s.index for s in pipe.stages if s.recompute is not None]}
+    heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []  # type: ignore
+    return {"losses": losses, "params": params, "local": local, "heads": heads,
+            "checkpointed_plans": plans, **measured}
+
+
+def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Refusals, on rank 0 alone: a refusal that came after a collective would hang (the
+    other ranks never join) and show as the process group's timeout."""
+    import chainplan
+
+    out: dict[str, Any] = {}
+    if rank != 0:
+        return out
+    from chainplan.launch.stageplan import cuts_plan
+
+    for case in cases:
+        model = models.GPT(**case.get("model", {}))
+        gpus = case.get("plan_gpus")  # a pipeline plan made for that many ranks
+        plan = cuts_plan(list(range(1, gpus)), [1] * gpus, 1) if gpus else None
+        call = models.data("gpt", 1, 1)[0][0] if case.get("example") else None
+        try:
+            chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10, plan=plan,
+                                  data_parallel=case.get("data_parallel", "fsdp"),
+                                  example=call, compile=case.get("compile", False))
+            out[case["name"]] = "no error"
+        except Exception as e:
+            out[case["name"]] = f"{type(e).__name__}: {e}"
+    return out
+
+
+def killed(rank: int, world: int, *, candidate: dict[str, Any], victim: int,
+           data_parallel: str) -> dict[str, Any]:
+    """Rank ``victim`` dies (SIGKILL) before its second step; the others report how they
+    ended and when."""
+    import chainplan
+
+    model = models.chain()
+    par = chainplan.parallelize(model, candidate=candidate, loss_fn=models.mse,
+                                data_parallel=data_parallel, timeout_s=30)
+    for step, (x, y) in enumerate(models.data("chain", par.batch, 3)):
+        if step == 1 and rank == victim:
+            os.kill(os.getpid(), signal.SIGKILL)
+        t0 = time.monotonic()
+        try:
+            par.step(x, target=y)
+        except Exception as e:
+            return {"error": f"{type(e).__name__}: {e}", "waited_s": time.monotonic() - t0}
+    return {"error": None}

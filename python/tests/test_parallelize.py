@@ -1,0 +1,225 @@
+"""chainplan.parallelize on spawned CPU ranks (gloo): tensor parallelism, data parallelism
+and pipelines train as one process on the global batch; refusals come before any
+collective; a killed rank ends the job naming it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+import chainplan
+from tests.launch import models, session
+from tests.launch.workers import STEPS
+
+# Reduction order only: sharded matmuls and all-reduces sum in another order than one
+# process; after 3 AdamW steps at lr 1e-2 the difference stays at float32 rounding.
+ATOL = 2e-5
+
+
+def _check_against_reference(kind: str, candidate: dict, results: list, global_batch: int,
+                             want_params: int) -> None:
+    losses, ref = models.reference(kind, global_batch, STEPS)
+    seen: set[str] = set()
+    for r, res in enumerate(results):
+        assert res is not None and "error" not in res, (r, res)
+        assert res["losses"] == pytest.approx(losses, abs=ATOL), (r, res["losses"], losses)
+        for name, values in res["params"].items():
+            got = torch.tensor(values).view_as(ref[name])
+            diff = (got - ref[name]).abs().max().item()
+            assert diff <= ATOL, (r, name, diff)
+            seen.add(name)
+    assert len(seen) == want_params == len(ref)
+
+
+def test_tp2_modulelist_transformer(tmp_path: Path) -> None:
+    cand = {"mesh": {"tp": 2}, "microbatch": 4, "microbatches": 2}
+    res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:
+        assert r is not None
+        assert r["heads"] == [models.HEADS // 2] * 2  # each rank computes half the heads
+        # q, k, v, up, gate split by columns, o and down by rows: half of each per rank.
+        w = models.WIDTH
+        assert r["local"]["blocks.0.attn.q.weight"] == [w // 2, w]
+        assert r["local"]["blocks.1.attn.o.weight"] == [w, w // 2]
+        assert r["local"]["blocks.0.gate.weight"] == [w, w]
+        assert r["local"]["blocks.0.down.weight"] == [w, w]
+        assert "emb.weight" not in r["local"]  # replicated, a plain tensor
+
+
+def test_tp2_huggingface_plan(tmp_path: Path) -> None:
+    cand = {"mesh": {"tp": 2}, "microbatch": 2, "microbatches": 2}
+    res = session.run(2, {"kind": "train", "options": {"kind": "llama", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("llama", cand, res, 4, len(dict(models.llama().named_parameters())))
+    for r in res:  # the config's plan: q colwise, o rowwise (2 key-value heads: k has 1)
+        assert r is not None
+        assert r["local"]["model.layers.0.self_attn.q_proj.weight"] == [models.WIDTH // 2,
+                                                                        models.WIDTH]
+        assert r["local"]["model.layers.1.self_attn.o_proj.weight"] == [models.WIDTH,
+                                                                        models.WIDTH // 2]
+
+
+def test_dp2_tp2_fsdp(tmp_path: Path) -> None:
+    cand = {"mesh": {"dp": 2, "tp": 2}, "microbatch": 2, "microbatches": 2}
+    res = session.run(4, {"kind": "train", "options": {"kind": "gpt", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:  # FSDP shards the tensor-parallel shards over dp: a quarter of q
+        assert r is not None and r["local"]["blocks.0.attn.q.weight"] == [models.WIDTH // 4,
+                                                                          models.WIDTH]
+
+
+def test_dp2_pp2(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2, "dp": 2}, "microbatch": 2, "microbatches": 4, "cuts": [3]}
+    res = session.run(4, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
+                                                       "data_parallel": "ddp"}}, tmp_path)
+    _check_against_reference("chain", cand, res, 16, len(dict(models.chain().named_parameters())))
+    # Mesh (pp, dp): ranks 0, 1 hold stage 0 (layers 1-3), ranks 2, 3 stage 1 (layers 4-6).
+    for r, res_r in enumerate(res):
+        assert res_r is not None
+        layers = {int(n.split(".")[0]) for n in res_r["params"]}
+        assert layers == ({0, 1, 2} if r < 2 else {3, 4, 5}), (r, layers)
+
+
+def test_dp2_pp2_planned_memory(tmp_path: Path) -> None:
+    """A pipeline plan of the Go planner (contiguous, recomputing where memory is short) run
+    by parallelize on each replica's pp group: the same training, and every rank's measured
+    peak within the plan's memory for it (+2 %)."""
+    mb, n = 32, 4
+    x, y = models.data("wide", mb, 1)[0]
+    prof = chainplan.profile(models.build("wide"), x, loss_fn=models.mse, target=y,
+                             spread_warning=None)
+    plan = chainplan.pipeline.pipeline_plan(prof, gpus=2, memory="min", bandwidth="1GB/s",
+                                   algo="contiguous", checkpoint=True, microbatches=n,
+                                   time_limit_s=5)
+    cuts = [s.last for s in plan.stages[:-1]]
+    cand = {"mesh": {"pp": 2, "dp": 2}, "microbatch": mb, "microbatches": n, "cuts": cuts}
+    doc = {"doc": plan.raw, "params": list(plan.layer_param_bytes or [])}
+    res = session.run(4, {"kind": "train", "options": {
+        "kind": "wide", "candidate": cand, "data_parallel": "ddp", "plan": doc}}, tmp_path)
+    _check_against_reference("wide", cand, res, 2 * mb * n,
+                             len(dict(models.chain().named_parameters())))
+    for r in res:
+        assert r is not None and len(r["peaks"]) == 2, r
+        for peak, predicted in zip(r["peaks"], r["predicted"], strict=True):
+            assert 0 < peak <= 1.02 * predicted, r
+
+
+def test_pp2_tp2_transformer_chain(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2, "tp": 2}, "microbatch": 2, "microbatches": 2, "cuts": [3]}
+    res = session.run(4, {"kind": "train", "options": {"kind": "gptchain", "candidate": cand}},
+                      tmp_path)
+    _check_against_reference("gptchain", cand, res, 4,
+                             len(dict(models.gpt_chain().named_parameters())))
+    for r, got in enumerate(res):  # mesh (pp, tp): ranks 0, 1 stage 0, ranks 2, 3 stage 1
+        assert got is not None
+        layers = {int(n.split(".")[0]) for n in got["params"]}
+        assert layers == ({0, 1, 2} if r < 2 else {3, 4, 5}), (r, layers)
+        assert got["local"]["1.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH]
+
+
+def test_dp2_pp2_fsdp(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2, "dp": 2}, "microbatch": 2, "microbatches": 4, "cuts": [3]}
+    res = session.run(4, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
+                                                       "data_parallel": "fsdp"}}, tmp_path)
+    _check_against_reference("chain", cand, res, 16, len(dict(models.chain().named_parameters())))
+    for got in res:  # each stage's weights sharded over the replicas
+        assert got is not None
+        shapes = [s for n, s in got["local"].items() if n.endswith("linear.weight")]
+        assert shapes and all(s == [models.WIDTH // 2, models.WIDTH] for s in shapes), got
+
+
+def test_pp2_huggingface_cut_from_its_graph(tmp_path: Path) -> None:
+    """A HuggingFace Llama (not an nn.Sequential) cut from its graph into two stages after
+    layer 3 of its seven (the embedding, layer 0's attention and MLP | the rest): the
+    rotary side values and the model's output object travel as the runner carries them."""
+    cand = {"mesh": {"pp": 2}, "microbatch": 2, "microbatches": 2, "cuts": [3]}
+    res = session.run(2, {"kind": "train", "options": {
+        "kind": "llama", "candidate": cand, "data_parallel": "ddp", "example": True}}, tmp_path)
+    _check_against_reference("llama", cand, res, 4, len(dict(models.llama().named_parameters())))
+    assert res[0] is not None and res[1] is not None
+    layers = [{n.split(".")[2] for n in r["params"] if n.startswith("model.layers.")}
+              for r in (res[0], res[1])]
+    assert layers == [{"0"}, {"1"}], layers
+    assert "model.embed_tokens.weight" in res[0]["params"] and "lm_head.weight" in res[1]["params"]
+
+
+def test_refusals_before_any_collective(tmp_path: Path) -> None:
+    cases = [
+        {"name": "world", "candidate": {"mesh": {"dp": 2, "tp": 2}}},
+        {"name": "heads", "candidate": {"mesh": {"tp": 2}}, "model": {"heads": 1}},
+        {"name": "fused", "candidate": {"mesh": {"tp": 2}}, "model": {"fused": True}},
+        {"name": "field", "candidate": {"mesh": {"tp": 2}, "microbatchs": 2}},
+        {"name": "cuts", "candidate": {"mesh": {"pp": 2}, "cuts": []}},
+        {"name": "ck-tp", "candidate": {"mesh": {"tp": 2}, "checkpoint": "min"}},
+        {"name": "ck-fsdp-compile", "candidate": {"mesh": {"dp": 2}, "checkpoint": "min"},
+         "compile": True},
+        {"name": "plan", "candidate": {"mesh": {"pp": 2}, "cuts": [1]}, "plan_gpus": 4,
+         "data_parallel": "ddp"},
+        {"name": "ck-graph", "candidate": {"mesh": {"pp": 2}, "cuts": [3],
+                                           "checkpoint": ["min", None]},
+         "data_parallel": "ddp", "example": True},
+    ]
+    res = session.run(2, {"kind": "refuse", "options": {"cases": cases}}, tmp_path, wait_s=90)
+    got = res[0]
+    assert got is not None
+    assert "PlanError" in got["world"] and "4 processes" in got["world"] \
+        and "has 2" in got["world"], got["world"]
+    assert "n_heads = 1 heads is not a multiple of 2" in got["heads"], got["heads"]
+    assert "fused projection 'c_attn'" in got["fused"], got["fused"]
+    assert "microbatchs: unknown field" in got["field"], got["field"]
+    assert "cuts: want 1 layers" in got["cuts"], got["cuts"]
+    assert "checkpoint with tp > 1" in got["ck-tp"], got["ck-tp"]
+    assert "checkpoint with compile and data_parallel='fsdp'" in got["ck-fsdp-compile"], \
+        got["ck-fsdp-compile"]
+    assert "plan was made for 4 ranks but the candidate's mesh has pp=2" in got["plan"], \
+        got["plan"]
+    assert "checkpointing inside stages needs the model's layers declared as an " \
+        "nn.Sequential (GPT is cut from its graph" in got["ck-graph"], got["ck-graph"]
+
+
+def test_killed_rank_is_named(tmp_path: Path) -> None:
+    cand = {"mesh": {"dp": 2}, "microbatch": 4}
+    res = session.run(2, {"kind": "killed", "barrier": False,
+                          "options": {"candidate": cand, "victim": 1, "data_parallel": "ddp"}},
+                      tmp_path, wait_s=90)
+    assert res[1] is None  # it died without a word
+    err = res[0]["error"] if res[0] else None
+    assert err is not None and "PipelineError" in err and "ranks [1]" in err, res[0]
+
+
+def test_dp2_ddp_checkpointed(tmp_path: Path) -> None:
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "checkpoint": "min"}
+    res = session.run(2, {"kind": "train", "options": {"kind": "gpt", "candidate": cand,
+                                                       "data_parallel": "ddp"}}, tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    assert all(r is not None and r["checkpointed_plans"] == 1 for r in res), res
+
+
+@pytest.mark.parametrize("kind", ["gpt", "gptchain"])
+def test_dp2_fsdp_checkpointed(tmp_path: Path, kind: str) -> None:
+    """FSDP2 on 2 ranks with a chainplan plan per rank: Checkpointed, then fully_shard on
+    every block and on the wrapper (torchtitan's order); an nn.Sequential, whose layers
+    the plan runs as its stages, sharded at the wrapper alone."""
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "checkpoint": "min"}
+    res = session.run(2, {"kind": "train", "options": {"kind": kind, "candidate": cand}},
+                      tmp_path)
+    _check_against_reference(kind, cand, res, 8,
+                             len(dict(models.build(kind).named_parameters())))
+    q = "blocks.0.attn.q.weight" if kind == "gpt" else "1.attn.q.weight"
+    for r in res:  # a plan on each rank, the weights sharded over dp
+        assert r is not None and r["checkpointed_plans"] == 1, r
+        assert r["local"][q] == [models.WIDTH // 2, models.WIDTH], r
+
+
+def test_pp2_checkpointed_stage(tmp_path: Path) -> None:
+    cand = {"mesh": {"pp": 2}, "microbatch": 2, "microbatches": 4, "cuts": [3],
+            "checkpoint": ["min", None]}
+    res = session.run(2, {"kind": "train", "options": {"kind": "chain", "candidate": cand,
+                                                       "data_parallel": "ddp"}}, tmp_path)
+    _check_against_reference("chain", cand, res, 8, len(dict(models.chain().named_parameters())))
+    assert [r["checkpointed_plans"] for r in res if r is not None] == [1, 0], res
