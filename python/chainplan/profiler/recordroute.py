@@ -30,7 +30,7 @@ __all__: list[str] = []
 
 
 class Recorder(Protocol):
-    """What the route needs of the recording (:class:`chainplan.profiler.hooks.Recording`,
+    """What the route needs of the recording (:class:`chainplan.profiler.recording.Recording`,
     which imports this module): the loss it was given, the stages it times, and the loss
     timing of a model that computes its loss itself."""
 
