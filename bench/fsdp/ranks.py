@@ -34,18 +34,6 @@ from variants import build  # noqa: E402  (bench/fsdp is on sys.path)
 __all__ = ["run_session"]
 
 
-def _local_bytes(tensors: Any) -> int:
-    from torch.distributed.tensor import DTensor
-
-    total = 0
-    for t in tensors:
-        if isinstance(t, DTensor):
-            t = t.to_local()
-        if isinstance(t, torch.Tensor):
-            total += t.numel() * t.element_size()
-    return total
-
-
 def _model(size: dict[str, int], chain: bool) -> nn.Module:
     """The tests' GPT (a ModuleList of blocks, a mask argument), or with ``chain`` the
     tests' ``nn.Sequential`` GPT (embedding, blocks, head: stages the plan calls)."""
@@ -115,8 +103,9 @@ def _check(v: _Variant, ref: dict[str, Any] | None, batch: Batch) -> dict[str, A
 
 def _measure(v: _Variant, batch: Batch) -> None:
     from chainplan.profiler.memory import MemoryProbe
+    from chainplan.sharded import held_bytes
 
-    held = _local_bytes(v.net.parameters()) + _local_bytes(
+    held = held_bytes(v.net.parameters()) + held_bytes(
         t for s in v.opt.state.values() for t in s.values())
     with MemoryProbe(device="cpu") as probe:
         v.step(*batch)

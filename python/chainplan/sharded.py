@@ -46,9 +46,11 @@ distributed tests (python/tests/distributed) check it against measured peaks.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+import torch
 from torch import nn
 
 from chainplan._bind import parse_bytes
@@ -57,7 +59,7 @@ from chainplan.errors import InfeasibleBudget, PlanError
 from chainplan.executors.fsdp import expect_world
 from chainplan.executors.view import plain_model
 
-__all__ = ["RankMemory", "RankPlan", "optimizer_copies", "plan_rank", "rank_memory",
+__all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_rank", "rank_memory",
            "unit_sizes"]
 
 #: Tensors of state per parameter element, by optimizer (``torch.optim`` names, lowercased).
@@ -155,15 +157,28 @@ def unit_sizes(model: nn.Module, units: list[str] | None = None) -> dict[str, in
         for p in mods[name].parameters():
             if id(p) not in seen:
                 seen.add(id(p))
-                total += _local_bytes(p)
+                total += _unsharded_bytes(p)
         sizes[name] = total
-    sizes[""] = sum(_local_bytes(p) for p in model.parameters() if id(p) not in seen)
+    sizes[""] = sum(_unsharded_bytes(p) for p in model.parameters() if id(p) not in seen)
     return {u: sizes[u] for u in [*units, ""]}
 
 
-def _local_bytes(p: nn.Parameter) -> int:
+def _unsharded_bytes(p: nn.Parameter) -> int:
     """A parameter's unsharded bytes (a DTensor's global shape)."""
     return math.prod(p.shape) * p.element_size()
+
+
+def held_bytes(tensors: Iterable[Any]) -> int:
+    """The bytes this rank holds of ``tensors``: a DTensor's local shard, a tensor whole;
+    anything else (a None gradient) counts nothing. What a rank's measured peak adds to
+    its activations: its parameters, gradients and optimizer state as sharded."""
+    total = 0
+    for t in tensors:
+        if hasattr(t, "to_local"):  # a DTensor, without importing torch.distributed
+            t = t.to_local()
+        if isinstance(t, torch.Tensor):
+            total += t.numel() * t.element_size()
+    return total
 
 
 def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int | None = None,

@@ -119,3 +119,18 @@ def test_sharded_chain_counts_the_gathered_unit(tmp_path: Path) -> None:
     src.write_text(json.dumps(chain))
     with pytest.raises(PlanError, match="stage 0 .s0. has no param_bytes"):
         sharded_chain(src, tmp_path / "x.json", shard=2)
+
+
+def test_held_bytes_counts_a_shard_as_held_and_nothing_for_none() -> None:
+    from chainplan.sharded import held_bytes
+
+    class Shard:  # what a DTensor offers: its local part
+        def __init__(self, local: torch.Tensor) -> None:
+            self.local = local
+
+        def to_local(self) -> torch.Tensor:
+            return self.local
+
+    tensors = [torch.zeros(3, 4), None, Shard(torch.zeros(2, dtype=torch.float64)),
+               torch.zeros(5, dtype=torch.int8)]
+    assert held_bytes(tensors) == 3 * 4 * 4 + 2 * 8 + 5

@@ -23,6 +23,7 @@ import torch.distributed as dist
 
 from chainplan.launch.run import Parallelized
 from chainplan.profiler.memory import MemoryProbe
+from chainplan.sharded import held_bytes
 
 __all__ = ["LaunchMeasure", "measure"]
 
@@ -90,20 +91,11 @@ def _peak(par: Parallelized, iteration: Callable[[], None], optimizer: torch.opt
         iteration()
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device))
-    params = list(par.parameters())
-    resident = sum(_local(t).numel() * _local(t).element_size() for t in params)
-    resident += sum(_local(t).numel() * _local(t).element_size()
-                    for state in optimizer.state.values() for t in state.values()
-                    if isinstance(t, torch.Tensor))
+    resident = held_bytes(par.parameters()) + held_bytes(
+        t for state in optimizer.state.values() for t in state.values())
     with MemoryProbe(device=device) as probe:
         iteration()
     return resident + int(probe.peak_bytes)
-
-
-def _local(t: torch.Tensor) -> torch.Tensor:
-    """A DTensor's shard on this rank (what it holds), else the tensor."""
-    local: torch.Tensor = t.to_local() if hasattr(t, "to_local") else t
-    return local
 
 
 def _sync(device: torch.device) -> None:

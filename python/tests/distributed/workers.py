@@ -64,22 +64,11 @@ def _full(p: torch.Tensor) -> torch.Tensor:
     return p.full_tensor() if isinstance(p, DTensor) else p
 
 
-def _local_bytes(tensors: Any) -> int:
-    from torch.distributed.tensor import DTensor
-
-    total = 0
-    for t in tensors:
-        if isinstance(t, DTensor):
-            t = t.to_local()
-        if isinstance(t, torch.Tensor):
-            total += t.numel() * t.element_size()
-    return total
-
-
 def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any]:
     """Three AdamW steps of ``net`` (local batch) and ``ref`` (global batch); the last step
     of ``net`` measured (CPU: the rank's state before it, plus the peak allocated above)."""
     from chainplan.profiler.memory import MemoryProbe
+    from chainplan.sharded import held_bytes
 
     world, rank = dist.get_world_size(), dist.get_rank()
     opt = torch.optim.AdamW(net.parameters(), lr=1e-2, eps=EPS)
@@ -88,7 +77,7 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
     gathers: list[int] = []  # FSDP2's all-gathers, per step
     for step, (idx, y, idx_l, y_l) in enumerate(_batches(world, rank)):
         opt.zero_grad(set_to_none=True)
-        held = _local_bytes(net.parameters()) + _local_bytes(
+        held = held_bytes(net.parameters()) + held_bytes(
             t for s in opt.state.values() for t in s.values())
         probe = MemoryProbe(device="cpu") if probe_last and step == STEPS - 1 else None
         with probe if probe is not None else _nothing(), _counting(gathers):
@@ -228,7 +217,7 @@ def ddp_checkpointed() -> dict[str, Any]:
 
     import chainplan
     from chainplan.executors import planned
-    from chainplan.sharded import rank_memory
+    from chainplan.sharded import held_bytes, rank_memory
 
     model = _gpt()
     ref = copy.deepcopy(model)
@@ -237,7 +226,7 @@ def ddp_checkpointed() -> dict[str, Any]:
     # The gradients are views of DDP's buckets, held through the steps (counted after).
     net = DDP(view, gradient_as_bucket_view=True)
     out = _train(_Forwarding(net), ref, probe_last=True)
-    buckets = _local_bytes(p.grad for p in model.parameters())
+    buckets = held_bytes(p.grad for p in model.parameters())
     mem = rank_memory(model, world=dist.get_world_size(), strategy="ddp", bucket_view=True)
     state = planned(view)
     assert state is not None
