@@ -11,13 +11,17 @@ alternating rounds in one process.
 
 from __future__ import annotations
 
+import argparse
 import copy
+import os
 import statistics
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import torch
 from torch import nn
 
 import chainplan
@@ -123,3 +127,36 @@ def budgets(prof: chainplan.Profile, points: int) -> list[int]:
         stride = (len(found) - 1) / (points - 1)
         found = [found[round(i * stride)] for i in range(points)]
     return found
+
+
+def parser(description: str, families: Sequence[str], *, points: int) -> argparse.ArgumentParser:
+    """The options both benchmarks take (each adds its model's sizes)."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--families", nargs="+", default=list(families))
+    ap.add_argument("--vocab", type=int, default=16384)
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--points", type=int, default=points)
+    ap.add_argument("-o", "--output", default="")
+    return ap
+
+
+def report(opts: argparse.Namespace, header: list[str],
+           family: Callable[[str], list[str]]) -> None:
+    """Measure every family of ``opts.families`` on one thread, in a private database,
+    printing each table as it comes and writing the whole report to ``opts.output``."""
+    os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.sqlite"))
+    torch.set_num_threads(1)
+    lines = list(header)
+    for name in opts.families:
+        out = family(name)
+        print("\n".join(out), flush=True)
+        lines.extend(out)
+    if opts.output:
+        with open(opts.output, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+def machine() -> str:
+    """The report's machine line: CPUs, threads, torch."""
+    return f"on {os.cpu_count()} CPUs, 1 thread, torch {torch.__version__}"
