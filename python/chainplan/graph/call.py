@@ -29,7 +29,9 @@ no cut point after the encoder: the encoder's output is read at every decoder la
 from __future__ import annotations
 
 import inspect
+import sys
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -86,11 +88,36 @@ def training_call(model: nn.Module, args: tuple[Any, ...],
             and ordered.get("decoder_input_ids") is None
             and ordered.get("decoder_inputs_embeds") is None
             and order["decoder_input_ids"] >= len(args)):
-        shift: Any = getattr(model, "prepare_decoder_input_ids_from_labels", None)
-        if callable(shift):  # what forward computes from labels when given no decoder input
-            ordered["decoder_input_ids"] = shift(labels=ordered["labels"])
+        shift = _label_shift(model)
+        if shift is not None:  # what forward computes from labels when given no decoder input
+            ordered["decoder_input_ids"] = shift(ordered["labels"])
             ordered = dict(sorted(ordered.items(), key=lambda kv: order.get(kv[0], len(order))))
     return tuple(args), ordered
+
+
+def _label_shift(model: nn.Module) -> Callable[[torch.Tensor], torch.Tensor] | None:
+    """How ``model``'s forward makes its decoder input from ``labels``: its
+    ``prepare_decoder_input_ids_from_labels`` where it has one; else its modeling module's
+    ``shift_tokens_right(input_ids, pad_token_id, decoder_start_token_id)`` with its
+    config's two ids, the call the forwards of BlenderbotSmall, M2M100 and their kin make
+    when given labels and no decoder input; else None (the capture refuses, naming
+    ``decoder_input_ids=``)."""
+    prepare: Any = getattr(model, "prepare_decoder_input_ids_from_labels", None)
+    if callable(prepare):
+        return lambda labels: prepare(labels=labels)
+    fn: Any = getattr(sys.modules.get(type(model).__module__), "shift_tokens_right", None)
+    cfg = getattr(model, "config", None)
+    pad = getattr(cfg, "pad_token_id", None)
+    start = getattr(cfg, "decoder_start_token_id", None)
+    if not callable(fn) or pad is None or start is None:
+        return None
+    try:
+        params = list(inspect.signature(fn).parameters)
+    except (TypeError, ValueError):
+        return None
+    if params != ["input_ids", "pad_token_id", "decoder_start_token_id"]:
+        return None
+    return lambda labels: fn(labels, pad, start)
 
 
 def encoder_decoder(model: nn.Module) -> bool:

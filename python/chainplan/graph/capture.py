@@ -201,8 +201,9 @@ def capture(model: nn.Module, args: tuple[Any, ...], kwargs: dict[str, Any], *,
         raise CaptureError(
             f"{type(model).__name__} is an encoder-decoder called without a decoder input "
             "that chainplan can take as the chain input: its chain is the decoder, whose "
-            "input it makes from labels= only where the model has "
-            "prepare_decoder_input_ids_from_labels, and this one has none: pass "
+            "input it makes from labels= only where the model says how it shifts them "
+            "(prepare_decoder_input_ids_from_labels, or its module's shift_tokens_right "
+            "with the config's pad and decoder start ids), and this one does not: pass "
             "decoder_input_ids= (the labels shifted right, as its forward shifts them) "
             "beside labels=")
     if decoder is not None:  # an encoder-decoder's chain is its decoder (graph/call.py)

@@ -149,10 +149,10 @@ def test_a_family_not_named_by_class() -> None:
 
 
 def test_an_encoder_decoder_that_cannot_be_captured_is_refused() -> None:
-    """M2M100 makes its decoder input from the labels with no method to ask for it: refused,
-    naming the argument to pass; passed, its training skips layers at random
-    (``layerdrop``), a branch on a tensor's value: refused with the construct and the
-    model's line."""
+    """M2M100 makes its decoder input from the labels with its module's
+    ``shift_tokens_right``, which chainplan calls as its forward does; its training skips
+    layers at random (``layerdrop``), a branch on a tensor's value: refused with the
+    construct and the model's line, whether the decoder input is given or made."""
     from transformers import M2M100Config, M2M100ForConditionalGeneration
     from transformers.models.m2m_100.modeling_m2m_100 import shift_tokens_right
 
@@ -164,11 +164,34 @@ def test_an_encoder_decoder_that_cannot_be_captured_is_refused() -> None:
                        encoder_layerdrop=0.1, decoder_layerdrop=0.1, dropout=0.0)
     model = M2M100ForConditionalGeneration(cfg).train()
     kwargs = call()
-    # M2M100 shifts its labels in forward, with no method to ask for the shift.
-    with pytest.raises(CaptureError, match=r"prepare_decoder_input_ids_from_labels.*"
-                                           r"pass decoder_input_ids="):
+    with pytest.raises(CaptureError, match=r"data-dependent control flow.*layerdrop"):
         extract(model, (), kwargs)
     kwargs["decoder_input_ids"] = shift_tokens_right(kwargs["labels"], cfg.pad_token_id,
                                                      cfg.decoder_start_token_id)
     with pytest.raises(CaptureError, match=r"data-dependent control flow.*layerdrop"):
         extract(model, (), kwargs)
+
+
+def test_a_model_shifting_its_labels_with_its_modules_function_trains_as_called() -> None:
+    """BlenderbotSmall has no ``prepare_decoder_input_ids_from_labels``: its forward calls
+    its module's ``shift_tokens_right(labels, pad, start)``, and chainplan makes the same
+    call (it was refused, asking for ``decoder_input_ids=``). Trained as called, with the
+    plain model's loss and gradients."""
+    from transformers import BlenderbotSmallConfig, BlenderbotSmallForConditionalGeneration
+
+    cfg = BlenderbotSmallConfig(vocab_size=512, d_model=64, encoder_layers=2,
+                                decoder_layers=2, encoder_attention_heads=4,
+                                decoder_attention_heads=4, encoder_ffn_dim=128,
+                                decoder_ffn_dim=128, max_position_embeddings=64, dropout=0.0)
+    torch.manual_seed(0)
+    model = BlenderbotSmallForConditionalGeneration(cfg)
+    ref = copy.deepcopy(model)
+    kwargs = call()
+    net = chainplan.Checkpointed(model, budget="min", keep_logits=True, **FAST)
+    out = net(**kwargs)
+    out.loss.backward()
+    want = ref(**kwargs)
+    want.loss.backward()
+    torch.testing.assert_close(out.loss, want.loss, rtol=0, atol=1e-6)
+    for (name, a), b in zip(model.named_parameters(), ref.parameters(), strict=True):
+        torch.testing.assert_close(a.grad, b.grad, rtol=0, atol=1e-6, msg=name)
