@@ -1,6 +1,7 @@
 package pybind
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,19 +12,27 @@ import (
 )
 
 // MinBudget returns the smallest budget in bytes at which the request's algorithm finds a
-// schedule for chainJSON (the request's budget is ignored).
-func MinBudget(chainJSON, requestJSON string) (budget int64, err error) {
+// schedule for the chain of the source of callJSON ({"source": {...}, "request": {...}},
+// the request's budget ignored).
+func MinBudget(callJSON string) (budget int64, err error) {
 	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
+	var c call
+	if err := readCall(callJSON, "min_budget", &c); err != nil {
+		return 0, codedError(err)
+	}
+	req, err := parseRequest(c.request())
 	if err != nil {
 		return 0, codedError(err)
 	}
-	req, err := parseRequest(requestJSON)
-	if err != nil {
-		return 0, codedError(err)
-	}
-	b, err := planner.MinBudget(c, req.Request)
-	return b, codedError(err)
+	err = withSource(c.Source, func(ctx context.Context, in *service.Input) error {
+		ch, err := in.ChainOf(ctx)
+		if err != nil {
+			return err
+		}
+		budget, err = planner.MinBudget(ch, req.Request)
+		return err
+	})
+	return budget, err
 }
 
 // parseRequest reads a request: service.Request's JSON form ({"algo", "budget" or

@@ -69,7 +69,7 @@ func TestUseHighs(t *testing.T) {
 	}
 	req := `{"algo": "madpipe", "gpus": 2, "memory_bytes": 28000000000, "bandwidth": 12e9`
 	plan := func(extra string) (*pipeplan.Plan, []string, error) {
-		out, err := PipelineSolve(string(chain), req+extra+"}")
+		out, err := Pipeline(callOf(chainSource(string(chain)), req+extra+"}"))
 		if err != nil {
 			return nil, nil, err
 		}

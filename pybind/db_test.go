@@ -53,7 +53,7 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 		func() error { _, err := Query(db, "SELECT count(*) FROM plans", ""); return err },
 		func() error { _, err := Run(db, 1); return err },
 		func() error { _, err := Runs(db, `{}`); return err },
-		func() error { _, err := ExportChain(db, 1); return err },
+		func() error { _, err := Chain(callOf(runSource(db, 1), `{}`)); return err },
 		func() error {
 			_, err := RecordExecution(db, solved.PlanID, `{"step_time_s": 1, "peak_bytes": 1, "steps": 1}`)
 			return err

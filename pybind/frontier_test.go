@@ -3,8 +3,6 @@ package pybind
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -18,7 +16,7 @@ import (
 // agree exactly), and it ends at the no-recomputation time.
 func TestFrontier(t *testing.T) {
 	for _, algo := range []string{"rotor", "revolve"} {
-		out, err := Frontier(exampleA(t), `{"algo": "`+algo+`"}`)
+		out, err := Frontier(callOf(chainSource(exampleA(t)), `{"algo": "`+algo+`"}`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +28,7 @@ func TestFrontier(t *testing.T) {
 			t.Fatalf("%s: frontier %+v", algo, f)
 		}
 		req := `{"algo": "` + algo + `"}`
-		if lo, err := MinBudget(exampleA(t), req); err != nil || f.Points[0].BudgetBytes != lo {
+		if lo, err := MinBudget(callOf(chainSource(exampleA(t)), req)); err != nil || f.Points[0].BudgetBytes != lo {
 			t.Fatalf("%s: frontier starts at %d, MinBudget = %d, %v", algo, f.Points[0].BudgetBytes, lo, err)
 		}
 		for k, pt := range f.Points {
@@ -62,37 +60,9 @@ func TestFrontierErrors(t *testing.T) {
 		{`{"format": "x"}`, `{}`, `chainplan[invalid-chain]: format x is not supported (this chainplan reads chainplan.chain/v1 or chainplan.chain/v2)`},
 	}
 	for _, tt := range tests {
-		_, err := Frontier(tt.chain, tt.req)
+		_, err := Frontier(callOf(chainSource(tt.chain), tt.req))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
 			t.Errorf("Frontier(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
 		}
-	}
-}
-
-// TestProfileChain checks that an unstored profile file gives the chain its stored run gives.
-func TestProfileChain(t *testing.T) {
-	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
-	got, err := ProfileChain(profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := filepath.Join(t.TempDir(), "chainplan.db")
-	if _, err := Ingest(db, profile); err != nil {
-		t.Fatal(err)
-	}
-	want, err := ExportChain(db, 1)
-	if err != nil || got != want {
-		t.Fatalf("ProfileChain = %.200s\nExportChain = %.200s, %v", got, want, err)
-	}
-	if _, err := ProfileChain(filepath.Join(t.TempDir(), "missing.arrow")); err == nil ||
-		!strings.HasPrefix(err.Error(), "chainplan[bad-request]:") {
-		t.Errorf("missing file: %v", err)
-	}
-	chainFile := filepath.Join(t.TempDir(), "chain.json")
-	if err := os.WriteFile(chainFile, []byte(exampleA(t)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ProfileChain(chainFile); err == nil || !strings.HasPrefix(err.Error(), "chainplan[invalid-profile]:") {
-		t.Errorf("chain file as a profile: %v", err)
 	}
 }

@@ -5,71 +5,32 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/amp"
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/paradl"
 )
 
-// parallelInput reads what the parallel planners take from Python: the cluster text, and
-// when runID ≤ 0 the profile file profilePath, or else the chain chainJSON measured at
-// batch samples (δ = dtypeBytes), named name.
-func parallelInput(runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64, clusterText string) (service.ParallelInput, error) {
-	in := service.ParallelInput{Source: service.SourcePython, RunID: max(runID, 0)}
-	c, err := cluster.Parse([]byte(clusterText))
-	if err != nil {
-		return in, err
-	}
-	in.Cluster = c
-	if runID > 0 {
-		return in, nil
-	}
-	if profilePath != "" {
-		in.Model, err = service.FileWorkload(profilePath)
-		return in, err
-	}
-	ch, err := chainplan.ParseChain([]byte(chainJSON))
-	if err != nil {
-		return in, err
-	}
-	in.Model, err = service.ChainWorkload(ch, name, batch, dtypeBytes)
-	return in, err
+// parallelCall is the argument of Advise and Search3D: the call envelope, the cluster's
+// text (YAML or JSON), and for a chain (which does not record them) the batch it was
+// measured at and its element size in bytes (δ, 0: 4).
+type parallelCall struct {
+	call
+	Cluster    string `json:"cluster"`
+	Batch      int64  `json:"batch"`
+	DTypeBytes int64  `json:"dtype_bytes"`
 }
 
-// runParallel runs fn on the workload of a stored run (its database opened at dbPath) or
-// of a chain, and returns the coded error.
-func runParallel(dbPath string, in service.ParallelInput, fn func(ctx context.Context, s *service.Service, in service.ParallelInput) error) error {
-	if in.RunID == 0 {
-		return codedError(fn(context.Background(), nil, in))
-	}
-	var runErr error
-	err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
-		var err error
-		if in.Model, _, err = s.RunWorkload(ctx, service.RunID(in.RunID)); err != nil {
-			runErr = err
-			return err
-		}
-		runErr = fn(ctx, s, in)
-		return runErr
-	})
-	if runErr != nil {
-		return codedError(runErr)
-	}
-	return err
-}
-
-// Advise ranks parallel strategies (chainplan.advise): for stored run runID (> 0) of the
-// database at dbPath, recording the advice, or when runID ≤ 0 for the profile file
-// profilePath, or the chain chainJSON (named name) measured at batch samples (δ =
-// dtypeBytes); on the cluster clusterText (YAML or JSON); with the options requestJSON
-// (paradl.Options' JSON: {"dataset_size": D, "global_batch": B, ...}). It returns
-// {"advice_id": N (0: not stored), "advice": {...}} (chainplan.advice/v1). When no
-// candidate is feasible the error is chainplan[infeasible;min_budget_bytes=N] with the
-// least memory per device any candidate needs.
-func Advise(dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64, clusterText, requestJSON string) (result string, err error) {
+// Advise ranks parallel strategies (chainplan.advise) for the source of callJSON
+// ({"source": {...}, "request": paradl.Options' JSON ({"dataset_size": D, "global_batch":
+// B, ...}), "cluster": text, "batch": N, "dtype_bytes": δ}), recording the advice of a
+// stored run. It returns {"advice_id": N (0: not stored), "advice": {...}}
+// (chainplan.advice/v1). When no candidate is feasible the error is
+// chainplan[infeasible;min_budget_bytes=N] with the least memory per device any candidate
+// needs.
+func Advise(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	return parallel(dbPath, runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText, requestJSON, "advice",
+	return parallel(callJSON, "advise", "advice",
 		func(ctx context.Context, s *service.Service, in service.ParallelInput, o paradl.Options) (*service.Advised, any, error) {
 			got, err := s.Advise(ctx, in, o)
 			if err != nil {
@@ -79,12 +40,12 @@ func Advise(dbPath string, runID int64, profilePath, chainJSON, name string, bat
 		})
 }
 
-// Search3D runs the 3-D search (chainplan.search3d) on the same inputs as Advise, with
-// the options requestJSON (amp.Options' JSON: {"global_batch": gbs, ...}); it returns
-// {"advice_id": N, "result": {...}} (chainplan.search3d/v1).
-func Search3D(dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64, clusterText, requestJSON string) (result string, err error) {
+// Search3D runs the 3-D search (chainplan.search3d) on the same call as Advise, the
+// request amp.Options' JSON ({"global_batch": gbs, ...}); it returns {"advice_id": N,
+// "result": {...}} (chainplan.search3d/v1).
+func Search3D(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	return parallel(dbPath, runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText, requestJSON, "result",
+	return parallel(callJSON, "search3d", "result",
 		func(ctx context.Context, s *service.Service, in service.ParallelInput, o amp.Options) (*service.Advised, any, error) {
 			got, err := s.Search3D(ctx, in, o)
 			if err != nil {
@@ -94,22 +55,31 @@ func Search3D(dbPath string, runID int64, profilePath, chainJSON, name string, b
 		})
 }
 
-// parallel decodes the options O of a parallel planner (strictly), reads its inputs, runs
-// it and writes {"advice_id": N, key: document}.
-func parallel[O any](dbPath string, runID int64, profilePath, chainJSON, name string, batch, dtypeBytes int64,
-	clusterText, requestJSON, key string,
+// parallel decodes the call and the options O of a parallel planner (strictly), resolves
+// the source into its workload (service.WorkloadOf), runs the planner and writes
+// {"advice_id": N, key: document}.
+func parallel[O any](callJSON, what, key string,
 	run func(ctx context.Context, s *service.Service, in service.ParallelInput, o O) (*service.Advised, any, error)) (string, error) {
+	var c parallelCall
+	if err := readCall(callJSON, what, &c); err != nil {
+		return "", codedError(err)
+	}
 	var o O
-	if err := strictUnmarshal(requestJSON, &o); err != nil {
+	if err := strictUnmarshal(c.request(), &o); err != nil {
 		return "", codedError(fmt.Errorf("%w: request: %v", errBadRequest, err))
 	}
-	in, err := parallelInput(runID, profilePath, chainJSON, name, batch, dtypeBytes, clusterText)
+	cl, err := cluster.Parse([]byte(c.Cluster))
 	if err != nil {
 		return "", codedError(err)
 	}
 	var result string
-	err = runParallel(dbPath, in, func(ctx context.Context, s *service.Service, in service.ParallelInput) error {
-		got, doc, err := run(ctx, s, in, o)
+	err = withSource(c.Source, func(ctx context.Context, src *service.Input) error {
+		in := service.ParallelInput{Source: service.SourcePython, Cluster: cl, RunID: src.RunID}
+		var err error
+		if in.Model, err = service.WorkloadOf(ctx, src, c.Batch, c.DTypeBytes); err != nil {
+			return err
+		}
+		got, doc, err := run(ctx, src.Service(), in, o)
 		if err != nil {
 			return err
 		}

@@ -37,58 +37,44 @@ func layerParamBytes(c *chainplan.Chain) []int64 {
 	return out
 }
 
-// PipelineSolve plans the chain chainJSON (chainplan.chain/v1) over several devices as
-// requestJSON asks (pipeplan.Request's JSON form: {"algo": "madpipe", "gpus": 4,
-// "memory_bytes": N or "16GiB", "min_memory": false, "faster_memory": false, "bandwidth": B
-// or "12GB/s", "weight_copies": 2, "activation_model": "saved", "headroom": 0,
-// "no_temporaries": false, "checkpoint": false, "time_limit_s": 0, "microbatches": 0,
-// "require_solver": false}; every field but gpus and bandwidth may be left out for its
-// default) and returns {"plan": {...}, "notes": [...], "layer_param_bytes": [...]}: the
-// chainplan.pipeline/v1 plan, the planner's notes for the user and each layer's weights in
-// bytes (for the runner's check of the model). Nothing is stored.
-func PipelineSolve(chainJSON, requestJSON string) (result string, err error) {
+// Pipeline plans the chain of the source of callJSON ({"source": {...}, "request": {...}})
+// over several devices (chainplan.pipeline_plan's one crossing). The request is
+// pipeplan.Request's JSON form: {"algo": "madpipe", "gpus": 4, "memory_bytes": N or
+// "16GiB", "min_memory": false, "faster_memory": false, "bandwidth": B or "12GB/s",
+// "weight_copies": 2, "activation_model": "saved", "headroom": 0, "no_temporaries":
+// false, "checkpoint": false, "time_limit_s": 0, "microbatches": 0, "require_solver":
+// false, "replan": false}; every field but gpus and bandwidth may be left out for its
+// default. A stored run's plan is recorded like every plan (plans.plan_json holds the
+// document; docs/sql.md), or with "replan": false (the default) the plan stored for the
+// same request on the run is given back, "reused" true (service.PlanPipelineInput). It
+// returns {"plan": {...}, "notes": [...], "plan_id": N, "run_id": N, "reused": false,
+// "layer_param_bytes": [...]}: the chainplan.pipeline/v1 plan, the planner's notes for the
+// user, the ids of a stored run's plan, and each layer's weights in bytes when the chain
+// is the measured model's (a run or a profile, for the runner's check of the model; not a
+// chain file's).
+func Pipeline(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
+	var c call
+	if err := readCall(callJSON, "pipeline", &c); err != nil {
+		return "", codedError(err)
+	}
+	req, err := parsePipelineRequest(c.request())
 	if err != nil {
 		return "", codedError(err)
 	}
-	req, err := parsePipelineRequest(requestJSON)
-	if err != nil {
-		return "", codedError(err)
-	}
-	p, notes, err := service.SolvePipeline(c, req)
-	if err != nil {
-		return "", codedError(err)
-	}
-	b, err := json.Marshal(map[string]any{"plan": p, "notes": nonNil(notes), "layer_param_bytes": layerParamBytes(c)})
-	return string(b), codedError(err)
-}
-
-// PipelineSolveRun plans the chain of stored run runID as a pipeline (see PipelineSolve),
-// records the plan like every plan (plans.plan_json holds the document; docs/sql.md) and
-// returns {"plan_id": N, "plan": {...}, "notes": [...], "reused": false,
-// "layer_param_bytes": [...]}: one crossing gives Python the whole planned document;
-// "replan": false (the default) gives back the plan stored for the same request on the
-// run, reused true. The database is found in this crossing by the CLI's rule
-// (service.DBPath) from dbEnv (CHAINPLAN_DB as Python sees it now: a Go library keeps the
-// environment of its start) and home.
-func PipelineSolveRun(dbEnv, home string, runID int64, requestJSON string) (result string, err error) {
-	defer recoverError(&err)
-	req, err := parsePipelineRequest(requestJSON)
-	if err != nil {
-		return "", codedError(err)
-	}
-	dbPath, err := service.DBPath("", dbEnv, home)
-	if err != nil {
-		return "", codedError(err)
-	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
-		got, err := s.PlanPipelineRun(ctx, service.RunID(runID), req)
+	err = withSource(c.Source, func(ctx context.Context, in *service.Input) error {
+		got, weights, err := service.PlanPipelineInput(ctx, in, req)
 		if err != nil {
 			return err
 		}
-		b, err := json.Marshal(map[string]any{"plan_id": got.PlanID, "plan": got.Plan, "notes": nonNil(got.Notes),
-			"reused": got.Reused, "layer_param_bytes": layerParamBytes(got.Chain)})
+		out := map[string]any{"plan": got.Plan, "notes": nonNil(got.Notes), "reused": got.Reused}
+		if got.PlanID != 0 {
+			out["plan_id"], out["run_id"] = got.PlanID, got.RunID
+		}
+		if weights {
+			out["layer_param_bytes"] = layerParamBytes(got.Chain)
+		}
+		b, err := json.Marshal(out)
 		result = string(b)
 		return err
 	})

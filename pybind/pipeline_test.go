@@ -14,9 +14,9 @@ const twoLayers = `{"format": "chainplan.chain/v1", "input_bytes": 10, "stages":
  {"name": "a", "fwd_time": 1, "bwd_time": 2, "out_bytes": 10, "saved_bytes": 10, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0, "param_bytes": 100},
  {"name": "b", "fwd_time": 1, "bwd_time": 2, "out_bytes": 10, "saved_bytes": 10, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0, "param_bytes": 100}]}`
 
-func TestPipelineSolve(t *testing.T) {
-	out, err := PipelineSolve(twoLayers, `{"algo": "contiguous", "gpus": 2, "memory_bytes": 100000,
-		"bandwidth": 1e9, "microbatches": 8}`)
+func TestPipeline(t *testing.T) {
+	out, err := Pipeline(callOf(chainSource(twoLayers), `{"algo": "contiguous", "gpus": 2, "memory_bytes": 100000,
+		"bandwidth": 1e9, "microbatches": 8}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,13 +52,13 @@ func TestPipelineErrorCodes(t *testing.T) {
 			"chainplan[bad-request]: bad request: microbatches must be ≥ 1 (got -1)"},
 	}
 	for _, tt := range tests {
-		_, err := PipelineSolve(twoLayers, tt.req)
+		_, err := Pipeline(callOf(chainSource(twoLayers), tt.req))
 		if err == nil || !strings.HasPrefix(err.Error(), tt.prefix) {
-			t.Errorf("PipelineSolve(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
+			t.Errorf("Pipeline(%s) error %v, want prefix %q", tt.req, err, tt.prefix)
 		}
 	}
-	if _, err := PipelineSolveRun(t.TempDir()+"/none.db", "", 1, `{"algo": "contiguous", "gpus": 2}`); err == nil ||
+	if _, err := Pipeline(callOf(runSource(t.TempDir()+"/none.db", 1), `{"algo": "contiguous", "gpus": 2}`)); err == nil ||
 		!strings.HasPrefix(err.Error(), "chainplan[not-found]: ") {
-		t.Errorf("PipelineSolveRun on a missing database: %v", err)
+		t.Errorf("Pipeline on a missing database: %v", err)
 	}
 }

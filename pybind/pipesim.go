@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/pipeplan"
@@ -99,51 +98,45 @@ func pipesimDocument(r pipesimRequest, res *pipesim.Result, stored *service.Simu
 	return string(b), err
 }
 
-// Pipesim simulates a pipeline schedule on the chain chainJSON (chainplan.chain/v1) as
-// requestJSON asks ({"schedule": "1f1b-flush", "stages": "4", "microbatches": 8, ...}; the
-// fields of pipesimRequest, "plan" a chainplan.pipeline/v1 document) and returns
-// {"simulation": {...}} with "trace" and "svg" when asked. Nothing is stored.
-func Pipesim(chainJSON, requestJSON string) (result string, err error) {
+// Pipesim simulates a pipeline schedule on the chain of the source of callJSON
+// ({"source": {...}, "request": {...}}; the request holds the fields of pipesimRequest:
+// {"schedule": "1f1b-flush", "stages": "4", "microbatches": 8, ...}, "plan" a
+// chainplan.pipeline/v1 document) and returns {"simulation": {...}} with "trace" and
+// "svg" when asked. A stored run's simulation (or, with a "plan_id" and a source giving
+// only the database, the stored plan's on its run's chain) is recorded, and the document
+// has "run_id", "simulation_id" and "comparisons": the runner's stored executions of the
+// plan, rank by rank, beside the simulation of their step.
+func Pipesim(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
+	var c call
+	if err := readCall(callJSON, "pipesim", &c); err != nil {
+		return "", codedError(err)
+	}
+	r, req, err := parsePipesimRequest(c.request())
 	if err != nil {
 		return "", codedError(err)
 	}
-	r, req, err := parsePipesimRequest(requestJSON)
-	if err != nil {
-		return "", codedError(err)
+	if !c.Source.Given() && req.PlanID != 0 { // a stored plan, on its own run
+		db, err := c.Source.DB()
+		if err != nil {
+			return "", codedError(err)
+		}
+		err = withService(db, false, func(ctx context.Context, s *service.Service) error {
+			got, err := s.SimulateRun(ctx, service.RunRef{}, req)
+			if err != nil {
+				return err
+			}
+			result, err = pipesimDocument(r, got.Result, got)
+			return err
+		})
+		return result, err
 	}
-	if req.PlanID != 0 {
-		return "", codedError(fmt.Errorf("%w: a stored plan (plan_id) is simulated on its run: use PipesimRun", errBadRequest))
-	}
-	res, err := service.Simulate(c, req)
-	if err != nil {
-		return "", codedError(err)
-	}
-	doc, err := pipesimDocument(r, res, nil)
-	return doc, codedError(err)
-}
-
-// PipesimRun simulates the chain of stored run runID (or, with runID 0 and a "plan_id", the
-// stored plan on its run's chain) as Pipesim does, records the simulation and returns the
-// document with "run_id", "simulation_id" and "comparisons": the runner's stored
-// executions of the plan, rank by rank, beside the simulation of their step.
-func PipesimRun(dbPath string, runID int64, requestJSON string) (result string, err error) {
-	defer recoverError(&err)
-	r, req, err := parsePipesimRequest(requestJSON)
-	if err != nil {
-		return "", codedError(err)
-	}
-	ref := service.RunRef{}
-	if runID != 0 || req.PlanID == 0 {
-		ref = service.RunID(runID)
-	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
-		got, err := s.SimulateRun(ctx, ref, req)
+	err = withSource(c.Source, func(ctx context.Context, in *service.Input) error {
+		res, stored, err := service.SimulateInput(ctx, in, req)
 		if err != nil {
 			return err
 		}
-		result, err = pipesimDocument(r, got.Result, got)
+		result, err = pipesimDocument(r, res, stored)
 		return err
 	})
 	return result, err

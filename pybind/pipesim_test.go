@@ -11,7 +11,7 @@ func TestPipesim(t *testing.T) {
 	chain := `{"format": "chainplan.chain/v1", "input_bytes": 4, "stages": [
 		{"name": "a", "fwd_time": 1, "bwd_time": 2, "out_bytes": 4, "saved_bytes": 4, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0, "param_bytes": 8},
 		{"name": "b", "fwd_time": 2, "bwd_time": 2, "out_bytes": 4, "saved_bytes": 4, "fwd_tmp_bytes": 0, "bwd_tmp_bytes": 0, "param_bytes": 8}]}`
-	out, err := Pipesim(chain, `{"schedule": "gpipe", "stages": "2", "microbatches": 3, "minibatches": 1, "trace": true, "svg": true}`)
+	out, err := Pipesim(callOf(chainSource(chain), `{"schedule": "gpipe", "stages": "2", "microbatches": 3, "minibatches": 1, "trace": true, "svg": true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,12 +38,15 @@ func TestPipesim(t *testing.T) {
 		`{"schedule": "periodic", "plan": {"format": "x"}, "microbatches": 3}`: "invalid-plan",
 		`{"schedule": "periodic", "plan_id": 3, "microbatches": 3}`:            "bad-request",
 	} {
-		if _, err := Pipesim(chain, req); err == nil || !strings.HasPrefix(err.Error(), "chainplan["+code+"]") {
+		if _, err := Pipesim(callOf(chainSource(chain), req)); err == nil || !strings.HasPrefix(err.Error(), "chainplan["+code+"]") {
 			t.Errorf("%s: %v, want %s", req, err, code)
 		}
 	}
-	if _, err := PipesimRun(filepath.Join(t.TempDir(), "none.db"), 1, `{"schedule": "gpipe", "stages": "2", "microbatches": 3}`); err == nil ||
-		!strings.HasPrefix(err.Error(), "chainplan[not-found]") {
-		t.Errorf("a missing database: %v", err)
+	none := filepath.Join(t.TempDir(), "none.db")
+	for _, src := range []string{runSource(none, 1), `{"db_env": ` + jsonString(none) + `}`} {
+		if _, err := Pipesim(callOf(src, `{"schedule": "gpipe", "stages": "2", "microbatches": 3, "plan_id": 1}`)); err == nil ||
+			!strings.HasPrefix(err.Error(), "chainplan[not-found]") {
+			t.Errorf("a missing database (%s): %v", src, err)
+		}
 	}
 }

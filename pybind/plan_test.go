@@ -2,7 +2,6 @@ package pybind
 
 import (
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,21 +26,13 @@ type planAnswer struct {
 // $CHAINPLAN_DB names it), request in service.Request's JSON form as Python sends it; it
 // returns Plan's whole answer.
 func planRun(db string, runID int64, request string) (string, error) {
-	dbJSON, err := json.Marshal(db)
-	if err != nil {
-		return "", err
-	}
-	return Plan(fmt.Sprintf(`{"request": %s, "run_id": %d, "db_env": %s}`, request, runID, dbJSON))
+	return Plan(callOf(runSource(db, runID), request))
 }
 
 // planChain is Plan on a chain document, request as for planRun; it returns the plan
 // document alone.
 func planChain(chainJSON, request string) (string, error) {
-	chain, err := json.Marshal(chainJSON)
-	if err != nil {
-		return "", err
-	}
-	out, err := Plan(fmt.Sprintf(`{"request": %s, "chain": %s}`, request, chain))
+	out, err := Plan(callOf(chainSource(chainJSON), request))
 	if err != nil {
 		return "", err
 	}
@@ -54,9 +45,17 @@ func planChain(chainJSON, request string) (string, error) {
 	return string(answer.Plan), nil
 }
 
+// callPlan is Plan on call, the request under "request" and every other key the
+// source's, gathered into the envelope's "source".
 func callPlan(t *testing.T, call map[string]any) (planAnswer, error) {
 	t.Helper()
-	b, err := json.Marshal(call)
+	source := map[string]any{}
+	for k, v := range call {
+		if k != "request" {
+			source[k] = v
+		}
+	}
+	b, err := json.Marshal(map[string]any{"request": call["request"], "source": source})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,9 +141,9 @@ func TestPlanRefusals(t *testing.T) {
 			`chainplan[bad-request]: unsupported request: a bandwidth applies to`},
 		{map[string]any{"request": map[string]any{"budget": 24, "algo": "ROTOR"}, "chain": a}, `did you mean "rotor"`},
 		{map[string]any{"request": map[string]any{"budget": 24, "slot": 3}, "chain": a}, `chainplan[bad-request]: request: json: unknown field "slot"`},
-		{map[string]any{"request": map[string]any{"budget": 24}}, "chainplan[bad-request]: plan call: give exactly one of run_id, profile_path and chain (got 0)"},
-		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "run_id": 1}, "(got 2)"},
-		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "db": "x"}, `chainplan[bad-request]: plan call: json: unknown field "db"`},
+		{map[string]any{"request": map[string]any{"budget": 24}}, "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path and chain (got none)"},
+		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "run_id": 1}, "(got run_id, chain)"},
+		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "db": "x"}, `chainplan[bad-request]: plan call: source: json: unknown field "db"`},
 		{map[string]any{"request": map[string]any{"budget": 1}, "chain": a}, "chainplan[infeasible;min_budget_bytes=22]"},
 		{map[string]any{"request": map[string]any{"budget": 24}, "profile_path": filepath.Join(t.TempDir(), "none.arrow")},
 			"chainplan[bad-request]"},

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
@@ -23,22 +22,21 @@ type plotOptions struct {
 	Plan      json.RawMessage `json:"plan"`
 }
 
-// PlotFrontier draws the budget-versus-time frontier of the chain chainJSON as an SVG
-// document (internal/plot.FrontierOf, the picture of `chainplan plot frontier`).
-// optionsJSON holds, all optional: "title"; "slots" (rotor's grid, 0: 500); "bandwidth"
-// (bytes per second: adds pofo and offload-only) and "budgets" (their number of budgets,
-// 0: plot.DefaultOffloadBudgets); "overhead" (draw the overhead instead of the makespan);
+// PlotFrontier draws the budget-versus-time frontier of the chain of the source of
+// callJSON ({"source": {...}, "request": options}) as an SVG document
+// (internal/plot.FrontierOf, the picture of `chainplan plot frontier`). The options are,
+// all optional: "title"; "slots" (rotor's grid, 0: 500); "bandwidth" (bytes per second:
+// adds pofo and offload-only) and "budgets" (their number of budgets, 0:
+// plot.DefaultOffloadBudgets); "overhead" (draw the overhead instead of the makespan);
 // "plan" (a plan document to mark).
-func PlotFrontier(chainJSON, optionsJSON string) (svg string, err error) {
+func PlotFrontier(callJSON string) (svg string, err error) {
 	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
-	if err != nil {
+	var c call
+	if err := readCall(callJSON, "plot_frontier", &c); err != nil {
 		return "", codedError(err)
 	}
 	var o plotOptions
-	dec := json.NewDecoder(strings.NewReader(optionsJSON))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := strictUnmarshal(c.request(), &o); err != nil {
 		return "", codedError(fmt.Errorf("%w: frontier plot options: %v", errBadRequest, err))
 	}
 	if o.Slots < 0 || o.Budgets < 0 || o.Bandwidth < 0 {
@@ -51,28 +49,54 @@ func PlotFrontier(chainJSON, optionsJSON string) (svg string, err error) {
 			return "", codedError(err)
 		}
 	}
-	d, err := plot.FrontierOf(c, opts)
-	if err != nil {
-		return "", codedError(err)
+	var d *plot.FrontierData
+	if err := withSource(c.Source, func(ctx context.Context, in *service.Input) error {
+		ch, err := in.ChainOf(ctx)
+		if err != nil {
+			return err
+		}
+		d, err = plot.FrontierOf(ch, opts)
+		return err
+	}); err != nil {
+		return "", err
 	}
 	return svgOf(plot.Frontier(d))
 }
 
-// PlotTimeline draws the memory timeline of the plan planJSON on the chain chainJSON as an
-// SVG document, with measuredPeakBytes as the measured peak (0: none).
-func PlotTimeline(chainJSON, planJSON string, measuredPeakBytes int64) (svg string, err error) {
+// timelineRequest is PlotTimeline's request: the plan to draw and the peak its
+// executions measured (0: none).
+type timelineRequest struct {
+	Plan              json.RawMessage `json:"plan"`
+	MeasuredPeakBytes int64           `json:"measured_peak_bytes"`
+}
+
+// PlotTimeline draws the memory timeline of the request's plan on the chain of the source
+// of callJSON ({"source": {...}, "request": {"plan": <chainplan.schedule/v1 document>,
+// "measured_peak_bytes": N}}) as an SVG document.
+func PlotTimeline(callJSON string) (svg string, err error) {
 	defer recoverError(&err)
-	c, err := chainplan.ParseChain([]byte(chainJSON))
+	var c call
+	if err := readCall(callJSON, "plot_timeline", &c); err != nil {
+		return "", codedError(err)
+	}
+	var r timelineRequest
+	if err := strictUnmarshal(c.request(), &r); err != nil {
+		return "", codedError(fmt.Errorf("%w: timeline request: %v", errBadRequest, err))
+	}
+	p, err := chainplan.ParsePlan(r.Plan)
 	if err != nil {
 		return "", codedError(err)
 	}
-	p, err := chainplan.ParsePlan([]byte(planJSON))
-	if err != nil {
-		return "", codedError(err)
-	}
-	d, err := plot.TimelineOf(c, p, max(0, measuredPeakBytes))
-	if err != nil {
-		return "", codedError(err)
+	var d *plot.TimelineData
+	if err := withSource(c.Source, func(ctx context.Context, in *service.Input) error {
+		ch, err := in.ChainOf(ctx)
+		if err != nil {
+			return err
+		}
+		d, err = plot.TimelineOf(ch, p, max(0, r.MeasuredPeakBytes))
+		return err
+	}); err != nil {
+		return "", err
 	}
 	return svgOf(plot.Timeline(d))
 }

@@ -15,14 +15,14 @@ func TestPlotFrontierAndTimeline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svg, err := PlotFrontier(tinyChain, `{"plan": `+plan+`, "title": "two"}`)
+	svg, err := PlotFrontier(callOf(chainSource(tinyChain), `{"plan": `+plan+`, "title": "two"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(svg, "<?xml") || !strings.Contains(svg, ">two<") || !strings.Contains(svg, ">rotor at 24 B<") {
 		t.Fatalf("frontier SVG lacks its title or mark:\n%.300s", svg)
 	}
-	svg, err = PlotTimeline(tinyChain, plan, 26)
+	svg, err = PlotTimeline(callOf(chainSource(tinyChain), `{"plan": `+plan+`, "measured_peak_bytes": 26}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,9 +33,11 @@ func TestPlotFrontierAndTimeline(t *testing.T) {
 
 func TestPlotBadInput(t *testing.T) {
 	for name, call := range map[string]func() (string, error){
-		"unknown option": func() (string, error) { return PlotFrontier(tinyChain, `{"budget": 3}`) },
-		"bad chain":      func() (string, error) { return PlotFrontier(`{}`, `{}`) },
-		"bad plan":       func() (string, error) { return PlotTimeline(tinyChain, `{"sequence": [{"op": "X", "stage": 1}]}`, 0) },
+		"unknown option": func() (string, error) { return PlotFrontier(callOf(chainSource(tinyChain), `{"budget": 3}`)) },
+		"bad chain":      func() (string, error) { return PlotFrontier(callOf(chainSource(`{}`), `{}`)) },
+		"bad plan": func() (string, error) {
+			return PlotTimeline(callOf(chainSource(tinyChain), `{"plan": {"sequence": [{"op": "X", "stage": 1}]}}`))
+		},
 		"no database":    func() (string, error) { return PlotStoredTimeline(t.TempDir()+"/none.db", 1) },
 		"no pipeline db": func() (string, error) { return PlotStoredPipeline(t.TempDir()+"/none.db", 1, 2) },
 	} {

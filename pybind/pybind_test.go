@@ -35,7 +35,7 @@ func TestPlanChain(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"budget_bytes":22`) {
 		t.Fatalf("min_budget: %s, %v", out, err)
 	}
-	if b, err := MinBudget(exampleA(t), `{"algo": "rotor", "slots": 30}`); err != nil || b != 22 {
+	if b, err := MinBudget(callOf(chainSource(exampleA(t)), `{"algo": "rotor", "slots": 30}`)); err != nil || b != 22 {
 		t.Fatalf("MinBudget = %d, %v", b, err)
 	}
 }

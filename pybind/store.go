@@ -126,21 +126,6 @@ func queryParams(paramsJSON string) ([]any, error) {
 	return params, nil
 }
 
-// ExportChain returns the chain of stored run runID as chainplan.chain/v1 JSON.
-func ExportChain(dbPath string, runID int64) (chain string, err error) {
-	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
-		c, err := s.RunChain(ctx, runID)
-		if err != nil {
-			return err
-		}
-		b, err := c.MarshalIndent()
-		chain = string(b)
-		return err
-	})
-	return chain, err
-}
-
 // RecordBandwidth stores a host-device copy bandwidth (bytes per second) measured for run
 // runID and returns it.
 func RecordBandwidth(dbPath string, runID int64, bytesPerS float64, device, method string) (stored float64, err error) {

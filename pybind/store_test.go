@@ -50,7 +50,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if b, err := base64.StdEncoding.DecodeString(enc); err != nil || !strings.HasPrefix(string(b), "ARROW1") {
 		t.Fatalf("Query did not return an Arrow file: %v", err)
 	}
-	chain, err := ExportChain(db, 1)
+	chain, err := Chain(callOf(runSource(db, 1), `{}`))
 	if err != nil || !strings.Contains(chain, `"format": "chainplan.chain/v1"`) {
 		t.Fatalf("ExportChain = %.80s, %v", chain, err)
 	}
@@ -70,7 +70,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := Plan(`{"request": {"budget_bytes": 1000000000}, "profile_path": ` + string(file) + `}`)
+	plan, err := Plan(callOf(`{"profile_path": `+string(file)+`}`, `{"budget_bytes": 1000000000}`))
 	if err != nil || !strings.Contains(plan, `"algo":"rotor"`) {
 		t.Fatalf("Plan of the profile file = %.80s, %v", plan, err)
 	}

@@ -104,8 +104,14 @@ func (s Source) DB() (string, error) {
 	return DBPath(s.DBFlag, s.DBEnv, s.Home)
 }
 
-// check reports a source that gives none or several of its kinds, naming them.
-func (s Source) check() error {
+// Given reports whether the source names anything (a call on a stored plan may give only
+// the database).
+func (s Source) Given() bool {
+	return s.hasRun || s.ProfilePath != "" || s.ChainPath != "" || s.Path != "" || len(s.Chain) > 0
+}
+
+// Check reports a source that gives none or several of its kinds, naming them.
+func (s Source) Check() error {
 	var given []string
 	for _, k := range []struct {
 		name string
@@ -137,10 +143,11 @@ type Input struct {
 	// Chain and MultiChain are a chain's or a bundle's document.
 	Chain      *chainplan.Chain
 	MultiChain *chainplan.MultiChain
-	// Name is what a chain file is called (its file name without extension), the
+	// File is the file the source was read from ("" for a stored run and an inline
+	// document); Name what it is called (its base name without extension), the
 	// workload's name for the parallel planners.
-	Name string
-	svc  *Service
+	File, Name string
+	svc        *Service
 }
 
 // Resolve reads what src names: the run from svc (which must be the open database
@@ -150,7 +157,7 @@ type Input struct {
 // that a stored run is given by its integer id) or unreadable (chainplan.ErrInputFile), an
 // invalid profile, chain or bundle (their readers' errors).
 func Resolve(ctx context.Context, svc *Service, src Source) (*Input, error) {
-	if err := src.check(); err != nil {
+	if err := src.Check(); err != nil {
 		return nil, err
 	}
 	switch {
@@ -168,7 +175,7 @@ func Resolve(ctx context.Context, svc *Service, src Source) (*Input, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Input{Profile: p}, nil
+		return named(&Input{Profile: p}, src.ProfilePath), nil
 	case src.ChainPath != "":
 		data, err := chainplan.ReadInput(src.ChainPath, "a chain file ("+chainplan.ChainFormat+" JSON) or a bundle")
 		if err != nil {
@@ -189,8 +196,7 @@ func pathInput(path string) (*Input, error) {
 		if digits := strings.TrimSpace(path); digits != "" && strings.Trim(digits, "0123456789") == "" {
 			hint = fmt.Sprintf("; for the stored run %s pass the integer %s, not a string", digits, digits)
 		}
-		return nil, fmt.Errorf("%w: source %q is not an existing file (a profile, a chain or a bundle)%s",
-			chainplan.ErrNotFound, path, hint)
+		return nil, &missingError{fmt.Sprintf("source %q is not an existing file (a profile, a chain or a bundle)%s", path, hint)}
 	}
 	if err != nil {
 		return nil, err
@@ -200,17 +206,21 @@ func pathInput(path string) (*Input, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-		return &Input{Profile: p}, nil
+		return named(&Input{Profile: p}, path), nil
 	}
 	return documentInput(data, path)
 }
 
+// missingError is a source file that does not exist: chainplan.ErrNotFound, as a run
+// that does not exist is, with a message of its own.
+type missingError struct{ msg string }
+
+func (e *missingError) Error() string { return e.msg }
+func (e *missingError) Unwrap() error { return chainplan.ErrNotFound }
+
 // documentInput reads a chain or a bundle document; path names its file ("" inline).
 func documentInput(data []byte, path string) (*Input, error) {
-	in := &Input{}
-	if path != "" {
-		in.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
-	}
+	in := named(&Input{}, path)
 	var err error
 	if chainplan.IsMultiChain(data) {
 		in.MultiChain, err = chainplan.ParseMultiChain(data)
@@ -221,6 +231,17 @@ func documentInput(data []byte, path string) (*Input, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return in, err
+}
+
+// Service is the open database a stored run was resolved in, nil for any other source.
+func (in *Input) Service() *Service { return in.svc }
+
+// named sets in's File and Name from path ("" leaves them empty).
+func named(in *Input, path string) *Input {
+	if path != "" {
+		in.File, in.Name = path, strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return in
 }
 
 // Towers reports whether the input is towers joined at the loss (a bundle, or a profile or

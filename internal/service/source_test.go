@@ -73,7 +73,7 @@ func TestResolveEachKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			if in.RunID != tt.run || (in.Profile != nil) != tt.profile || (in.Chain != nil) != tt.chain ||
-				(in.MultiChain != nil) != tt.two || in.Name != tt.named {
+				(in.MultiChain != nil) != tt.two || (tt.named != "" && in.Name != tt.named) || (in.File != "") != (tt.run == 0 && !strings.HasPrefix(tt.name, "inline")) {
 				t.Fatalf("Resolve = run %d, profile %v, chain %v, bundle %v, name %q", in.RunID, in.Profile != nil,
 					in.Chain != nil, in.MultiChain != nil, in.Name)
 			}
