@@ -15,6 +15,9 @@ type planned struct {
 	PlanID     int64           `json:"plan_id,omitempty"`
 	RunID      int64           `json:"run_id,omitempty"`
 	InputShape []int64         `json:"input_shape,omitempty"`
+	// KeepLogits says whether the profile kept a language model's logits beside its loss
+	// (service.Input.KeepsLogits), which the plan's executor captures the same way.
+	KeepLogits bool `json:"keep_logits"`
 	// ChainJSON is the chain of a file (Plan.chain_json in Python, for the user to read);
 	// a stored run's is in the database, an inline chain's is the caller's.
 	ChainJSON string `json:"chain_json,omitempty"`
@@ -26,7 +29,7 @@ type planned struct {
 // the CLI does (service.PlanInput: PlanRun, which records the plan; PlanProfile; PlanChain;
 // PlanMultiChain) and returns {"plan": <chainplan.schedule/v1 document>, "algo": the
 // algorithm planned with (the default when the request named none), "plan_id", "run_id",
-// "input_shape", "chain_json"}: what the executor needs, validated here (every plan is
+// "keep_logits", "input_shape", "chain_json"}: what the executor needs, validated here (every plan is
 // replayed by the simulator before it is returned), so that Python reads it once without
 // checking it again. The request (service.Request's JSON form: {"algo", "budget",
 // "slots", "segments", "bandwidth", "source"}; "algo" "" or left out means the input's
@@ -47,18 +50,19 @@ func Plan(callJSON string) (result string, err error) {
 		if err != nil {
 			return err
 		}
-		result, err = marshalPlanned(got, in.File != "")
+		result, err = marshalPlanned(got, in)
 		return err
 	})
 	return result, err
 }
 
-// marshalPlanned writes Plan's answer; withChain adds the chain's document (of a file,
+// marshalPlanned writes Plan's answer on in; a file's adds the chain's document (of a file,
 // whose chain Python has no other way to know: Python keeps it for the user to read, and
 // never sends it back).
-func marshalPlanned(got *service.Planned, withChain bool) (string, error) {
-	out := planned{Plan: got.Plan, Algo: got.Algo, PlanID: got.PlanID, RunID: got.RunID, InputShape: got.InputShape}
-	if withChain && got.Chain != nil {
+func marshalPlanned(got *service.Planned, in *service.Input) (string, error) {
+	out := planned{Plan: got.Plan, Algo: got.Algo, PlanID: got.PlanID, RunID: got.RunID, InputShape: got.InputShape,
+		KeepLogits: in.KeepsLogits()}
+	if in.File != "" && got.Chain != nil {
 		b, err := got.Chain.MarshalIndent()
 		if err != nil {
 			return "", err

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
               "chainplan.jsonfields", "chainplan.profilerow", "chainplan.schema", "chainplan.svg",
               "chainplan.ops",
               "chainplan._gocore", "chainplan._gocore.*")),
-    ("bindings", ("chainplan._bind", "chainplan._cli", "chainplan._version")),
+    ("bindings", ("chainplan._bind", "chainplan._cli", "chainplan._version", "chainplan.source")),
     ("documents", ("chainplan.offloading", "chainplan.towerplan", "chainplan.plandoc",
                    "chainplan.simulation", "chainplan.layout3d", "chainplan.advicerecord",
                    "chainplan.advice", "chainplan.algorithms", "chainplan.pipeline.parts",

@@ -258,6 +258,23 @@ func (in *Input) Towers() (bool, error) {
 	return in.MultiChain != nil, nil
 }
 
+// KeepsLogits reports whether the profile kept a language model's logits beside its loss
+// (its keep_logits metadata, which a profile written before the key did), so that a plan's
+// executor captures the model the same way; a chain says nothing (false).
+func (in *Input) KeepsLogits() bool {
+	var extra map[string]string
+	switch {
+	case in.Run != nil:
+		extra = in.Run.Extra
+	case in.Profile != nil:
+		extra = in.Profile.Meta.Extra
+	default:
+		return false
+	}
+	v, ok := extra["keep_logits"]
+	return !ok || v == "true"
+}
+
 // InputShape is the shape of the model input a profile or a run was taken with (nil for a
 // chain, which does not hold one).
 func (in *Input) InputShape() []int64 {

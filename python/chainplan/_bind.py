@@ -77,32 +77,44 @@ def call(fn: Callable[..., _T], *args: Any) -> _T:
         raise translate(e) from e
 
 
-def plan(request: dict[str, Any], *, run_id: int = 0, profile_path: str = "",
-         chain: str = "") -> dict[str, Any]:
-    """Plan a checkpointing schedule in one crossing (``pybind.Plan``): of stored run
-    ``run_id`` (recorded in the database, whose path Go reads from the environment passed
-    here), of the profile file ``profile_path`` or of the ``chain`` document's text, exactly
-    one of them. ``request`` holds the sizes as the user wrote them (``"budget": "2GB"`` or
-    ``"min"``, ``"bandwidth": "12GB/s"``) and ``"algo": ""`` for the input's default.
+def _envelope(source: dict[str, Any], request: dict[str, Any] | None = None) -> str:
+    """The one argument of every family's entry: ``{"source", "request"}`` (pybind's
+    ``call``). ``source`` is what :func:`chainplan.source.envelope` made of the user's
+    source; Go resolves it (``service.Resolve``)."""
+    return json.dumps({"source": source, "request": request or {}})
 
-    Returns ``{"plan", "algo", "plan_id", "run_id", "input_shape", "chain_json"}`` (the
-    ids, the shape and a profile file's chain only when there are some): the whole planned
-    document, which Go has validated.
+
+def database() -> dict[str, str]:
+    """The database part of a source envelope: ``$CHAINPLAN_DB`` and the home folder as
+    Python sees them now (a Go runtime loaded into Python sees the environment of the
+    moment it was loaded); Go applies its one rule to them (``service.DBPath``)."""
+    return {"db_env": os.environ.get("CHAINPLAN_DB", ""), "home": _home()}
+
+
+def plan(source: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """Plan a checkpointing schedule in one crossing (``pybind.Plan``) of ``source`` (a
+    stored run's plan is recorded). ``request`` holds the sizes as the user wrote them
+    (``"budget": "2GB"`` or ``"min"``, ``"bandwidth": "12GB/s"``) and ``"algo": ""`` for
+    the input's default.
+
+    Returns ``{"plan", "algo", "plan_id", "run_id", "keep_logits", "input_shape",
+    "chain_json"}`` (the ids, the shape and a file's chain only when there are some): the
+    whole planned document, which Go has validated.
     """
-    call_: dict[str, Any] = {"request": request}
-    if run_id:
-        call_.update(run_id=run_id, db_env=os.environ.get("CHAINPLAN_DB", ""), home=_home())
-    elif profile_path:
-        call_["profile_path"] = profile_path
-    else:
-        call_["chain"] = chain
-    out: dict[str, Any] = json.loads(call(_go().Plan, json.dumps(call_)))
+    out: dict[str, Any] = json.loads(call(_go().Plan, _envelope(source, request)))
     return out
 
 
-def min_budget(chain_json: str, request: dict[str, Any]) -> int:
-    """The smallest feasible budget (bytes) for the request's algorithm."""
-    return int(call(_go().MinBudget, chain_json, json.dumps(request)))
+def min_budget(source: dict[str, Any], request: dict[str, Any]) -> int:
+    """The smallest feasible budget (bytes) of ``source``'s chain for the request's
+    algorithm."""
+    return int(call(_go().MinBudget, _envelope(source, request)))
+
+
+def chain(source: dict[str, Any]) -> str:
+    """The ``chainplan.chain/v1`` JSON of ``source``'s chain, for reading it in Python;
+    no entry takes it back (each reads its source itself)."""
+    return str(call(_go().Chain, _envelope(source)))
 
 
 def version() -> str:
@@ -161,11 +173,6 @@ def query(sql: str, params: list[Any]) -> bytes:
     return base64.b64decode(call(_go().Query, db_path(), sql, json.dumps(params)))
 
 
-def export_chain(run_id: int) -> str:
-    """The ``chainplan.chain/v1`` JSON of a stored run."""
-    return str(call(_go().ExportChain, db_path(), run_id))
-
-
 def plan_document(plan_id: int) -> dict[str, Any]:
     """Stored plan ``plan_id``: ``{"run_id": N, "plan": <its whole document>}``."""
     doc: dict[str, Any] = json.loads(call(_go().PlanDocument, db_path(), plan_id))
@@ -187,29 +194,19 @@ def use_highs() -> None:
         _highs_passed = chosen
 
 
-def pipeline_solve(chain_json: str, request: dict[str, Any]) -> str:
-    """Plan a pipeline of a chain (``chainplan.chain/v1`` JSON); returns the plan as JSON."""
+def pipeline(source: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+    """Plan a pipeline of ``source``'s chain (``pybind.Pipeline``; a stored run's plan is
+    recorded): ``{"plan", "notes", "plan_id", "run_id", "reused", "layer_param_bytes"}``."""
     use_highs()
-    return str(call(_go().PipelineSolve, chain_json, json.dumps(request)))
+    out: dict[str, Any] = json.loads(call(_go().Pipeline, _envelope(source, request)))
+    return out
 
 
-def pipeline_solve_run(run_id: int, request: dict[str, Any]) -> str:
-    """Plan a pipeline of a stored run and record it; returns ``{"plan_id", "plan"}`` JSON."""
-    use_highs()
-    return str(call(_go().PipelineSolveRun, os.environ.get("CHAINPLAN_DB", ""), _home(), run_id,
-                    json.dumps(request)))
-
-
-def pipesim(chain_json: str, request: dict[str, Any]) -> str:
-    """Simulate a pipeline schedule on a chain; returns ``{"simulation", ...}`` JSON."""
-    return str(call(_go().Pipesim, chain_json, json.dumps(request)))
-
-
-def pipesim_run(run_id: int, request: dict[str, Any]) -> str:
-    """Simulate a pipeline schedule on a stored run (or with run 0 and a ``plan_id``, a
-    stored plan on its run) and record it; returns the JSON with ``simulation_id`` and
-    ``comparisons``."""
-    return str(call(_go().PipesimRun, db_path(), run_id, json.dumps(request)))
+def pipesim(source: dict[str, Any], request: dict[str, Any]) -> str:
+    """Simulate a pipeline schedule on ``source``'s chain (a stored run's, or with a
+    ``plan_id`` and a source of the database alone, a stored plan's on its run, recorded);
+    returns ``{"simulation", ...}`` JSON."""
+    return str(call(_go().Pipesim, _envelope(source, request)))
 
 
 def run_cli(args: list[str]) -> int:
@@ -244,9 +241,10 @@ def latest_bandwidth(run_id: int) -> float:
     return float(call(_go().LatestBandwidth, db_path(), run_id))
 
 
-def frontier(chain_json: str, request: dict[str, Any]) -> str:
-    """The budget-versus-makespan frontier of a chain (rotor or revolve), as JSON."""
-    return str(call(_go().Frontier, chain_json, json.dumps(request)))
+def frontier(source: dict[str, Any], request: dict[str, Any]) -> str:
+    """The budget-versus-makespan frontier of ``source``'s chain (rotor or revolve), as
+    JSON."""
+    return str(call(_go().Frontier, _envelope(source, request)))
 
 
 def stage_options(graph: dict[str, Any], points: int = 0) -> dict[str, Any]:
@@ -256,19 +254,17 @@ def stage_options(graph: dict[str, Any], points: int = 0) -> dict[str, Any]:
     return out
 
 
-def profile_chain(file_path: str) -> str:
-    """The ``chainplan.chain/v1`` JSON of a profile file, without storing it."""
-    return str(call(_go().ProfileChain, file_path))
+def plot_frontier(source: dict[str, Any], options: dict[str, Any]) -> str:
+    """The frontier picture of ``source``'s chain, as an SVG document
+    (``pybind.PlotFrontier``)."""
+    return str(call(_go().PlotFrontier, _envelope(source, options)))
 
 
-def plot_frontier(chain_json: str, options: dict[str, Any]) -> str:
-    """The frontier picture of a chain, as an SVG document (``pybind.PlotFrontier``)."""
-    return str(call(_go().PlotFrontier, chain_json, json.dumps(options)))
-
-
-def plot_timeline(chain_json: str, plan_json: str, measured_peak_bytes: int = 0) -> str:
-    """The memory timeline of a plan on its chain, as an SVG document."""
-    return str(call(_go().PlotTimeline, chain_json, plan_json, measured_peak_bytes))
+def plot_timeline(source: dict[str, Any], plan: dict[str, Any],
+                  measured_peak_bytes: int = 0) -> str:
+    """The memory timeline of a plan on ``source``'s chain, as an SVG document."""
+    return str(call(_go().PlotTimeline, _envelope(
+        source, {"plan": plan, "measured_peak_bytes": measured_peak_bytes})))
 
 
 def plot_stored_timeline(plan_id: int) -> str:
@@ -293,25 +289,23 @@ def plot_pipeline(plan_json: str, periods: int) -> str:
 
 
 def _parallel(fn: Callable[..., str], source: dict[str, Any], cluster_text: str,
-              request: dict[str, Any], dtype_bytes: int) -> str:
-    return str(call(fn, db_path() if source.get("run_id", 0) > 0 else "",
-                    int(source.get("run_id", 0)), str(source.get("profile_path", "")),
-                    str(source.get("chain_json", "")), str(source.get("name", "")),
-                    int(source.get("batch", 0)), dtype_bytes, cluster_text, json.dumps(request)))
+              request: dict[str, Any], batch: int, dtype_bytes: int) -> str:
+    return str(call(fn, json.dumps({"source": source, "request": request, "cluster": cluster_text,
+                                    "batch": batch, "dtype_bytes": dtype_bytes})))
 
 
 def advise(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
-           dtype_bytes: int = 4) -> str:
-    """Rank parallel strategies (pybind.Advise); ``source`` holds ``run_id`` (stored, the
-    advice recorded), or ``profile_path``, or ``chain_json``, ``name`` and ``batch``.
-    Returns ``{"advice_id", "advice"}`` JSON."""
-    return _parallel(_go().Advise, source, cluster_text, request, dtype_bytes)
+           batch: int = 0, dtype_bytes: int = 4) -> str:
+    """Rank parallel strategies (pybind.Advise) of ``source`` (a stored run's advice is
+    recorded; a chain's needs the ``batch`` it was measured at). Returns ``{"advice_id",
+    "advice"}`` JSON."""
+    return _parallel(_go().Advise, source, cluster_text, request, batch, dtype_bytes)
 
 
 def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
-             dtype_bytes: int = 4) -> str:
+             batch: int = 0, dtype_bytes: int = 4) -> str:
     """AMP's 3-D search (pybind.Search3D); returns ``{"advice_id", "result"}`` JSON."""
-    return _parallel(_go().Search3D, source, cluster_text, request, dtype_bytes)
+    return _parallel(_go().Search3D, source, cluster_text, request, batch, dtype_bytes)
 
 
 def record_advice_measurement(advice_id: int, measurement: dict[str, Any], db: str = "") -> int:

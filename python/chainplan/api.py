@@ -7,8 +7,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import torch
 from torch import nn
@@ -17,7 +16,7 @@ from torch.utils import _pytree as pytree
 from chainplan import _bind
 from chainplan.algorithms import check_algorithm
 from chainplan.arguments import bandwidth_or_auto as _bandwidth  # plan()'s name for it
-from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError, ProfileError
+from chainplan.errors import ArgumentTypeError, PlanError, ProfileError
 from chainplan.executors.view import planned
 from chainplan.plandoc import PlanDocument
 from chainplan.profiler.hooks import record_model
@@ -25,8 +24,8 @@ from chainplan.profiler.lossmeasure import own_loss
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.run import Profile, profile_model
 from chainplan.profiler.sizes import held_nbytes
-from chainplan.reuse import profile_keeps_logits
 from chainplan.schedule import Plan
+from chainplan.source import envelope
 
 __all__ = ["profile", "plan", "record", "measure", "Execution"]
 
@@ -164,7 +163,7 @@ def plan_from(
 ) -> Plan:
     """:func:`plan`, recording ``origin`` (``"python"`` or ``"checkpointed"``) as the
     source of a stored run's plan (the ``source`` of its parameters, docs/sql.md)."""
-    if isinstance(source, nn.Module):
+    if isinstance(source, nn.Module):  # a model, not a source: profiled here first
         # Checked before the model is profiled: its default algorithm reads what rotor reads.
         budget_request(budget, algo or "rotor", slots, segments, bandwidth=bandwidth is not None,
                         read_sizes=False)
@@ -179,63 +178,14 @@ def plan_from(
         auto = isinstance(bandwidth, str) and bandwidth.strip().lower() == "auto"
         req["bandwidth"] = (bandwidth if isinstance(bandwidth, str) and not auto
                             else _bandwidth(bandwidth, source))
-    chain: str | None = None
-    if isinstance(source, Profile) and source.run_id is None:
-        doc = _bind.plan(req, profile_path=str(source.path))
-    elif isinstance(source, Profile) or (isinstance(source, int) and not isinstance(source, bool)):
-        run_id = source.run_id if isinstance(source, Profile) else source
-        doc = _bind.plan({**req, "source": origin}, run_id=int(cast(int, run_id)))
-    elif isinstance(source, (str, os.PathLike)) and _is_arrow_file(source):
-        doc = _bind.plan(req, profile_path=str(source))  # a profile file, as the CLI takes
-    elif isinstance(source, (str, os.PathLike)):
-        chain = _read_chain_file(source)
-        doc = _bind.plan(req, chain=chain)
-    else:
-        raise PlanError(f"plan() takes a Profile, a run id, a chain file or a model "
-                        f"(got {type(source).__name__})")
+    # The source goes as its envelope (chainplan.source): Go reads the run or the file.
+    # The origin is recorded with a stored run's plan; Go ignores it for the others.
+    src = envelope(source, "plan")
+    doc = _bind.plan(src, {**req, "source": origin})
     return Plan.from_json(doc["plan"], trusted=True, plan_id=doc.get("plan_id"),
                           run_id=doc.get("run_id"), input_shape=doc.get("input_shape"),
-                          chain_json=doc.get("chain_json", chain),
-                          keep_logits=_kept_logits(source, chain))
-
-
-def _kept_logits(source: Profile | int | str | os.PathLike[str],
-                 chain: str | None) -> bool | None:
-    """Whether the profile a plan is made from kept a language model's logits beside its
-    loss, so that the plan's executor captures the model the same way: the Profile's word,
-    or its file's (:func:`~chainplan.reuse.profile_keeps_logits`); a chain file says
-    nothing (False, the default); a stored run's is read when the plan runs (None)."""
-    if isinstance(source, Profile):
-        return source.keep_logits
-    if chain is not None:
-        return False
-    if isinstance(source, int):
-        return None
-    return profile_keeps_logits(source)
-
-
-def _is_arrow_file(source: str | os.PathLike[str]) -> bool:
-    """Whether ``source`` is an Arrow IPC file (a profile), by its magic bytes."""
-    try:
-        with open(source, "rb") as f:
-            return f.read(6) == b"ARROW1"
-    except OSError:
-        return False  # _read_chain_file says what is wrong with the path
-
-
-def _read_chain_file(source: str | os.PathLike[str]) -> str:
-    """The text of plan()'s chain file, with chainplan errors for a path that is not one."""
-    path = Path(source)
-    try:
-        return path.read_text()
-    except FileNotFoundError as err:
-        hint, text = "", str(source).strip()
-        if isinstance(source, str) and text.isdigit():
-            hint = f"; for the stored run {text} pass the int: plan({text}, ...)"
-        raise NotFoundError(f"plan() source {str(source)!r} is not an existing chain file (nor a "
-                            f"Profile or a run id){hint}") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise PlanError(f"cannot read the chain file {str(source)!r}: {err}") from err
+                          chain_json=doc.get("chain_json"), keep_logits=doc.get("keep_logits"),
+                          source=src)
 
 
 @dataclass(frozen=True)

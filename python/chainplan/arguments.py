@@ -8,7 +8,7 @@ import math
 
 from chainplan import _bind
 from chainplan.errors import ArgumentTypeError, PlanError
-from chainplan.profiler.document import Profile
+from chainplan.source import run_id_of
 
 __all__ = ["bandwidth", "bandwidth_or_auto", "typed"]
 
@@ -51,8 +51,8 @@ def bandwidth_or_auto(value: object, source: object) -> float:
                                 f"string such as '12GB/s', or 'auto' (got {typed(value)})")
     if not isinstance(value, str) or value.strip().lower() != "auto":
         return bandwidth(value)
-    run_id = source.run_id if isinstance(source, Profile) else source
-    if not isinstance(run_id, int) or isinstance(run_id, bool):
+    run_id = run_id_of(source, "bandwidth='auto'")
+    if run_id is None:
         raise PlanError("bandwidth='auto' needs a stored profile (a Profile with a run id, "
                         "or a run id) to record the measurement with")
     stored = _bind.latest_bandwidth(run_id)

@@ -32,6 +32,7 @@ from chainplan.advice import Advice, Search3D
 from chainplan.arguments import typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
 from chainplan.profiler.document import Profile
+from chainplan.source import envelope
 
 __all__ = ["Advice", "Search3D", "advise", "search3d"]
 
@@ -56,33 +57,10 @@ def _cluster_text(cluster: ClusterArg) -> str:
         raise PlanError(f"cannot read the cluster file {str(cluster)!r}: {err}") from err
 
 
-def _source(source: object, batch: int | None) -> dict[str, Any]:
-    """The workload arguments of pybind.Advise/Search3D: a stored run, a profile file, or a
-    chain file with the batch it was measured at."""
-    # A Profile, read by its attributes: importing its class would import torch.
-    if not isinstance(source, (int, str, os.PathLike)) and hasattr(source, "run_id") \
-            and hasattr(source, "path"):
-        run_id = source.run_id
-        if run_id is None:
-            return {"run_id": 0, "profile_path": str(source.path)}
-        source = run_id
-    if isinstance(source, int) and not isinstance(source, bool):
-        if source < 1:
-            raise PlanError(f"a run id is a positive integer (got {source})")
-        return {"run_id": source}
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if not path.exists():
-            raise NotFoundError(f"{str(source)!r} is no file (want a chain file, a profile file, "
-                                "a Profile or a run id)")
-        if path.suffix in (".arrow", ".arrows", ".feather"):
-            return {"run_id": 0, "profile_path": str(path)}
-        if batch is None:
-            raise PlanError("a chain file does not record the batch it was measured at: "
-                            "give batch=N")
-        return {"run_id": 0, "chain_json": path.read_text(), "name": path.stem, "batch": batch}
-    raise ArgumentTypeError("the model to plan must be a Profile, a run id, a profile file or a "
-                            f"chain file (got {typed(source)})")
+def _batch(batch: int | None) -> int:
+    """The batch a chain was measured at, 0 when not given: Go asks for it when the source
+    is a chain (a profile records its own)."""
+    return 0 if batch is None else _check_int("batch", batch, low=1)
 
 
 def _check_int(name: str, value: object, *, low: int = 0) -> int:
@@ -166,8 +144,8 @@ def advise(
             raise PlanError(f"gamma must be a positive number, or None to calibrate "
                             f"(got {gamma!r})")
         req["gamma"] = float(gamma)
-    src = _source(source, batch)
-    doc = json.loads(_bind.advise(src, _cluster_text(cluster), req,
+    doc = json.loads(_bind.advise(envelope(source, "advise"), _cluster_text(cluster), req,
+                                  batch=_batch(batch),
                                   dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
     return Advice.from_json(doc["advice"], advice_id=int(doc["advice_id"]))
 
@@ -237,7 +215,7 @@ def search3d(
     if calibration is not None:
         req["calibration"] = (dict(calibration) if isinstance(calibration, Mapping)
                               else json.loads(Path(calibration).read_text()))
-    src = _source(source, batch)
-    doc = json.loads(_bind.search3d(src, _cluster_text(cluster), req,
+    doc = json.loads(_bind.search3d(envelope(source, "search3d"), _cluster_text(cluster), req,
+                                    batch=_batch(batch),
                                     dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
     return Search3D.from_json(doc["result"], advice_id=int(doc["advice_id"]))

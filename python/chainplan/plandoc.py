@@ -67,8 +67,11 @@ class PlanDocument:
         candidates: the outcome of every candidate compared, in tie-breaking order.
         raw: the document as read, for compatibility; the typed attributes are the API.
         chain_json: the ``chainplan.chain/v1`` (or v2) document of the chain the plan was
-            made for, when :func:`chainplan.plan` knew it (chain and profile files); stored
-            plans find theirs in the database. :meth:`plot` draws on it.
+            made for, for reading: the file's, when :func:`chainplan.plan` planned a chain
+            or profile file (Go read it); stored plans find theirs in the database.
+        source: the source envelope the plan was made from (:func:`chainplan.source.envelope`),
+            which :meth:`plot` sends back to Go, which reads the chain again itself; None for
+            a plan read from a document.
         choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
             the positions of the nodes of the stage's captured graph that its first
             forward keeps (docs/formats-schedule.md); empty for other plans.
@@ -76,9 +79,10 @@ class PlanDocument:
             algorithms), its section: the operations then name their branch; else None.
         keep_logits: whether the profile the plan was made from kept a language model's
             logits beside its loss (``profile(..., keep_logits=True)``): the executor
-            captures the model as it was profiled (:mod:`chainplan.graph.fuseloss`). None
-            for a plan of a stored run: read from the run's profile file when the plan
-            first runs a model captured from its graph (planning stays one crossing).
+            captures the model as it was profiled (:mod:`chainplan.graph.fuseloss`). Go
+            answers it with the plan, from the profile's or the stored run's metadata; None
+            for a plan read from a document: read from the run's profile file when the plan
+            first runs a model captured from its graph.
     """
 
     algo: str
@@ -100,6 +104,7 @@ class PlanDocument:
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
     multichain: Multichain | None = None
     keep_logits: bool | None = field(default=None, compare=False)
+    source: dict[str, Any] | None = field(default=None, compare=False, repr=False)
 
     @property
     def num_stages(self) -> int:

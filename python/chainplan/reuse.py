@@ -33,6 +33,7 @@ from chainplan.profiler.labels import compute_dtype
 from chainplan.profiler.signature import model_signature
 from chainplan.profilerow import measured_now
 from chainplan.schema import read_metadata
+from chainplan.source import envelope
 
 __all__ = ["find_profile", "profile_keeps_logits", "run_keeps_logits"]
 
@@ -216,7 +217,7 @@ def write_scaled_chain(run: StoredRun, batch: int, folder: Path) -> Path:
     planned again with ``chainplan solve --chain``; it is written to a temporary name and
     renamed, so concurrent writers of the same file never leave half of one.
     """
-    chain = json.loads(_bind.export_chain(run.run_id))
+    chain = json.loads(_bind.chain(envelope(run.run_id, "write_scaled_chain")))
     doc = scale_chain(chain, batch / run.batch)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"run{run.run_id}-batch{batch}.chain.json"

@@ -21,9 +21,9 @@ from chainplan.jsonfields import Fields
 from chainplan.offloading import Offload
 from chainplan.ops import Op, OpKind
 from chainplan.plandoc import Candidate, PlanDocument
+from chainplan.source import envelope
 from chainplan.svg import svg_or_none, write_svg
 from chainplan.towerplan import Multichain
-from chainplan.tradeoff import chain_json
 
 if TYPE_CHECKING:
     from torch import nn
@@ -45,7 +45,8 @@ class Plan(PlanDocument):
                   run_id: int | None = None,
                   input_shape: Sequence[int] | None = None,
                   chain_json: str | None = None, trusted: bool = False,
-                  keep_logits: bool | None = None) -> Plan:
+                  keep_logits: bool | None = None,
+                  source: dict[str, Any] | None = None) -> Plan:
         """Read a plan document as printed by ``chainplan solve``.
 
         The keyword arguments fill the attributes of the same names, which the document
@@ -112,6 +113,7 @@ class Plan(PlanDocument):
                      for c in f.objects("options")},
             multichain=None if towers is None else Multichain.from_fields(towers),
             keep_logits=keep_logits,
+            source=source,
         )
 
     def wrap(self, model: nn.Module) -> nn.Module:
@@ -141,8 +143,9 @@ class Plan(PlanDocument):
 
         Keyword Args:
             chain: the chain the plan schedules, anything :func:`chainplan.plan` takes (a
-                Profile, a run id, a chain or profile file). Default: the chain the plan
-                was made from (:attr:`chain_json`), else the stored plan's run.
+                Profile, a run id, a chain or profile file). Default: the stored plan's
+                run, else the source the plan was made from (:attr:`source`, read by Go
+                again), else :attr:`chain_json`.
 
         Returns:
             The SVG document.
@@ -151,13 +154,14 @@ class Plan(PlanDocument):
             PlanError: no chain is known (pass ``chain=``), or a bad ``path``.
             ScheduleError: the plan is not valid on the chain.
         """
-        doc = json.dumps(self.raw)
         if chain is not None:
-            svg = _bind.plot_timeline(chain_json(chain, "Plan.plot"), doc)
-        elif self.chain_json is not None:
-            svg = _bind.plot_timeline(self.chain_json, doc)
+            svg = _bind.plot_timeline(envelope(chain, "Plan.plot"), self.raw)
         elif self.plan_id is not None:
             svg = _bind.plot_stored_timeline(self.plan_id)
+        elif self.source is not None:  # Go reads the file the plan was made from again
+            svg = _bind.plot_timeline(self.source, self.raw)
+        elif self.chain_json is not None:  # a chain the caller gave Plan.from_json
+            svg = _bind.plot_timeline({"chain": self.chain_json}, self.raw)
         else:
             raise PlanError("Plan.plot(): the plan does not know its chain; pass chain= "
                             "(a Profile, a run id or a chain file)")

@@ -20,10 +20,11 @@ from typing import Any
 
 from chainplan import _bind, arguments
 from chainplan.arguments import typed
-from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
+from chainplan.errors import ArgumentTypeError, PlanError
 from chainplan.pipeline.plan import PipelinePlan
 from chainplan.profiler.document import Profile
 from chainplan.simulation import Simulation
+from chainplan.source import envelope, run_id_of
 from chainplan.svg import write_svg
 
 __all__ = ["pipesim"]
@@ -196,27 +197,14 @@ def _call(source: object, plan: PipelinePlan | None, req: dict[str, Any]) -> str
     if plan is not None:
         if not (hasattr(plan, "to_json") and hasattr(plan, "plan_id")):
             raise ArgumentTypeError(f"plan must be a PipelinePlan (got {typed(plan)})")
-        if plan.plan_id is not None and (source is None or isinstance(source, int)
-                                         or getattr(source, "run_id", None) is not None):
+        if plan.plan_id is not None and (source is None
+                                         or run_id_of(source, "pipesim()") is not None):
             req["plan_id"] = plan.plan_id  # a stored plan: its run's chain, recorded
-            run = source if isinstance(source, int) else getattr(source, "run_id", None) or 0
-            return _bind.pipesim_run(int(run), req)
-        req["plan"] = json.loads(plan.to_json())
-    if source is None:
+        else:
+            req["plan"] = json.loads(plan.to_json())
+    if source is None and "plan_id" not in req:
         raise PlanError("pipesim() needs a source (a Profile, a run id or a chain file), or a "
                         "stored plan")
-    if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
-        if source.run_id is None:
-            return _bind.pipesim(_bind.profile_chain(str(source.path)), req)
-        source = int(source.run_id)
-    if isinstance(source, int) and not isinstance(source, bool):
-        return _bind.pipesim_run(source, req)
-    if isinstance(source, str | os.PathLike):
-        try:
-            chain = Path(source).read_text()
-        except FileNotFoundError as err:
-            raise NotFoundError(f"pipesim() source {str(source)!r} is not an existing chain file "
-                                f"(nor a Profile or a run id)") from err
-        return _bind.pipesim(chain, req)
-    raise ArgumentTypeError(f"pipesim() takes a Profile, a run id or a chain file "
-                            f"(got {type(source).__name__})")
+    # A stored plan alone is simulated on its run: the source is then the database only.
+    src = _bind.database() if source is None else envelope(source, "pipesim")
+    return _bind.pipesim(src, req)

@@ -14,7 +14,6 @@ import bisect
 import dataclasses
 import json
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
@@ -24,6 +23,7 @@ from chainplan.errors import PlanError
 from chainplan.plandoc import PlanDocument
 from chainplan.profiler.document import Profile
 from chainplan.profiler.summary import format_bytes
+from chainplan.source import envelope
 from chainplan.svg import write_svg
 
 if TYPE_CHECKING:
@@ -162,7 +162,7 @@ def frontier(source: Profile | int | str | os.PathLike[str], *, algo: str = "rot
                       "chainplan frontier --run RUN)")
         raise PlanError(f'no frontier for algorithm "{algo}": only {listed} have one{towers}')
     req = {"algo": algo, "slots": _slots(slots)}
-    return Frontier.from_json(_bind.frontier(chain_json(source, "frontier"), req))
+    return Frontier.from_json(_bind.frontier(envelope(source, "frontier"), req))
 
 
 def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "rotor",
@@ -194,7 +194,7 @@ def min_budget(source: Profile | int | str | os.PathLike[str], *, algo: str = "r
         # plan()'s rule, in one place: numbers, sizes per second, or "auto" (the bandwidth
         # recorded with the run, else measured on its device).
         req["bandwidth"] = bandwidth_or_auto(bandwidth, source)
-    return _bind.min_budget(chain_json(source, "min_budget"), req)
+    return _bind.min_budget(envelope(source, "min_budget"), req)
 
 
 def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
@@ -238,7 +238,7 @@ def plot_frontier(source: Profile | int | str | os.PathLike[str], *,
         opts["bandwidth"] = bandwidth_or_auto(bandwidth, source)
     if plan is not None:
         opts["plan"] = plan.raw
-    svg = _bind.plot_frontier(chain_json(source, "plot_frontier"), opts)
+    svg = _bind.plot_frontier(envelope(source, "plot_frontier"), opts)
     return write_svg(path, svg)
 
 
@@ -252,23 +252,9 @@ def _slots(slots: int | None) -> int:
     return slots
 
 
-def chain_json(source: object, caller: str) -> str:
-    """The ``chainplan.chain/v1`` JSON of any source plan() accepts; ``caller`` names the
-    function asking, in errors."""
-    if isinstance(source, int) and not isinstance(source, bool):
-        return _bind.export_chain(source)
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise PlanError(f"{caller}(): cannot read the chain or profile file {str(path)!r}: "
-                            f"{e.strerror} (a stored run is given by its integer id)") from e
-        # Arrow IPC files open with this magic; anything else is read as a chain file.
-        if data.startswith(b"ARROW1"):
-            return _bind.profile_chain(str(path))
-        return data.decode("utf-8", errors="replace")
-    if isinstance(source, Profile):
-        return source.chain_json()
-    raise PlanError(f"{caller}() takes a Profile, a run id, a chain file or a profile file "
-                    f"(got {type(source).__name__})")
+def chain_json(source: Profile | int | str | os.PathLike[str],
+               caller: str = "chain_json") -> str:
+    """The ``chainplan.chain/v1`` JSON of any source :func:`chainplan.plan` accepts, for
+    reading it (Go reads the run or the file); ``caller`` names the function asking, in
+    errors."""
+    return _bind.chain(envelope(source, caller))

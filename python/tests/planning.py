@@ -12,4 +12,4 @@ def plan_chain(chain: str, request: dict[str, Any]) -> str:
     """The plan document (JSON) of ``chain`` (a ``chainplan.chain/v1`` or v2 text) as
     ``request`` asks (service.Request's JSON form: ``algo``, ``budget_bytes`` or
     ``budget``, ``min_budget``, ``slots``, ...), through ``pybind.Plan``."""
-    return json.dumps(_bind.plan(request, chain=chain)["plan"])
+    return json.dumps(_bind.plan({"chain": chain}, request)["plan"])

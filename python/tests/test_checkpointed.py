@@ -113,7 +113,7 @@ def test_scaled_profile_matches_a_measured_one() -> None:
     with pytest.warns(ShapeWarning, match=r"run 1 \(input shape \[4, 3, 12, 12\]\) scaled"):
         net(x8).sum().backward()
     scaled = json.loads((default_profile_dir() / "scaled" / "run1-batch8.chain.json").read_text())
-    measured = json.loads(chainplan._bind.export_chain(
+    measured = json.loads(chainplan.tradeoff.chain_json(
         chainplan.profile(model, x8, progress=False, **FAST).run_id))
     assert scaled["input_bytes"] == measured["input_bytes"]
     for s, m in zip(scaled["stages"], measured["stages"], strict=True):
@@ -349,5 +349,5 @@ def _chain_file(run_id: int | None) -> Path:
     """The run's chain as a chain file: a plan made from it knows no input shape."""
     assert run_id is not None
     path = Path(chainplan._bind.db_path()).parent / f"run{run_id}.chain.json"
-    path.write_text(chainplan._bind.export_chain(run_id))
+    path.write_text(chainplan.tradeoff.chain_json(run_id))
     return path

@@ -111,13 +111,16 @@ def test_unknown_algorithm_before_bandwidth(chain: Path) -> None:
 
 
 def test_plan_of_a_string_that_is_no_file(tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match=r"'1' is not an existing chain file.*pass the "
-                                            r"int: plan\(1, \.\.\.\)"):
+    # Go reads the source (service.Resolve) and names the problem, the same for every call.
+    with pytest.raises(NotFoundError, match=r'source "1" is not an existing file.*for the stored '
+                                            r"run 1 pass the integer 1, not a string"):
         chainplan.plan("1", budget="1GiB")
-    with pytest.raises(NotFoundError, match="missing.json' is not an existing chain file"):
+    with pytest.raises(NotFoundError, match='missing.json" is not an existing file'):
         chainplan.plan(str(tmp_path / "missing.json"), budget="1GiB")
-    with pytest.raises(PlanError, match="cannot read the chain file"):
+    with pytest.raises(PlanError, match=f"{tmp_path}: is a directory"):
         chainplan.plan(tmp_path, budget="1GiB")
+    with pytest.raises(PlanError, match=r"plan\(\): a run id is a positive integer \(got 0\)"):
+        chainplan.plan(0, budget="1GiB")
 
 
 def test_query_errors() -> None:

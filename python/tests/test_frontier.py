@@ -16,6 +16,7 @@ import chainplan
 from chainplan import _bind
 from chainplan.errors import InfeasibleBudget, NotFoundError, PlanError
 from chainplan.profiler.run import Profile
+from chainplan.tradeoff import chain_json
 from tests.models import MODELS
 
 # rotor spec §4.7's heterogeneous chain; its frontier in exact bytes is known by hand.
@@ -77,7 +78,7 @@ def test_every_source_gives_the_same_frontier(tmp_path: Path) -> None:
     prof = tiny()
     want = chainplan.tradeoff.frontier(prof).to_pylist()
     chain_file = tmp_path / "chain.json"
-    chain_file.write_text(_bind.export_chain(prof.run_id or 0))
+    chain_file.write_text(chain_json(prof.run_id or 0))
     unstored = Profile(path=prof.path, run_id=None, model_name=prof.model_name,
                        stage_names=prof.stage_names, rows=prof.rows, seconds=prof.seconds)
     for source in (prof.run_id, unstored, prof.path, str(prof.path), chain_file):
@@ -155,7 +156,7 @@ def test_min_budget_is_the_smallest(algo: str) -> None:
 def version1_chain(prof: Profile, tmp_path: Path) -> Path:
     """The chain of ``prof`` as version 1 reads it (Go's Chain.Conservative): the fields of
     the exact model left out, o_F at least o_R."""
-    doc = json.loads(_bind.profile_chain(str(prof.path)))
+    doc = json.loads(chain_json(prof.path))
     doc["format"] = "chainplan.chain/v1"
     for st in doc["stages"]:
         st["fwd_tmp_bytes"] = max(st["fwd_tmp_bytes"], st.get("recompute_tmp_bytes", 0))
@@ -191,13 +192,13 @@ def test_errors(tmp_path: Path) -> None:
         chainplan.tradeoff.frontier(prof, algo="multichain")
     # The Go side refuses on its own too, naming the supported algorithms.
     with pytest.raises(PlanError, match='no frontier for algorithm "store-all": only rotor'):
-        _bind.frontier(SPEC_CHAIN, {"algo": "store-all"})
+        _bind.frontier({"chain": SPEC_CHAIN}, {"algo": "store-all"})
     for slots in (0, -5, 2.5, True):
         with pytest.raises(PlanError, match="slots must be a positive integer"):
             chainplan.tradeoff.frontier(prof, slots=slots)  # type: ignore[arg-type]
     with pytest.raises(PlanError, match="takes a Profile, a run id"):
         chainplan.tradeoff.frontier(1.5)  # type: ignore[arg-type]
-    with pytest.raises(PlanError, match="cannot read the chain or profile file '1'"):
+    with pytest.raises(NotFoundError, match='source "1" is not an existing file'):
         chainplan.tradeoff.min_budget("1")
     with pytest.raises(NotFoundError):
         chainplan.tradeoff.frontier(99)

@@ -116,7 +116,7 @@ def test_bad_arguments(eight: Path, kwargs: dict[str, object], error: type[Excep
 
 
 def test_sources(eight: Path, tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match="not an existing chain file"):
+    with pytest.raises(NotFoundError, match='none.json" is not an existing file'):
         chainplan.pipeline.pipesim(tmp_path / "none.json", schedule="gpipe", stages=2,
                                    microbatches=2)
     with pytest.raises(PlanError, match="needs a source"):

@@ -22,6 +22,7 @@ from chainplan import _bind
 from chainplan.algorithms import algorithms
 from chainplan.errors import InfeasibleBudget, PlanError
 from chainplan.schedule import Plan
+from chainplan.tradeoff import chain_json
 from tests.pipeline.test_crossings import _Counting
 
 
@@ -79,7 +80,7 @@ def test_a_chain_file_and_an_offloading_plan_in_one_crossing(go: _Counting,
                                                               tmp_path: Path) -> None:
     prof = _profile(ingest=True)
     chain = tmp_path / "chain.json"
-    chain.write_text(_bind.export_chain(int(prof.run_id or 0)))
+    chain.write_text(chain_json(int(prof.run_id or 0)))
     algorithms()  # the registry, read once per process, checks a named algorithm
     go.calls.clear()
     plan = chainplan.plan(chain, budget="min", algo="pofo", bandwidth="12GB/s")

@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 import chainplan
-from chainplan.errors import PlanError, SchemaError
+from chainplan.errors import NotFoundError, PlanError, SchemaError
 from chainplan.profiler.run import Profile
 from chainplan.schedule import Plan
 
@@ -123,7 +123,7 @@ def test_plot_errors(tmp_path: Path) -> None:
         chainplan.tradeoff.plot_frontier(EXAMPLES / "tiny.json", path=tmp_path / "f.png")
     with pytest.raises(PlanError, match="budgets"):
         chainplan.tradeoff.plot_frontier(EXAMPLES / "tiny.json", budgets=-1)
-    with pytest.raises(PlanError, match="cannot read"):
+    with pytest.raises(NotFoundError, match='missing.json" is not an existing file'):
         chainplan.tradeoff.plot_frontier(tmp_path / "missing.json")
     (tmp_path / "bad.json").write_text('{"format": "chainplan.chain/v1", "stages": []}')
     with pytest.raises(SchemaError):

@@ -11,22 +11,20 @@ This module never imports torch.
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
-from pathlib import Path
 from typing import Any
 
 from chainplan import _bind, arguments
 from chainplan.errors import (
     ArgumentTypeError,
     MissingSolverWarning,
-    NotFoundError,
     PlanError,
 )
 from chainplan.pipeline.plan import PipelinePlan
 from chainplan.profiler.document import Profile
 from chainplan.profiler.summary import format_seconds
+from chainplan.source import envelope
 
 __all__ = ["load_plan", "pipeline_plan"]
 
@@ -189,28 +187,13 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
                                 f"(got {arguments.typed(require_solver)})")
     if require_solver:
         req["require_solver"] = True
-    if hasattr(source, "run_id") and hasattr(source, "path"):  # a Profile (needs torch)
-        if source.run_id is None:
-            chain = _bind.profile_chain(str(source.path))
-            doc = json.loads(_bind.pipeline_solve(chain, req))
-            return _read(doc, layer_param_bytes=doc["layer_param_bytes"])
-        source = int(source.run_id)
-    if isinstance(source, int) and not isinstance(source, bool):
-        # One crossing: the plan, its stored id and each layer's weights come back together.
-        doc = json.loads(_bind.pipeline_solve_run(source, req))
-        return _read(doc, plan_id=int(doc["plan_id"]), run_id=source,
-                     layer_param_bytes=doc["layer_param_bytes"])
-    if isinstance(source, str | os.PathLike):
-        path = Path(source)
-        try:
-            chain = path.read_text()
-        except FileNotFoundError as err:
-            raise NotFoundError(f"pipeline_plan() source {str(source)!r} is not an existing "
-                                f"chain file (nor a Profile or a run id)") from err
-        # A chain file may describe another model than the one run: no weights to check.
-        return _read(json.loads(_bind.pipeline_solve(chain, req)))
-    raise PlanError(f"pipeline_plan() takes a Profile, a run id or a chain file "
-                    f"(got {type(source).__name__})")
+    # One crossing: Go reads the source, plans (recording a stored run's plan) and answers
+    # with the plan, its stored id and each layer's weights when the chain is the measured
+    # model's (a chain file may describe another model than the one run: none to check).
+    doc = _bind.pipeline(envelope(source, "pipeline_plan"), req)
+    weights = doc.get("layer_param_bytes")
+    return _read(doc, plan_id=doc.get("plan_id"), run_id=doc.get("run_id"),
+                 layer_param_bytes=None if weights is None else tuple(weights))
 
 
 def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:

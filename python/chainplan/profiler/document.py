@@ -18,6 +18,7 @@ from chainplan.graph.describe import ChainSplit
 from chainplan.profiler.spread import StageSpread, stage_spreads
 from chainplan.profiler.summary import format_bytes, stage_table
 from chainplan.profilerow import ProfileRow
+from chainplan.source import envelope
 from chainplan.svg import svg_or_none
 
 __all__ = ["FRONTIER_DEFAULTS", "Profile", "default_profile_dir"]
@@ -85,17 +86,19 @@ class Profile:
                 f"run_id={self.run_id!r}, path={_short_path(Path(self.path))!r})")
 
     def chain_json(self) -> str:
-        """The ``chainplan.chain/v1`` JSON the planner reads for this profile: the stored
-        run's chain, else the one the Go side builds from the Arrow file."""
-        if self.run_id is None:
-            return _bind.profile_chain(str(self.path))
-        return _bind.export_chain(self.run_id)
+        """The ``chainplan.chain/v1`` JSON the planner reads for this profile, for reading
+        it: the stored run's chain, else the one the Go side builds from the Arrow file."""
+        return _bind.chain(self._envelope())
 
     def _repr_svg_(self) -> str | None:
         """The budget-versus-time frontier in a notebook (what
         :func:`chainplan.tradeoff.plot_frontier` draws with its defaults); None (the text
-        repr) when it cannot be drawn, e.g. for sizes not measured."""
-        return svg_or_none(lambda: _bind.plot_frontier(self.chain_json(), FRONTIER_DEFAULTS))
+        repr) when it cannot be drawn, e.g. for sizes not measured. Go reads the profile
+        itself: the chain does not pass through Python."""
+        return svg_or_none(lambda: _bind.plot_frontier(self._envelope(), FRONTIER_DEFAULTS))
+
+    def _envelope(self) -> dict[str, Any]:
+        return envelope(self, "Profile")
 
 
 def default_profile_dir() -> Path:

@@ -38,8 +38,8 @@ def _entries(model: str) -> str:
     chain = synthetic_chain(flatten_stages(m), x)
     doc = json.loads(chain)
     beta = sum(s["out_bytes"] for s in doc["stages"]) / len(doc["stages"])
-    lo = _bind.min_budget(chain, {"algo": "pofo", "bandwidth": beta})
-    hi = _bind.min_budget(chain, {"algo": "store-all"})
+    lo = _bind.min_budget({"chain": chain}, {"algo": "pofo", "bandwidth": beta})
+    hi = _bind.min_budget({"chain": chain}, {"algo": "store-all"})
     want = [("pofo", lo), ("pofo", lo + (hi - lo) // 4), ("pofo", lo + (hi - lo) // 2)]
     for b in (lo + (hi - lo) // 2, lo + 3 * (hi - lo) // 4):
         want += [("dynprog", b), ("greedy", b)]
@@ -198,7 +198,7 @@ def test_no_transfers_is_rotor() -> None:
     """A plan whose offload section has no transfers runs exactly as the rotor executor."""
     model, x = MODELS["vgg"]()
     chain = synthetic_chain(flatten_stages(model), x)
-    lo = _bind.min_budget(chain, {"algo": "rotor", "slots": 500})
+    lo = _bind.min_budget({"chain": chain}, {"algo": "rotor", "slots": 500})
     doc = json.loads(plan_chain(chain, {"algo": "rotor", "budget_bytes": lo}))
     rotor = Plan.from_json(json.dumps(doc))
     doc["offload"] = {"bandwidth_bytes_per_s": 1e9, "memory_model": "integral",

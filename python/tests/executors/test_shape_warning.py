@@ -12,6 +12,7 @@ from torch import nn
 
 import chainplan
 from chainplan.shapecheck import ShapeWarning
+from chainplan.tradeoff import chain_json
 from tests.models import MODELS
 
 
@@ -38,7 +39,7 @@ def test_plan_from_chain_file_does_not_warn(tmp_path: Path) -> None:
     prof = chainplan.profile(model, torch.randn(3, 4), repeats=1, warmup=0, progress=False)
     assert prof.run_id is not None
     chain = tmp_path / "chain.json"
-    chain.write_text(_bind.export_chain(prof.run_id))
+    chain.write_text(chain_json(prof.run_id))
     net = chainplan.plan(chain, budget="min").wrap(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -37,8 +37,8 @@ def plans_for(stages: list[nn.Module], x: torch.Tensor) -> list[Plan]:
     chain = synthetic_chain(stages, x)
     out = []
     for algo in ["rotor", "revolve", "sequential", "store-all"]:
-        lo = _bind.min_budget(chain, {"algo": algo, "slots": 500})
-        hi = _bind.min_budget(chain, {"algo": "store-all"})
+        lo = _bind.min_budget({"chain": chain}, {"algo": algo, "slots": 500})
+        hi = _bind.min_budget({"chain": chain}, {"algo": "store-all"})
         for budget in sorted({lo, (lo + hi) // 2, max(lo, hi)}):
             out.append(Plan.from_json(plan_chain(chain, {"algo": algo, "budget_bytes": budget})))
     return out
@@ -97,7 +97,7 @@ def test_integer_input() -> None:
     chain = synthetic_chain(stages[1:], torch.zeros(3, 5, 16))
     doc = json.loads(chain)
     doc["stages"].insert(0, dict(doc["stages"][0], name="emb"))
-    lo = _bind.min_budget(json.dumps(doc), {"algo": "rotor", "slots": 500})
+    lo = _bind.min_budget({"chain": json.dumps(doc)}, {"algo": "rotor", "slots": 500})
     p = Plan.from_json(plan_chain(json.dumps(doc), {"algo": "rotor", "budget_bytes": lo}))
     net = CheckpointedChain(stages, p)
     net(ids).sum().backward()

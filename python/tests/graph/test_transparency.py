@@ -35,11 +35,11 @@ def synthetic_chain(chain: ExtractedChain, case: Case) -> str:
 
 
 def plans_for(chain: str) -> list[Plan]:
-    lo = _bind.min_budget(chain, {"algo": "rotor"})
-    hi = _bind.min_budget(chain, {"algo": "store-all"})
+    lo = _bind.min_budget({"chain": chain}, {"algo": "rotor"})
+    hi = _bind.min_budget({"chain": chain}, {"algo": "store-all"})
     # The offloading plans on a coarse grid (50 slots): their searches are the slow part.
     offl = {"bandwidth": json.loads(chain)["input_bytes"], "slots": 50}
-    lo_pofo = _bind.min_budget(chain, {"algo": "pofo", **offl})
+    lo_pofo = _bind.min_budget({"chain": chain}, {"algo": "pofo", **offl})
     requests = [{"algo": "rotor", "budget_bytes": lo},
                 {"algo": "rotor", "budget_bytes": (lo + hi) // 2},
                 {"algo": "revolve", "budget_bytes": hi},

@@ -64,7 +64,7 @@ def test_one_crossing_per_stored_plan(go: _Counting, stored_run: int) -> None:
     go.calls.clear()
     plan = pipeline_plan(stored_run, gpus=2, memory="64MiB", bandwidth="1GB/s",
                          algo="contiguous", replan=True)
-    assert go.calls == ["PipelineSolveRun"]
+    assert go.calls == ["Pipeline"]
     assert plan.plan_id is not None and plan.memory_bytes == 64 << 20
     assert plan.bandwidth == 1e9
     # One Linear(16, 16) per block: (256 + 16) × 4 bytes, sent with the plan.
@@ -72,7 +72,7 @@ def test_one_crossing_per_stored_plan(go: _Counting, stored_run: int) -> None:
 
     go.calls.clear()
     again = pipeline_plan(stored_run, gpus=2, memory="min", bandwidth=1e9, algo="contiguous")
-    assert go.calls == ["PipelineSolveRun"]
+    assert go.calls == ["Pipeline"]
     assert again.layer_param_bytes == plan.layer_param_bytes
 
     go.calls.clear()
@@ -86,7 +86,7 @@ def test_one_crossing_for_a_chain_file(go: _Counting, tmp_path: Path) -> None:
     go.calls.clear()
     plan = pipeline_plan(chains.write(tmp_path / "eight.json"), gpus=4, memory="4kB",
                          bandwidth="10kB/s", algo="contiguous", temporaries=False)
-    assert go.calls == ["PipelineSolve"]
+    assert go.calls == ["Pipeline"]
     assert plan.memory_bytes == 4000 and plan.layer_param_bytes is None
 
 
@@ -100,4 +100,4 @@ def test_a_request_go_refuses_is_refused_in_that_crossing(go: _Counting, tmp_pat
         pipeline_plan(eight, gpus=4, memory=4000, bandwidth=1e4, algo="rotor")
     with pytest.raises(PlanError, match=r"bandwidth must be a number .* bandwidth .fast."):
         pipeline_plan(eight, gpus=4, memory=4000, bandwidth="fast")
-    assert go.calls == ["PipelineSolve", "PipelineSolve"]
+    assert go.calls == ["Pipeline", "Pipeline"]

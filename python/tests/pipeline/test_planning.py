@@ -72,7 +72,7 @@ def test_bad_requests_name_the_argument(eight: Path, kwargs: dict[str, object],
 
 
 def test_sources(tmp_path: Path) -> None:
-    with pytest.raises(NotFoundError, match="is not an existing chain file"):
+    with pytest.raises(NotFoundError, match='none.json" is not an existing file'):
         pipeline_plan(tmp_path / "none.json", gpus=2, memory=1000, bandwidth=1.0)
     with pytest.raises(PlanError, match="takes a Profile, a run id or a chain file"):
         pipeline_plan(3.5, gpus=2, memory=1000, bandwidth=1.0)  # type: ignore[arg-type]
