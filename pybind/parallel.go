@@ -76,7 +76,7 @@ func parallel[O any](callJSON, what, key string,
 	err = withSource(c.Source, func(ctx context.Context, src *service.Input) error {
 		in := service.ParallelInput{Source: service.SourcePython, Cluster: cl, RunID: src.RunID}
 		var err error
-		if in.Model, err = service.WorkloadOf(ctx, src, c.Batch, c.DTypeBytes); err != nil {
+		if in.Model, err = service.WorkloadOf(ctx, src, c.Batch, c.DTypeBytes, "batch"); err != nil {
 			return err
 		}
 		got, doc, err := run(ctx, src.Service(), in, o)

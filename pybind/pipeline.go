@@ -65,7 +65,7 @@ func Pipeline(callJSON string) (result string, err error) {
 	err = withSource(c.Source, func(ctx context.Context, in *service.Input) error {
 		got, weights, err := service.PlanPipelineInput(ctx, in, req)
 		if err != nil {
-			return err
+			return err // the notes of a failed plan are in the error's message
 		}
 		out := map[string]any{"plan": got.Plan, "notes": nonNil(got.Notes), "reused": got.Reused}
 		if got.PlanID != 0 {

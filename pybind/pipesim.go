@@ -60,7 +60,7 @@ func parsePipesimRequest(s string) (pipesimRequest, service.PipesimRequest, erro
 	return r, req, nil
 }
 
-// pipesimDocument is what Pipesim and PipesimRun return: the chainplan.pipesim/v1 result,
+// pipesimDocument is what Pipesim returns: the chainplan.pipesim/v1 result,
 // the Chrome trace and the SVG picture when asked, and for a stored run where the
 // simulation was recorded and the runner's measurements beside it.
 func pipesimDocument(r pipesimRequest, res *pipesim.Result, stored *service.SimulatedRun) (string, error) {

@@ -52,7 +52,7 @@ func TestStoreRoundTrip(t *testing.T) {
 	}
 	chain, err := Chain(callOf(runSource(db, 1), `{}`))
 	if err != nil || !strings.Contains(chain, `"format": "chainplan.chain/v1"`) {
-		t.Fatalf("ExportChain = %.80s, %v", chain, err)
+		t.Fatalf("Chain of run 1 = %.80s, %v", chain, err)
 	}
 	runs, err := Runs(db, `{}`)
 	if err != nil || !strings.HasPrefix(runs, `[{"run_id":1,"model_name":"resnet-mini"`) {

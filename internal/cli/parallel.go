@@ -3,14 +3,12 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/plot"
 	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner/cluster"
@@ -54,29 +52,28 @@ func (f *parallelSource) load(cmd *cobra.Command) (*service.Service, service.Par
 		return nil, in, err
 	}
 	in.Cluster = c
-	if f.chain != "" {
-		ch, err := chainplan.ReadChain(f.chain)
-		if err != nil {
+	// The flags fill the one source envelope, which service.Resolve reads as for Python.
+	src := service.Source{ChainPath: f.chain, ProfilePath: f.profile}
+	var svc *service.Service
+	if f.run != "" {
+		var ref service.RunRef
+		if svc, ref, err = openRunStore(cmd, f.run); err != nil {
 			return nil, in, err
 		}
-		name := strings.TrimSuffix(filepath.Base(f.chain), filepath.Ext(f.chain))
-		if in.Model, err = service.ChainWorkload(ch, name, f.batch, f.dtypeBytes); err != nil {
-			return nil, in, fmt.Errorf("--batch: %w", err)
-		}
-		return nil, in, nil
+		src = service.RunSource(ref, "")
 	}
-	if f.profile != "" {
-		in.Model, err = service.FileWorkload(f.profile)
-		return nil, in, err
+	ctx := cmd.Context()
+	input, err := service.Resolve(ctx, svc, src)
+	if err == nil {
+		in.Model, err = service.WorkloadOf(ctx, input, f.batch, f.dtypeBytes, "--batch")
 	}
-	svc, ref, err := openRunStore(cmd, f.run)
 	if err != nil {
+		if svc != nil {
+			svc.Close()
+		}
 		return nil, in, err
 	}
-	if in.Model, in.RunID, err = svc.RunWorkload(cmd.Context(), ref); err != nil {
-		svc.Close()
-		return nil, in, err
-	}
+	in.RunID = input.RunID
 	return svc, in, nil
 }
 

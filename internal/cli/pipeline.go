@@ -189,28 +189,32 @@ func runPipeline(cmd *cobra.Command, e *env, f pipelineFlags) error {
 // run, whose plan it records with the service's parameters and reports on standard error
 // (standard output carries the plan alone). It returns the chain planned and the plan.
 func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req pipeplan.Request) (*chainplan.Chain, *pipeplan.Plan, error) {
-	if f.run == "" {
-		c, err := chainplan.ReadChain(f.chain)
-		if err != nil {
+	// The flags fill the one source envelope, which service.Resolve reads as for Python.
+	src := service.Source{ChainPath: f.chain}
+	var svc *service.Service
+	if f.run != "" {
+		var ref service.RunRef
+		var err error
+		if svc, ref, err = openRunStore(cmd, f.run); err != nil {
 			return nil, nil, err
 		}
-		p, notes, err := service.SolvePipeline(c, req)
-		writeNotes(e, notes)
-		warnFallback(e, p)
-		return c, p, err
+		defer svc.Close()
+		src = service.RunSource(ref, "")
 	}
-	svc, ref, err := openRunStore(cmd, f.run)
+	in, err := service.Resolve(cmd.Context(), svc, src)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer svc.Close()
-	got, err := svc.PlanPipelineRun(cmd.Context(), ref, req)
-	if err != nil {
+	got, _, err := service.PlanPipelineInput(cmd.Context(), in, req)
+	if got == nil {
 		return nil, nil, err
 	}
 	writeNotes(e, got.Notes)
 	warnFallback(e, got.Plan)
-	if !got.Reused {
+	if err != nil {
+		return nil, nil, err
+	}
+	if got.PlanID != 0 && !got.Reused {
 		reportRecorded(e, svc, got.RunID, got.PlanID)
 	}
 	return got.Chain, got.Plan, nil

@@ -12,7 +12,6 @@ import (
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/paradl"
 	"github.com/chainplan/chainplan/planner/workload"
-	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
 
@@ -34,16 +33,6 @@ func ChainWorkload(c *chainplan.Chain, name string, batch, dtypeBytes int64) (*w
 			"chain files do not record it", batch)}
 	}
 	return workload.FromChain(c, name, batch, dtypeBytes)
-}
-
-// FileWorkload returns the workload of a profile file (chainplan.profile/v1, with its
-// parallel fields when it has them), without storing it.
-func FileWorkload(path string) (*workload.Model, error) {
-	p, err := profilearrow.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return workload.FromProfile(p.Meta, p.Stages())
 }
 
 // RunWorkload returns the workload of stored run ref (its provenance, stages and parallel

@@ -38,10 +38,21 @@ func TestAdviseAndSearchStoredRun(t *testing.T) {
 	if err != nil || runID != res.RunID || !m.Known.Has(workload.FieldModules|workload.FieldOptimizer|workload.FieldBatchTimes) {
 		t.Fatalf("RunWorkload = %+v, %d, %v", m, runID, err)
 	}
-	// The file gives the same workload as the stored run.
-	fm, err := service.FileWorkload(filepath.Join(profilesDir, "resnet_parallel.arrow"))
+	// The file gives the same workload as the stored run, through the one source envelope.
+	file, err := service.Resolve(ctx, nil, service.Source{ProfilePath: filepath.Join(profilesDir, "resnet_parallel.arrow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fm, err := service.WorkloadOf(ctx, file, 0, 0, "batch")
 	if err != nil || fm.Known != m.Known || fm.Layers[2].Parts[1] != m.Layers[2].Parts[1] {
-		t.Fatalf("FileWorkload = %+v, %v", fm, err)
+		t.Fatalf("WorkloadOf(profile file) = %+v, %v", fm, err)
+	}
+	stored, err := service.Resolve(ctx, s, service.RunSource(service.RunID(res.RunID), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sm, err := service.WorkloadOf(ctx, stored, 0, 0, "batch"); err != nil || sm.Known != m.Known {
+		t.Fatalf("WorkloadOf(run) = %+v, %v", sm, err)
 	}
 	in := service.ParallelInput{Model: m, Cluster: exampleCluster(t, "a100-64.yaml"), RunID: runID, Source: service.SourcePython}
 	adv, err := s.Advise(ctx, in, paradl.Options{DatasetSize: 50_000, BatchPerDevice: 32, Devices: []int{1, 8, 64}})

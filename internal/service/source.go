@@ -177,7 +177,7 @@ func Resolve(ctx context.Context, svc *Service, src Source) (*Input, error) {
 		}
 		return named(&Input{Profile: p}, src.ProfilePath), nil
 	case src.ChainPath != "":
-		data, err := chainplan.ReadInput(src.ChainPath, "a chain file ("+chainplan.ChainFormat+" JSON) or a bundle")
+		data, err := chainplan.ReadInput(src.ChainPath, "a chain file ("+chainplan.ChainFormat+" JSON)")
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +228,7 @@ func documentInput(data []byte, path string) (*Input, error) {
 		in.Chain, err = chainplan.ParseChain(data)
 	}
 	if err != nil && path != "" {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("read chain %s: %w", path, err) // chainplan.ReadChain's words
 	}
 	return in, err
 }

@@ -31,8 +31,9 @@ func PlanInput(ctx context.Context, in *Input, req Request) (*Planned, error) {
 
 // PlanPipelineInput plans a pipeline of in: a stored run through PlanPipelineRun
 // (recorded, or a stored plan of the same request reused), anything else with
-// SolvePipeline (PlanID 0). ModelWeights reports whether the chain is the measured model's
-// (a run or a profile, whose layers' weights the runner checks), not a chain file's.
+// SolvePipeline (PlanID 0; when planning fails, got still holds the planner's notes, which
+// may say why). ModelWeights reports whether the chain is the measured model's (a run or a
+// profile, whose layers' weights the runner checks), not a chain file's.
 func PlanPipelineInput(ctx context.Context, in *Input, req pipeplan.Request) (got *PlannedPipeline, modelWeights bool, err error) {
 	if in.Run != nil {
 		got, err := in.svc.PlanPipelineRun(ctx, RunID(in.RunID), req)
@@ -43,10 +44,7 @@ func PlanPipelineInput(ctx context.Context, in *Input, req pipeplan.Request) (go
 		return nil, false, err
 	}
 	p, notes, err := SolvePipeline(c, req)
-	if err != nil {
-		return nil, false, err
-	}
-	return &PlannedPipeline{Plan: p, Notes: notes, Chain: c}, in.Profile != nil, nil
+	return &PlannedPipeline{Plan: p, Notes: notes, Chain: c}, in.Profile != nil, err
 }
 
 // SimulateInput simulates req on in: a stored run through SimulateRun (recorded, compared
@@ -72,8 +70,9 @@ func SimulateInput(ctx context.Context, in *Input, req PipesimRequest) (res *pip
 
 // WorkloadOf returns the parallel planners' workload of in: a stored run's (RunWorkload), a
 // profile's, or a chain's measured at batch samples of dtypeBytes-byte elements (a chain
-// does not record them).
-func WorkloadOf(ctx context.Context, in *Input, batch, dtypeBytes int64) (*workload.Model, error) {
+// does not record them; batchName is the batch's name in the caller's words, for the
+// message when it is missing: "--batch", "batch").
+func WorkloadOf(ctx context.Context, in *Input, batch, dtypeBytes int64, batchName string) (*workload.Model, error) {
 	switch {
 	case in.Run != nil:
 		m, _, err := in.svc.RunWorkload(ctx, RunID(in.RunID))
@@ -87,7 +86,7 @@ func WorkloadOf(ctx context.Context, in *Input, batch, dtypeBytes int64) (*workl
 	}
 	m, err := ChainWorkload(c, in.Name, batch, dtypeBytes)
 	if err != nil {
-		return nil, fmt.Errorf("batch: %w", err)
+		return nil, fmt.Errorf("%s: %w", batchName, err)
 	}
 	return m, nil
 }

@@ -1,7 +1,7 @@
 """Asking the Go pipeline planners for a plan, and reading stored ones back.
 
 :func:`pipeline_plan` calls ``planner/contiguous``, ``planner/pipedream`` or
-``planner/madpipe`` in-process (through ``pybind.PipelineSolve*``, which go through the same
+``planner/madpipe`` in-process (through ``pybind.Pipeline``, which goes through the same
 service as ``chainplan pipeline``) and returns a typed
 :class:`~chainplan.pipeline.plan.PipelinePlan`; plans of a stored profile are recorded in
 the database like every plan. :func:`load_plan` reads one back by its id.
@@ -197,7 +197,7 @@ def pipeline_plan(source: Profile | int | str | os.PathLike[str], *, gpus: int,
 
 
 def _read(doc: dict[str, Any], **kwargs: Any) -> PipelinePlan:
-    """The plan of a ``pybind.PipelineSolve*`` answer, with the planner's notes; warns when
+    """The plan of a ``pybind.Pipeline`` answer, with the planner's notes; warns when
     the planner fell back."""
     plan = PipelinePlan.from_dict(doc["plan"], notes=tuple(doc.get("notes") or ()), **kwargs)
     if plan.fallback:
