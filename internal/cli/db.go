@@ -68,24 +68,42 @@ func ingestFile(ctx context.Context, svc *service.Service, path string) (store.I
 // (standard output carries the plan alone). It returns the planned document: the plan with
 // its chain, or with the bundle of a stored run of towers planned with their default.
 func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (*service.Planned, error) {
-	if f.run == "" {
-		c, err := chainplan.ReadChain(f.chain)
-		if err != nil {
-			return nil, err
-		}
-		return service.PlanChain(c, req)
-	}
-	svc, ref, err := openRunStore(cmd, f.run)
+	svc, in, err := resolveSource(cmd, f.run, service.Source{ChainPath: f.chain})
 	if err != nil {
 		return nil, err
 	}
-	defer svc.Close()
-	got, err := svc.PlanRun(cmd.Context(), ref, req)
+	if svc != nil {
+		defer svc.Close()
+	}
+	got, err := service.PlanInput(cmd.Context(), in, req)
 	if err != nil {
 		return nil, err
 	}
-	reportRecorded(e, svc, got.RunID, got.PlanID)
+	if got.PlanID != 0 {
+		reportRecorded(e, svc, got.RunID, got.PlanID)
+	}
 	return got, nil
+}
+
+// resolveSource reads what a command was given through the one source envelope, as
+// Python's calls are (service.Resolve): with --run (run not "") the stored run, in the
+// database --db names, opened here (the caller closes the service returned, nil
+// otherwise); else files, the source the command's other flags filled.
+func resolveSource(cmd *cobra.Command, run string, files service.Source) (*service.Service, *service.Input, error) {
+	if run == "" {
+		in, err := service.Resolve(cmd.Context(), nil, files)
+		return nil, in, err
+	}
+	svc, ref, err := openRunStore(cmd, run)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := service.Resolve(cmd.Context(), svc, service.RunSource(ref, ""))
+	if err != nil {
+		svc.Close()
+		return nil, nil, err
+	}
+	return svc, in, nil
 }
 
 // openRunStore reads the --run value of a command that plans a stored run (solve,

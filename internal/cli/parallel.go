@@ -52,22 +52,11 @@ func (f *parallelSource) load(cmd *cobra.Command) (*service.Service, service.Par
 		return nil, in, err
 	}
 	in.Cluster = c
-	// The flags fill the one source envelope, which service.Resolve reads as for Python.
-	src := service.Source{ChainPath: f.chain, ProfilePath: f.profile}
-	var svc *service.Service
-	if f.run != "" {
-		var ref service.RunRef
-		if svc, ref, err = openRunStore(cmd, f.run); err != nil {
-			return nil, in, err
-		}
-		src = service.RunSource(ref, "")
-	}
-	ctx := cmd.Context()
-	input, err := service.Resolve(ctx, svc, src)
-	if err == nil {
-		in.Model, err = service.WorkloadOf(ctx, input, f.batch, f.dtypeBytes, "--batch")
-	}
+	svc, input, err := resolveSource(cmd, f.run, service.Source{ChainPath: f.chain, ProfilePath: f.profile})
 	if err != nil {
+		return nil, in, err
+	}
+	if in.Model, err = service.WorkloadOf(cmd.Context(), input, f.batch, f.dtypeBytes, "--batch"); err != nil {
 		if svc != nil {
 			svc.Close()
 		}

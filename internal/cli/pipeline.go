@@ -189,21 +189,12 @@ func runPipeline(cmd *cobra.Command, e *env, f pipelineFlags) error {
 // run, whose plan it records with the service's parameters and reports on standard error
 // (standard output carries the plan alone). It returns the chain planned and the plan.
 func pipelineInput(cmd *cobra.Command, e *env, f pipelineFlags, req pipeplan.Request) (*chainplan.Chain, *pipeplan.Plan, error) {
-	// The flags fill the one source envelope, which service.Resolve reads as for Python.
-	src := service.Source{ChainPath: f.chain}
-	var svc *service.Service
-	if f.run != "" {
-		var ref service.RunRef
-		var err error
-		if svc, ref, err = openRunStore(cmd, f.run); err != nil {
-			return nil, nil, err
-		}
-		defer svc.Close()
-		src = service.RunSource(ref, "")
-	}
-	in, err := service.Resolve(cmd.Context(), svc, src)
+	svc, in, err := resolveSource(cmd, f.run, service.Source{ChainPath: f.chain})
 	if err != nil {
 		return nil, nil, err
+	}
+	if svc != nil {
+		defer svc.Close()
 	}
 	got, _, err := service.PlanPipelineInput(cmd.Context(), in, req)
 	if got == nil {
