@@ -62,7 +62,10 @@ func Plan(callJSON string) (result string, err error) {
 func marshalPlanned(got *service.Planned, in *service.Input) (string, error) {
 	out := planned{Plan: got.Plan, Algo: got.Algo, PlanID: got.PlanID, RunID: got.RunID, InputShape: got.InputShape,
 		KeepLogits: in.KeepsLogits()}
-	if in.File != "" && got.Chain != nil {
+	switch {
+	case in.File != "" && in.Document != nil && got.Chain != nil: // a chain file: as it holds it
+		out.ChainJSON = string(in.Document)
+	case in.File != "" && got.Chain != nil:
 		b, err := got.Chain.MarshalIndent()
 		if err != nil {
 			return "", err

@@ -64,7 +64,7 @@ func withSource(src service.Source, fn func(ctx context.Context, in *service.Inp
 }
 
 // Chain returns the chainplan.chain/v1 JSON of the source of callJSON ({"source": {...}}):
-// a stored run's chain, a profile file's, a chain file's. It
+// a stored run's chain, a profile file's, a chain file's (its text as the file holds it). It
 // is for reading the chain in Python (the stages a model is split at, a stored run's
 // shapes); no entry takes it back, since each reads its source itself.
 func Chain(callJSON string) (chain string, err error) {
@@ -77,6 +77,10 @@ func Chain(callJSON string) (chain string, err error) {
 		ch, err := in.ChainOf(ctx)
 		if err != nil {
 			return err
+		}
+		if in.Document != nil {
+			chain = string(in.Document)
+			return nil
 		}
 		b, err := ch.MarshalIndent()
 		chain = string(b)

@@ -140,9 +140,12 @@ type Input struct {
 	Run   *store.Run
 	// Profile is a profile file's content.
 	Profile *profilearrow.Profile
-	// Chain and MultiChain are a chain's or a bundle's document.
+	// Chain and MultiChain are a chain's or a bundle's document; Document is its text as
+	// given (what a caller that edits the document reads: fields the chain leaves out stay
+	// out).
 	Chain      *chainplan.Chain
 	MultiChain *chainplan.MultiChain
+	Document   []byte
 	// File is the file the source was read from ("" for a stored run and an inline
 	// document); Name what it is called (its base name without extension), the
 	// workload's name for the parallel planners.
@@ -220,7 +223,7 @@ func (e *missingError) Unwrap() error { return chainplan.ErrNotFound }
 
 // documentInput reads a chain or a bundle document; path names its file ("" inline).
 func documentInput(data []byte, path string) (*Input, error) {
-	in := named(&Input{}, path)
+	in := named(&Input{Document: data}, path)
 	var err error
 	if chainplan.IsMultiChain(data) {
 		in.MultiChain, err = chainplan.ParseMultiChain(data)

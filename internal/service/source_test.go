@@ -77,6 +77,9 @@ func TestResolveEachKind(t *testing.T) {
 				t.Fatalf("Resolve = run %d, profile %v, chain %v, bundle %v, name %q", in.RunID, in.Profile != nil,
 					in.Chain != nil, in.MultiChain != nil, in.Name)
 			}
+			if (in.Document != nil) != (in.Chain != nil || in.MultiChain != nil) {
+				t.Fatalf("Document = %.40q for a chain %v, a bundle %v", in.Document, in.Chain != nil, in.MultiChain != nil)
+			}
 			towers, err := in.Towers()
 			if err != nil || towers != tt.two {
 				t.Fatalf("Towers() = %v, %v; want %v", towers, err, tt.two)

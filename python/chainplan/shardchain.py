@@ -29,7 +29,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from chainplan import _bind
 from chainplan.errors import PlanError
+from chainplan.source import envelope
 
 __all__ = ["sharded_chain"]
 
@@ -55,10 +57,8 @@ def sharded_chain(source: Any, path: str | os.PathLike[str], *, shard: int,
         raise PlanError(f"shard must be an integer ≥ 1 (got {shard!r})")
     if bandwidth is not None and not bandwidth > 0:
         raise PlanError(f"bandwidth must be > 0 bytes per second (got {bandwidth!r})")
-    if hasattr(source, "chain_json"):
-        chain = json.loads(source.chain_json())
-    else:
-        chain = json.loads(Path(source).read_text())
+    # Go reads the source (a Profile's run or file, a chain file) and gives its chain.
+    chain = json.loads(_bind.chain(envelope(source, "sharded_chain")))
     if shard > 1:
         for i, stage in enumerate(chain.get("stages", [])):
             _gather(stage, i, shard, bandwidth)
