@@ -33,7 +33,6 @@ def test_wrapped_plan_warns_once_per_new_shape() -> None:
 
 def test_plan_from_chain_file_does_not_warn(tmp_path: Path) -> None:
     """A chain file carries no input shape: nothing to compare with."""
-    from chainplan import _bind
 
     model = nn.Sequential(nn.Linear(4, 4), nn.ReLU(), nn.Linear(4, 2))
     prof = chainplan.profile(model, torch.randn(3, 4), repeats=1, warmup=0, progress=False)
