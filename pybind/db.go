@@ -35,23 +35,50 @@ var dbs = struct {
 	opens int // databases opened since the process started; the tests read it
 }{open: map[string]*handle{}}
 
-// DBPath returns the database: envDB (the value of $CHAINPLAN_DB: a SQLite path or a
-// PostgreSQL DSN) when not empty, else home/.chainplan/chainplan.db (service.DBPath).
-// Python passes its current environment: this Go runtime sees the environment of the
-// moment it was loaded.
-func DBPath(envDB, home string) (path string, err error) {
-	defer recoverError(&err)
-	path, err = service.DBPath("", envDB, home)
-	return path, codedError(err)
+// dbDocument is the one spelling of the database in the bindings: {"db_env": $CHAINPLAN_DB
+// as Python sees it now (a SQLite path or a PostgreSQL DSN), "home": the home folder}, the
+// same fields as a source envelope's (service.Source), read by service.DBPath's rule (a
+// Go runtime loaded into Python sees the environment of the moment it was loaded, so
+// Python passes its own at each call). Both empty: this process's environment
+// (service.DefaultDBPath).
+type dbDocument struct {
+	DBEnv string `json:"db_env"`
+	Home  string `json:"home"`
 }
 
-// DataDir returns the local folder of the files kept beside database db (Python writes
-// profiles to its profiles/ folder): the folder of a SQLite file, home/.chainplan for a
-// PostgreSQL store (service.DataDir).
-func DataDir(db, home string) (dir string, err error) {
+// databasePath reads a database document and returns the database it names.
+func databasePath(doc string) (string, error) {
+	var d dbDocument
+	if err := strictUnmarshal(doc, &d); err != nil {
+		return "", badRequest(fmt.Errorf("database: %v", err))
+	}
+	return service.Source{DBEnv: d.DBEnv, Home: d.Home}.DB()
+}
+
+// DataDir returns the local folder of the files kept beside the database the document db
+// names (Python writes profiles to its profiles/ folder): the folder of a SQLite file,
+// home/.chainplan for a PostgreSQL store (service.DataDir).
+func DataDir(db string) (dir string, err error) {
 	defer recoverError(&err)
-	dir, err = service.DataDir(db, home)
+	var d dbDocument
+	if err := strictUnmarshal(db, &d); err != nil {
+		return "", codedError(badRequest(fmt.Errorf("database: %v", err)))
+	}
+	path, err := databasePath(db)
+	if err != nil {
+		return "", codedError(err)
+	}
+	dir, err = service.DataDir(path, d.Home)
 	return dir, codedError(err)
+}
+
+// withDatabase runs fn on the open database the document db names (see dbDocument).
+func withDatabase(db string, create bool, fn func(ctx context.Context, s *service.Service) error) error {
+	path, err := databasePath(db)
+	if err != nil {
+		return codedError(err)
+	}
+	return withService(path, create, fn)
 }
 
 // withService runs fn on the open database at path ("" means service.DefaultDBPath),

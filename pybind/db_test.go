@@ -36,7 +36,7 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 	t.Helper()
 	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
 	before := opened()
-	if _, err := Ingest(db, profile); err != nil {
+	if _, err := Ingest(dbOf(db), profile); err != nil {
 		t.Fatal(err)
 	}
 	res, err := planRun(db, 1, `{"min_budget": true}`)
@@ -50,16 +50,16 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 		t.Fatal(err)
 	}
 	calls := []func() error{
-		func() error { _, err := Query(db, "SELECT count(*) FROM plans", ""); return err },
-		func() error { _, err := Run(db, 1); return err },
-		func() error { _, err := Runs(db, `{}`); return err },
+		func() error { _, err := Query(dbOf(db), "SELECT count(*) FROM plans", ""); return err },
+		func() error { _, err := Run(dbOf(db), 1); return err },
+		func() error { _, err := Runs(dbOf(db), `{}`); return err },
 		func() error { _, err := Chain(callOf(runSource(db, 1), `{}`)); return err },
 		func() error {
-			_, err := RecordExecution(db, solved.PlanID, `{"step_time_s": 1, "peak_bytes": 1, "steps": 1}`)
+			_, err := RecordExecution(dbOf(db), solved.PlanID, `{"step_time_s": 1, "peak_bytes": 1, "steps": 1}`)
 			return err
 		},
-		func() error { _, err := LatestBandwidth(db, 1); return err },
-		func() error { _, err := Ingest(db, profile); return err },
+		func() error { _, err := LatestBandwidth(dbOf(db), 1); return err },
+		func() error { _, err := Ingest(dbOf(db), profile); return err },
 	}
 	for i, call := range calls {
 		if err := call(); err != nil {
@@ -75,7 +75,7 @@ func oneOpenPerDatabase(t *testing.T, db string) {
 // recorded once under its own id.
 func TestConcurrentCalls(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chainplan.db")
-	if _, err := Ingest(db, filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
+	if _, err := Ingest(dbOf(db), filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
 		t.Fatal(err)
 	}
 	before := opened()
@@ -95,7 +95,7 @@ func TestConcurrentCalls(t *testing.T) {
 			}
 			errs[i] = json.Unmarshal([]byte(res), &solved)
 			ids[i] = solved.PlanID
-			if _, err := Query(db, "SELECT count(*) FROM plans", ""); err != nil {
+			if _, err := Query(dbOf(db), "SELECT count(*) FROM plans", ""); err != nil {
 				errs[i] = err
 			}
 		})
@@ -122,7 +122,7 @@ func TestConcurrentCalls(t *testing.T) {
 func TestRemovedDatabaseReopens(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "chainplan.db")
 	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
-	if _, err := Ingest(db, profile); err != nil {
+	if _, err := Ingest(dbOf(db), profile); err != nil {
 		t.Fatal(err)
 	}
 	for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -130,11 +130,11 @@ func TestRemovedDatabaseReopens(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := Run(db, 1); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]: no database") {
+	if _, err := Run(dbOf(db), 1); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]: no database") {
 		t.Fatalf("Run on a removed database: %v", err)
 	}
 	before := opened()
-	out, err := Ingest(db, profile)
+	out, err := Ingest(dbOf(db), profile)
 	if err != nil || !strings.Contains(out, `"existing":false`) || opened()-before != 1 {
 		t.Fatalf("Ingest into the new file: %s, %v (%d opens)", out, err, opened()-before)
 	}
@@ -151,10 +151,10 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range maxOpen {
-		if _, err := Query(filepath.Join(dir, fmt.Sprintf("%d.db", i)), "SELECT 1", ""); err == nil {
+		if _, err := Query(dbOf(filepath.Join(dir, fmt.Sprintf("%d.db", i))), "SELECT 1", ""); err == nil {
 			t.Fatal("Query created a database")
 		}
-		if _, err := Ingest(filepath.Join(dir, fmt.Sprintf("%d.db", i)), filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
+		if _, err := Ingest(dbOf(filepath.Join(dir, fmt.Sprintf("%d.db", i))), filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -173,7 +173,7 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 		t.Fatal("an evicted database stayed open after its last user")
 	}
 	before := opened()
-	if _, err := Query(first, "SELECT 1", ""); err != nil || opened()-before != 1 {
+	if _, err := Query(dbOf(first), "SELECT 1", ""); err != nil || opened()-before != 1 {
 		t.Fatalf("reopening the evicted database: %v, %d opens", err, opened()-before)
 	}
 }
@@ -181,16 +181,16 @@ func TestEvictionWaitsForUsers(t *testing.T) {
 func TestDataDir(t *testing.T) {
 	for db, want := range map[string]string{"/data/lab.db": "/data", "postgres://db.lab/x": "/home/u/.chainplan",
 		"host=db.lab password=PW dbname=x": "/home/u/.chainplan"} {
-		if got, err := DataDir(db, "/home/u"); err != nil || got != want {
+		if got, err := DataDir(`{"db_env": ` + jsonString(db) + `, "home": "/home/u"}`); err != nil || got != want {
 			t.Errorf("DataDir(%q) = %q, %v; want %q", db, got, err, want)
 		}
 	}
-	if _, err := DataDir("postgres://db.lab/x", ""); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
+	if _, err := DataDir(`{"db_env": "postgres://db.lab/x"}`); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
 		t.Errorf("DataDir without a home: %v, want a coded bad request", err)
 	}
 	for _, call := range []func() (string, error){
-		func() (string, error) { return DataDir("my dir/a=1 password=PW", "/home/u") },
-		func() (string, error) { return DBPath("my dir/a=1 password=PW", "/home/u") },
+		func() (string, error) { return DataDir(`{"db_env": "my dir/a=1 password=PW", "home": "/home/u"}`) },
+		func() (string, error) { return Run(`{"db_env": "my dir/a=1 password=PW", "home": "/home/u"}`, 1) },
 	} {
 		if got, err := call(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") || strings.Contains(err.Error(), "PW") {
 			t.Errorf("neither a DSN nor a path: %q, %v; want a coded bad request without the password", got, err)

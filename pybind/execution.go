@@ -20,13 +20,13 @@ type execution struct {
 // RecordExecution stores a measured execution of plan planID ({"step_time_s": s,
 // "peak_bytes": N, "steps": N, "device": "...", "torch_version": "...", "metadata":
 // {...}}) and returns its id.
-func RecordExecution(dbPath string, planID int64, executionJSON string) (id int64, err error) {
+func RecordExecution(database string, planID int64, executionJSON string) (id int64, err error) {
 	defer recoverError(&err)
 	var e execution
 	if err := strictUnmarshal(executionJSON, &e); err != nil {
 		return 0, codedError(fmt.Errorf("%w: execution: %v", errBadRequest, err))
 	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		id, err = s.RecordExecution(ctx, planID, service.Execution{StepTimeS: e.StepTimeS, PeakBytes: e.PeakBytes,
 			Steps: e.Steps, Device: e.Device, TorchVersion: e.TorchVersion, Metadata: e.Metadata})
 		return err

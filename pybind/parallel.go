@@ -92,13 +92,13 @@ func parallel[O any](callJSON, what, key string,
 
 // RecordAdviceMeasurement stores a measured run of a candidate of stored advice adviceID
 // (measurementJSON: service.AdviceMeasurement's JSON) and returns its id.
-func RecordAdviceMeasurement(dbPath string, adviceID int64, measurementJSON string) (id int64, err error) {
+func RecordAdviceMeasurement(database string, adviceID int64, measurementJSON string) (id int64, err error) {
 	defer recoverError(&err)
 	var m service.AdviceMeasurement
 	if err := strictUnmarshal(measurementJSON, &m); err != nil {
 		return 0, codedError(fmt.Errorf("%w: measurement: %v", errBadRequest, err))
 	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		var err error
 		id, err = s.RecordAdviceMeasurement(ctx, adviceID, m)
 		return err
@@ -108,9 +108,9 @@ func RecordAdviceMeasurement(dbPath string, adviceID int64, measurementJSON stri
 
 // AdviceAccuracy returns the accuracy report of stored advice adviceID
 // (service.AccuracyReport's JSON).
-func AdviceAccuracy(dbPath string, adviceID int64) (result string, err error) {
+func AdviceAccuracy(database string, adviceID int64) (result string, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		rep, err := s.Accuracy(ctx, adviceID)
 		if err != nil {
 			return err

@@ -26,7 +26,7 @@ func runDB(t *testing.T, db string, args ...string) (code int, stdout, stderr st
 // params_json but for its "source".
 func TestCLIAndBindingsRecordOneParameterSet(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "p.db")
-	if _, err := Ingest(db, "../testdata/profiles/resnet_file.arrow"); err != nil {
+	if _, err := Ingest(dbOf(db), "../testdata/profiles/resnet_file.arrow"); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {

@@ -77,7 +77,7 @@ func TestPlanOneCrossing(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chainplan.db")
 	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
-	if _, err := Ingest(db, profile); err != nil {
+	if _, err := Ingest(dbOf(db), profile); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := callPlan(t, map[string]any{"request": map[string]any{"budget": "min"}, "run_id": 1, "db_env": db})

@@ -11,9 +11,9 @@ import (
 // PlanDocument returns stored plan planID as {"run_id": N, "plan": <its document>}, so
 // that Python reads stored plans of any family without SQL against the store's tables; a
 // pipeline plan adds "layer_param_bytes", each layer's weights of its run's chain.
-func PlanDocument(dbPath string, planID int64) (result string, err error) {
+func PlanDocument(database string, planID int64) (result string, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		runID, doc, err := s.PlanDocument(ctx, planID)
 		if err != nil {
 			return err

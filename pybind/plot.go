@@ -102,11 +102,11 @@ func PlotTimeline(callJSON string) (svg string, err error) {
 }
 
 // PlotStoredTimeline draws the memory timeline of stored plan planID of the database at
-// dbPath on its run's chain, with the peak its executions measured.
-func PlotStoredTimeline(dbPath string, planID int64) (svg string, err error) {
+// database on its run's chain, with the peak its executions measured.
+func PlotStoredTimeline(database string, planID int64) (svg string, err error) {
 	defer recoverError(&err)
 	var d *plot.TimelineData
-	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	if err := withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		var err error
 		d, err = s.PlanTimeline(ctx, planID)
 		return err
@@ -119,10 +119,10 @@ func PlotStoredTimeline(dbPath string, planID int64) (svg string, err error) {
 // PlotStoredPipeline draws periods periods (0: plot.DefaultPeriods) of stored pipeline
 // plan planID as `chainplan plot pipeline --plan-id` does: lanes named after the device its
 // run was profiled on, each rank's measured peak beside the predicted one.
-func PlotStoredPipeline(dbPath string, planID int64, periods int) (svg string, err error) {
+func PlotStoredPipeline(database string, planID int64, periods int) (svg string, err error) {
 	defer recoverError(&err)
 	var d *plot.PipelineData
-	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	if err := withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		var err error
 		d, err = s.PipelinePicture(ctx, planID, periods)
 		return err
@@ -133,15 +133,15 @@ func PlotStoredPipeline(dbPath string, planID int64, periods int) (svg string, e
 }
 
 // PlotHistory draws predicted against measured for the plans of run runID (when
-// positive) or of every run of model, from the database at dbPath.
-func PlotHistory(dbPath string, runID int64, model string) (svg string, err error) {
+// positive) or of every run of model, from the database.
+func PlotHistory(database string, runID int64, model string) (svg string, err error) {
 	defer recoverError(&err)
 	f, what := store.OutcomeFilter{RunID: runID}, fmt.Sprintf("run %d", runID)
 	if runID <= 0 {
 		f, what = store.OutcomeFilter{ModelName: model}, "model "+model
 	}
 	var d *plot.HistoryData
-	if err := withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	if err := withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		var err error
 		d, err = s.History(ctx, f, what)
 		return err

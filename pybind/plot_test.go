@@ -38,8 +38,8 @@ func TestPlotBadInput(t *testing.T) {
 		"bad plan": func() (string, error) {
 			return PlotTimeline(callOf(chainSource(tinyChain), `{"plan": {"sequence": [{"op": "X", "stage": 1}]}}`))
 		},
-		"no database":    func() (string, error) { return PlotStoredTimeline(t.TempDir()+"/none.db", 1) },
-		"no pipeline db": func() (string, error) { return PlotStoredPipeline(t.TempDir()+"/none.db", 1, 2) },
+		"no database":    func() (string, error) { return PlotStoredTimeline(dbOf(t.TempDir()+"/none.db"), 1) },
+		"no pipeline db": func() (string, error) { return PlotStoredPipeline(dbOf(t.TempDir()+"/none.db"), 1, 2) },
 	} {
 		if _, err := call(); err == nil || !strings.HasPrefix(err.Error(), "chainplan[") {
 			t.Errorf("%s: got %v, want a coded error", name, err)

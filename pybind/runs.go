@@ -61,13 +61,13 @@ type runFilter struct {
 // "dtype", "device", "torch_version", "loss_name", "call_signature": strings, empty for any;
 // "saved_measured": only runs whose saved sizes were measured; "limit": at most this
 // many, 0 for all}), newest first, as a JSON array of runs (see Run).
-func Runs(dbPath, filterJSON string) (list string, err error) {
+func Runs(database, filterJSON string) (list string, err error) {
 	defer recoverError(&err)
 	var f runFilter
 	if err := strictUnmarshal(filterJSON, &f); err != nil {
 		return "", codedError(fmt.Errorf("%w: run filter: %v", errBadRequest, err))
 	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		runs, err := s.Runs(ctx, store.RunFilter{ModelName: f.ModelName, ModelSignature: f.ModelSignature,
 			DType: f.DType, Device: f.Device, TorchVersion: f.TorchVersion, LossName: f.LossName,
 			CallSignature: f.CallSignature, SavedMeasured: f.SavedMeasured, Limit: f.Limit})
@@ -88,9 +88,9 @@ func Runs(dbPath, filterJSON string) (list string, err error) {
 // Run returns stored run runID as JSON: {"run_id", "model_name", "model_signature",
 // "created_at", "device", "dtype", "torch_version", "num_stages", "batch_size",
 // "input_shape", "fwd_time_s", "bwd_time_s", "source_path"} (times: totals in seconds).
-func Run(dbPath string, runID int64) (run string, err error) {
+func Run(database string, runID int64) (run string, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		r, err := s.Run(ctx, service.RunID(runID))
 		if err != nil {
 			return err

@@ -24,6 +24,9 @@ func runSource(db string, runID int64) string {
 // pathSource is the source of a file of any kind, told apart by Go.
 func pathSource(path string) string { return `{"path": ` + jsonString(path) + `}` }
 
+// dbOf is the database document of the SQLite file or DSN path, as Python sends it.
+func dbOf(path string) string { return `{"db_env": ` + jsonString(path) + `}` }
+
 func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // TestEveryFamilyTakesTheEnvelope: each family's entry takes one argument, the call
@@ -33,7 +36,7 @@ func jsonString(s string) string { b, _ := json.Marshal(s); return string(b) }
 func TestEveryFamilyTakesTheEnvelope(t *testing.T) {
 	profile := filepath.Join("..", "testdata", "profiles", "resnet_file.arrow")
 	db := filepath.Join(t.TempDir(), "chainplan.db")
-	if _, err := Ingest(db, profile); err != nil {
+	if _, err := Ingest(dbOf(db), profile); err != nil {
 		t.Fatal(err)
 	}
 	stored, err := Chain(callOf(runSource(db, 1), `{}`))

@@ -35,12 +35,12 @@ func fileError(err error) error {
 
 var errInvalidProfile = errors.New("invalid profile")
 
-// Ingest stores the profile file at filePath in the database dbPath (created if needed)
+// Ingest stores the profile file at filePath in the database (created if needed)
 // and returns {"run_id": N, "existing": bool, "rows": N} as JSON. Ingesting the same file
 // twice stores it once.
-func Ingest(dbPath, filePath string) (result string, err error) {
+func Ingest(database, filePath string) (result string, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, true, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, true, func(ctx context.Context, s *service.Service) error {
 		res, _, err := s.Ingest(ctx, filePath)
 		if err != nil {
 			return fileError(err)
@@ -58,13 +58,13 @@ func Ingest(dbPath, filePath string) (result string, err error) {
 // IPC file (gopy passes strings through C, where binary data would stop at the first zero
 // byte). A statement that would write is refused and changes nothing; several statements,
 // and parameters that do not match the placeholders one for one, are a bad query.
-func Query(dbPath, query, paramsJSON string) (arrowBase64 string, err error) {
+func Query(database, query, paramsJSON string) (arrowBase64 string, err error) {
 	defer recoverError(&err)
 	params, err := queryParams(paramsJSON)
 	if err != nil {
 		return "", codedError(err)
 	}
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		rows, err := s.Store().Query(ctx, query, params...)
 		if err != nil {
 			return err // store.ErrBadQuery or ErrReadOnly: coded "bad-query"
@@ -128,9 +128,9 @@ func queryParams(paramsJSON string) ([]any, error) {
 
 // RecordBandwidth stores a host-device copy bandwidth (bytes per second) measured for run
 // runID and returns it.
-func RecordBandwidth(dbPath string, runID int64, bytesPerS float64, device, method string) (stored float64, err error) {
+func RecordBandwidth(database string, runID int64, bytesPerS float64, device, method string) (stored float64, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		err := s.Store().RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bytesPerS, Device: device, Method: method})
 		if err != nil && !errors.Is(err, chainplan.ErrNotFound) {
 			return fmt.Errorf("%w: %v", errBadRequest, err)
@@ -141,9 +141,9 @@ func RecordBandwidth(dbPath string, runID int64, bytesPerS float64, device, meth
 }
 
 // LatestBandwidth returns the newest bandwidth recorded for run runID, or 0 when none is.
-func LatestBandwidth(dbPath string, runID int64) (bytesPerS float64, err error) {
+func LatestBandwidth(database string, runID int64) (bytesPerS float64, err error) {
 	defer recoverError(&err)
-	err = withService(dbPath, false, func(ctx context.Context, s *service.Service) error {
+	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
 		bytesPerS, _, err = s.Store().LatestBandwidth(ctx, runID)
 		return err
 	})

@@ -85,10 +85,19 @@ def _envelope(source: dict[str, Any], request: dict[str, Any] | None = None) -> 
 
 
 def database() -> dict[str, str]:
-    """The database part of a source envelope: ``$CHAINPLAN_DB`` and the home folder as
-    Python sees them now (a Go runtime loaded into Python sees the environment of the
-    moment it was loaded); Go applies its one rule to them (``service.DBPath``)."""
+    """The database, in the one spelling every binding takes (in a source envelope, or as
+    the document :func:`_db` sends): ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL
+    store named by a ``postgres://`` or ``host=... dbname=...`` DSN) and the home folder
+    as Python sees them now, for ``~/.chainplan/chainplan.db``. The rule is Go's
+    (``service.DBPath``, the CLI's too), applied at each call: a Go runtime loaded into
+    Python sees the environment of the moment it was loaded, and would miss later changes."""
     return {"db_env": os.environ.get("CHAINPLAN_DB", ""), "home": _home()}
+
+
+def _db() -> str:
+    """The database document every binding that reads or writes the store takes (the
+    one spelling: :func:`database`, as JSON)."""
+    return json.dumps(database())
 
 
 def plan(source: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
@@ -143,45 +152,35 @@ def _home() -> str:
     return "" if home == "~" else home
 
 
-def db_path() -> str:
-    """The database: ``$CHAINPLAN_DB`` (a SQLite file, or a PostgreSQL store named by a
-    ``postgres://`` or ``host=... dbname=...`` DSN) or ``~/.chainplan/chainplan.db``; a
-    value that is neither a DSN nor a path is refused (:class:`~chainplan.errors.PlanError`).
-
-    The rule is Go's (``service.DBPath``, the CLI's too); the environment is read here at
-    each call and passed in: a Go runtime loaded into Python sees the environment of the
-    moment it was loaded, and would miss later changes.
-    """
-    return str(call(_go().DBPath, os.environ.get("CHAINPLAN_DB", ""), _home()))
-
-
 def data_dir() -> str:
     """The local folder of the files kept beside the database: the folder of a SQLite
-    file, ``~/.chainplan`` for a PostgreSQL store (``service.DataDir``)."""
-    return str(call(_go().DataDir, db_path(), _home()))
+    file, ``~/.chainplan`` for a PostgreSQL store (``service.DataDir``). A value of
+    ``$CHAINPLAN_DB`` that is neither a DSN nor a path is refused
+    (:class:`~chainplan.errors.PlanError`)."""
+    return str(call(_go().DataDir, _db()))
 
 
 def ingest(file_path: str) -> int:
     """Store a profile file in the database (created if needed); returns its run id."""
-    doc = json.loads(call(_go().Ingest, db_path(), file_path))
+    doc = json.loads(call(_go().Ingest, _db(), file_path))
     return int(doc["run_id"])
 
 
 def query(sql: str, params: list[Any]) -> bytes:
     """Run one read-only statement with ``params`` bound to its placeholders (sent as a
     JSON array); returns the result as Arrow IPC file bytes."""
-    return base64.b64decode(call(_go().Query, db_path(), sql, json.dumps(params)))
+    return base64.b64decode(call(_go().Query, _db(), sql, json.dumps(params)))
 
 
 def plan_document(plan_id: int) -> dict[str, Any]:
     """Stored plan ``plan_id``: ``{"run_id": N, "plan": <its whole document>}``."""
-    doc: dict[str, Any] = json.loads(call(_go().PlanDocument, db_path(), plan_id))
+    doc: dict[str, Any] = json.loads(call(_go().PlanDocument, _db(), plan_id))
     return doc
 
 
 def record_execution(plan_id: int, execution: dict[str, Any]) -> int:
     """Store a measured execution of a plan; returns its id."""
-    return int(call(_go().RecordExecution, db_path(), plan_id, json.dumps(execution)))
+    return int(call(_go().RecordExecution, _db(), plan_id, json.dumps(execution)))
 
 
 def use_highs() -> None:
@@ -221,24 +220,24 @@ def runs(**run_filter: str | int | bool) -> list[dict[str, Any]]:
     """The stored runs that the filter selects, newest first (keys: ``model_name``,
     ``model_signature``, ``dtype``, ``device``, ``torch_version``, ``loss_name``,
     ``call_signature``, ``saved_measured``, ``limit``; see pybind.Runs)."""
-    out: list[dict[str, Any]] = json.loads(call(_go().Runs, db_path(), json.dumps(run_filter)))
+    out: list[dict[str, Any]] = json.loads(call(_go().Runs, _db(), json.dumps(run_filter)))
     return out
 
 
 def run(run_id: int) -> dict[str, Any]:
     """One stored run: its provenance (``device``, ``dtype``, ``input_shape``, ...)."""
-    out: dict[str, Any] = json.loads(call(_go().Run, db_path(), run_id))
+    out: dict[str, Any] = json.loads(call(_go().Run, _db(), run_id))
     return out
 
 
 def record_bandwidth(run_id: int, bytes_per_s: float, device: str, method: str) -> float:
     """Store a measured host-device copy bandwidth for a run."""
-    return float(call(_go().RecordBandwidth, db_path(), run_id, bytes_per_s, device, method))
+    return float(call(_go().RecordBandwidth, _db(), run_id, bytes_per_s, device, method))
 
 
 def latest_bandwidth(run_id: int) -> float:
     """The newest bandwidth (bytes/s) recorded for a run, 0 when none is."""
-    return float(call(_go().LatestBandwidth, db_path(), run_id))
+    return float(call(_go().LatestBandwidth, _db(), run_id))
 
 
 def frontier(source: dict[str, Any], request: dict[str, Any]) -> str:
@@ -269,18 +268,18 @@ def plot_timeline(source: dict[str, Any], plan: dict[str, Any],
 
 def plot_stored_timeline(plan_id: int) -> str:
     """The memory timeline of a stored plan, with its measured peak, as an SVG document."""
-    return str(call(_go().PlotStoredTimeline, db_path(), plan_id))
+    return str(call(_go().PlotStoredTimeline, _db(), plan_id))
 
 
 def plot_stored_pipeline(plan_id: int, periods: int) -> str:
     """A stored pipeline plan's Gantt chart (its device kind, each rank's measured peak)."""
-    return str(call(_go().PlotStoredPipeline, db_path(), plan_id, periods))
+    return str(call(_go().PlotStoredPipeline, _db(), plan_id, periods))
 
 
 def plot_history(run_id: int, model: str) -> str:
     """Predicted against measured for the plans of run ``run_id`` (when positive) or of
     every run of ``model``, as an SVG document (``pybind.PlotHistory``)."""
-    return str(call(_go().PlotHistory, db_path(), run_id, model))
+    return str(call(_go().PlotHistory, _db(), run_id, model))
 
 
 def plot_pipeline(plan_json: str, periods: int) -> str:
@@ -309,12 +308,13 @@ def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any],
 
 
 def record_advice_measurement(advice_id: int, measurement: dict[str, Any], db: str = "") -> int:
-    """Store a measured run of an advised candidate in ``db`` (default :func:`db_path`);
-    returns its id."""
-    return int(call(_go().RecordAdviceMeasurement, db or db_path(), advice_id,
+    """Store a measured run of an advised candidate in ``db`` (a SQLite path or a
+    PostgreSQL DSN; default: :func:`database`'s); returns its id."""
+    doc = json.dumps({"db_env": db, "home": _home()}) if db else _db()
+    return int(call(_go().RecordAdviceMeasurement, doc, advice_id,
                     json.dumps(measurement)))
 
 
 def advice_accuracy(advice_id: int) -> str:
     """Predictions against recorded runs of a stored advice, as JSON."""
-    return str(call(_go().AdviceAccuracy, db_path(), advice_id))
+    return str(call(_go().AdviceAccuracy, _db(), advice_id))

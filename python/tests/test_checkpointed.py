@@ -348,6 +348,6 @@ def test_warn_if_shape_differs_once_per_plan_and_shape() -> None:
 def _chain_file(run_id: int | None) -> Path:
     """The run's chain as a chain file: a plan made from it knows no input shape."""
     assert run_id is not None
-    path = Path(chainplan._bind.db_path()).parent / f"run{run_id}.chain.json"
+    path = Path(chainplan._bind.data_dir()) / f"run{run_id}.chain.json"
     path.write_text(chainplan.tradeoff.chain_json(run_id))
     return path

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -122,7 +123,7 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
     assert s3.raw["candidates"][0]["launch"]["mesh"] == {"pp": s3.candidates[0].pp,
                                                "dp": s3.candidates[0].dp,
                                                "tp": s3.candidates[0].tmp}
-    db = _bind.db_path()
+    db = os.environ["CHAINPLAN_DB"]  # the test's own database (conftest), named explicitly
     for i, factor in enumerate([1.25, 1.0]):
         record_measured(db, s3.advice_id, i, s3.candidates[i].iteration_time_s * factor,
                         [3 << 20, 7 << 20, 5 << 20], iterations=4, metadata={"launcher": "t"})
@@ -153,9 +154,8 @@ def test_record_measured_from_a_launcher(profiled: Profile) -> None:
 
 def test_one_crossing_each(profiled: Profile, monkeypatch: pytest.MonkeyPatch) -> None:
     """advise and search3d of a stored profile plan in one crossing into Go each: the result
-    comes back whole, decoded once. Aside: the database path rule, which chainplan._bind
-    asks Go for before each call on the store (DBPath), and the HiGHS program search3d may
-    pass first (UseHighs)."""
+    comes back whole, decoded once (the database found inside that crossing). Aside: the
+    HiGHS program search3d may pass first (UseHighs)."""
     crossings: list[str] = []
     real = _bind.call
 
@@ -165,7 +165,7 @@ def test_one_crossing_each(profiled: Profile, monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setattr(_bind, "call", counting)
     chainplan.parallel.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
-    aside = ("DBPath", "UseHighs")
+    aside = ("UseHighs",)
     assert [c for c in crossings if c not in aside] == ["Advise"], crossings
     crossings.clear()
     chainplan.parallel.search3d(profiled, SMALL, global_batch=16)

@@ -71,7 +71,7 @@ def test_profile_plan_query_on_postgres(team_store: str, tmp_path: Path) -> None
     """Profile, plan, record an execution and query, all in the team store; profile files
     go to ~/.chainplan/profiles, the store being no folder; profile() finds the stored
     profile of the same call there; writes through chainplan.query are refused."""
-    assert _bind.db_path() == team_store
+    assert _bind.database()["db_env"] == team_store
     assert default_profile_dir() == tmp_path / "home" / ".chainplan" / "profiles"
     with pytest.raises(NotFoundError, match="no schema"):
         chainplan.query("SELECT 1")  # reading creates nothing

@@ -23,19 +23,27 @@ STORE_SQL = re.compile(r"\b(?:FROM|JOIN|INTO|UPDATE)\s+(?:runs|stages|measuremen
                        r"executions|bandwidths|run_summary|stage_history|plan_outcomes)\b")
 
 
-def test_db_path_is_the_go_rule_at_call_time(private_db: Path, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_database_is_the_go_rule_at_call_time(private_db: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """$CHAINPLAN_DB, else ~/.chainplan/chainplan.db, read when called (the Go runtime's
-    own environment is the one of import time); profiles go next to the database."""
-    assert _bind.db_path() == str(private_db)
+    own environment is the one of import time); profiles go next to the database. Every
+    binding takes the database in one spelling, the environment of the call
+    (``_bind.database()``), and Go applies the rule."""
+    assert _bind.database()["db_env"] == str(private_db)
     assert default_profile_dir() == private_db.parent / "profiles"
     other = tmp_path / "elsewhere" / "x.db"
+    other.parent.mkdir()
     monkeypatch.setenv("CHAINPLAN_DB", str(other))
-    assert _bind.db_path() == str(other)
+    _bind.ingest(str(chainplan.profile(nn.Sequential(nn.Linear(2, 2)), torch.randn(1, 2),
+                                       repeats=1, warmup=0, progress=False,
+                                       spread_warning=None, ingest=False).path))
+    assert other.is_file()
     monkeypatch.delenv("CHAINPLAN_DB")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert _bind.db_path() == str(tmp_path / "home" / ".chainplan" / "chainplan.db")
     assert default_profile_dir() == tmp_path / "home" / ".chainplan" / "profiles"
+    assert not (tmp_path / "home" / ".chainplan" / "chainplan.db").exists()
+    with pytest.raises(NotFoundError):  # reading creates nothing, and reads the home's
+        chainplan.query("SELECT 1")
 
 
 def _profile() -> chainplan.Profile:
@@ -140,7 +148,7 @@ def test_keyword_value_dsn_is_no_path(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "PW" not in str(refused.value)
     assert "host=127.0.0.1 port=1 user=ann dbname=lab" in str(refused.value)
     monkeypatch.setenv("CHAINPLAN_DB", "my dir/x=1 password=PW")
-    for call in (_bind.db_path, _bind.data_dir, lambda: chainplan.query("SELECT 1")):
+    for call in (_bind.data_dir, lambda: chainplan.query("SELECT 1")):
         with pytest.raises(PlanError, match="neither a PostgreSQL DSN") as bad:
             call()
         assert "PW" not in str(bad.value)

@@ -3,9 +3,9 @@ layer's weights come back together, and the sizes the user wrote are read on the
 that crossing (issue 22).
 
 pipeline_plan() on a stored run finds the database inside its one crossing (Python passes
-the environment of the moment); load_plan() is preceded by ``DBPath``, ``_bind.db_path``'s
-reading of that rule: no planning, no document, but a crossing all the same, counted here
-so that the list is exact."""
+the environment of the moment), and so does load_plan(): every binding takes the database
+in that one spelling, so no crossing reads the database's path first (``DBPath`` is
+gone)."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def test_one_crossing_per_stored_plan(go: _Counting, stored_run: int) -> None:
 
     go.calls.clear()
     back = load_plan(plan.plan_id)
-    assert go.calls == ["DBPath", "PlanDocument"]
+    assert go.calls == ["PlanDocument"]
     assert back.layer_param_bytes == plan.layer_param_bytes and back.run_id == stored_run
 
 
