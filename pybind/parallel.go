@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/amp"
 	"github.com/chainplan/chainplan/planner/cluster"
 	"github.com/chainplan/chainplan/planner/paradl"
@@ -30,7 +31,7 @@ type parallelCall struct {
 // needs.
 func Advise(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	return parallel(callJSON, "advise", "advice",
+	return parallel(callJSON, planner.AlgoAdvise, "advice",
 		func(ctx context.Context, s *service.Service, in service.ParallelInput, o paradl.Options) (*service.Advised, any, error) {
 			got, err := s.Advise(ctx, in, o)
 			if err != nil {
@@ -45,7 +46,7 @@ func Advise(callJSON string) (result string, err error) {
 // "result": {...}} (chainplan.search3d/v1).
 func Search3D(callJSON string) (result string, err error) {
 	defer recoverError(&err)
-	return parallel(callJSON, "search3d", "result",
+	return parallel(callJSON, planner.AlgoSearch3D, "result",
 		func(ctx context.Context, s *service.Service, in service.ParallelInput, o amp.Options) (*service.Advised, any, error) {
 			got, err := s.Search3D(ctx, in, o)
 			if err != nil {
