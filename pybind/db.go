@@ -55,16 +55,16 @@ func databasePath(doc string) (string, error) {
 	return service.Source{DBEnv: d.DBEnv, Home: d.Home}.DB()
 }
 
-// DataDir returns the local folder of the files kept beside the database the document db
+// DataDir returns the local folder of the files kept beside the database the document
 // names (Python writes profiles to its profiles/ folder): the folder of a SQLite file,
 // home/.chainplan for a PostgreSQL store (service.DataDir).
-func DataDir(db string) (dir string, err error) {
+func DataDir(database string) (dir string, err error) {
 	defer recoverError(&err)
 	var d dbDocument
-	if err := strictUnmarshal(db, &d); err != nil {
+	if err := strictUnmarshal(database, &d); err != nil {
 		return "", codedError(badRequest(fmt.Errorf("database: %v", err)))
 	}
-	path, err := databasePath(db)
+	path, err := databasePath(database)
 	if err != nil {
 		return "", codedError(err)
 	}
