@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
@@ -162,25 +163,20 @@ func readFrontierInput(cmd *cobra.Command, f frontierFlags) (frontierInput, erro
 
 // runFrontierInput reads the chain or the towers of stored run run.
 func runFrontierInput(cmd *cobra.Command, run string) (frontierInput, error) {
-	svc, ref, err := openRunStore(cmd, run)
+	svc, in, err := resolveSource(cmd, run, service.Source{})
 	if err != nil {
 		return frontierInput{}, err
 	}
 	defer svc.Close()
-	ctx := cmd.Context()
-	id, err := svc.ResolveRun(ctx, ref)
-	if err != nil {
-		return frontierInput{}, err
-	}
-	towers, err := svc.IsMultiChainRun(ctx, id)
+	towers, err := in.Towers()
 	if err != nil {
 		return frontierInput{}, err
 	}
 	if towers {
-		mc, err := svc.RunMultiChain(ctx, id)
+		mc, err := in.MultiChainOf(cmd.Context())
 		return frontierInput{towers: mc}, err
 	}
-	c, err := svc.RunChain(ctx, id)
+	c, err := in.ChainOf(cmd.Context())
 	return frontierInput{chain: c}, err
 }
 
