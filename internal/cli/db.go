@@ -98,7 +98,7 @@ func resolveSource(cmd *cobra.Command, run string, files service.Source) (*servi
 	if err != nil {
 		return nil, nil, err
 	}
-	in, err := service.Resolve(cmd.Context(), svc, service.RunSource(ref, ""))
+	in, err := service.Resolve(cmd.Context(), svc, service.RunSource(ref))
 	if err != nil {
 		svc.Close()
 		return nil, nil, err

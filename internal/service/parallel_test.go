@@ -47,7 +47,7 @@ func TestAdviseAndSearchStoredRun(t *testing.T) {
 	if err != nil || fm.Known != m.Known || fm.Layers[2].Parts[1] != m.Layers[2].Parts[1] {
 		t.Fatalf("WorkloadOf(profile file) = %+v, %v", fm, err)
 	}
-	stored, err := service.Resolve(ctx, s, service.RunSource(service.RunID(res.RunID), ""))
+	stored, err := service.Resolve(ctx, s, service.RunSource(service.RunID(res.RunID)))
 	if err != nil {
 		t.Fatal(err)
 	}

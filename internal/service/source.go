@@ -37,8 +37,9 @@ type Source struct {
 	Chain []byte
 	// DBEnv and Home choose the database of a stored run by service.DBPath's rule (no
 	// flag): Python passes $CHAINPLAN_DB and the home folder as it sees them at the call,
-	// which the Go runtime loaded into it would not see. DBFlag is the CLI's --db.
-	DBFlag, DBEnv, Home string
+	// which the Go runtime loaded into it would not see. (The CLI opens the database its
+	// --db names itself and hands Resolve the open Service.)
+	DBEnv, Home string
 }
 
 // sourceJSON is Source's JSON form: {"run_id": N | "profile_path" | "chain_path" | "path"
@@ -86,11 +87,9 @@ func (s *Source) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// RunSource is the source of stored run ref, in the database of the CLI's --db flag
-// (DBPath's rule).
-func RunSource(ref RunRef, dbFlag string) Source {
-	return Source{Run: ref, hasRun: true, DBFlag: dbFlag}
-}
+// RunSource is the source of stored run ref (the CLI's --run), which Resolve reads from
+// the open database it is given.
+func RunSource(ref RunRef) Source { return Source{Run: ref, hasRun: true} }
 
 // Stored reports whether the source is a stored run, which Resolve reads from an open
 // database (DB names it).
@@ -98,10 +97,10 @@ func (s Source) Stored() bool { return s.hasRun }
 
 // DB returns the database of a stored run by DBPath's rule.
 func (s Source) DB() (string, error) {
-	if s.DBFlag == "" && s.DBEnv == "" && s.Home == "" {
+	if s.DBEnv == "" && s.Home == "" {
 		return DefaultDBPath()
 	}
-	return DBPath(s.DBFlag, s.DBEnv, s.Home)
+	return DBPath("", s.DBEnv, s.Home)
 }
 
 // Given reports whether the source names anything (a call on a stored plan may give only
