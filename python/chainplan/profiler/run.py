@@ -29,6 +29,7 @@ from chainplan.errors import ProfileError
 from chainplan.graph.call import training_call
 from chainplan.graph.options import stage_options
 from chainplan.graph.split import profiled_chain
+from chainplan.graph.stage import GraphStage
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.filename import check_profile_name, new_profile_path
@@ -186,6 +187,7 @@ def profile_model(
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
     options: list[str | None] = []  # each stage's operation-level options
+    forms: dict[str, StageMeasurement] = {}  # the last stage's other forms (a head unfused)
     structures: list[StageStructure] = []
     bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
     bbwd: list[list[tuple[float, ...]]] = []
@@ -237,6 +239,8 @@ def profile_model(
                                       output_held=holds_end and k == len(stages))
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
+                    if stage_options and chain.split is not None and k == len(stages):
+                        forms = _forms(stage, x, repeats, warmup, device, holds_end)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
                                             warmup=warmup, device=device) for b in batches]
@@ -259,7 +263,7 @@ def profile_model(
             # holds_end: the model's output keeps a_L to the step's end (chain_end).
             rows = stage_rows(measured, names, lm, chain.side_bytes, options,
                               held_during(list(stages), measured, device),
-                              holds_end=holds_end)
+                              holds_end=holds_end, forms=forms)
             end = chain_end(measured[-1][0], lm, holds_end=holds_end)
             rows.extend(loss_rows(len(stages) + 1, storage_nbytes(x), lm, loss_name, end,
                                   chain.side_bytes))
@@ -292,6 +296,17 @@ def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
     buffers and the random streams left as they were."""
     with preserved(stage, device):
         return stage_options(stage, x, repeats=repeats, dev=device)
+
+
+def _forms(stage: nn.Module, x: torch.Tensor, repeats: int, warmup: int,
+           device: torch.device, output_held: bool) -> dict[str, StageMeasurement]:
+    """The last stage measured in each of its other forms (a language model's head unfused
+    from its loss: :mod:`chainplan.graph.headform`), as the stage itself is measured."""
+    if not isinstance(stage, GraphStage):
+        return {}
+    return {name: measure_stage(stage.form(name), x, repeats=repeats, warmup=warmup,
+                                device=device, output_held=output_held)
+            for name in stage.forms}
 
 
 def show_progress(progress: bool | None) -> bool:
