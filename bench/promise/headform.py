@@ -48,8 +48,9 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     tmp = Path(tempfile.mkdtemp(prefix="headform-"))
-    print("| model | variant | head | measured peak MiB | time / plain |")
-    print("|---|---|---|---|---|")
+    print("| model | variant | head | measured peak MiB | time / plain | "
+          "profiled head F+B ms, fused / unfused |")
+    print("|---|---|---|---|---|---|")
     for name in args.models.split(","):
         torch.manual_seed(0)
         case = MODELS[name]()
@@ -73,12 +74,19 @@ def main() -> None:
                 for q in net.parameters():
                     q.grad = None
         plain = statistics.median(times["plain"])
+        n = len(prof.stage_names)
+        last = [r for r in prof.rows if r.stage_index == n]
+        fused_ms = statistics.median(r.fwd_time_s for r in last) + statistics.median(
+            r.bwd_time_s for r in last)
+        form = [o for o in json.loads(last[0].options_json or "[]") if o.get("form")]
+        heads = (f"{fused_ms * 1e3:.1f} / "
+                 f"{(form[0]['fwd_time'] + form[0]['bwd_time']) * 1e3:.1f}" if form else "")
         for k, n in nets.items():
             peak = chainplan.measure(n, *case.args, steps=1, store=False, **call).peak_bytes
             head = ("PyTorch's" if k == "plain" else
                     "unfused" if plans[k].forms else "fused")
             print(f"| {name} | {k} | {head} | {peak / 2**20:.1f} | "
-                  f"{statistics.median(times[k]) / plain:.3f} |")
+                  f"{statistics.median(times[k]) / plain:.3f} | {heads} |")
 
 
 if __name__ == "__main__":

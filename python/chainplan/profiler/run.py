@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -53,8 +54,8 @@ from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
 )
-from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
-from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
+from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage, time_stage
+from chainplan.profiler.stagerows import Form, held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
 from chainplan.profilerow import PARALLEL_REVISION
 from chainplan.schema import write_profile
@@ -187,7 +188,7 @@ def profile_model(
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
     options: list[str | None] = []  # each stage's operation-level options
-    forms: dict[str, StageMeasurement] = {}  # the last stage's other forms (a head unfused)
+    forms: dict[str, Form] = {}  # the last stage's other forms (a head unfused)
     structures: list[StageStructure] = []
     bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
     bbwd: list[list[tuple[float, ...]]] = []
@@ -299,14 +300,30 @@ def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
 
 
 def _forms(stage: nn.Module, x: torch.Tensor, repeats: int, warmup: int,
-           device: torch.device, output_held: bool) -> dict[str, StageMeasurement]:
+           device: torch.device, output_held: bool) -> dict[str, Form]:
     """The last stage measured in each of its other forms (a language model's head unfused
-    from its loss: :mod:`chainplan.graph.headform`), as the stage itself is measured."""
+    from its loss: :mod:`chainplan.graph.headform`): its memory as the stage's is measured,
+    its times in ``repeats`` rounds alternating with the stage's own, so that a stretch of
+    contention on the host slows both (:class:`~chainplan.profiler.stagerows.Form`)."""
     if not isinstance(stage, GraphStage):
         return {}
-    return {name: measure_stage(stage.form(name), x, repeats=repeats, warmup=warmup,
-                                device=device, output_held=output_held)
-            for name in stage.forms}
+    out = {}
+    for name in stage.forms:
+        form = stage.form(name)
+        m = measure_stage(form, x, repeats=1, warmup=warmup, device=device,
+                          output_held=output_held)
+        own: list[float] = []
+        fwd: list[float] = []
+        bwd: list[float] = []
+        for _ in range(repeats):
+            f, b = time_stage(stage, x, device=device)
+            own.append(f + (b or 0.0))
+            f, b = time_stage(form, x, device=device)
+            fwd.append(f)
+            bwd.append(b or 0.0)
+        m = dataclasses.replace(m, fwd_times_s=tuple(fwd), bwd_times_s=tuple(bwd))
+        out[name] = Form(m, statistics.median(own))
+    return out
 
 
 def show_progress(progress: bool | None) -> bool:

@@ -20,7 +20,24 @@ from chainplan.profiler.lossmeasure import ChainEnd, LossMeasurement, chain_end
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profilerow import ProfileRow
 
-__all__ = ["Held", "held_during", "loss_rows", "stage_rows"]
+__all__ = ["Form", "Held", "held_during", "loss_rows", "stage_rows"]
+
+
+@dataclass(frozen=True)
+class Form:
+    """The last stage measured in another form (a language model's head unfused from its
+    loss: :mod:`chainplan.graph.headform`).
+
+    Attributes:
+        measured: the form's measurement: its memory as the stage's is measured, its times
+            taken in rounds alternating with the stage's own.
+        stage_time: the stage's own median forward plus backward time in those rounds: the
+            form's times are scaled by the stage's row time over it, so that the two forms
+            compare as they ran side by side whatever the load when the rows were timed.
+    """
+
+    measured: StageMeasurement
+    stage_time: float
 
 
 @dataclass(frozen=True)
@@ -44,7 +61,7 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
                lm: LossMeasurement | None, resident: int = 0,
                options: list[str | None] | None = None,
                held: Held | None = None, *, holds_end: bool = False,
-               forms: dict[str, StageMeasurement] | None = None) -> list[ProfileRow]:
+               forms: dict[str, Form] | None = None) -> list[ProfileRow]:
     """One row per stage and repetition; the last stage's memory as the executor runs it;
     ``resident`` bytes held through the whole step (side values) in every overhead;
     ``options`` the stages' operation-level options (``options_json``); ``held`` more bytes
@@ -67,8 +84,9 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
             bwd_always = always - end.held_bytes + end.last_bwd_held_bytes
         opts = _with_overhead(options[k - 1], replaying)
         if k == n and forms:
-            opts = _with_forms(opts, [_form_option(name, f, lm, holds_end, always, bwd_always)
-                                      for name, f in forms.items()])
+            row = statistics.median(m.fwd_times_s) + statistics.median(m.bwd_times_s or (0.0,))
+            opts = _with_forms(opts, [_form_option(name, f, row, lm, holds_end, always,
+                                                   bwd_always) for name, f in forms.items()])
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
         rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
         for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
@@ -83,17 +101,20 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
     return rows
 
 
-def _form_option(name: str, m: StageMeasurement, lm: LossMeasurement | None, holds_end: bool,
-                 always: int, bwd_always: int) -> dict[str, object]:
+def _form_option(name: str, form: Form, row: float, lm: LossMeasurement | None,
+                 holds_end: bool, always: int, bwd_always: int) -> dict[str, object]:
     """The last stage's form ``name`` as a form option (docs/formats.md, ``options``): its
     memory counted as the stage's own is (:func:`chain_end`, the bytes held beside it), its
-    own median times, nothing recomputed. No random-number state is replayed for it: the
-    executor runs the form as the stage (docs/executors.md)."""
+    median times scaled to the stage's row time ``row`` (:class:`Form`), nothing
+    recomputed. No random-number state is replayed for it: the executor runs the form as
+    the stage (docs/executors.md)."""
+    m = form.measured
     end = chain_end(m, lm, holds_end=holds_end)
+    scale = row / form.stage_time if form.stage_time > 0 and row > 0 else 1.0
     return {"saved_bytes": end.saved_bytes, "fwd_tmp_bytes": end.fwd_tmp_bytes + always,
             "recompute_time": 0.0, "keep": [], "form": name,
-            "fwd_time": statistics.median(m.fwd_times_s),
-            "bwd_time": statistics.median(m.bwd_times_s) if m.bwd_times_s else 0.0,
+            "fwd_time": statistics.median(m.fwd_times_s) * scale,
+            "bwd_time": statistics.median(m.bwd_times_s or (0.0,)) * scale,
             "bwd_tmp_bytes": m.bwd_tmp_bytes + bwd_always}
 
 
