@@ -128,10 +128,16 @@ class RankMemory:
         if left <= 0:
             raise InfeasibleBudget(
                 f"a {self.strategy} rank (world {self.world}, shard {self.shard}) holds "
-                f"{self.fixed_bytes} bytes besides activations, more than the device's "
-                f"{total}: shard over more ranks or use a larger device",
+                f"{self.fixed_bytes} bytes besides activations ({self.terms()}), more than "
+                f"the device's {total}: shard over more ranks or use a larger device",
                 min_budget_bytes=self.fixed_bytes)
         return left
+
+    def terms(self) -> str:
+        """The fixed part term by term, for messages."""
+        return (f"parameters {self.params_bytes}, gradients {self.grads_bytes}, optimizer "
+                f"state {self.optimizer_bytes}, gathered parameters {self.gathered_bytes}, "
+                f"buffers {self.buffer_bytes}")
 
 
 def unit_sizes(model: nn.Module, units: list[str] | None = None) -> dict[str, int]:
