@@ -164,6 +164,13 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "ck-graph", "candidate": {"mesh": {"pp": 2}, "cuts": [3],
                                            "checkpoint": ["min", None]},
          "data_parallel": "ddp", "example": True},
+        {"name": "memory-fixed", "candidate": {"mesh": {"dp": 2}, "memory": 1000}},
+        {"name": "memory-pp", "candidate": {"mesh": {"pp": 2}, "cuts": [3], "memory": "1GiB"},
+         "data_parallel": "ddp"},
+        {"name": "memory-ck", "candidate": {"mesh": {"dp": 2}, "memory": "1GiB",
+                                            "checkpoint": "min"}},
+        {"name": "memory-optimizer", "candidate": {"mesh": {"dp": 2}, "memory": "1GiB"},
+         "optimizer": "lamb"},
     ]
     res = session.run(2, {"kind": "refuse", "options": {"cases": cases}}, tmp_path, wait_s=90)
     got = res[0]
@@ -181,6 +188,19 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         got["plan"]
     assert "checkpointing inside stages needs the model's layers declared as an " \
         "nn.Sequential (GPT is cut from its graph" in got["ck-graph"], got["ck-graph"]
+    # A rank whose fixed part alone exceeds the candidate's memory: the figures and terms.
+    gpt = models.GPT()
+    fixed = rank_memory(gpt, world=2, strategy="fsdp", gathered="step",
+                        units=[f"blocks.{i}" for i in range(len(gpt.blocks))])
+    assert got["memory-fixed"].startswith("InfeasibleBudget: memory: the candidate's 1000 per "
+                                          "rank: a fsdp rank (world 2, shard 2) holds "
+                                          f"{fixed.fixed_bytes} bytes besides activations "
+                                          f"({fixed.terms()}), more than the device's 1000"), \
+        got["memory-fixed"]
+    assert "PlanError: memory with pp > 1" in got["memory-pp"], got["memory-pp"]
+    assert "memory and checkpoint: give one" in got["memory-ck"], got["memory-ck"]
+    assert "optimizer must be one of" in got["memory-optimizer"] \
+        and "'lamb'" in got["memory-optimizer"], got["memory-optimizer"]
 
 
 def test_killed_rank_is_named(tmp_path: Path) -> None:

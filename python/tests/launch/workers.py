@@ -126,7 +126,8 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
         try:
             chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10, plan=plan,
                                   data_parallel=case.get("data_parallel", "fsdp"),
-                                  example=call, compile=case.get("compile", False))
+                                  example=call, compile=case.get("compile", False),
+                                  optimizer=case.get("optimizer", "adamw"))
             out[case["name"]] = "no error"
         except Exception as e:
             out[case["name"]] = f"{type(e).__name__}: {e}"
