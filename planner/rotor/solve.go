@@ -38,13 +38,7 @@ func (v variant) asOptions() Options {
 }
 
 func (o Options) slots(budget int64) int64 {
-	switch {
-	case o.Slots == 0:
-		return DefaultSlots
-	case o.Slots < 0:
-		return max(budget, 1)
-	}
-	return o.Slots
+	return discretize.Slots(o.Slots, budget, DefaultSlots)
 }
 
 func (o Options) algo() string {

@@ -149,5 +149,17 @@ class PlanDocument:
         if self.offload is not None:
             self.offload.check(ops=len(self.sequence), stages=self.num_stages)
 
+    def validate_for(self, stages: int) -> None:
+        """:meth:`validate`, and check the plan is for a chain of ``stages`` stages (what an
+        executor checks before it runs the plan on a model's stages).
+
+        Raises:
+            ScheduleError: the plan is malformed or is for another number of stages.
+        """
+        self.validate()
+        if self.num_stages != stages:
+            raise ScheduleError(
+                f"the plan is for {self.num_stages} stages, the model has {stages}")
+
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

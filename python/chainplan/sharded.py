@@ -26,10 +26,13 @@ world``, DDP ``shard = 1``):
   unit's, prefetched (the largest two consecutive units count). With ``False`` every unit
   stays gathered from its forward to its backward: all of them at the backward's start;
 * **gradient buffers**: in backward a unit's unsharded gradients (its size) and the
-  reduce-scatter input, a copy of them (the largest unit counts twice; with
+  reduce-scatter input, a copy of them (the largest unit counts twice). With
   ``gathered="step"`` every unit's unsharded gradients, reduce-scattered at the end of the
-  backward, plus the largest unit's reduce-scatter input); HSDP all-reduces
-  the sharded gradient over the replicas (a buffer of the largest unit's shard);
+  backward unit by unit: a unit's gradient is held unsharded until its reduce-scatter and
+  sharded after, never both (gradients set to None between steps, ``zero_grad``'s
+  default), so they count ``P - P/shard`` beyond the sharded gradients, plus the largest
+  unit's reduce-scatter input and output. HSDP all-reduces the sharded gradient over the
+  replicas (a buffer of the largest unit's shard);
 * **DDP**: the whole model's parameters, gradients and optimizer state, plus its buckets,
   which hold a copy of every gradient unless ``gradient_as_bucket_view=True``.
 
@@ -128,10 +131,16 @@ class RankMemory:
         if left <= 0:
             raise InfeasibleBudget(
                 f"a {self.strategy} rank (world {self.world}, shard {self.shard}) holds "
-                f"{self.fixed_bytes} bytes besides activations, more than the device's "
-                f"{total}: shard over more ranks or use a larger device",
+                f"{self.fixed_bytes} bytes besides activations ({self.terms()}), more than "
+                f"the device's {total}: shard over more ranks or use a larger device",
                 min_budget_bytes=self.fixed_bytes)
         return left
+
+    def terms(self) -> str:
+        """The fixed part term by term, for messages."""
+        return (f"parameters {self.params_bytes}, gradients {self.grads_bytes}, optimizer "
+                f"state {self.optimizer_bytes}, gathered parameters {self.gathered_bytes}, "
+                f"buffers {self.buffer_bytes}")
 
 
 def unit_sizes(model: nn.Module, units: list[str] | None = None) -> dict[str, int]:
@@ -247,11 +256,17 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
         pair = max(pairs, default=max(inner, default=0))
         held = root + pair
     largest = max(sizes.values(), default=0)
-    # Unsharded gradients (a unit's; all of them when reduce-scattered at the end of the
-    # backward, as under a plan) and the reduce-scatter input; HSDP's all-reduce.
-    grads = total if gathered == "step" else largest
-    buffers = 0 if gathered == "chain" else grads + largest
-    buffers += _padded(largest, shard) // shard if replicate > 1 else 0
+    if gathered == "step":
+        # Reduce-scattered at the end of the backward, unit by unit (FSDP2's final
+        # callback): a unit's gradient is held unsharded until then and sharded after,
+        # never both (gradients set to None between steps), so the unsharded gradients
+        # count beyond the share in grads_bytes; and the largest unit's reduce-scatter
+        # input and output (measured: docs/distributed.md, "What a rank holds").
+        buffers = max(0, total - share) + largest + _padded(largest, shard) // shard
+    else:
+        # The computing unit's unsharded gradients and its reduce-scatter input.
+        buffers = 0 if gathered == "chain" else 2 * largest
+    buffers += _padded(largest, shard) // shard if replicate > 1 else 0  # HSDP's all-reduce
     return RankMemory(world, shard, replicate, strategy, reshard_after_forward, gathered,
                       sizes, share, share, copies * share, held, buffers)
 
