@@ -25,10 +25,19 @@ from torch import fx
 
 from chainplan.runtime.linearloss import linear_cross_entropy
 
-__all__ = ["UNFUSED_HEAD", "has_fused_head", "plain_linear_cross_entropy", "unfused"]
+__all__ = ["DEVICES", "UNFUSED_HEAD", "has_fused_head", "plain_linear_cross_entropy",
+           "unfused"]
 
 #: The name of the unfused head's form, in a stage's options and a plan's choices.
 UNFUSED_HEAD = "unfused_head"
+
+#: The device types whose profiles measure the unfused head as an option. Not the CPU: its
+#: allocator hands the logits' large blocks back to the system, and the unfused head then
+#: costs the whole step more than its own time. On bench/promise's GPT (one thread, a
+#: 8192-word head), the head measured 102.8 ms unfused against 106.2 ms fused, timed in
+#: alternation, while the store-all step ran 0.987x the plain step with it and 0.798x with
+#: the fused head (bench/promise/headform.py): the stage's time does not see the cost.
+DEVICES = frozenset({"cuda"})
 
 
 def plain_linear_cross_entropy(h: torch.Tensor, weight: torch.Tensor,

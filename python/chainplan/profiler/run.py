@@ -27,6 +27,7 @@ from tqdm import tqdm
 
 from chainplan import _bind
 from chainplan.errors import ProfileError
+from chainplan.graph import headform
 from chainplan.graph.call import encoder_decoder, training_call
 from chainplan.graph.options import stage_options
 from chainplan.graph.split import profiled_chain
@@ -242,8 +243,9 @@ def profile_model(
                                    and chain.split is not None else None)
                     # Not yet for an encoder-decoder: its unfused head's plans measured
                     # two logits above their prediction (T5, tests/graph/test_encoder_decoder.py).
+                    # Not on the CPU (headform.DEVICES says why).
                     if (stage_options and chain.split is not None and k == len(stages)
-                            and not encoder_decoder(model)):
+                            and not encoder_decoder(model) and device.type in headform.DEVICES):
                         forms = _forms(stage, x, repeats, warmup, device, holds_end)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,

@@ -27,6 +27,7 @@ import torch
 from torch import nn
 
 import chainplan
+from chainplan.graph import headform
 from chainplan.graph.chain import extract
 from chainplan.graph.headform import UNFUSED_HEAD
 from chainplan.schema import read_rows, write_profile
@@ -64,6 +65,13 @@ def _call() -> dict[str, torch.Tensor]:
     labels = ids.clone()
     labels[0, :5] = -100
     return {"input_ids": ids, "labels": labels}
+
+
+@pytest.fixture(autouse=True)
+def _on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The profiles measure the unfused head on the CPU too (headform.DEVICES leaves the
+    CPU out for the time it costs there, which is not what these tests check)."""
+    monkeypatch.setattr(headform, "DEVICES", headform.DEVICES | {"cpu"})
 
 
 def _form_option(options_json: str | None) -> dict[str, Any] | None:
@@ -111,6 +119,13 @@ def test_the_profile_measures_the_unfused_head_as_an_option() -> None:
     kept = chainplan.profile(model, **call, keep_logits=True, **OPTS)
     assert all(_form_option(r.options_json) is None for r in kept.rows)
     assert extract(model, (), call, keep_logits=True).stages[-1].forms == ()
+
+
+def test_the_cpu_keeps_the_fused_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a device type headform.DEVICES leaves out, the profile has no form option."""
+    monkeypatch.setattr(headform, "DEVICES", frozenset({"cuda"}))
+    prof = chainplan.profile(llama(), **_call(), **OPTS)
+    assert all(_form_option(r.options_json) is None for r in prof.rows)
 
 
 @pytest.mark.parametrize("build", [llama, gpt2], ids=["llama", "gpt2-tied"])
