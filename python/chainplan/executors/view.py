@@ -98,7 +98,7 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
     def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if not torch.is_grad_enabled():
             return plain_forward(self, *args, **kwargs)
-        with gathered_units(self, state.model):  # under fully_shard: executors/fsdp.py
+        with gathered_units(self, state.model, state, (args, kwargs)):  # under fully_shard: executors/fsdp.py
             return state.run(args, kwargs)
 
     functools.update_wrapper(forward, plain_forward)
