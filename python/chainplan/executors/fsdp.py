@@ -180,10 +180,11 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
     got = state.executor(*args, **kwargs)
     chain, net = got if isinstance(got, tuple) else (None, got)
     doc = state.plan_for(*args, **kwargs)
-    if chain is None or not isinstance(net, CheckpointedChain) or doc is None:
+    runs = chain is not None and isinstance(net, CheckpointedChain) and doc is not None
+    _same_plan(plain, doc, runs)  # before any unit's collective, whichever mode runs
+    if not runs:
         _gather_all(units)  # offloading or declared stages: the step mode
         return None
-    _same_plan(plain, doc)
     driver = _drivers.get(net)
     if driver is None:
         groups, members = [], []
@@ -204,15 +205,16 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
     return driver
 
 
-def _same_plan(plain: nn.Module, doc: Any) -> None:
-    """Refuse, on every rank, plans that differ between the ranks (checked once per plan:
-    one all_gather_object, before the step's first collective)."""
+def _same_plan(plain: nn.Module, doc: Any, runs: bool) -> None:
+    """Refuse, on every rank, plans (or executors: ``runs``, whether the stages gather)
+    that differ between the ranks (checked once per plan: one all_gather_object, before
+    the step's first collective)."""
     import hashlib
 
     import torch.distributed as dist
 
-    digest = hashlib.sha256(repr((doc.num_stages, [str(op) for op in doc.sequence]))
-                            .encode()).hexdigest()
+    ops = [str(op) for op in doc.sequence] if doc is not None else []
+    digest = hashlib.sha256(repr((runs, ops)).encode()).hexdigest()
     agreed = _agreed.setdefault(plain, set())
     if digest in agreed or not dist.is_initialized():
         return

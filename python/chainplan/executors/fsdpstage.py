@@ -172,7 +172,7 @@ class StageGathering:
                     driver._release_all_but(driver.reads[k])  # what recomputations left
                     driver._gather(driver.reads[k])
 
-            out.register_hook(before_backward)
+            out.register_hook(before_backward)  # type: ignore[no-untyped-call]
 
     def backward_done(self, k: int) -> None:
         """Stage k's backward is done: reduce-scatter the units it was the last to read
