@@ -154,7 +154,11 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
     for rank, (g, s) in enumerate(zip(_ok(per_stage, "stage"), _ok(per_stage, "step"),
                                       strict=True)):
         assert g["recomputed"], (rank, g)
-        assert g["measured"] < s["measured"], (rank, g, s)
+        # Two of the four blocks at most are gathered at once (step: all four, and all
+        # their unsharded gradients). The CPU peaks vary by up to two blocks from run to
+        # run (measured: 708 376-807 128 per stage, 899 928-1 001 560 per step), so one
+        # block's parameters less is asserted.
+        assert g["measured"] + g["block_bytes"] <= s["measured"], (rank, g, s)
         assert g["gathers"] > s["gathers"], (rank, g, s)
 
 

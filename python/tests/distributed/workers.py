@@ -228,7 +228,8 @@ def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]
         return {"refused": f"{type(e).__name__}: {e}", "alive": flag.item()}
     forwards = [op.stage for op in plan.sequence if op.kind != "B"]
     out.update(planned=rp.peak_bytes, fixed=mem.fixed_bytes, activations=plan.peak_bytes,
-               recomputed=sorted({k for k in forwards if forwards.count(k) > 1}))
+               recomputed=sorted({k for k in forwards if forwards.count(k) > 1}),
+               block_bytes=mem.units["blocks.0"])
     return out
 
 
