@@ -137,6 +137,8 @@ def gathered_units(model: nn.Module, plain: nn.Module, state: Any = None,
         if gathering(plain) == "stage" and state is not None and call is not None:
             driver = _stage_driver(plain, units, state, call)
         if driver is None:
+            for other in _drivers_of.get(plain, ()):
+                other.active = False  # a step run with "step" after "stage"
             _gather_all(units)
         else:
             driver.start()
@@ -156,6 +158,8 @@ def _gather_all(units: list[tuple[nn.Module, Any]]) -> None:
 
 #: The stage gathering of each executor (a CheckpointedChain), made at its first step.
 _drivers: weakref.WeakKeyDictionary[nn.Module, Any] = weakref.WeakKeyDictionary()
+#: The stage gatherings of each plain model's executors.
+_drivers_of: weakref.WeakKeyDictionary[nn.Module, list[Any]] = weakref.WeakKeyDictionary()
 #: The call keys whose chain each plain model has captured (under a gathered step).
 _captured: weakref.WeakKeyDictionary[nn.Module, set[Any]] = weakref.WeakKeyDictionary()
 #: The plans every rank was found to share, by plain model (their digests).
@@ -200,6 +204,7 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
             mod = r.owner() if r.kind == "state" and r.owner is not None else None
             outside |= {g for g, ms in enumerate(members) if mod is not None and id(mod) in ms}
         driver = _drivers[net] = StageGathering(list(net.stages), groups, members, outside)
+        _drivers_of.setdefault(plain, []).append(driver)
         # Stretches run several stages as one call, past the stages' hooks: run each stage.
         net._stretches = {False: {}, True: {}}
     return driver
