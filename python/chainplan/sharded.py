@@ -40,7 +40,11 @@ world``, DDP ``shard = 1``):
 user's ``fully_shard``, docs/distributed.md) the chain runs with every unit gathered for the
 whole step (``gathered="step"``): a recomputation then reads parameters already resident,
 so it costs no all-gather, and the gathered term is the whole model. That is the price of
-composing under FSDP2 from outside its units; the sharded state is still divided.
+composing under FSDP2 from outside its units; the sharded state is still divided. With
+``gathered="stage"`` (:mod:`chainplan.executors.fsdpstage`; ``RankPlan.wrap`` then runs the
+view that way) each unit is gathered around the stages that read it: the root, the unit
+of the stage whose backward runs and the one a recomputation before it reads (the two
+largest units count), one unit's unsharded gradients and its reduce-scatter input.
 
 Everything here is an estimate from sizes, in bytes, with no allocator rounding; the
 distributed tests (python/tests/distributed) check it against measured peaks.
@@ -59,7 +63,7 @@ from torch import nn
 from chainplan._bind import parse_bytes
 from chainplan.api import plan
 from chainplan.errors import InfeasibleBudget, PlanError
-from chainplan.executors.fsdp import expect_world
+from chainplan.executors.fsdp import expect_world, set_gathering
 from chainplan.executors.view import plain_model
 
 __all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_rank", "rank_memory",
@@ -69,7 +73,7 @@ __all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_ran
 _OPTIMIZER_COPIES = {"adamw": 2, "adam": 2, "sgd-momentum": 1, "sgd": 0, "none": 0}
 
 _STRATEGIES = ("fsdp", "hsdp", "ddp")
-_GATHERED = ("per-unit", "step", "chain")
+_GATHERED = ("per-unit", "step", "chain", "stage")
 
 
 def optimizer_copies(optimizer: str) -> int:
@@ -92,7 +96,8 @@ class RankMemory:
         reshard_after_forward: FSDP2's option for the non-root units.
         gathered_mode: ``"per-unit"`` (FSDP2 gathers a unit when it runs), ``"step"``
             (every unit gathered for the step: chainplan composed under ``fully_shard``
-            on a model split from its graph) or ``"chain"`` (the computing unit counted in
+            on a model split from its graph), ``"stage"`` (each unit around the plan's
+            stages that read it) or ``"chain"`` (the computing unit counted in
             the chain's stages, :mod:`chainplan.shardchain`).
         units: each wrapping unit's unsharded parameter bytes, by name; ``""`` is the root
             (parameters owned by no other unit).
@@ -211,7 +216,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
             ``fully_shard`` was applied to); with bytes, each unit's bytes (the root's is
             what is left of the total).
         strategy: ``"fsdp"``, ``"hsdp"`` or ``"ddp"`` (default: from ``shard``).
-        gathered: ``"per-unit"`` (default), ``"step"`` (module docstring) or ``"chain"``:
+        gathered: ``"per-unit"`` (default), ``"step"``, ``"stage"`` (module docstring) or
+            ``"chain"``:
             each stage of the planned chain is a unit, whose gathered parameters,
             gradients and reduce-scatter input :func:`chainplan.shardchain.sharded_chain`
             adds to its stage; the fixed part then holds the root and one prefetched unit.
@@ -251,6 +257,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
         held = total
     elif gathered == "chain":  # the computing unit is its stage's (shardchain.py)
         held = root + max(inner, default=0)  # the one FSDP prefetches
+    elif gathered == "stage":  # the backward's unit and a recomputed stage's
+        held = root + sum(sorted(inner)[-2:])
     else:
         pairs = [a + b for a, b in zip(inner, inner[1:], strict=False)]
         pair = max(pairs, default=max(inner, default=0))
@@ -327,6 +335,7 @@ class RankPlan:
                             f"world={actual})")
         view: nn.Module = self.plan.wrap(model)
         expect_world(plain_model(view), self.memory.world, self.memory.shard)
+        set_gathering(view, "stage" if self.memory.gathered_mode == "stage" else "step")
         return view
 
 

@@ -43,6 +43,10 @@ def test_reshard_after_forward_false_and_whole_step() -> None:
     # Each stage a unit, counted in the chain (shardchain): the root and one prefetched.
     chain = rank_memory(1000, world=4, units=UNITS, gathered="chain")
     assert (chain.gathered_bytes, chain.buffer_bytes, chain.fixed_bytes) == (500, 0, 1500)
+    # Gathered per stage (executors/fsdpstage.py): the root and the two largest units (the
+    # backward's and a recomputation's), one unit's unsharded gradients and its copy.
+    stage = rank_memory(1000, world=4, units=UNITS, gathered="stage")
+    assert (stage.gathered_bytes, stage.buffer_bytes, stage.fixed_bytes) == (800, 600, 2400)
 
 
 def test_hsdp_and_ddp() -> None:
