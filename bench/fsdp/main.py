@@ -15,7 +15,7 @@ session, whose chainplan variants are planned at every alternative's measured pe
 compiled ones' included. Times are compared as ratios to the plain FSDP2 step of the same
 session (bench/fsdp/report.py). Run from the repository root after ``make bind``::
 
-    nice .venv/bin/python bench/fsdp/main.py [--rounds 15] [--sweep 4]
+    nice .venv/bin/python bench/fsdp/main.py [--rounds 15] [--sweep 4] [--gathered stage]
         [--compile-budgets 0.5,0.1] [--compile-timeout 420] [-o docs/distributed-bench.md]
 """
 
@@ -95,6 +95,10 @@ def main() -> int:
     ap.add_argument("--model", choices=("gpt", "gpt-chain"), default="gpt",
                     help="gpt: blocks in a ModuleList (every unit gathered for the step under "
                     "a plan); gpt-chain: an nn.Sequential (gathered per stage)")
+    ap.add_argument("--gathered", choices=("step", "stage"), default="step",
+                    help="gpt: every FSDP unit gathered for the step under a plan (step), "
+                    "or each around the stages reading it (stage; every rank runs rank 0's "
+                    "plan)")
     ap.add_argument("-o", "--output", default="")
     ap.add_argument("--render", default="",
                     help="render the measurements a run saved (its JSON) instead of running")
@@ -142,7 +146,8 @@ def main() -> int:
         print(f"bench/fsdp: {name} done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr,
               flush=True)
     got, why = run_session({"kind": "main", "size": size, "chain": chain, "rounds": args.rounds,
-                            "sweep": args.sweep, "targets": targets}, 1800)
+                            "sweep": args.sweep, "targets": targets,
+                            "gathered": args.gathered}, 1800)
     if why:
         print(f"bench/fsdp: the main session {why}", file=sys.stderr)
         return 1

@@ -10,7 +10,8 @@ a variant's time is the median over the rounds, so a busy machine slows all of t
 chainplan's variants are planned on the rank's own profile: at activation budgets spread
 from its smallest plan to store-all, and at each alternative's measured per-rank peak, whose
 activation budget is that memory less ``rank_memory(..., gathered="step").fixed_bytes``
-(the step keeps every unit gathered, docs/distributed.md) and, a second time, less the fixed
+(the step keeps every unit gathered, docs/distributed.md; with ``--gathered stage``,
+``gathered="stage"``, every rank running rank 0's plan) and, a second time, less the fixed
 part measured on the sweep's plans (what a user who measured one run would plan with). A
 plan's planned per-rank memory is rank_memory's fixed part plus its activation peak.
 """
@@ -116,7 +117,7 @@ class _Planner:
     """chainplan on the rank's own profile: plans at activation budgets, each wrapped and
     sharded once (identical plans run once, under every label that asked for them)."""
 
-    def __init__(self, model: nn.Module, batch: Batch) -> None:
+    def __init__(self, model: nn.Module, batch: Batch, spec_gathered: str = "step") -> None:
         import chainplan
         from chainplan.shardchain import sharded_chain
         from chainplan.sharded import rank_memory
@@ -136,14 +137,18 @@ class _Planner:
             path.write_text(str(text[0]))
             self.source: Any = path
             units, gathered = [str(i) for i in range(len(model))], "chain"
-        else:  # every unit gathered for the step (executors/fsdp.py)
+        else:  # every unit gathered for the step, or per stage (executors/fsdpstage.py)
             self.source = prof
             units = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
-            gathered = "step"
+            gathered = spec_gathered
+        self.gathered = gathered
         self.fixed = rank_memory(model, world=world, gathered=gathered,
                                  units=units).fixed_bytes
-        self.lo = chainplan.plan(self.source, budget="min").budget_bytes
-        self.hi = chainplan.plan(self.source, budget="min", algo="store-all").budget_bytes
+        lohi = [chainplan.plan(self.source, budget="min").budget_bytes,
+                chainplan.plan(self.source, budget="min", algo="store-all").budget_bytes]
+        if gathered == "stage":  # the collectives follow the plan: every rank runs rank 0's
+            dist.broadcast_object_list(lohi, src=0)
+        self.lo, self.hi = lohi
         self.seen: dict[str, _Variant] = {}
 
     def add(self, label: str, budget: int, target: int, fixed: int) -> _Variant | None:
@@ -156,6 +161,10 @@ class _Planner:
             p = chainplan.plan(self.source, budget=max(budget, 1))
         except chainplan.InfeasibleBudget:
             p = None
+        if self.gathered == "stage":
+            box = [p]
+            dist.broadcast_object_list(box, src=0)
+            p = box[0]
         # Each rank plans on its own profile: what runs is decided together, or one rank
         # would wait in a collective of a variant the other never built.
         key = str(p) + repr(sorted(p.choices.items())) if p is not None else ""
@@ -169,7 +178,8 @@ class _Planner:
             self.seen[key].info["labels"].append(label)
             return None
         assert p is not None
-        v = _Variant(label, "chainplan", build("chainplan", self.model, plan=p), labels=[],
+        v = _Variant(label, "chainplan", build("chainplan", self.model, plan=p,
+                                               gathered=self.gathered), labels=[],
                      target=target, planned=self.fixed + p.peak_bytes, fixed=self.fixed,
                      activations=p.peak_bytes)
         self.seen[key if key not in self.seen else f"{key}#{len(self.seen)}"] = v
@@ -182,7 +192,7 @@ def _chainplan(model: nn.Module, spec: dict[str, Any], batch: Batch,
     store-all, then at each per-rank memory of ``targets``: once less rank_memory's fixed
     part (what a user plans with), once less the fixed part measured on the sweep's plans
     (the largest, over plans and ranks, of measured peak less planned activations)."""
-    planner = _Planner(model, batch)
+    planner = _Planner(model, batch, spec.get("gathered", "step"))
     lo, hi, k = planner.lo, planner.hi, spec["sweep"]
     out: list[_Variant] = []
 

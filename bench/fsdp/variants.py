@@ -98,12 +98,15 @@ def _blocks(net: nn.Module) -> tuple[Any, range]:
 
 def build(kind: str, model: nn.Module, **options: Any) -> nn.Module:
     """A sharded copy of ``model`` trained the way ``kind`` names (module docstring).
-    ``options``: ``plan`` (chainplan)."""
+    ``options``: ``plan`` and ``gathered`` (chainplan: ``set_gathering``'s mode)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
     net = copy.deepcopy(model)
     if kind == "chainplan":
+        from chainplan.executors.fsdp import set_gathering
+
         net = options["plan"].wrap(net)
+        set_gathering(net, options.get("gathered", "step"))
     container, which = _blocks(net)
     if kind in ("per-block", "sac", "sac-torchtitan"):
         for i in which:

@@ -120,14 +120,16 @@ func appendValue(b array.Builder, v any) {
 	case *array.BinaryBuilder:
 		b.Append(v.([]byte))
 	case *array.StringBuilder:
-		b.Append(formatValue(v))
+		b.Append(Text(v))
 	default: // *array.NullBuilder: only nil reaches it
 		b.AppendNull()
 	}
 }
 
-// formatValue writes a value as text.
-func formatValue(v any) string {
+// Text writes a value as database/sql returns it as text: numbers in the shortest form
+// that reads back exactly, times in RFC 3339 (UTC), bytes as they are. The SQL command's
+// CSV and table writers use it too, so a value reads alike in every output format.
+func Text(v any) string {
 	switch v := v.(type) {
 	case string:
 		return v

@@ -194,22 +194,7 @@ func tableCell(v any) string {
 	case []byte:
 		return "x'" + hex.EncodeToString(v) + "'"
 	}
-	return textValue(v)
-}
-
-// textValue writes a number as text, floats in the shortest form that reads back exactly.
-func textValue(v any) string {
-	switch v := v.(type) {
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	case bool:
-		return strconv.FormatBool(v)
-	case string:
-		return v
-	}
-	return fmt.Sprint(v)
+	return arrowtable.Text(v)
 }
 
 // csvResult writes RFC 4180 CSV with a header; NULL is an empty field, blobs \x-prefixed hex.
@@ -229,7 +214,7 @@ func (c *csvResult) row(vals []any) error {
 		case []byte:
 			c.rec = append(c.rec, `\x`+hex.EncodeToString(v))
 		default:
-			c.rec = append(c.rec, textValue(v))
+			c.rec = append(c.rec, arrowtable.Text(v))
 		}
 	}
 	return c.w.Write(c.rec)

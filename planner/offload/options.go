@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/planner/internal/discretize"
 )
 
 // Options configures the offloading planners.
@@ -27,13 +28,7 @@ type Options struct {
 // SlotsFor returns the slots for a budget: def when Slots is 0, the budget itself (unit 1)
 // when Slots is negative.
 func (o Options) SlotsFor(budget, def int64) int64 {
-	switch {
-	case o.Slots == 0:
-		return def
-	case o.Slots < 0:
-		return max(budget, 1)
-	}
-	return o.Slots
+	return discretize.Slots(o.Slots, budget, def)
 }
 
 // MemoryModel returns the plan's memory model, Fractional when Model is unset.

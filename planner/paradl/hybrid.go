@@ -75,21 +75,9 @@ func (e *evaluator) dataSpatial(p1, p2 int) Candidate {
 	iters := float64(c.Iterations)
 	split, data := hybridGroups(p1, p2)
 	sl := e.c.Group(split)
-	for i := range e.m.Layers {
-		l := &e.m.Layers[i]
-		if l.Spatial {
-			c.Compute.ForwardBackwardS += e.share(p) * e.perSample(l, bg/float64(p2))
-			c.Comm.HaloS += iters * halos(l, bg, sl)
-		} else {
-			c.Compute.ForwardBackwardS += e.share(p1) * e.perSample(l, bg)
-		}
-	}
+	e.splitLayers(&c, bg, p1, p2, lastSplit, sl)
 	c.Compute.WeightUpdateS = iters * e.updates(one)
 	c.Comm.GradientS = iters * (cluster.RingAllReduce(p2, e.sumW, sl) + cluster.RingAllReduce(p1, e.sumW, e.c.Group(data)))
-	if lastSplit < len(e.m.Layers)-1 {
-		y := bg * float64(e.m.Layers[lastSplit].OutBytes) / float64(e.m.BatchSize)
-		c.Comm.GatherS = iters * 2 * float64(p2-1) * sl.Time(y/float64(p2))
-	}
 	act := e.activations(b, func(i int) float64 {
 		if e.m.Layers[i].Spatial {
 			return float64(p)

@@ -63,23 +63,33 @@ func (e *evaluator) spatial(p int) Candidate {
 	if limit > 0 && int64(p) > limit {
 		c.Infeasible = fmt.Sprintf("p = %d exceeds the smallest split map W·H = %d (limit p ≤ min W·H)", p, limit)
 	}
+	e.splitLayers(&c, b, 1, p, lastSplit, link)
+	c.Compute.WeightUpdateS = iters * e.updates(one)
+	c.Comm.GradientS = iters * cluster.RingAllReduce(p, e.sumW, link)
+	e.memory(&c, e.activations(b, e.spatialDiv(float64(p))), e.weights(1), 1)
+	return c
+}
+
+// splitLayers adds the terms of spatial splitting for p1 groups of p2 devices, each group
+// computing bg samples (spatial: p1 = 1, bg = B; data + spatial: bg = B/p1): a split layer
+// computes bg/p2 samples per device and exchanges its halos over the group's link, a layer
+// after the split computes the group's whole bg samples, and when such layers follow, an
+// all-gather over the group rebuilds the last split layer's full maps.
+func (e *evaluator) splitLayers(c *Candidate, bg float64, p1, p2, lastSplit int, link cluster.Link) {
+	iters := float64(c.Iterations)
 	for i := range e.m.Layers {
 		l := &e.m.Layers[i]
 		if l.Spatial {
-			c.Compute.ForwardBackwardS += e.share(p) * e.perSample(l, b/float64(p))
-			c.Comm.HaloS += iters * halos(l, b, link)
+			c.Compute.ForwardBackwardS += e.share(p1*p2) * e.perSample(l, bg/float64(p2))
+			c.Comm.HaloS += iters * halos(l, bg, link)
 		} else {
-			c.Compute.ForwardBackwardS += float64(e.o.DatasetSize) * e.perSample(l, b)
+			c.Compute.ForwardBackwardS += e.share(p1) * e.perSample(l, bg)
 		}
 	}
-	c.Compute.WeightUpdateS = iters * e.updates(one)
-	c.Comm.GradientS = iters * cluster.RingAllReduce(p, e.sumW, link)
 	if lastSplit < len(e.m.Layers)-1 {
-		y := b * float64(e.m.Layers[lastSplit].OutBytes) / float64(e.m.BatchSize)
-		c.Comm.GatherS = iters * 2 * float64(p-1) * link.Time(y/float64(p))
+		y := bg * float64(e.m.Layers[lastSplit].OutBytes) / float64(e.m.BatchSize)
+		c.Comm.GatherS = iters * 2 * float64(p2-1) * link.Time(y/float64(p2))
 	}
-	e.memory(&c, e.activations(b, e.spatialDiv(float64(p))), e.weights(1), 1)
-	return c
 }
 
 // halos returns one iteration's halo exchanges of a split layer on samples samples: per

@@ -75,6 +75,9 @@ class PlanDocument:
         choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
             the positions of the nodes of the stage's captured graph that its first
             forward keeps (docs/formats-schedule.md); empty for other plans.
+        forms: the stages whose chosen option is a form option, by stage: the form the
+            executor runs the stage in (``"unfused_head"``: a language model's head
+            unfused from its loss, :mod:`chainplan.graph.headform`); empty for other plans.
         multichain: for a plan of towers joined at the loss (the ``multichain``
             algorithms), its section: the operations then name their branch; else None.
         keep_logits: whether the profile the plan was made from kept a language model's
@@ -102,6 +105,7 @@ class PlanDocument:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     chain_json: str | None = field(default=None, compare=False, repr=False)
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    forms: dict[int, str] = field(default_factory=dict)
     multichain: Multichain | None = None
     keep_logits: bool | None = field(default=None, compare=False)
     source: dict[str, Any] | None = field(default=None, compare=False, repr=False)
@@ -149,6 +153,18 @@ class PlanDocument:
                                     f"'options' entry for stage {op.stage}")
         if self.offload is not None:
             self.offload.check(ops=len(self.sequence), stages=self.num_stages)
+
+    def validate_for(self, stages: int) -> None:
+        """:meth:`validate`, and check the plan is for a chain of ``stages`` stages (what an
+        executor checks before it runs the plan on a model's stages).
+
+        Raises:
+            ScheduleError: the plan is malformed or is for another number of stages.
+        """
+        self.validate()
+        if self.num_stages != stages:
+            raise ScheduleError(
+                f"the plan is for {self.num_stages} stages, the model has {stages}")
 
     def __str__(self) -> str:
         return ", ".join(str(op) for op in self.sequence)

@@ -26,10 +26,13 @@ world``, DDP ``shard = 1``):
   unit's, prefetched (the largest two consecutive units count). With ``False`` every unit
   stays gathered from its forward to its backward: all of them at the backward's start;
 * **gradient buffers**: in backward a unit's unsharded gradients (its size) and the
-  reduce-scatter input, a copy of them (the largest unit counts twice; with
+  reduce-scatter input, a copy of them (the largest unit counts twice). With
   ``gathered="step"`` every unit's unsharded gradients, reduce-scattered at the end of the
-  backward, plus the largest unit's reduce-scatter input); HSDP all-reduces
-  the sharded gradient over the replicas (a buffer of the largest unit's shard);
+  backward unit by unit: a unit's gradient is held unsharded until its reduce-scatter and
+  sharded after, never both (gradients set to None between steps, ``zero_grad``'s
+  default), so they count ``P - P/shard`` beyond the sharded gradients, plus the largest
+  unit's reduce-scatter input and output. HSDP all-reduces the sharded gradient over the
+  replicas (a buffer of the largest unit's shard);
 * **DDP**: the whole model's parameters, gradients and optimizer state, plus its buckets,
   which hold a copy of every gradient unless ``gradient_as_bucket_view=True``.
 
@@ -37,7 +40,11 @@ world``, DDP ``shard = 1``):
 user's ``fully_shard``, docs/distributed.md) the chain runs with every unit gathered for the
 whole step (``gathered="step"``): a recomputation then reads parameters already resident,
 so it costs no all-gather, and the gathered term is the whole model. That is the price of
-composing under FSDP2 from outside its units; the sharded state is still divided.
+composing under FSDP2 from outside its units; the sharded state is still divided. With
+``gathered="stage"`` (:mod:`chainplan.executors.fsdpstage`; ``RankPlan.wrap`` then runs the
+view that way) each unit is gathered around the stages that read it: the root, the unit
+of the stage whose backward runs and the one a recomputation before it reads (the two
+largest units count), one unit's unsharded gradients and its reduce-scatter input.
 
 Everything here is an estimate from sizes, in bytes, with no allocator rounding; the
 distributed tests (python/tests/distributed) check it against measured peaks.
@@ -56,7 +63,7 @@ from torch import nn
 from chainplan._bind import parse_bytes
 from chainplan.api import plan
 from chainplan.errors import InfeasibleBudget, PlanError
-from chainplan.executors.fsdp import expect_world
+from chainplan.executors.fsdp import expect_world, set_gathering
 from chainplan.executors.view import plain_model
 
 __all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_rank", "rank_memory",
@@ -66,7 +73,7 @@ __all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_ran
 _OPTIMIZER_COPIES = {"adamw": 2, "adam": 2, "sgd-momentum": 1, "sgd": 0, "none": 0}
 
 _STRATEGIES = ("fsdp", "hsdp", "ddp")
-_GATHERED = ("per-unit", "step", "chain")
+_GATHERED = ("per-unit", "step", "chain", "stage")
 
 
 def optimizer_copies(optimizer: str) -> int:
@@ -89,7 +96,8 @@ class RankMemory:
         reshard_after_forward: FSDP2's option for the non-root units.
         gathered_mode: ``"per-unit"`` (FSDP2 gathers a unit when it runs), ``"step"``
             (every unit gathered for the step: chainplan composed under ``fully_shard``
-            on a model split from its graph) or ``"chain"`` (the computing unit counted in
+            on a model split from its graph), ``"stage"`` (each unit around the plan's
+            stages that read it) or ``"chain"`` (the computing unit counted in
             the chain's stages, :mod:`chainplan.shardchain`).
         units: each wrapping unit's unsharded parameter bytes, by name; ``""`` is the root
             (parameters owned by no other unit).
@@ -128,10 +136,16 @@ class RankMemory:
         if left <= 0:
             raise InfeasibleBudget(
                 f"a {self.strategy} rank (world {self.world}, shard {self.shard}) holds "
-                f"{self.fixed_bytes} bytes besides activations, more than the device's "
-                f"{total}: shard over more ranks or use a larger device",
+                f"{self.fixed_bytes} bytes besides activations ({self.terms()}), more than "
+                f"the device's {total}: shard over more ranks or use a larger device",
                 min_budget_bytes=self.fixed_bytes)
         return left
+
+    def terms(self) -> str:
+        """The fixed part term by term, for messages."""
+        return (f"parameters {self.params_bytes}, gradients {self.grads_bytes}, optimizer "
+                f"state {self.optimizer_bytes}, gathered parameters {self.gathered_bytes}, "
+                f"buffers {self.buffer_bytes}")
 
 
 def unit_sizes(model: nn.Module, units: list[str] | None = None) -> dict[str, int]:
@@ -202,7 +216,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
             ``fully_shard`` was applied to); with bytes, each unit's bytes (the root's is
             what is left of the total).
         strategy: ``"fsdp"``, ``"hsdp"`` or ``"ddp"`` (default: from ``shard``).
-        gathered: ``"per-unit"`` (default), ``"step"`` (module docstring) or ``"chain"``:
+        gathered: ``"per-unit"`` (default), ``"step"``, ``"stage"`` (module docstring) or
+            ``"chain"``:
             each stage of the planned chain is a unit, whose gathered parameters,
             gradients and reduce-scatter input :func:`chainplan.shardchain.sharded_chain`
             adds to its stage; the fixed part then holds the root and one prefetched unit.
@@ -242,16 +257,24 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
         held = total
     elif gathered == "chain":  # the computing unit is its stage's (shardchain.py)
         held = root + max(inner, default=0)  # the one FSDP prefetches
+    elif gathered == "stage":  # the backward's unit and a recomputed stage's
+        held = root + sum(sorted(inner)[-2:])
     else:
         pairs = [a + b for a, b in zip(inner, inner[1:], strict=False)]
         pair = max(pairs, default=max(inner, default=0))
         held = root + pair
     largest = max(sizes.values(), default=0)
-    # Unsharded gradients (a unit's; all of them when reduce-scattered at the end of the
-    # backward, as under a plan) and the reduce-scatter input; HSDP's all-reduce.
-    grads = total if gathered == "step" else largest
-    buffers = 0 if gathered == "chain" else grads + largest
-    buffers += _padded(largest, shard) // shard if replicate > 1 else 0
+    if gathered == "step":
+        # Reduce-scattered at the end of the backward, unit by unit (FSDP2's final
+        # callback): a unit's gradient is held unsharded until then and sharded after,
+        # never both (gradients set to None between steps), so the unsharded gradients
+        # count beyond the share in grads_bytes; and the largest unit's reduce-scatter
+        # input and output (measured: docs/distributed.md, "What a rank holds").
+        buffers = max(0, total - share) + largest + _padded(largest, shard) // shard
+    else:
+        # The computing unit's unsharded gradients and its reduce-scatter input.
+        buffers = 0 if gathered == "chain" else 2 * largest
+    buffers += _padded(largest, shard) // shard if replicate > 1 else 0  # HSDP's all-reduce
     return RankMemory(world, shard, replicate, strategy, reshard_after_forward, gathered,
                       sizes, share, share, copies * share, held, buffers)
 
@@ -312,6 +335,7 @@ class RankPlan:
                             f"world={actual})")
         view: nn.Module = self.plan.wrap(model)
         expect_world(plain_model(view), self.memory.world, self.memory.shard)
+        set_gathering(view, "stage" if self.memory.gathered_mode == "stage" else "step")
         return view
 
 

@@ -44,10 +44,24 @@ def test_defaults_and_one_budget_for_every_stage() -> None:
      "checkpoint: want one budget or 2"),
     ({"mesh": {}, "checkpoint": [-5]}, "checkpoint[0]: want null"),
     ({"mesh": {}, "checkpoint": [True]}, "checkpoint[0]: want null"),
+    ({"mesh": {}, "memory": 0}, "memory: want null, a positive byte count"),
+    ({"mesh": {}, "memory": [1]}, "memory: want null, a positive byte count"),
+    ({"mesh": {}, "memory": "8GiB", "checkpoint": "min"}, "memory and checkpoint: give one"),
 ])
 def test_refused_naming_the_field(doc: dict, message: str) -> None:
     with pytest.raises(PlanError, match=message.replace("[", r"\[").replace("]", r"\]")):
         LaunchCandidate.from_dict(doc)
+
+
+def test_memory_per_rank() -> None:
+    """``memory`` (one rank's device memory) is written back only where it is set: the
+    advisors' launch object has no such field."""
+    doc = {"mesh": {"pp": 1, "dp": 2, "tp": 1}, "microbatch": 4, "microbatches": 1,
+           "cuts": [], "checkpoint": [None], "memory": "8GiB"}
+    c = LaunchCandidate.from_dict(doc)
+    assert c.memory == "8GiB" and c.budget(0) is None
+    assert c.to_dict() == doc and LaunchCandidate.from_json(c.to_json()) == c
+    assert "memory" not in LaunchCandidate.from_dict(EXAMPLE).to_dict()
 
 
 def test_not_json() -> None:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import chainplan
+from chainplan.sharded import RankMemory, rank_memory
 from tests.launch import models, session
 from tests.launch.workers import STEPS
 
@@ -163,6 +164,13 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         {"name": "ck-graph", "candidate": {"mesh": {"pp": 2}, "cuts": [3],
                                            "checkpoint": ["min", None]},
          "data_parallel": "ddp", "example": True},
+        {"name": "memory-fixed", "candidate": {"mesh": {"dp": 2}, "memory": 1000}},
+        {"name": "memory-pp", "candidate": {"mesh": {"pp": 2}, "cuts": [3], "memory": "1GiB"},
+         "data_parallel": "ddp"},
+        {"name": "memory-ck", "candidate": {"mesh": {"dp": 2}, "memory": "1GiB",
+                                            "checkpoint": "min"}},
+        {"name": "memory-optimizer", "candidate": {"mesh": {"dp": 2}, "memory": "1GiB"},
+         "optimizer": "lamb"},
     ]
     res = session.run(2, {"kind": "refuse", "options": {"cases": cases}}, tmp_path, wait_s=90)
     got = res[0]
@@ -180,6 +188,19 @@ def test_refusals_before_any_collective(tmp_path: Path) -> None:
         got["plan"]
     assert "checkpointing inside stages needs the model's layers declared as an " \
         "nn.Sequential (GPT is cut from its graph" in got["ck-graph"], got["ck-graph"]
+    # A rank whose fixed part alone exceeds the candidate's memory: the figures and terms.
+    gpt = models.GPT()
+    fixed = rank_memory(gpt, world=2, strategy="fsdp", gathered="step",
+                        units=[f"blocks.{i}" for i in range(len(gpt.blocks))])
+    assert got["memory-fixed"].startswith("InfeasibleBudget: memory: the candidate's 1000 per "
+                                          "rank: a fsdp rank (world 2, shard 2) holds "
+                                          f"{fixed.fixed_bytes} bytes besides activations "
+                                          f"({fixed.terms()}), more than the device's 1000"), \
+        got["memory-fixed"]
+    assert "PlanError: memory with pp > 1" in got["memory-pp"], got["memory-pp"]
+    assert "memory and checkpoint: give one" in got["memory-ck"], got["memory-ck"]
+    assert "optimizer must be one of" in got["memory-optimizer"] \
+        and "'lamb'" in got["memory-optimizer"], got["memory-optimizer"]
 
 
 def test_killed_rank_is_named(tmp_path: Path) -> None:
@@ -223,3 +244,45 @@ def test_pp2_checkpointed_stage(tmp_path: Path) -> None:
                                                        "data_parallel": "ddp"}}, tmp_path)
     _check_against_reference("chain", cand, res, 8, len(dict(models.chain().named_parameters())))
     assert [r["checkpointed_plans"] for r in res if r is not None] == [1, 0], res
+
+
+def _memory_between(kind: str, microbatch: int, memory: RankMemory) -> int:
+    """A rank's device memory whose activation part (``memory``'s fixed part taken off)
+    lies halfway between the plan's smallest budget and storing everything: a plan that
+    must recompute, profiled here as Checkpointed profiles the rank's part (no loss)."""
+    x, _ = models.data(kind, microbatch, 1)[0]
+    prof = chainplan.profile(models.build(kind), x, repeats=1, warmup=0, progress=False,
+                             spread_warning=None)
+    lo = chainplan.plan(prof, budget="min").budget_bytes
+    hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
+    assert lo < hi, (lo, hi)
+    return int(memory.fixed_bytes + (lo + hi) // 2)
+
+
+@pytest.mark.parametrize("data_parallel", ["fsdp", "ddp"])
+def test_dp2_memory_planned_per_rank(tmp_path: Path, data_parallel: str) -> None:
+    """A candidate's per-rank memory: parallelize plans each rank's activations within it
+    less rank_memory's fixed part (FSDP2: sharded over dp, every unit gathered for the step;
+    DDP: whole, with its buckets); the same training as one process, and each rank's peak,
+    as launch.measure measures it, within its planned peak +2 %, itself within the memory."""
+    model = models.GPT()
+    if data_parallel == "fsdp":
+        fixed = rank_memory(model, world=2, strategy="fsdp", gathered="step",
+                            units=[f"blocks.{i}" for i in range(len(model.blocks))])
+    else:
+        fixed = rank_memory(model, world=2, strategy="ddp")
+    memory = _memory_between("gpt", 4, fixed)
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "memory": memory}
+    res = session.run(2, {"kind": "train", "options": {
+        "kind": "gpt", "candidate": cand, "data_parallel": data_parallel, "measure": True}},
+        tmp_path)
+    _check_against_reference("gpt", cand, res, 8, len(dict(models.GPT().named_parameters())))
+    for r in res:
+        assert r is not None and r["checkpointed_plans"] == 1, r
+        assert r["fixed"] == fixed.fixed_bytes, r  # the stack parallelize built, counted
+        assert r["over_plan"] == [], r
+        for peak, planned in zip(r["peaks"], r["planned"], strict=True):
+            # Before: no planned peak (the memory field unknown); with the fixed part not
+            # taken off the memory, a plan whose peak with it exceeds the memory.
+            assert planned is not None and fixed.fixed_bytes < planned <= memory, (r, memory)
+            assert 0 < peak <= 1.02 * planned, (r, memory)

@@ -35,12 +35,18 @@ def test_fsdp_terms() -> None:
 def test_reshard_after_forward_false_and_whole_step() -> None:
     kept = rank_memory(1000, world=4, units=UNITS, reshard_after_forward=False)
     assert (kept.gathered_bytes, kept.buffer_bytes, kept.fixed_bytes) == (1000, 600, 2600)
-    # Composed under fully_shard: all gathered, all unsharded gradients until the end.
+    # Composed under fully_shard: all gathered, all unsharded gradients until the end
+    # (750 beyond the rank's 250 of sharded gradients: a unit's gradient is held unsharded
+    # or sharded, never both), the largest unit's reduce-scatter input and output (300, 75).
     step = rank_memory(1000, world=4, units=UNITS, gathered="step")
-    assert (step.gathered_bytes, step.buffer_bytes, step.fixed_bytes) == (1000, 1300, 3300)
+    assert (step.gathered_bytes, step.buffer_bytes, step.fixed_bytes) == (1000, 1125, 3125)
     # Each stage a unit, counted in the chain (shardchain): the root and one prefetched.
     chain = rank_memory(1000, world=4, units=UNITS, gathered="chain")
     assert (chain.gathered_bytes, chain.buffer_bytes, chain.fixed_bytes) == (500, 0, 1500)
+    # Gathered per stage (executors/fsdpstage.py): the root and the two largest units (the
+    # backward's and a recomputation's), one unit's unsharded gradients and its copy.
+    stage = rank_memory(1000, world=4, units=UNITS, gathered="stage")
+    assert (stage.gathered_bytes, stage.buffer_bytes, stage.fixed_bytes) == (800, 600, 2400)
 
 
 def test_hsdp_and_ddp() -> None:

@@ -38,6 +38,20 @@ func Unit(budgetBytes, slots int64) int64 {
 	return budgetBytes / slots
 }
 
+// Slots returns the slot count a request's slots option asks for at a budget: def when it
+// is 0 (the planner's default), the budget itself (unit 1, exact bytes) when it is
+// negative, else the count asked for. Every planner that discretizes memory reads the
+// option through it, so "slots" means the same in each.
+func Slots(asked, budgetBytes, def int64) int64 {
+	switch {
+	case asked == 0:
+		return def
+	case asked < 0:
+		return max(budgetBytes, 1)
+	}
+	return asked
+}
+
 // Exact returns the chain with sizes in bytes (unit 1).
 func Exact(c *chainplan.Chain) *Chain { return WithUnit(c, 1) }
 

@@ -39,6 +39,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors.forms import with_forms
 from chainplan.executors.program import Program
 from chainplan.executors.stretch import Stretch, stretches
 from chainplan.ops import Op
@@ -340,10 +341,9 @@ class CheckpointedChain(nn.Module):
 
     def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__()
-        plan.validate()
-        if plan.num_stages != len(stages):
-            raise ScheduleError(
-                f"the plan is for {plan.num_stages} stages, the model has {len(stages)}")
+        plan.validate_for(len(stages))
+        # A stage the plan runs in another form (a head unfused from its loss) is that form.
+        stages, plan = with_forms(stages, plan)
         self.stages = nn.ModuleList(stages)
         self.plan = plan
         self.program = Program.of(plan)

@@ -31,6 +31,11 @@ nothing. The memory this costs is :func:`chainplan.sharded.rank_memory`'s
 ``gathered="step"``. Grouped units (``fully_shard([a, b])``) and a mixed-precision policy
 (FSDP's cast of the root's inputs and parameters) are refused: the stages would compute in
 another dtype than FSDP's units.
+
+``set_gathering(net, "stage")`` chooses the other mode for a model cut from its graph:
+each unit gathered only around the stages that read it (:mod:`chainplan.executors.fsdpstage`,
+``rank_memory(gathered="stage")``); every rank must then run the same plan, which the
+first step checks.
 """
 
 from __future__ import annotations
@@ -46,10 +51,40 @@ from torch import nn
 
 from chainplan.errors import PlanError
 
-__all__ = ["expect_world", "fsdp_units", "gathered_units"]
+__all__ = ["GATHERINGS", "expect_world", "fsdp_units", "gathered_units", "gathering",
+           "set_gathering"]
 
 #: What a RankPlan's wrap expects of the model's units: (world, shard), by plain model.
 _expected: weakref.WeakKeyDictionary[nn.Module, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+#: How a planned view's FSDP units are gathered: for the whole step, or per stage.
+GATHERINGS = ("step", "stage")
+_gathering: weakref.WeakKeyDictionary[nn.Module, str] = weakref.WeakKeyDictionary()
+
+
+def set_gathering(net: nn.Module, mode: str) -> None:
+    """How the planned view ``net`` (or its plain model) gathers its FSDP units in training:
+    ``"step"`` (the default: every unit for the whole step, module docstring) or
+    ``"stage"`` (each unit around the stages that read it; every rank must run the same
+    plan: :mod:`chainplan.executors.fsdpstage`).
+
+    Raises:
+        PlanError: another mode.
+    """
+    if mode not in GATHERINGS:
+        raise PlanError(f"gathering must be one of {', '.join(GATHERINGS)} (got {mode!r})")
+    _gathering[_plain(net)] = mode
+
+
+def gathering(net: nn.Module) -> str:
+    """The gathering mode of the planned view ``net`` (``"step"`` unless set)."""
+    return _gathering.get(_plain(net), "step")
+
+
+def _plain(net: nn.Module) -> nn.Module:
+    from chainplan.executors.view import plain_model  # view imports this module
+
+    return plain_model(net)
 
 
 def expect_world(model: nn.Module, world: int, shard: int) -> None:
@@ -79,9 +114,12 @@ def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
 
 
 @contextlib.contextmanager
-def gathered_units(model: nn.Module, plain: nn.Module) -> Iterator[None]:
-    """Run a planned forward of ``model`` (the view; ``plain`` its plain model) with every
-    FSDP unit gathered and FSDP's forward hooks set aside (module docstring)."""
+def gathered_units(model: nn.Module, plain: nn.Module, state: Any = None,
+                   call: tuple[tuple[Any, ...], dict[str, Any]] | None = None) -> Iterator[None]:
+    """Run a planned forward of ``model`` (the view; ``plain`` its plain model; ``state``
+    its :class:`~chainplan.executors.view.Planned` and ``call`` the call's arguments) with
+    every FSDP unit gathered, or with ``"stage"`` gathering each around the stages that
+    read it, and FSDP's forward hooks set aside (module docstring)."""
     units = fsdp_units(model)
     if not units:
         yield
@@ -90,20 +128,110 @@ def gathered_units(model: nn.Module, plain: nn.Module) -> Iterator[None]:
     if isinstance(plain, nn.Sequential):  # its stages are called: FSDP's hooks run per unit
         yield
         return
-    for _, state in units:
-        for group in state._fsdp_param_groups:
-            if not group.is_unsharded:
-                group.unshard()
-                group.wait_for_unshard()
     saved = []
     for m, _ in units:
         saved.append((m, m._forward_pre_hooks, m._forward_hooks))
         m._forward_pre_hooks, m._forward_hooks = OrderedDict(), OrderedDict()
     try:
+        driver = None
+        if gathering(plain) == "stage" and state is not None and call is not None:
+            driver = _stage_driver(plain, units, state, call)
+        if driver is None:
+            for other in _drivers_of.get(plain, ()):
+                other.active = False  # a step run with "step" after "stage"
+            _gather_all(units)
+        else:
+            driver.start()
         yield
     finally:
         for m, pre, post in saved:
             m._forward_pre_hooks, m._forward_hooks = pre, post
+
+
+def _gather_all(units: list[tuple[nn.Module, Any]]) -> None:
+    for _, st in units:
+        for group in st._fsdp_param_groups:
+            if not group.is_unsharded:
+                group.unshard()
+                group.wait_for_unshard()
+
+
+#: The stage gathering of each executor (a CheckpointedChain), made at its first step.
+_drivers: weakref.WeakKeyDictionary[nn.Module, Any] = weakref.WeakKeyDictionary()
+#: The stage gatherings of each plain model's executors.
+_drivers_of: weakref.WeakKeyDictionary[nn.Module, list[Any]] = weakref.WeakKeyDictionary()
+#: The call keys whose chain each plain model has captured (under a gathered step).
+_captured: weakref.WeakKeyDictionary[nn.Module, set[Any]] = weakref.WeakKeyDictionary()
+#: The plans every rank was found to share, by plain model (their digests).
+_agreed: weakref.WeakKeyDictionary[nn.Module, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: Any,
+                  call: tuple[tuple[Any, ...], dict[str, Any]]) -> Any:
+    """The :class:`~chainplan.executors.fsdpstage.StageGathering` of this call's executor
+    (None: this call runs with every unit gathered, module docstring of fsdpstage)."""
+    from chainplan.executors.checkpoint import CheckpointedChain
+    from chainplan.executors.fsdpstage import StageGathering
+    from chainplan.graph.call import training_call
+    from chainplan.graph.chain import input_key
+
+    args, kwargs = call
+    key = input_key(plain, *training_call(plain, args, kwargs))
+    seen = _captured.setdefault(plain, set())
+    if key not in seen:  # the capture (or Checkpointed's profile) reads every parameter
+        _gather_all(units)
+        seen.add(key)
+    got = state.executor(*args, **kwargs)
+    chain, net = got if isinstance(got, tuple) else (None, got)
+    doc = state.plan_for(*args, **kwargs)
+    runs = chain is not None and isinstance(net, CheckpointedChain) and doc is not None
+    _same_plan(plain, doc, runs)  # before any unit's collective, whichever mode runs
+    if not runs:
+        _gather_all(units)  # offloading or declared stages: the step mode
+        return None
+    driver = _drivers.get(net)
+    if driver is None:
+        groups, members = [], []
+        for m, st in units:
+            if m.__dict__ is plain.__dict__:  # the view or its plain model
+                continue  # the root: gathered by its own hook for the step
+            for group in st._fsdp_param_groups:
+                groups.append(group)
+                members.append({id(x) for x in m.modules()})
+        outside = set()
+        epilogue = getattr(chain.outputs, "epilogue", None)
+        for r in [*chain.prelude_reads, *getattr(epilogue, "reads", ())]:
+            mod = r.owner() if r.kind == "state" and r.owner is not None else None
+            outside |= {g for g, ms in enumerate(members) if mod is not None and id(mod) in ms}
+        driver = _drivers[net] = StageGathering(list(net.stages), groups, members, outside)
+        _drivers_of.setdefault(plain, []).append(driver)
+        # Stretches run several stages as one call, past the stages' hooks: run each stage.
+        net._stretches = {False: {}, True: {}}
+    return driver
+
+
+def _same_plan(plain: nn.Module, doc: Any, runs: bool) -> None:
+    """Refuse, on every rank, plans (or executors: ``runs``, whether the stages gather)
+    that differ between the ranks (checked once per plan: one all_gather_object, before
+    the step's first collective)."""
+    import hashlib
+
+    import torch.distributed as dist
+
+    ops = [str(op) for op in doc.sequence] if doc is not None else []
+    digest = hashlib.sha256(repr((runs, ops)).encode()).hexdigest()
+    agreed = _agreed.setdefault(plain, set())
+    if digest in agreed or not dist.is_initialized():
+        return
+    every: list[Any] = [None] * dist.get_world_size()
+    dist.all_gather_object(every, digest)
+    differ = [r for r, d in enumerate(every) if d != every[0]]
+    if differ:
+        raise PlanError(f"{type(plain).__name__}: gathering FSDP units per stage needs the "
+                        f"same plan on every rank, and ranks {differ} run another plan than "
+                        "rank 0's: make the plan once and share it (or use "
+                        "set_gathering(net, 'step'))")
+    agreed.add(digest)
 
 
 def _check(model: nn.Module, plain: nn.Module, units: list[tuple[nn.Module, Any]]) -> None:

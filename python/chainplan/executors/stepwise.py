@@ -144,10 +144,7 @@ class StepwiseChain(nn.Module):
 
     def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__()
-        plan.validate()
-        if plan.num_stages != len(stages):
-            raise ScheduleError(
-                f"the plan is for {plan.num_stages} stages, the model has {len(stages)}")
+        plan.validate_for(len(stages))
         self.stages = nn.ModuleList(stages)
         self.plan = plan
         loss = len(stages) + 1

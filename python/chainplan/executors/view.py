@@ -98,7 +98,8 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
     def forward(self: nn.Module, *args: Any, **kwargs: Any) -> Any:
         if not torch.is_grad_enabled():
             return plain_forward(self, *args, **kwargs)
-        with gathered_units(self, state.model):  # under fully_shard: executors/fsdp.py
+        # Under fully_shard: executors/fsdp.py (and fsdpstage.py) gather the units.
+        with gathered_units(self, state.model, state, (args, kwargs)):
             return state.run(args, kwargs)
 
     functools.update_wrapper(forward, plain_forward)

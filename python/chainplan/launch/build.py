@@ -31,6 +31,7 @@ from chainplan.graph.chain import extract
 from chainplan.graph.split import declared
 from chainplan.launch.candidate import DIMS, Budget, LaunchCandidate
 from chainplan.launch.meshgroups import mesh_groups
+from chainplan.launch.rankplan import activation_budget, candidate_memory
 from chainplan.launch.run import Parallelized
 from chainplan.launch.stageplan import cuts_plan, staged_chain
 from chainplan.launch.tensorparallel import apply_tp, tp_plan
@@ -48,7 +49,7 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                 | None = None, *, loss_fn: Any = None, data_parallel: DataParallel = "fsdp",
                 compile: bool = False, plan: PipelineDocument | None = None,
                 example: Any = None, example_kwargs: dict[str, Any] | None = None,
-                timeout_s: float = 300.0) -> Parallelized:
+                optimizer: str = "adamw", timeout_s: float = 300.0) -> Parallelized:
     """Build ``model`` for this rank of ``mesh`` as ``candidate`` says.
 
     Call it on every rank, after ``torch.distributed.init_process_group``, with the model
@@ -75,6 +76,9 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
             candidate's cuts, one per rank of the ``pp`` group.
         example, example_kwargs: one micro-batch's call, for a model that is not an
             ``nn.Sequential`` cut into pipeline stages.
+        optimizer: the optimizer's name (``"adamw"``, default; ``"adam"``,
+            ``"sgd-momentum"``, ``"sgd"``, ``"none"``): with the candidate's ``memory``, its
+            state per parameter counts in the rank's fixed part (:mod:`.rankplan`).
         timeout_s: how long a rank of a pipeline waits for a peer before it gives up,
             naming it (the pipeline groups are made with it; the ``dp`` and ``tp`` groups
             of the mesh have the process group's timeout, ``init_process_group(timeout=)``;
@@ -85,6 +89,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
 
     Raises:
         PlanError: what is refused (module docstring), naming the field or the block.
+        InfeasibleBudget: the candidate's ``memory`` does not hold what the rank holds
+            besides activations (the figures and the terms in the message).
     """
     if not dist.is_available() or not dist.is_initialized():
         raise PlanError("parallelize runs in a process group: call "
@@ -97,6 +103,12 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     if data_parallel not in ("fsdp", "ddp"):
         raise PlanError(f"data_parallel: want 'fsdp' or 'ddp' (got {data_parallel!r})")
     budgets = [cand.budget(k) for k in range(cand.pp)]
+    memory = None
+    if cand.memory is not None:  # the activations planned within it less the fixed part
+        memory = candidate_memory(model, cand, data_parallel, optimizer,
+                                  _unit_names(model, sharded_root_only=isinstance(
+                                      model, nn.Sequential)))
+        budgets = [activation_budget(memory, cand)]
     _refuse(cand, budgets, data_parallel, compile)
     if plan is not None:
         _check_plan(plan, cand, budgets)
@@ -149,14 +161,16 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                             prefix=f"chainplan/parallelize/{next(_ids)}",
                             timeout_s=timeout_s)
     net: nn.Module = model
+    view = None
     if budgets[0] is not None:
-        net = Checkpointed(model, budget=budgets[0])
+        net = view = Checkpointed(model, budget=budgets[0])
     if compile:
         net = torch.compile(net)  # type: ignore[assignment]
     if cand.dp > 1:
         net = _data_parallel(net, model, groups, data_parallel)
     return Parallelized(cand, groups, module=net, loss_fn=loss_fn, average=average,
-                        prefix=f"chainplan/parallelize/{next(_ids)}", timeout_s=timeout_s)
+                        prefix=f"chainplan/parallelize/{next(_ids)}", timeout_s=timeout_s,
+                        memory=memory, view=view)
 
 
 def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None,
@@ -252,6 +266,15 @@ def _data_parallel(net: nn.Module, model: nn.Module, groups: Any, how: str) -> n
     # then runs with every unit gathered for the step (executors/fsdp.py).
     fully_shard(net if isinstance(net, Checkpointed) else model, mesh=groups.dp_mesh)
     return net
+
+
+def _unit_names(model: nn.Module, *, sharded_root_only: bool) -> list[str]:
+    """The module paths :func:`_data_parallel` gives ``fully_shard`` below the root (none
+    for a checkpointed ``nn.Sequential``, sharded at the wrapper alone)."""
+    if sharded_root_only:
+        return []
+    names = {id(m): n for n, m in model.named_modules()}
+    return [names[id(b)] for b in _blocks(model)]
 
 
 def _blocks(model: nn.Module) -> Iterator[nn.Module]:

@@ -6,6 +6,7 @@ candidate shape")::
 
     {"mesh": {"pp": 2, "dp": 2, "tp": 1}, "microbatch": 4, "microbatches": 8,
      "cuts": [3], "checkpoint": ["min", null]}
+    {"mesh": {"dp": 2}, "microbatch": 4, "memory": "8GiB"}
 
 * ``mesh``: the size of each named dimension of the ``DeviceMesh`` (a missing one is 1);
   their product is the number of processes.
@@ -17,6 +18,10 @@ candidate shape")::
 * ``checkpoint``: the activation budget of each stage's chainplan checkpointing, one value
   for every stage or a list of ``pp``: null or ``"none"`` (no checkpointing), ``"min"``, a
   byte count, or a size such as ``"2GiB"``.
+* ``memory``: one rank's device memory (bytes or a size), for ``pp`` = 1 and ``tp`` = 1:
+  :func:`chainplan.parallelize` plans the rank's activations within it less what the rank
+  holds besides them (:func:`chainplan.sharded.rank_memory`), instead of a ``checkpoint``
+  budget (give one or the other).
 
 This module never imports torch.
 """
@@ -55,6 +60,7 @@ class LaunchCandidate:
     microbatches: int = 1
     cuts: tuple[int, ...] = ()
     checkpoint: tuple[Budget, ...] = field(default=(None,))
+    memory: int | str | None = None
 
     def __post_init__(self) -> None:
         for name in (*DIMS, "microbatch", "microbatches"):
@@ -78,6 +84,15 @@ class LaunchCandidate:
                                   or (isinstance(b, int) and b <= 0)):
                 raise PlanError(f"checkpoint[{i}]: want null, \"none\", \"min\", a positive "
                                 f"byte count or a size such as \"2GiB\" (got {b!r})")
+        m = self.memory
+        if m is not None and (isinstance(m, bool) or not isinstance(m, int | str)
+                              or (isinstance(m, int) and m <= 0) or m == ""):
+            raise PlanError(f"memory: want null, a positive byte count or a size such as "
+                            f"\"8GiB\" (got {m!r})")
+        if m is not None and any(b is not None for b in self.checkpoint):
+            raise PlanError(f"memory and checkpoint: give one (memory {m!r}: parallelize plans "
+                            f"the activations within it less the rank's fixed part; checkpoint "
+                            f"{list(self.checkpoint)}: the activation budget itself)")
 
     @property
     def world(self) -> int:
@@ -95,10 +110,14 @@ class LaunchCandidate:
         return None if b == "none" else b
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object (module docstring); :meth:`from_dict` reads it back."""
-        return {"mesh": self.mesh_shape, "microbatch": self.microbatch,
-                "microbatches": self.microbatches, "cuts": list(self.cuts),
-                "checkpoint": list(self.checkpoint)}
+        """The JSON object (module docstring); :meth:`from_dict` reads it back. ``memory``
+        only where it is set (the advisors' ``launch`` object has no such field)."""
+        out: dict[str, Any] = {"mesh": self.mesh_shape, "microbatch": self.microbatch,
+                               "microbatches": self.microbatches, "cuts": list(self.cuts),
+                               "checkpoint": list(self.checkpoint)}
+        if self.memory is not None:
+            out["memory"] = self.memory
+        return out
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict())
@@ -109,7 +128,7 @@ class LaunchCandidate:
         ``microbatchs`` would otherwise launch the default)."""
         try:
             f = Fields(obj, where)
-            known = {"mesh", "microbatch", "microbatches", "cuts", "checkpoint"}
+            known = {"mesh", "microbatch", "microbatches", "cuts", "checkpoint", "memory"}
             unknown = sorted(set(f.obj) - known)
             if unknown:
                 raise PlanError(f"{f.path(unknown[0])}: unknown field (a launch candidate has "
@@ -126,7 +145,8 @@ class LaunchCandidate:
             return cls(pp=mesh.integer("pp", 1), dp=mesh.integer("dp", 1),
                        tp=mesh.integer("tp", 1), microbatch=f.integer("microbatch", 1),
                        microbatches=f.integer("microbatches", 1),
-                       cuts=tuple(int(c) for c in f.integers("cuts")), checkpoint=budgets)
+                       cuts=tuple(int(c) for c in f.integers("cuts")), checkpoint=budgets,
+                       memory=f.obj.get("memory"))
         except ScheduleError as err:  # Fields' errors: the same message, the launcher's type
             raise PlanError(str(err)) from err
 

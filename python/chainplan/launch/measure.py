@@ -7,7 +7,12 @@ optimizer's first state) are left out. The peak is measured over the iteration a
 the pipeline's measurement does it (:mod:`chainplan.pipeline.measure`): on CUDA the
 device's peak of allocated memory; on the CPU the rank's parameters, buffers and optimizer
 state plus the peak a :class:`~chainplan.profiler.memory.MemoryProbe` saw allocated above
-them. This is what ``advice record`` stores as a candidate's measurement.
+them (and DDP's gradient buckets, allocated when DDP is built). This is what ``advice
+record`` stores as a candidate's measurement.
+
+With the candidate's ``memory`` each rank's planned peak comes beside its measured one
+(:attr:`~chainplan.launch.run.Parallelized.planned_bytes`): :meth:`LaunchMeasure.over_plan`
+names the ranks whose peak exceeds it.
 """
 
 from __future__ import annotations
@@ -31,14 +36,28 @@ __all__ = ["LaunchMeasure", "measure"]
 @dataclass(frozen=True)
 class LaunchMeasure:
     """The same on every rank: the median iteration time (seconds, the slowest rank's
-    per iteration), the iterations timed, and each rank's peak (bytes, by global rank)."""
+    per iteration), the iterations timed, each rank's peak (bytes, by global rank) and its
+    planned peak (None where the candidate gives no ``memory``)."""
 
     iteration_time_s: float
     iterations: int
     peak_bytes: tuple[int, ...]
+    planned_bytes: tuple[int | None, ...] = ()
+
+    def over_plan(self, tolerance: float = 0.02) -> list[int]:
+        """The ranks whose measured peak exceeds their planned peak by more than
+        ``tolerance`` (issue 34's promise: +2 %)."""
+        return [r for r, (m, p) in enumerate(zip(self.peak_bytes, self.planned_bytes,
+                                                 strict=False))
+                if p is not None and m > (1 + tolerance) * p]
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "peak_bytes": list(self.peak_bytes)}
+        out = {**asdict(self), "peak_bytes": list(self.peak_bytes),
+               "planned_bytes": list(self.planned_bytes)}
+        out["peak_over_planned"] = [None if p is None else m / p
+                                    for m, p in zip(self.peak_bytes, self.planned_bytes,
+                                                    strict=False)]
+        return out
 
 
 def measure(par: Parallelized, step: Callable[[], Any], optimizer: torch.optim.Optimizer, *,
@@ -78,9 +97,10 @@ def measure(par: Parallelized, step: Callable[[], Any], optimizer: torch.optim.O
         dist.all_reduce(took, op=dist.ReduceOp.MAX)
         times.append(float(took.item()))
     peaks: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(peaks, peak)
+    dist.all_gather_object(peaks, (peak, par.planned_bytes))
     return LaunchMeasure(iteration_time_s=statistics.median(times), iterations=steps,
-                         peak_bytes=tuple(int(p) for p in peaks))
+                         peak_bytes=tuple(int(p) for p, _ in peaks),
+                         planned_bytes=tuple(None if q is None else int(q) for _, q in peaks))
 
 
 def _peak(par: Parallelized, iteration: Callable[[], None], optimizer: torch.optim.Optimizer,
@@ -92,10 +112,20 @@ def _peak(par: Parallelized, iteration: Callable[[], None], optimizer: torch.opt
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device))
     resident = held_bytes(par.parameters()) + held_bytes(
-        t for state in optimizer.state.values() for t in state.values())
+        t for state in optimizer.state.values() for t in state.values()) + _buckets(par.module)
     with MemoryProbe(device=device) as probe:
         iteration()
     return resident + int(probe.peak_bytes)
+
+
+def _buckets(module: Any) -> int:
+    """DDP's gradient buckets, held by its reducer through the steps (allocated when DDP is
+    built and rebuilt at its first step, both before the probe): their bytes, read from
+    zero copies of them. 0 for anything but DDP."""
+    reducer = getattr(module, "reducer", None)
+    if reducer is None or not hasattr(reducer, "_get_zeros_like_grad_buckets"):
+        return 0
+    return held_bytes(reducer._get_zeros_like_grad_buckets())
 
 
 def _sync(device: torch.device) -> None:

@@ -21,6 +21,7 @@ from torch import nn
 
 from chainplan.errors import PlanError
 from chainplan.launch.candidate import LaunchCandidate
+from chainplan.launch.rankplan import planned_peak
 from chainplan.pipeline.failure import FailureBoard
 from chainplan.pipeline.reference import split_microbatches
 from chainplan.pipeline.runtime import failure_store
@@ -37,12 +38,17 @@ class Parallelized:
             (``pp`` = 1), else None. runner: the pipeline runner (``pp`` > 1), else None.
             average: whether :meth:`step` averages the gradients over ``dp`` itself (DDP's
             mean, where DDP cannot wrap: a pipeline's stages, DTensor parameters).
+        memory: with the candidate's ``memory``, what the rank holds besides activations
+            (a :class:`~chainplan.sharded.RankMemory`), else None.
     """
 
     def __init__(self, candidate: LaunchCandidate, groups: Any, *, module: nn.Module | None = None,
                  runner: Any = None, loss_fn: Callable[..., torch.Tensor] | None = None,
-                 prefix: str, average: bool = False, timeout_s: float = 300.0) -> None:
+                 prefix: str, average: bool = False, timeout_s: float = 300.0,
+                 memory: Any = None, view: nn.Module | None = None) -> None:
         self.candidate, self.groups = candidate, groups
+        self.memory = memory
+        self._view = view  # the Checkpointed part planned within memory
         self.module, self.runner = module, runner
         self.loss_fn = loss_fn
         self.mesh = groups.mesh
@@ -58,6 +64,15 @@ class Parallelized:
         else:
             assert self.module is not None
             yield from self.module.parameters()
+
+    @property
+    def planned_bytes(self) -> int | None:
+        """This rank's planned peak with the candidate's ``memory``: the fixed part and the
+        activation plan's peak (``Checkpointed`` plans at its first forward: None before
+        the first :meth:`step`, and without ``memory``). At most ``memory``."""
+        if self.memory is None or self._view is None:
+            return None
+        return planned_peak(self.memory, self._view)
 
     @property
     def batch(self) -> int:

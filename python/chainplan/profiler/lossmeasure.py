@@ -24,6 +24,7 @@ from chainplan.profiler.measuring import (
     resolve_device,
     single_tensor,
     timed,
+    timed_passes,
 )
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
@@ -152,18 +153,12 @@ def measure_loss(
         grad_bytes = nbytes(a_in.grad) if a_in.grad is not None else 0
         a_in.grad = None
 
-        fwd_times: list[float] = []
-        for _ in range(timed_runs):
-            loss, elapsed = timed(forward, dev)
-            fwd_times.append(elapsed)
-            del loss
-        bwd_times: list[float] = []
-        for _ in range(timed_runs):
-            loss = forward()
-            _, elapsed = timed(partial(torch.autograd.backward, loss), dev)
-            bwd_times.append(elapsed)
+        def drop_grad() -> None:
             a_in.grad = None
-            del loss
+
+        fwd_times, bwd_times = timed_passes(
+            forward, lambda loss: partial(torch.autograd.backward, loss), timed_runs, dev,
+            drop_grad)
 
     return LossMeasurement(
         fwd_time_s=statistics.median(fwd_times),

@@ -146,3 +146,31 @@ def timed(fn: Callable[[], _T], dev: torch.device) -> tuple[_T, float]:
     begin = time.perf_counter_ns()
     result = fn()
     return result, (time.perf_counter_ns() - begin) / 1e9
+
+
+def timed_passes(forward: Callable[[], _T], backward_of: Callable[[_T], Callable[[], Any]],
+                 runs: int, dev: torch.device,
+                 after_backward: Callable[[], None] | None = None
+                 ) -> tuple[list[float], list[float]]:
+    """``runs`` timed forwards, then ``runs`` timed backwards, each on a fresh untimed
+    forward; returns both lists of durations (seconds), in run order.
+
+    ``backward_of(result)`` gives the backward to time on a forward's result (its seeds,
+    such as a random output gradient, drawn outside the timing); ``after_backward`` runs
+    after each backward (to drop the input's gradient). Every result is dropped before the
+    next run, so no run holds another's activations.
+    """
+    fwd_times: list[float] = []
+    for _ in range(runs):
+        result, elapsed = timed(forward, dev)
+        fwd_times.append(elapsed)
+        del result
+    bwd_times: list[float] = []
+    for _ in range(runs):
+        backward = backward_of(forward())
+        _, elapsed = timed(backward, dev)
+        bwd_times.append(elapsed)
+        del backward
+        if after_backward is not None:
+            after_backward()
+    return fwd_times, bwd_times

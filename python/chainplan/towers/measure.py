@@ -36,7 +36,12 @@ from torch.utils import _pytree as pytree
 
 from chainplan.errors import ProfileError
 from chainplan.profiler.lossmeasure import own_loss
-from chainplan.profiler.measuring import preallocate_grads, preserved, random_like, timed
+from chainplan.profiler.measuring import (
+    preallocate_grads,
+    preserved,
+    random_like,
+    timed_passes,
+)
 from chainplan.profiler.memory import MemoryProbe
 from chainplan.profiler.saved import SavedTensorProbe
 from chainplan.profiler.sizes import held_nbytes, nbytes, shares_storage
@@ -140,18 +145,9 @@ def measure_join(join: JoinFn, outputs: Sequence[torch.Tensor], *, model: nn.Mod
             del tensors, grads, result
         grad_bytes = sum(nbytes(t.grad) for t in ins if t.grad is not None)
         clear()
-        fwd_times: list[float] = []
-        for _ in range(repeats):
-            result, elapsed = timed(forward, device)
-            fwd_times.append(elapsed)
-            del result
-        bwd_times: list[float] = []
-        for _ in range(repeats):
-            tensors, grads = seeds(forward())
-            _, elapsed = timed(partial(torch.autograd.backward, tensors, grads), device)
-            bwd_times.append(elapsed)
-            clear()
-            del tensors, grads
+        fwd_times, bwd_times = timed_passes(
+            forward, lambda result: partial(torch.autograd.backward, *seeds(result)), repeats,
+            device, clear)
     return JoinMeasurement(fwd_times_s=tuple(fwd_times), bwd_times_s=tuple(bwd_times),
                            fwd_tmp_bytes=fwd.peak_bytes,
                            bwd_tmp_bytes=max(0, kept + bwd.peak_bytes - grad_bytes),

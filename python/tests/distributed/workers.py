@@ -31,11 +31,11 @@ STEPS, BATCH, SEQ = 3, 4, 16  # BATCH: the global batch, split over the ranks
 EPS = 1e-6
 
 
-def _gpt() -> nn.Module:
+def _gpt(blocks: int = 2) -> nn.Module:
     from tests.graph.models import GPT
 
     torch.manual_seed(1234)
-    model = GPT(blocks=2, seq=SEQ)
+    model = GPT(blocks=blocks, seq=SEQ)
     for m in model.modules():
         if isinstance(m, nn.Dropout):
             m.p = 0.0
@@ -191,9 +191,51 @@ def rank_plan(world: int | None = None, shard: int | None = None) -> dict[str, A
     return out
 
 
-def plain_fsdp() -> dict[str, Any]:
+def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]:
+    """One plan (rank 0's, sent to every rank) of a 4-block GPT wrapped with
+    ``RankPlan.wrap``, then sharded: ``gathered`` "stage" gathers each unit around the
+    stages reading it, "step" every unit for the step; ``differ``: rank 1 runs another
+    plan (refused by "stage" on every rank)."""
+    import chainplan
+    from chainplan.sharded import RankPlan, rank_memory
+
+    model = _gpt(blocks=4)
+    ref = copy.deepcopy(model)
+    n, rank = dist.get_world_size(), dist.get_rank()
+    _, _, idx_l, y_l = _batches(n, rank)[0]
+    box: list[Any] = [None, None]
+    if rank == 0:
+        prof = chainplan.profile(model, idx_l, loss_fn=F.cross_entropy, target=y_l,
+                                 repeats=1, warmup=0, progress=False, mask=MASK)
+        lo = chainplan.plan(prof, budget="min").budget_bytes
+        hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
+        box = [chainplan.plan(prof, budget=lo + (hi - lo) // 4),
+               chainplan.plan(prof, budget="min", algo="store-all")]
+    dist.broadcast_object_list(box, src=0)
+    plan = box[1] if differ and rank == 1 else box[0]
+    mem = rank_memory(model, world=n, gathered=gathered,
+                      units=[f"blocks.{i}" for i in range(len(model.blocks))])
+    rp = RankPlan(plan, mem)
+    net = rp.wrap(model)
+    _shard(net)
+    try:
+        out = _train(net, ref, probe_last=True)
+    except Exception as e:
+        if not differ:
+            raise
+        flag = torch.ones(1)
+        dist.all_reduce(flag)
+        return {"refused": f"{type(e).__name__}: {e}", "alive": flag.item()}
+    forwards = [op.stage for op in plan.sequence if op.kind != "B"]
+    out.update(planned=rp.peak_bytes, fixed=mem.fixed_bytes, activations=plan.peak_bytes,
+               recomputed=sorted({k for k in forwards if forwards.count(k) > 1}),
+               block_bytes=mem.units["blocks.0"])
+    return out
+
+
+def plain_fsdp(blocks: int = 2) -> dict[str, Any]:
     """FSDP2 alone, the baseline of the reduction order's differences."""
-    model = _gpt()
+    model = _gpt(blocks)
     ref = copy.deepcopy(model)
     _shard(model)
     return _train(model, ref, probe_last=False)
@@ -361,7 +403,8 @@ KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "checkpointed_fsdp": checkpointed_fsdp, "rank_plan": rank_plan,
     "ddp_checkpointed": ddp_checkpointed,
     "plain_fsdp": plain_fsdp, "refused": refused, "sequential_fsdp": sequential_fsdp,
-    "plain_chain_fsdp": plain_chain_fsdp, "mixed_precision": mixed_precision}
+    "plain_chain_fsdp": plain_chain_fsdp, "mixed_precision": mixed_precision,
+    "shared_plan": shared_plan}
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:

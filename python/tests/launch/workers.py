@@ -40,11 +40,13 @@ def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> 
 
 def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
           data_parallel: str = "fsdp", plan: dict[str, Any] | None = None,
-          example: bool = False) -> dict[str, Any]:
+          example: bool = False, measure: bool = False) -> dict[str, Any]:
     """Three AdamW steps of ``candidate``; each rank reports the losses and the full value
     of every parameter it holds. With a pipeline ``plan`` (its document and its layers'
     parameter bytes), each rank's peak over one more step (SGD, as the plan counts
-    weights and gradients only) beside the plan's prediction for it, too."""
+    weights and gradients only) beside the plan's prediction for it, too. With
+    ``measure``, what ``chainplan.launch.measure`` measures after the three steps (AdamW
+    going on): each rank's peak and planned peak."""
     import chainplan
     from chainplan.pipeline.plan import PipelinePlan
 
@@ -85,6 +87,15 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         parts += [inner] if planned(inner) is not None else []
     plans = sum(len(planned(m).plans) for m in parts)
     measured: dict[str, Any] = {}
+    if measure:
+        from chainplan.launch.measure import measure as measure_run
+
+        x, y = models.data(kind, par.batch * c.dp, 1)[0]
+        mine = slice(replica * par.batch, (replica + 1) * par.batch)
+        got = measure_run(par, lambda: par.step(x[mine], target=y[mine]), opt, steps=1)
+        measured = {"peaks": list(got.peak_bytes), "planned": list(got.planned_bytes),
+                    "over_plan": got.over_plan(), "fixed": par.memory.fixed_bytes
+                    if par.memory is not None else None}
     if pipe is not None:
         x, y = models.data(kind, par.batch, 1)[0]
         sgd = torch.optim.SGD(list(par.parameters()), lr=0.0)
@@ -115,7 +126,8 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
         try:
             chainplan.parallelize(model, candidate=case["candidate"], timeout_s=10, plan=plan,
                                   data_parallel=case.get("data_parallel", "fsdp"),
-                                  example=call, compile=case.get("compile", False))
+                                  example=call, compile=case.get("compile", False),
+                                  optimizer=case.get("optimizer", "adamw"))
             out[case["name"]] = "no error"
         except Exception as e:
             out[case["name"]] = f"{type(e).__name__}: {e}"
