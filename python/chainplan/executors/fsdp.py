@@ -50,6 +50,11 @@ from typing import Any
 from torch import nn
 
 from chainplan.errors import PlanError
+from chainplan.executors.checkpoint import CheckpointedChain
+from chainplan.executors.fsdpstage import StageGathering
+from chainplan.executors.planned import plain_model
+from chainplan.graph.call import training_call
+from chainplan.graph.chain import input_key
 
 __all__ = ["GATHERINGS", "expect_world", "fsdp_units", "gathered_units", "gathering",
            "set_gathering"]
@@ -82,8 +87,6 @@ def gathering(net: nn.Module) -> str:
 
 
 def _plain(net: nn.Module) -> nn.Module:
-    from chainplan.executors.view import plain_model  # view imports this module
-
     return plain_model(net)
 
 
@@ -170,11 +173,6 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
                   call: tuple[tuple[Any, ...], dict[str, Any]]) -> Any:
     """The :class:`~chainplan.executors.fsdpstage.StageGathering` of this call's executor
     (None: this call runs with every unit gathered, module docstring of fsdpstage)."""
-    from chainplan.executors.checkpoint import CheckpointedChain
-    from chainplan.executors.fsdpstage import StageGathering
-    from chainplan.graph.call import training_call
-    from chainplan.graph.chain import input_key
-
     args, kwargs = call
     key = input_key(plain, *training_call(plain, args, kwargs))
     seen = _captured.setdefault(plain, set())

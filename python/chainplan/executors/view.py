@@ -29,59 +29,9 @@ from torch import nn
 
 from chainplan.errors import ScheduleError
 from chainplan.executors.fsdp import gathered_units
-from chainplan.plandoc import PlanDocument
+from chainplan.executors.planned import STATE, Planned, plain_model, planned
 
 __all__ = ["Planned", "plain_model", "planned", "planned_view"]
-
-#: The one name a view's class adds (a class attribute holding its :class:`Planned`).
-_STATE = "_chainplan_planned"
-
-
-class Planned:
-    """What a planned view runs: subclasses hold the plan(s) and the executors.
-
-    Attributes:
-        model: the plain model the view shares its state with.
-    """
-
-    def __init__(self, model: nn.Module) -> None:
-        self.model = model
-
-    def run(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        """A training forward of the model with the plan (gradients enabled)."""
-        raise NotImplementedError
-
-    def rewrap(self, model: nn.Module) -> Planned:
-        """The same wrap for another model (a deep copy of this one)."""
-        raise NotImplementedError
-
-    def plan_for(self, *args: Any, **kwargs: Any) -> PlanDocument | None:
-        """The plan that runs calls like this one (None when none is made yet)."""
-        plan: PlanDocument | None = getattr(self, "plan", None)
-        return plan
-
-    def ensure_plan_for(self, *args: Any, **kwargs: Any) -> PlanDocument | None:
-        """The plan that runs calls like this one, made now when the wrap plans on first use
-        (``Checkpointed``) and none is made yet: what :func:`chainplan.measure` measures."""
-        return self.plan_for(*args, **kwargs)
-
-
-def planned(net: nn.Module) -> Planned | None:
-    """The planned wrap ``net`` runs (None for a module that is not a planned view).
-
-    Its attributes say what the wrap holds: ``plan`` for ``plan.wrap(model)``, ``plans``
-    and the planning options for ``Checkpointed``, ``model`` the plain model, and
-    ``executor(*args, **kwargs)`` the executor that runs calls like these.
-    """
-    state = getattr(type(net), _STATE, None)
-    return state if isinstance(state, Planned) else None
-
-
-def plain_model(net: nn.Module) -> nn.Module:
-    """``net`` itself, or for a planned view the plain model it shares its state with."""
-    state = planned(net)
-    return net if state is None else state.model
-
 
 def planned_view(model: nn.Module, state: Planned) -> nn.Module:
     """A view of ``model`` whose training forward is ``state.run`` (module docstring).
@@ -90,8 +40,8 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
         ScheduleError: ``model``'s class or instance already uses the reserved name.
     """
     cls = type(model)
-    if _STATE in model.__dict__ or hasattr(cls, _STATE):
-        raise ScheduleError(f"{cls.__name__} has an attribute named {_STATE}, the one name "
+    if STATE in model.__dict__ or hasattr(cls, STATE):
+        raise ScheduleError(f"{cls.__name__} has an attribute named {STATE}, the one name "
                             "chainplan reserves on a wrapped model's class")
     plain_forward = cls.forward
 
@@ -112,7 +62,7 @@ def planned_view(model: nn.Module, state: Planned) -> nn.Module:
         return state.model.__reduce_ex__(protocol)
 
     namespace = {"forward": forward, "__deepcopy__": __deepcopy__,
-                 "__reduce_ex__": __reduce_ex__, _STATE: state,
+                 "__reduce_ex__": __reduce_ex__, STATE: state,
                  "__module__": cls.__module__, "__qualname__": cls.__qualname__,
                  "__doc__": cls.__doc__}
     meta: Any = type(cls)  # the model class's metaclass (type, or a library's own)
