@@ -14,12 +14,14 @@ import pytest
 import torch
 from torch import nn
 
+import chainplan
 from chainplan.executors.program import Program
 from chainplan.executors.regions import Run, recomputation_runs
 from chainplan.runtime import compiled
 from chainplan.schedule import Plan
 from tests.executors.test_compile import _ops
 from tests.graph.models import make_gpt
+from tests.models import gpt_like
 
 # make_gpt(blocks=3): 8 stages, the first (embedding + dropout) draws random numbers. a_0 and
 # a_1 are checkpoints; before B6, B5, B4 and B3 the plan recomputes from a_1: stages 2-5,
@@ -31,8 +33,8 @@ PLAN = _ops(
 
 
 def test_recomputation_runs() -> None:
-    """The runs of the plan above, and of a smallest rotor plan, whose recomputations start
-    from the chain input; a run whose input goes after its first stage starts later."""
+    """The runs of the plan above and of two others: a run returns the checkpoints it makes
+    on the way, and a run whose input goes after its first stage starts later."""
     runs = recomputation_runs(Program.of(Plan("rotor", 0.0, 0, 0, PLAN)))
     assert [(r.first, r.last, r.keep) for r in runs] == [
         (2, 5, (5,)), (2, 4, (4,)), (2, 3, (3,))]
@@ -112,3 +114,28 @@ def test_a_recomputation_runs_as_one_region(monkeypatch: pytest.MonkeyPatch,
     if compiling:
         assert frames[1] == frames[2] == 0, frames
         assert graphs[0] == graphs[1] == graphs[2], graphs
+
+
+def test_compiled_regions_hold_the_budget() -> None:
+    """The smallest plan of a GPT chain recomputes from the chain input before each
+    backward, runs of up to 4 stages; compiled, with its recomputations as regions, its
+    measured peak stays within its budget (as test_memory_promise measures it) and its
+    gradients are the plain model's."""
+    model, x, y = gpt_like(vocab=64, width=16, blocks=4, seq=8, batch=2)
+    ce = nn.CrossEntropyLoss()
+    prof = chainplan.profile(model, x, loss_fn=ce, target=y, repeats=1, warmup=1,
+                             progress=False)
+    p = chainplan.plan(prof, budget="min")
+    runs = recomputation_runs(Program.of(p))
+    assert max(r.last - r.first + 1 for r in runs) >= 3, runs
+    ref = copy.deepcopy(model)
+    torch._dynamo.reset()
+    net = torch.compile(p.wrap(model), backend="aot_eager")
+    got = chainplan.measure(net, x, loss_fn=ce, target=y, steps=2, store=False).peak_bytes
+    assert got <= 1.05 * p.budget_bytes, (got, p.budget_bytes, p.peak_bytes)
+    for m in (model, ref):
+        m.zero_grad(set_to_none=True)
+    ce(net(x), y).backward()
+    ce(ref(x), y).backward()
+    for (name, a), b in zip(ref.named_parameters(), model.parameters(), strict=True):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-5, msg=name)
