@@ -11,9 +11,10 @@
   **autograd runs the backward**, on the graph of the forward phase. Right before the
   backward of stage k reaches it (a pre-hook on the node that made a_k, or the first
   unpack of one of its dropped tensors), the executor runs the plan's operations between
-  ``B_{k+1}`` and ``B_k``: activations recomputed without a graph, and recomputations that
-  fill the graphs of the stages whose backward comes next, the last of which stops once
-  it has what the backward reads;
+  ``B_{k+1}`` and ``B_k``: activations recomputed without a graph (consecutive stages as
+  one region, :mod:`chainplan.executors.regions`), and recomputations that fill the graphs
+  of the stages whose backward comes next, the last of which stops once it has what the
+  backward reads;
 * the executor holds each activation it computed from its forward to its last reader,
   then drops it (:class:`~chainplan.executors.program.Program`); what the graphs saved
   goes as autograd frees it.
