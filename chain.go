@@ -63,11 +63,22 @@ type Loss struct {
 // FwdTmpBytes, its forward's temporary peak on top of it) and the time of the
 // recomputation that rebuilds the rest right before the stage's backward (RecomputeTime).
 // Option 0 of every stage, implicit, keeps everything: ā, o_F and no recomputation.
+//
+// A form option (Form set) is another computation of the whole stage, the same function of
+// the same inputs (a language model's head unfused from its loss: docs/executors.md): its
+// first forward keeps everything its form saves (SavedBytes, which its backward holds: it
+// recomputes nothing), and its forward and backward take their own times and backward
+// temporaries (FwdTime, BwdTime, BwdTmpBytes, which a form option must have; absent on
+// other options, which run the stage's).
 type StageOption struct {
-	SavedBytes    int64   `json:"saved_bytes"`
-	FwdTmpBytes   int64   `json:"fwd_tmp_bytes"`
-	RecomputeTime float64 `json:"recompute_time"`
-	Keep          []int   `json:"keep"`
+	SavedBytes    int64    `json:"saved_bytes"`
+	FwdTmpBytes   int64    `json:"fwd_tmp_bytes"`
+	RecomputeTime float64  `json:"recompute_time"`
+	Keep          []int    `json:"keep"`
+	Form          string   `json:"form,omitempty"`
+	FwdTime       *float64 `json:"fwd_time,omitempty"`
+	BwdTime       *float64 `json:"bwd_time,omitempty"`
+	BwdTmpBytes   *int64   `json:"bwd_tmp_bytes,omitempty"`
 }
 
 // Len returns L, the number of stages without the loss.

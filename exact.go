@@ -97,6 +97,9 @@ func validateExact(i int, s *Stage) error {
 		if msg := checkTime(o.RecomputeTime); msg != "" {
 			return bad(field("recompute_time"), msg)
 		}
+		if err := validateForm(o, field, bad); err != nil {
+			return err
+		}
 		seen := make(map[int]bool, len(o.Keep))
 		for _, k := range o.Keep {
 			if k < 0 {
@@ -107,6 +110,32 @@ func validateExact(i int, s *Stage) error {
 			}
 			seen[k] = true
 		}
+	}
+	return nil
+}
+
+// validateForm checks the fields of a form option (StageOption.Form): its own times and
+// backward temporaries, present on a form option only.
+func validateForm(o StageOption, field func(string) string, bad func(string, string) error) error {
+	own := map[string]bool{"fwd_time": o.FwdTime != nil, "bwd_time": o.BwdTime != nil, "bwd_tmp_bytes": o.BwdTmpBytes != nil}
+	for _, f := range []string{"fwd_time", "bwd_time", "bwd_tmp_bytes"} {
+		switch {
+		case o.Form == "" && own[f]:
+			return bad(field(f), "set on an option without a form (only a form option runs its own computation)")
+		case o.Form != "" && !own[f]:
+			return bad(field(f), fmt.Sprintf("missing on the form option %q", o.Form))
+		}
+	}
+	if o.Form == "" {
+		return nil
+	}
+	for f, t := range map[string]float64{"fwd_time": *o.FwdTime, "bwd_time": *o.BwdTime} {
+		if msg := checkTime(t); msg != "" {
+			return bad(field(f), msg)
+		}
+	}
+	if *o.BwdTmpBytes < 0 {
+		return bad(field("bwd_tmp_bytes"), fmt.Sprintf("negative value %d", *o.BwdTmpBytes))
 	}
 	return nil
 }
@@ -124,6 +153,10 @@ func (c *Chain) Option(k, j int) (savedBytes, fwdTmpBytes int64, recompute float
 
 // optionFields are the fields of a StageOption and whether each is a whole number of bytes.
 var optionFields = map[string]bool{"saved_bytes": true, "fwd_tmp_bytes": true, "recompute_time": false}
+
+// formFields are the optional fields of a form option (StageOption.Form), checked by
+// validateForm.
+var formFields = map[string]bool{"form": true, "fwd_time": true, "bwd_time": true, "bwd_tmp_bytes": true}
 
 // checkV2Field returns what is wrong with the raw value of a version 2 stage field, or "".
 func checkV2Field(field string, v json.RawMessage) string {
@@ -161,7 +194,7 @@ func checkV2Field(field string, v json.RawMessage) string {
 				return fmt.Sprintf("option %d: keep is not a list of node positions", j)
 			}
 			for f := range o {
-				if _, known := optionFields[f]; !known && f != "keep" {
+				if _, known := optionFields[f]; !known && f != "keep" && !formFields[f] {
 					return fmt.Sprintf("option %d: unknown field %q", j, f)
 				}
 			}
@@ -181,7 +214,8 @@ func ChoicesOf(c *Chain, seq []Op) []StageChoice {
 		}
 		seen[o.Stage] = true
 		keep := append([]int(nil), c.Stages[o.Stage-1].Options[o.Option-1].Keep...)
-		out = append(out, StageChoice{Stage: o.Stage, Option: o.Option, Keep: keep})
+		form := c.Stages[o.Stage-1].Options[o.Option-1].Form
+		out = append(out, StageChoice{Stage: o.Stage, Option: o.Option, Keep: keep, Form: form})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Stage < out[j].Stage })
 	return out

@@ -47,6 +47,9 @@ func TestParseChainV2(t *testing.T) {
 	if got, want := c.FormatTag(), chainplan.ChainFormatV2; got != want {
 		t.Fatalf("FormatTag()=%q, want %q", got, want)
 	}
+	// A form option round-trips with its own times.
+	c.Stages[1].Options = []chainplan.StageOption{{SavedBytes: 80, FwdTmpBytes: 4, Keep: []int{},
+		Form: "unfused_head", FwdTime: chainplan.Float(0.4), BwdTime: chainplan.Float(0.8), BwdTmpBytes: chainplan.Int(40)}}
 	b, err := c.MarshalIndent()
 	if err != nil {
 		t.Fatal(err)
@@ -84,6 +87,14 @@ func TestParseChainV2Errors(t *testing.T) {
 		{"OptionUnknownField", `"keep": [3, 7]`, `"keep": [3, 7], "kept": 1`, `option 0: unknown field "kept"`},
 		{"OptionKeepTwice", `"keep": [3, 7]`, `"keep": [3, 3]`, `field "options[0].keep": node position 3 twice`},
 		{"OptionKeepNotList", `"keep": [3, 7]`, `"keep": "3"`, `option 0: keep is not a list`},
+		{"FormWithoutTimes", `"keep": [3, 7]`, `"keep": [], "form": "unfused_head"`,
+			`field "options[0].fwd_time": missing on the form option "unfused_head"`},
+		{"TimesWithoutForm", `"keep": [3, 7]`, `"keep": [3, 7], "fwd_time": 1, "bwd_time": 1, "bwd_tmp_bytes": 0`,
+			`field "options[0].fwd_time": set on an option without a form`},
+		{"FormNegativeTime", `"keep": [3, 7]`, `"keep": [], "form": "f", "fwd_time": 1, "bwd_time": -1, "bwd_tmp_bytes": 0`,
+			`field "options[0].bwd_time": negative time -1`},
+		{"FormNegativeBytes", `"keep": [3, 7]`, `"keep": [], "form": "f", "fwd_time": 1, "bwd_time": 1, "bwd_tmp_bytes": -2`,
+			`field "options[0].bwd_tmp_bytes": negative value -2`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

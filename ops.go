@@ -64,11 +64,13 @@ func (o Op) String() string {
 
 // StageChoice is an operation-level option a plan runs: the stage, its option (Op.Option)
 // and the positions of the nodes of the stage's captured graph that the option keeps
-// (StageOption.Keep), so that an executor needs nothing but the plan.
+// (StageOption.Keep), so that an executor needs nothing but the plan; Form names the
+// computation a form option runs instead of the stage's own (StageOption.Form).
 type StageChoice struct {
-	Stage  int   `json:"stage"`
-	Option int   `json:"option"`
-	Keep   []int `json:"keep"`
+	Stage  int    `json:"stage"`
+	Option int    `json:"option"`
+	Keep   []int  `json:"keep"`
+	Form   string `json:"form,omitempty"`
 }
 
 // MarshalJSON writes {"op", "stage"} for an operation of a chain's sequence (with "option"

@@ -29,6 +29,7 @@ Four CPU processes::
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -107,6 +108,9 @@ def main() -> None:
     ap.add_argument("--cuts", default="", help="comma-separated last layers of each stage")
     ap.add_argument("--checkpoint", default=None,
                     help="budget per stage, comma-separated: none, min, bytes or 2GiB")
+    ap.add_argument("--memory", help="one rank's device memory (bytes or a size such as 6GiB): "
+                    "chainplan plans each rank's activations within it less the rank's "
+                    "sharded state and buffers, instead of the candidate's checkpoint")
     ap.add_argument("--data-parallel", default="ddp", choices=("ddp", "fsdp"))
     ap.add_argument("--compile", action="store_true")
     ap.add_argument("--width", type=int, default=128)
@@ -141,10 +145,9 @@ def main() -> None:
         dist.destroy_process_group()
         sys.exit(2)
     cand, search, advice_id = shared[0]
-    if rank == 0:
-        print(f"candidate: {cand.to_json()}", flush=True)
-
     try:  # refused alike on every rank, before any collective
+        if args.memory:  # the rank planned within its memory (docs/distributed.md)
+            cand = dataclasses.replace(cand, memory=args.memory, checkpoint=(None,) * cand.pp)
         par = chainplan.parallelize(net, candidate=cand, loss_fn=lm_loss,
                                     data_parallel=args.data_parallel, compile=args.compile)
     except chainplan.ChainplanError as err:
@@ -152,6 +155,8 @@ def main() -> None:
             print(f"train.py: {err}", file=sys.stderr)
         dist.destroy_process_group()
         sys.exit(2)
+    if rank == 0:
+        print(f"candidate: {cand.to_json()}", flush=True)
     replica = par.groups.dp.rank() if par.groups.dp is not None else 0
     gen = torch.Generator().manual_seed(1 + replica)  # each replica its own data
     x = torch.randint(0, VOCAB, (par.batch, SEQ), generator=gen)

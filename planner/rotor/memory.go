@@ -51,8 +51,14 @@ func mAll(c *discretize.Chain, s, t, p int) int64 {
 // temporaries; right before B_s the option's recomputation restores what B_s needs (its
 // temporaries on top, bounded by the option's o_F), and B_s runs as without the option.
 // The input stays to B_s, which recomputes from it: no credit.
+//
+// A form option (discretize.Option.Form) runs another computation of the stage and
+// recomputes nothing: B_s holds the form's own ā with its own temporaries.
 func mOpt(c *discretize.Chain, s, t, o int) int64 {
 	opt := c.Option(s, o)
+	if opt.Form {
+		return max(c.Grad(t)+opt.ABar+opt.OF, opt.ABarB+c.Grad(s)+c.Grad(s-1)+opt.OB)
+	}
 	return max(c.Grad(t)+opt.ABar+opt.OF, c.ABarB(s)+c.Grad(s)+max(c.Grad(s-1)+c.OB[s], opt.OF))
 }
 

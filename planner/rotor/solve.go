@@ -69,13 +69,42 @@ func Solve(c *chainplan.Chain, budgetBytes int64, opts Options) (*chainplan.Plan
 		return nil, err
 	}
 	slots := opts.slots(budgetBytes)
+	var storeAll *chainplan.Plan
 	if !opts.Revolve {
-		if plan := storeAllIfFits(c, budgetBytes); plan != nil {
-			plan.Algo, plan.Slots = opts.algo(), slots
-			plan.SolveMS = msSince(start)
-			return plan, nil
+		if storeAll = storeAllIfFits(c, budgetBytes); storeAll != nil {
+			storeAll.Algo, storeAll.Slots = opts.algo(), slots
+			if !opts.StageOptions || !fasterForm(c) {
+				storeAll.SolveMS = msSince(start)
+				return storeAll, nil
+			}
 		}
 	}
+	plan, err := solveTable(c, budgetBytes, slots, opts, start)
+	if storeAll != nil && (err != nil || plan.Makespan >= storeAll.Makespan) {
+		// A faster form did not fit in the discretized budget: the default schedule stands.
+		storeAll.SolveMS = msSince(start)
+		return storeAll, nil
+	}
+	return plan, err
+}
+
+// fasterForm reports whether a stage has a form option (chainplan.StageOption.Form) whose
+// forward and backward take less time than the stage's own: the default schedule's
+// Σ(u_F+u_B) is then no longer a lower bound.
+func fasterForm(c *chainplan.Chain) bool {
+	for i := range c.Stages {
+		s := &c.Stages[i]
+		for _, o := range s.Options {
+			if o.Form != "" && *o.FwdTime+*o.BwdTime+o.RecomputeTime < s.FwdTime+s.BwdTime {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// solveTable is Solve past the store-all shortcut.
+func solveTable(c *chainplan.Chain, budgetBytes, slots int64, opts Options, start time.Time) (*chainplan.Plan, error) {
 	dc := discretize.ForBudget(c, budgetBytes, slots)
 	// Both tables are checked before the first is built: the feasibility DP alone costs
 	// O(N³) time, spent for nothing if the persistent table is then refused.

@@ -234,7 +234,7 @@ func (tb *table) fillRow(s, t, p int, prefix []float64) {
 	for o := 1; tb.options && o <= len(c.Options(s)); o++ {
 		ab := held(c, s, o, p)
 		if lo := max(mOpt(c, s, t, o), ab+tb.need.at(s+1, t, q)); lo < end {
-			relaxShift(out[lo:], ch[lo:], tb.row(s+1, t, q)[lo-ab:end-ab], c.UF[s]+c.Option(s, o).UR+c.UB[s], optionChoice(o))
+			relaxShift(out[lo:], ch[lo:], tb.row(s+1, t, q)[lo-ab:end-ab], c.Option(s, o).UF+c.Option(s, o).UR+c.Option(s, o).UB, optionChoice(o))
 		}
 	}
 }

@@ -172,7 +172,7 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 			if early {
 				r.Makespan += c.Recompute(l)
 			} else {
-				r.Makespan += c.UF[l]
+				r.Makespan += c.Option(l, op.Option).UF // a form option's forward has its own time
 			}
 			recorded[l] = true
 			size += added
@@ -223,8 +223,12 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 				add(i, op, "input a_%d is not in memory", l-1)
 			}
 			opt := option[l]
-			recompute := int64(0)
-			if filled[l] && opt > 0 {
+			recompute, form := int64(0), filled[l] && c.Option(l, opt).Form
+			ob, ub, held := c.OB[l], c.UB[l], rest(l, 0)
+			if form { // another computation of the stage: it recomputes nothing
+				ob, ub, held = c.Option(l, opt).OB, c.Option(l, opt).UB, rest(l, opt)
+			}
+			if filled[l] && opt > 0 && !form {
 				if reads[i] == -2 {
 					add(i, op, "input a_%d is not in memory for the recomputation of option %d", l-1, opt)
 				}
@@ -234,9 +238,9 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 				r.Makespan += c.Option(l, opt).UR
 				recompute = c.Option(l, opt).OF
 			}
-			reach(i, op, size+max(c.Grad(l-1)+c.OB[l], recompute))
+			reach(i, op, size+max(c.Grad(l-1)+ob, recompute))
 			if filled[l] {
-				size -= rest(l, 0)
+				size -= held
 				filled[l], option[l] = false, 0
 				for _, id := range []int{heldOut[l], heldIn[l]} {
 					if cp := copies[id]; id >= 0 && cp != nil {
@@ -258,7 +262,7 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 				size += c.Grad(l-1) - c.Grad(d)
 				d = l - 1
 			}
-			r.Makespan += c.UB[l]
+			r.Makespan += ub
 		default:
 			add(i, op, "unknown operation %q", op.Kind)
 			continue

@@ -72,6 +72,9 @@ class PlanDocument:
         choices: the operation-level options the sequence runs (``rotor-ops``): by stage,
             the positions of the nodes of the stage's captured graph that its first
             forward keeps (docs/formats-schedule.md); empty for other plans.
+        forms: the stages whose chosen option is a form option, by stage: the form the
+            executor runs the stage in (``"unfused_head"``: a language model's head
+            unfused from its loss, :mod:`chainplan.graph.headform`); empty for other plans.
         multichain: for a plan of towers joined at the loss (the ``multichain``
             algorithms), its section: the operations then name their branch; else None.
         keep_logits: whether the profile the plan was made from kept a language model's
@@ -98,6 +101,7 @@ class PlanDocument:
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     chain_json: str | None = field(default=None, compare=False, repr=False)
     choices: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    forms: dict[int, str] = field(default_factory=dict)
     multichain: Multichain | None = None
     keep_logits: bool | None = field(default=None, compare=False)
 

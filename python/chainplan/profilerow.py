@@ -30,8 +30,9 @@ PARALLEL_REVISION = "1"
 # storage (a view holds its base) and the next stage measured on the layout it runs on
 # (chainplan.profiler.sizes); the output of towers returning their own loss held to the
 # step's end (chainplan.towers.measure); transformers' GQA captured on its eager kernel
-# (chainplan.graph.eager) (issue 35).
-MEASUREMENT_REVISION = "3"
+# (chainplan.graph.eager) (issue 35). 4: a fused head's stage measured in its unfused form
+# too, an option the planner picks per budget (chainplan.graph.headform, issue 36).
+MEASUREMENT_REVISION = "4"
 
 
 def measured_now(meta: Mapping[str, str]) -> bool:

@@ -110,6 +110,8 @@ class Plan(PlanDocument):
             chain_json=chain_json,
             choices={c.integer("stage", low=1): tuple(c.integers("keep"))
                      for c in f.objects("options")},
+            forms={c.integer("stage", low=1): c.string("form")
+                   for c in f.objects("options") if c.string("form", "")},
             multichain=None if towers is None else Multichain.from_fields(towers),
             keep_logits=keep_logits,
         )

@@ -54,21 +54,28 @@ def test_search_launch_measure_record(tmp_path: Path) -> None:
     assert peak == max(got["peak_bytes"])
 
 
-def test_checkpointed_under_fsdp(tmp_path: Path) -> None:
-    """By flags: the example's nn.Sequential checkpointed by chainplan under FSDP2 (a plan
-    per rank, profiled at the first forward, outside the launch's memory probes)."""
+def test_checkpointed_under_fsdp_within_memory(tmp_path: Path) -> None:
+    """By flags: the example's nn.Sequential checkpointed by chainplan under FSDP2, each rank
+    planned within ``--memory`` less its sharded state and buffers (a plan per rank,
+    profiled at the first forward, outside the launch's memory probes); every rank's
+    measured peak within its planned peak (+2 %), and that within the memory."""
     out = tmp_path / "measured.json"
     done = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-         str(SCRIPT), "--dp", "2", "--checkpoint", "min", "--data-parallel", "fsdp",
+         str(SCRIPT), "--dp", "2", "--memory", "1MiB", "--data-parallel", "fsdp",
          "--microbatch", "2", "--width", "32", "--layers", "2", "--steps", "1",
          "--json", str(out)],
         capture_output=True, text=True, env=dict(os.environ, OMP_NUM_THREADS="1"), timeout=300,
         check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     got = json.loads(out.read_text())
-    assert got["candidate"]["checkpoint"] == ["min"] and got["candidate"]["mesh"]["dp"] == 2
+    cand = got["candidate"]
+    assert cand["memory"] == "1MiB" and cand["checkpoint"] == [None], cand
+    assert cand["mesh"]["dp"] == 2
     assert len(got["peak_bytes"]) == 2 and min(got["peak_bytes"]) > 0, got
+    for peak, planned in zip(got["peak_bytes"], got["planned_bytes"], strict=True):
+        assert 0 < planned <= 1 << 20, got
+        assert peak <= 1.02 * planned, got
     assert got["losses"][-1] < got["losses"][0], got["losses"]
 
 

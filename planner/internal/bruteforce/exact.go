@@ -185,20 +185,24 @@ func (e *exactSearch) expand(from int) {
 				add = 0
 			}
 			if held+add+opt.OF <= e.limit {
-				e.relax(next, dist+c.UF[l], from, chainplan.Op{Kind: chainplan.FAll, Stage: l, Option: o})
+				e.relax(next, dist+opt.UF, from, chainplan.Op{Kind: chainplan.FAll, Stage: l, Option: o})
 			}
 		}
 	}
 	// B_d
 	l := s.d
 	if o, ok := s.filled(l); ok && (o == 0 || s.r&(1<<(l-1)) != 0) {
-		restored := held + c.ABar[l] - c.Option(l, o).ABar
-		if restored+c.Grad(l-1)+c.OB[l] <= e.limit && (o == 0 || restored+c.Option(l, o).OF <= e.limit) {
+		opt := c.Option(l, o)
+		restored, ob, recompute := held+c.ABar[l]-opt.ABar, c.OB[l], o > 0
+		if opt.Form { // another computation of the stage: its own backward, nothing restored
+			restored, ob, recompute = held, opt.OB, false
+		}
+		if restored+c.Grad(l-1)+ob <= e.limit && (!recompute || restored+opt.OF <= e.limit) {
 			next := exactState{r: s.r, graph: s.graph &^ (3 << (2 * l)), d: l - 1}
 			if l == 1 {
 				next.r &^= 1
 			}
-			e.relax(next, dist+c.UB[l]+c.Option(l, o).UR, from, chainplan.Op{Kind: chainplan.B, Stage: l})
+			e.relax(next, dist+opt.UB+opt.UR, from, chainplan.Op{Kind: chainplan.B, Stage: l})
 		}
 	}
 }

@@ -18,11 +18,20 @@ type Model struct {
 // Option is an operation-level option of a stage in units: what its first forward keeps
 // (ABar, ā of the option, output included, held until the backward), the forward's
 // temporary peak on top of it (OF), and the recomputation that restores the rest right
-// before the backward (UR).
+// before the backward (UR). A form option (chainplan.StageOption.Form) runs another
+// computation of the stage: Form is set, its forward and backward take UF and UB, and its
+// backward holds its own ā (ABarB: the rest, less an output it did not save) with its own
+// temporaries OB; the other options run the stage's (UF, UB and OB are the stage's, and
+// the recomputation restores the stage's ā before the backward).
 type Option struct {
-	ABar int64
-	OF   int64
-	UR   float64
+	ABar  int64
+	OF    int64
+	UR    float64
+	Form  bool
+	UF    float64
+	UB    float64
+	OB    int64
+	ABarB int64
 }
 
 // exactOf discretizes the version 2 fields of c. A stage whose output the backward does
@@ -54,7 +63,16 @@ func exactOf(c *chainplan.Chain, d *Chain, up func(int64) int64) *Model {
 		d.ABar[k] = abar(s.SavedBytes)
 		for j := range s.Options {
 			o := &s.Options[j]
-			e.Opts[k] = append(e.Opts[k], Option{ABar: abar(o.SavedBytes), OF: up(o.FwdTmpBytes), UR: o.RecomputeTime})
+			opt := Option{ABar: abar(o.SavedBytes), OF: up(o.FwdTmpBytes), UR: o.RecomputeTime,
+				UF: d.UF[k], UB: d.UB[k], OB: d.OB[k]}
+			if o.Form != "" {
+				opt.Form, opt.UF, opt.UB, opt.OB = true, *o.FwdTime, *o.BwdTime, up(*o.BwdTmpBytes)
+				opt.ABarB = opt.ABar
+				if !e.OutSaved[k] {
+					opt.ABarB -= d.A[k]
+				}
+			}
+			e.Opts[k] = append(e.Opts[k], opt)
 		}
 	}
 	e.InSaved[n], e.OutSaved[n], e.UR[n] = true, true, d.UF[n]
@@ -128,7 +146,7 @@ func (d *Chain) Options(l int) []Option {
 // recompute).
 func (d *Chain) Option(l, j int) Option {
 	if j == 0 {
-		return Option{ABar: d.ABar[l], OF: d.OF[l]}
+		return Option{ABar: d.ABar[l], OF: d.OF[l], UF: d.UF[l], UB: d.UB[l], OB: d.OB[l], ABarB: d.ABarB(l)}
 	}
 	return d.Model.Opts[l][j-1]
 }

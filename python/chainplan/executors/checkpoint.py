@@ -40,6 +40,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ScheduleError
+from chainplan.executors.forms import with_forms
 from chainplan.executors.program import Program
 from chainplan.executors.regions import Run, regions
 from chainplan.executors.stretch import Stretch, stretches
@@ -375,6 +376,8 @@ class CheckpointedChain(nn.Module):
     def __init__(self, stages: Sequence[nn.Module], plan: PlanDocument) -> None:
         super().__init__()
         plan.validate_for(len(stages))
+        # A stage the plan runs in another form (a head unfused from its loss) is that form.
+        stages, plan = with_forms(stages, plan)
         self.stages = nn.ModuleList(stages)
         self.plan = plan
         self.program = Program.of(plan)

@@ -34,6 +34,7 @@ from torch import fx, nn
 from chainplan.errors import ScheduleError
 from chainplan.graph.aliasing import alias_root, writes
 from chainplan.graph.capture import Capture
+from chainplan.graph.headform import UNFUSED_HEAD, has_fused_head, unfused
 from chainplan.graph.packs import PackMap, record_packs, supported
 from chainplan.graph.partial import OptionProgram
 from chainplan.runtime import compiled
@@ -124,6 +125,8 @@ class GraphStage(nn.Module):
         # gradient: a stage whose input does not (the chain's first) saves fewer tensors.
         self._packs: dict[Hashable, PackMap] = {}
         self._programs: dict[Hashable, OptionProgram] = {}
+        # The stage's other forms (form()), made once; a plain dict: not submodules.
+        self._forms: dict[str, GraphStage] = {}
         for r in reads:
             if r.kind == "state":
                 t = state_of(r)
@@ -206,6 +209,31 @@ class GraphStage(nn.Module):
         program = OptionProgram.build(self.pack_map(x), frozenset(keep))
         self._programs[key] = program
         return program
+
+    @property
+    def forms(self) -> tuple[str, ...]:
+        """The names of the stage's other forms: ``("unfused_head",)`` for a stage running
+        a language model's head fused with its loss (:mod:`chainplan.graph.headform`),
+        else none."""
+        return (UNFUSED_HEAD,) if has_fused_head(self.gm) else ()
+
+    def form(self, name: str) -> GraphStage:
+        """The stage computed in its form ``name`` (:attr:`forms`): a stage of the same
+        model's tensors, side values and name, whose graph computes the same function
+        another way.
+
+        Raises:
+            ScheduleError: the stage has no such form.
+        """
+        got = self._forms.get(name)
+        if got is None:
+            if name not in self.forms:
+                raise ScheduleError(f"stage {self.stage_name} has no form {name!r} (its forms: "
+                                    f"{', '.join(self.forms) or 'none'})")
+            got = GraphStage(unfused(self.gm), self.reads, self.mutated, self.slot,
+                             self.stage_name)
+            self._forms[name] = got
+        return got
 
     @contextlib.contextmanager
     def frozen_buffers(self) -> Iterator[None]:

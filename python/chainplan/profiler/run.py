@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import logging
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -26,9 +27,11 @@ from tqdm import tqdm
 
 from chainplan import _bind
 from chainplan.errors import ProfileError
-from chainplan.graph.call import training_call
+from chainplan.graph import headform
+from chainplan.graph.call import encoder_decoder, training_call
 from chainplan.graph.options import stage_options
 from chainplan.graph.split import profiled_chain
+from chainplan.graph.stage import GraphStage
 from chainplan.profiler.call import chain_sample, loss_stage, profile_metadata
 from chainplan.profiler.document import Profile, default_profile_dir
 from chainplan.profiler.filename import check_profile_name, new_profile_path
@@ -52,8 +55,8 @@ from chainplan.profiler.spread import (
     DEFAULT_SPREAD_WARNING,
     warn_if_spread,
 )
-from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage
-from chainplan.profiler.stagerows import held_during, loss_rows, stage_rows
+from chainplan.profiler.stagemeasure import StageMeasurement, measure_stage, time_stage
+from chainplan.profiler.stagerows import Form, held_during, loss_rows, stage_rows
 from chainplan.profiler.stored import find_stored
 from chainplan.profilerow import PARALLEL_REVISION
 from chainplan.schema import write_profile
@@ -186,6 +189,7 @@ def profile_model(
     show = sys.stderr.isatty() if progress is None else progress
     measured: list[tuple[StageMeasurement, int]] = []  # each stage and its input's bytes
     options: list[str | None] = []  # each stage's operation-level options
+    forms: dict[str, Form] = {}  # the last stage's other forms (a head unfused)
     structures: list[StageStructure] = []
     bfwd: list[list[tuple[float, ...]]] = []  # per stage, per batch size: the forwards
     bbwd: list[list[tuple[float, ...]]] = []
@@ -237,6 +241,12 @@ def profile_model(
                                       output_held=holds_end and k == len(stages))
                     options.append(_options(stage, x, repeats, device) if stage_options
                                    and chain.split is not None else None)
+                    # Not yet for an encoder-decoder: its unfused head's plans measured
+                    # two logits above their prediction (T5, tests/graph/test_encoder_decoder.py).
+                    # Not on the CPU (headform.DEVICES says why).
+                    if (stage_options and chain.split is not None and k == len(stages)
+                            and not encoder_decoder(model) and device.type in headform.DEVICES):
+                        forms = _forms(stage, x, repeats, warmup, device, holds_end)
                     structures.append(stage_structure(stage, x, m.output, modules or []))
                     others = [measure_stage(stage, resize_batch(x, b), repeats=repeats,
                                             warmup=warmup, device=device) for b in batches]
@@ -259,7 +269,7 @@ def profile_model(
             # holds_end: the model's output keeps a_L to the step's end (chain_end).
             rows = stage_rows(measured, names, lm, chain.side_bytes, options,
                               held_during(list(stages), measured, device),
-                              holds_end=holds_end)
+                              holds_end=holds_end, forms=forms)
             end = chain_end(measured[-1][0], lm, holds_end=holds_end)
             rows.extend(loss_rows(len(stages) + 1, storage_nbytes(x), lm, loss_name, end,
                                   chain.side_bytes))
@@ -292,6 +302,33 @@ def _options(stage: nn.Module, x: torch.Tensor, repeats: int,
     buffers and the random streams left as they were."""
     with preserved(stage, device):
         return stage_options(stage, x, repeats=repeats, dev=device)
+
+
+def _forms(stage: nn.Module, x: torch.Tensor, repeats: int, warmup: int,
+           device: torch.device, output_held: bool) -> dict[str, Form]:
+    """The last stage measured in each of its other forms (a language model's head unfused
+    from its loss: :mod:`chainplan.graph.headform`): its memory as the stage's is measured,
+    its times in ``repeats`` rounds alternating with the stage's own, so that a stretch of
+    contention on the host slows both (:class:`~chainplan.profiler.stagerows.Form`)."""
+    if not isinstance(stage, GraphStage):
+        return {}
+    out = {}
+    for name in stage.forms:
+        form = stage.form(name)
+        m = measure_stage(form, x, repeats=1, warmup=warmup, device=device,
+                          output_held=output_held)
+        own: list[float] = []
+        fwd: list[float] = []
+        bwd: list[float] = []
+        for _ in range(repeats):
+            f, b = time_stage(stage, x, device=device)
+            own.append(f + (b or 0.0))
+            f, b = time_stage(form, x, device=device)
+            fwd.append(f)
+            bwd.append(b or 0.0)
+        m = dataclasses.replace(m, fwd_times_s=tuple(fwd), bwd_times_s=tuple(bwd))
+        out[name] = Form(m, statistics.median(own))
+    return out
 
 
 def show_progress(progress: bool | None) -> bool:

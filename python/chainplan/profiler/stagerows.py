@@ -10,6 +10,7 @@ a plan's predicted peak stays the measured one.
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import dataclass
 
 import torch
@@ -19,7 +20,24 @@ from chainplan.profiler.lossmeasure import ChainEnd, LossMeasurement, chain_end
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profilerow import ProfileRow
 
-__all__ = ["Held", "held_during", "loss_rows", "stage_rows"]
+__all__ = ["Form", "Held", "held_during", "loss_rows", "stage_rows"]
+
+
+@dataclass(frozen=True)
+class Form:
+    """The last stage measured in another form (a language model's head unfused from its
+    loss: :mod:`chainplan.graph.headform`).
+
+    Attributes:
+        measured: the form's measurement: its memory as the stage's is measured, its times
+            taken in rounds alternating with the stage's own.
+        stage_time: the stage's own median forward plus backward time in those rounds: the
+            form's times are scaled by the stage's row time over it, so that the two forms
+            compare as they ran side by side whatever the load when the rows were timed.
+    """
+
+    measured: StageMeasurement
+    stage_time: float
 
 
 @dataclass(frozen=True)
@@ -42,12 +60,15 @@ class Held:
 def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
                lm: LossMeasurement | None, resident: int = 0,
                options: list[str | None] | None = None,
-               held: Held | None = None, *, holds_end: bool = False) -> list[ProfileRow]:
+               held: Held | None = None, *, holds_end: bool = False,
+               forms: dict[str, Form] | None = None) -> list[ProfileRow]:
     """One row per stage and repetition; the last stage's memory as the executor runs it;
     ``resident`` bytes held through the whole step (side values) in every overhead;
     ``options`` the stages' operation-level options (``options_json``); ``held`` more bytes
     the executor holds (:func:`held_during`); ``holds_end`` whether the model's output
-    holds ``a_L`` to the end of the step (:func:`~chainplan.profiler.lossmeasure.chain_end`)."""
+    holds ``a_L`` to the end of the step (:func:`~chainplan.profiler.lossmeasure.chain_end`);
+    ``forms`` the last stage measured in its other forms, each added to its options as a
+    form option (:func:`_form_option`)."""
     rows: list[ProfileRow] = []
     n = len(measured)
     options = options or [None] * n
@@ -61,6 +82,11 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
         if k == n:
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
             bwd_always = always - end.held_bytes + end.last_bwd_held_bytes
+        opts = _with_overhead(options[k - 1], replaying)
+        if k == n and forms:
+            row = statistics.median(m.fwd_times_s) + statistics.median(m.bwd_times_s or (0.0,))
+            opts = _with_forms(opts, [_form_option(name, f, row, lm, holds_end, always,
+                                                   bwd_always) for name, f in forms.items()])
         bwd = m.bwd_times_s or tuple(0.0 for _ in m.fwd_times_s)
         rec: tuple[float | None, ...] = m.recompute_times_s or tuple(None for _ in m.fwd_times_s)
         for r, (f, b, u) in enumerate(zip(m.fwd_times_s, bwd, rec, strict=True)):
@@ -71,8 +97,32 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
                 else None, recompute_time_s=u,
                 recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
                 else m.recompute_tmp_bytes + replaying,
-                options_json=_with_overhead(options[k - 1], replaying)))
+                options_json=opts))
     return rows
+
+
+def _form_option(name: str, form: Form, row: float, lm: LossMeasurement | None,
+                 holds_end: bool, always: int, bwd_always: int) -> dict[str, object]:
+    """The last stage's form ``name`` as a form option (docs/formats.md, ``options``): its
+    memory counted as the stage's own is (:func:`chain_end`, the bytes held beside it), its
+    median times scaled to the stage's row time ``row`` (:class:`Form`), nothing
+    recomputed. No random-number state is replayed for it: the executor runs the form as
+    the stage (docs/executors.md)."""
+    m = form.measured
+    end = chain_end(m, lm, holds_end=holds_end)
+    scale = row / form.stage_time if form.stage_time > 0 and row > 0 else 1.0
+    return {"saved_bytes": end.saved_bytes, "fwd_tmp_bytes": end.fwd_tmp_bytes + always,
+            "recompute_time": 0.0, "keep": [], "form": name,
+            "fwd_time": statistics.median(m.fwd_times_s) * scale,
+            "bwd_time": statistics.median(m.bwd_times_s or (0.0,)) * scale,
+            "bwd_tmp_bytes": m.bwd_tmp_bytes + bwd_always}
+
+
+def _with_forms(options: str | None, forms: list[dict[str, object]]) -> str | None:
+    """Options JSON with the form options appended."""
+    if not forms:
+        return options
+    return json.dumps([*(json.loads(options) if options else []), *forms])
 
 
 def _with_overhead(options: str | None, extra: int) -> str | None:
