@@ -11,9 +11,10 @@
   **autograd runs the backward**, on the graph of the forward phase. Right before the
   backward of stage k reaches it (a pre-hook on the node that made a_k, or the first
   unpack of one of its dropped tensors), the executor runs the plan's operations between
-  ``B_{k+1}`` and ``B_k``: activations recomputed without a graph, and recomputations that
-  fill the graphs of the stages whose backward comes next, the last of which stops once
-  it has what the backward reads;
+  ``B_{k+1}`` and ``B_k``: activations recomputed without a graph (consecutive stages as
+  one region, :mod:`chainplan.executors.regions`), and recomputations that fill the graphs
+  of the stages whose backward comes next, the last of which stops once it has what the
+  backward reads;
 * the executor holds each activation it computed from its forward to its last reader,
   then drops it (:class:`~chainplan.executors.program.Program`); what the graphs saved
   goes as autograd frees it.
@@ -41,6 +42,7 @@ from torch import nn
 from chainplan.errors import ScheduleError
 from chainplan.executors.forms import with_forms
 from chainplan.executors.program import Program
+from chainplan.executors.regions import Run, regions
 from chainplan.executors.stretch import Stretch, stretches
 from chainplan.ops import Op
 from chainplan.plandoc import PlanDocument
@@ -66,12 +68,15 @@ class _Step:
     def __init__(self, stages: Sequence[nn.Module], program: Program, sequence: tuple[Op, ...],
                  x: torch.Tensor, side: SideInputs | None, callback: Any = None,
                  choices: dict[int, tuple[int, ...]] | None = None,
-                 stretches: dict[int, Stretch] | None = None) -> None:
+                 stretches: dict[int, Stretch] | None = None,
+                 recomputations: dict[int, tuple[Run, Stretch]] | None = None) -> None:
         self.stages = stages
         # Runs of store-all stages as one region, by first stage: compiled under
         # torch.compile, straight-line graphs in eager execution
         # (chainplan.executors.stretch).
         self.stretches = stretches or {}
+        # Recomputation runs as one region, by first operation (chainplan.executors.regions).
+        self.regions = recomputations or {}
         self.choices = choices or {}  # the plan's operation-level options, by stage
         self.options: dict[int, Any] = {}  # the option programs this step runs, by stage
         # Under torch.compile, the stages whose option runs as "keep nothing, recompute the
@@ -245,11 +250,40 @@ class _Step:
     def _advance(self, to: int) -> None:
         while self.pos < to:
             i = self.pos
+            found = self.regions.get(i)
+            if found is not None and self._region(*found):
+                continue
             op = self.sequence[i]
             self.pos = i + 1
             if op.kind != "B":
                 self._recompute(i, op)
             self._drop(i)
+
+    def _region(self, run: Run, region: Stretch) -> bool:
+        """Run the recomputation ``run`` as one region; False, running nothing, where it
+        must go stage by stage this step (a stage that drew random numbers replays its own
+        RNG state: chainplan.executors.regions)."""
+        if any(k in self.rng for k in range(run.first, run.last + 1)):
+            return False
+        x = self.acts.get(run.first - 1)
+        if x is None:
+            raise ScheduleError(f"op {run.start} ({self.sequence[run.start]}): input "
+                                f"a_{run.first - 1} is not in memory")
+        with contextlib.ExitStack() as scope:
+            scope.enter_context(self.autocast.replay())
+            for k in range(run.first, run.last + 1):
+                scope.enter_context(frozen_buffers(self.stages[k - 1]))
+            with torch.no_grad():
+                out = region(self.callback, x.detach())
+        del x
+        outs = out if isinstance(out, tuple) else (out,)
+        for k, t in zip(run.keep, outs, strict=True):
+            self.acts[k] = t
+        del out, outs
+        for i in range(run.start, run.end + 1):
+            self.pos = i + 1
+            self._drop(i)
+        return True
 
     def _recompute(self, i: int, op: Op) -> None:
         k = op.stage
@@ -349,6 +383,7 @@ class CheckpointedChain(nn.Module):
         self.program = Program.of(plan)
         # made at the first training call, compiled (True) or eager (False)
         self._stretches: dict[bool, dict[int, Stretch]] = {}
+        self._regions: dict[bool, dict[int, tuple[Run, Stretch]]] = {}
 
     @property
     def recomputed(self) -> frozenset[int]:
@@ -382,7 +417,12 @@ class CheckpointedChain(nn.Module):
         if runs is None:
             runs = self._stretches[compiling] = stretches(self.program, list(self.stages),
                                                           inline=not compiling)
+        # Recomputation runs as one region each, the same way (chainplan.executors.regions).
+        recs = self._regions.get(compiling)
+        if recs is None:
+            recs = self._regions[compiling] = regions(self.program, list(self.stages),
+                                                      inline=not compiling)
         step = _Step(list(self.stages), self.program, self.plan.sequence, x, side, callback,
-                     self.plan.choices, runs)
+                     self.plan.choices, runs, recs)
         with _scope(side):
             return step.forward()

@@ -62,17 +62,26 @@ class Stretch:
         first: the index of the first (1-based).
         inline: copy the stages' graphs into one straight-line graph where they allow it
             (module docstring); else the region calls each stage's graph module.
+        outputs: the stages whose outputs the region returns, a tuple of them in this order
+            when there are several (a recomputation that keeps a checkpoint on its way:
+            :mod:`chainplan.executors.regions`); by default a_last alone, as a tensor.
 
     Attributes:
         inlined: whether the stretch runs as one straight-line graph.
     """
 
-    def __init__(self, stages: Sequence[nn.Module], first: int, inline: bool = False) -> None:
+    def __init__(self, stages: Sequence[nn.Module], first: int, inline: bool = False,
+                 outputs: Sequence[int] = ()) -> None:
         self.first = first
         self.last = first + len(stages) - 1
         self.stages = list(stages)
+        self.outputs = tuple(outputs) or (self.last,)
+        if any(not first <= k <= self.last for k in self.outputs):
+            raise ValueError(f"outputs {self.outputs} are not all among stages "
+                             f"{first}-{self.last}")
+        picks = [k - first for k in self.outputs]
         name = f"Stages{first}to{self.last}"
-        flat = _straight_line(self.stages) if inline else None
+        flat = _straight_line(self.stages, picks) if inline else None
         self.inlined = flat is not None
         if flat is not None:
             self.module = fx.GraphModule(flat[0], flat[1], class_name=name)
@@ -80,6 +89,7 @@ class Stretch:
         root = nn.Module()
         graph = fx.Graph()
         x: fx.Node = graph.placeholder("x")
+        outs: list[fx.Node] = []
         for k, stage in enumerate(self.stages, start=first):
             name = f"stage{k}"
             if isinstance(stage, GraphStage):
@@ -89,7 +99,8 @@ class Stretch:
             else:
                 root.add_module(name, stage)
                 x = graph.call_module(name, (x,))
-        graph.output(x)
+            outs.append(x)
+        graph.output(_result(outs, picks))
         self.module = fx.GraphModule(root, graph, class_name=name)
 
     def __call__(self, callback: Any, x: torch.Tensor) -> Any:
@@ -101,11 +112,17 @@ class Stretch:
         return compiled.stage_call(callback, self.module, *args)
 
 
-def _straight_line(stages: list[nn.Module]) -> tuple[dict[str, Any], fx.Graph] | None:
+def _result(outs: list[Any], picks: list[int]) -> Any:
+    """What the region's graph returns: the picked stages' outputs, one or a tuple."""
+    return outs[picks[0]] if len(picks) == 1 else tuple(outs[j] for j in picks)
+
+
+def _straight_line(stages: list[nn.Module],
+                   picks: list[int]) -> tuple[dict[str, Any], fx.Graph] | None:
     """The stages' graphs copied one after the other into one graph (its attributes and
-    the graph), with the placeholders :meth:`Stretch.__call__` passes: ``x``, then each
-    stage's other inputs in its ``reads`` order; None where the stretch cannot be inlined
-    (module docstring)."""
+    the graph) returning the outputs of the stages at positions ``picks``, with the
+    placeholders :meth:`Stretch.__call__` passes: ``x``, then each stage's other inputs in
+    its ``reads`` order; None where the stretch cannot be inlined (module docstring)."""
     graph_stages = [s for s in stages if isinstance(s, GraphStage)]
     if len(graph_stages) != len(stages):
         return None
@@ -114,6 +131,7 @@ def _straight_line(stages: list[nn.Module]) -> tuple[dict[str, Any], fx.Graph] |
     rest = [[graph.placeholder(f"stage{k}_in{j}") for j in range(len(s.reads))]
             for k, s in enumerate(graph_stages)]
     attrs: dict[str, Any] = {}
+    outs: list[Any] = []
     for stage, ins in zip(graph_stages, rest, strict=True):
         gm: fx.GraphModule = stage.gm
         nodes = list(gm.graph.nodes)
@@ -132,7 +150,8 @@ def _straight_line(stages: list[nn.Module]) -> tuple[dict[str, Any], fx.Graph] |
             env[n] = graph.node_copy(n, env.__getitem__)
         if not isinstance(x, fx.Node):  # a stage returns one tensor
             return None
-    graph.output(x)
+        outs.append(x)
+    graph.output(_result(outs, picks))
     return attrs, graph
 
 
