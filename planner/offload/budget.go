@@ -28,6 +28,10 @@ func Infeasible(c *chainplan.Chain, algo string, budgetBytes int64, opts Options
 	case mb > budgetBytes:
 		e.MinBudgetBytes = mb
 		return nil, e
+	case mb == budgetBytes:
+		// The search names the budget the solver just refused: solving there again would
+		// come back here for ever. Refuse it, naming no smaller budget.
+		return nil, e
 	}
 	p, err := solve(c, mb, opts)
 	if sizeRefusal(err) {

@@ -29,6 +29,11 @@ func MinBudgetPOFO(c *chainplan.Chain, opts Options) (int64, error) {
 	if err := checkTableSize(c, hi, opts.SlotsFor(hi, POFOSlots(c.Len()))); err != nil {
 		return 0, err
 	}
+	// SolvePOFO tries the heuristics only from opNeed up (below it no schedule exists):
+	// their searches, which a link faster than the simulator's time tolerance can fool
+	// into a smaller budget, count from there too, or this would name a budget SolvePOFO
+	// then refuses.
+	need := int64(math.Ceil(opNeed(units.Exact(c)) - 1e-9))
 	heuristic := int64(math.MaxInt64)
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -36,7 +41,7 @@ func MinBudgetPOFO(c *chainplan.Chain, opts Options) (int64, error) {
 		defer wg.Done()
 		for _, search := range []func(*chainplan.Chain, Options) (int64, error){MinBudgetAutoCapper, MinBudgetOpportunist} {
 			if b, err := search(c, opts); err == nil {
-				heuristic = min(heuristic, b)
+				heuristic = min(heuristic, max(b, need))
 			}
 		}
 	}()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/planner/internal/testchains"
@@ -379,5 +380,38 @@ func TestSolveRefusesHugeTables(t *testing.T) {
 	}
 	if err := checkTableSize(c, b, POFOSlots(c.Len())); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestInfeasibleNeverSolvesTheSameBudgetAgain: when the smallest-budget search names the
+// very budget the solver refused, Infeasible refuses it instead of solving there again
+// (which came back to Infeasible for ever: SolvePOFO at 1 TB/s on the tiny chain, where
+// the heuristics' searches once named 97 bytes below the 100 every operation needs).
+func TestInfeasibleNeverSolvesTheSameBudgetAgain(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "tiny.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chainplan.ParseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	solves := 0
+	refuse := func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error) {
+		solves++
+		return nil, &chainplan.InfeasibleError{Algo: "test"}
+	}
+	p, err := Infeasible(c, "test", 97, Options{}, time.Now(), func() (int64, error) { return 97, nil }, refuse)
+	var ie *chainplan.InfeasibleError
+	if p != nil || !errors.As(err, &ie) || solves != 0 {
+		t.Fatalf("got plan %v, error %v after %d solves; want an InfeasibleError and no solve", p, err, solves)
+	}
+	opts := Options{BandwidthBytesPerS: 1e12}
+	lo, err := MinBudgetPOFO(c, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SolvePOFO(c, lo, opts); err != nil {
+		t.Fatalf("the smallest budget %d at 1 TB/s: %v", lo, err)
 	}
 }
