@@ -329,14 +329,7 @@ func TestSolveReplays(t *testing.T) {
 // the plan replays and its peak fits. The memory tolerance once ignored the rounding of the
 // times and rejected POFO's own schedule at 1 GB/s for being 4·10⁻⁶ bytes over.
 func TestSolveFastLink(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "tiny.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := chainplan.ParseChain(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := tinyChain(t)
 	betas := []float64{1e9, 1e12}
 	if testing.Short() {
 		betas = betas[:1]
@@ -388,14 +381,7 @@ func TestSolveRefusesHugeTables(t *testing.T) {
 // (which came back to Infeasible for ever: SolvePOFO at 1 TB/s on the tiny chain, where
 // the heuristics' searches once named 97 bytes below the 100 every operation needs).
 func TestInfeasibleNeverSolvesTheSameBudgetAgain(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "tiny.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := chainplan.ParseChain(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := tinyChain(t)
 	solves := 0
 	refuse := func(*chainplan.Chain, int64, Options) (*chainplan.Plan, error) {
 		solves++
@@ -414,4 +400,18 @@ func TestInfeasibleNeverSolvesTheSameBudgetAgain(t *testing.T) {
 	if _, err := SolvePOFO(c, lo, opts); err != nil {
 		t.Fatalf("the smallest budget %d at 1 TB/s: %v", lo, err)
 	}
+}
+
+// tinyChain reads examples/tiny.json, the chain of bytes in the tens and seconds per stage.
+func tinyChain(t *testing.T) *chainplan.Chain {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "tiny.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chainplan.ParseChain(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
