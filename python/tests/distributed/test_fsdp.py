@@ -155,10 +155,12 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
                                       strict=True)):
         assert g["recomputed"], (rank, g)
         # Two of the four blocks at most are gathered at once (step: all four, and all
-        # their unsharded gradients). The CPU peaks vary by up to two blocks from run to
-        # run (measured: 708 376-807 128 per stage, 899 928-1 001 560 per step), so one
-        # block's parameters less is asserted.
-        assert g["measured"] + g["block_bytes"] <= s["measured"], (rank, g, s)
+        # their unsharded gradients): the plan counts at least one block less, and the
+        # measured peak is lower. The CPU peaks vary by up to two blocks from run to run
+        # (measured: 708 376-807 128 per stage, 899 928-1 001 560 per step), so the
+        # measured margin asserted is none, where the planned one is exact.
+        assert g["planned"] + g["block_bytes"] <= s["planned"], (rank, g, s)
+        assert g["measured"] < s["measured"], (rank, g, s)
         assert g["gathers"] > s["gathers"], (rank, g, s)
 
 
