@@ -165,8 +165,7 @@ def test_a_loss_the_fused_head_does_not_compute_is_refused_naming_it() -> None:
 
 def test_plans_run_the_model_as_its_profile_captured_it() -> None:
     """A plan of a profile taken with the logits kept runs with them, from the Profile, a
-    stored run id (read from its profile file when the plan first runs: planning stays one
-    crossing) or the profile file; a stored profile is reused only for a call captured the
+    stored run id or the profile file (Go's answer says so: planning stays one crossing); a stored profile is reused only for a call captured the
     same way."""
     model, ids = llama(), _ids()
     call = {"input_ids": ids, "labels": ids}
@@ -178,7 +177,7 @@ def test_plans_run_the_model_as_its_profile_captured_it() -> None:
     for prof, keep in ((fused, False), (kept, True)):
         for source in (prof, prof.run_id, prof.path):
             p = chainplan.plan(source, budget="min")  # type: ignore[arg-type]
-            assert p.keep_logits == (None if isinstance(source, int) else keep)
+            assert p.keep_logits == keep  # Go reads it from the run, the file or the Profile
             out = p.wrap(model)(**call)
             assert (out.logits is None) != keep
 
