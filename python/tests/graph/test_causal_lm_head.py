@@ -165,8 +165,8 @@ def test_a_loss_the_fused_head_does_not_compute_is_refused_naming_it() -> None:
 
 def test_plans_run_the_model_as_its_profile_captured_it() -> None:
     """A plan of a profile taken with the logits kept runs with them, from the Profile, a
-    stored run id or the profile file (Go's answer says so: planning stays one crossing); a stored profile is reused only for a call captured the
-    same way."""
+    stored run id or the profile file (Go's answer says so: planning stays one crossing);
+    a stored profile is reused only for a call captured the same way."""
     model, ids = llama(), _ids()
     call = {"input_ids": ids, "labels": ids}
     opts = {**FAST, "progress": False, "spread_warning": None}
