@@ -78,7 +78,7 @@ def _ids(vocab: int = 512, batch: int = 2, seq: int = 16) -> torch.Tensor:
     return torch.randint(0, vocab, (batch, seq))
 
 
-def _close_grads(model: nn.Module, ref: nn.Module) -> None:
+def close_grads(model: nn.Module, ref: nn.Module) -> None:
     """Every gradient within GRAD_TOL of the largest gradient entry of the plain model."""
     scale = max(float(q.grad.abs().max()) for q in ref.parameters() if q.grad is not None)
     for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
@@ -111,7 +111,7 @@ def test_trains_as_the_plain_model_without_its_logits(build: Callable[[], nn.Mod
     got, want = _step(net, **call), _step(ref, **call)
     assert type(got) is type(want) and got.logits is None and want.logits is not None
     torch.testing.assert_close(got.loss, want.loss, rtol=LOSS_RTOL, atol=0)
-    _close_grads(model, ref)
+    close_grads(model, ref)
     # Asked for, the logits come back, and with them PyTorch's head: the plain step.
     model.zero_grad()
     ref.zero_grad()
@@ -136,7 +136,7 @@ def test_the_model_loss_options_are_respected() -> None:
         got, want = _step(net, **call), _step(ref, **call)
         assert got.logits is None
         torch.testing.assert_close(got.loss, want.loss, rtol=LOSS_RTOL, atol=0)
-        _close_grads(model, ref)
+        close_grads(model, ref)
         model.zero_grad()
         ref.zero_grad()
 

@@ -31,11 +31,11 @@ from chainplan.graph import headform
 from chainplan.graph.chain import extract
 from chainplan.graph.headform import UNFUSED_HEAD
 from chainplan.schema import read_rows, write_profile
+from tests.graph.test_causal_lm_head import LOSS_RTOL, close_grads
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
-LOSS_RTOL, GRAD_TOL = 1e-6, 1e-5  # as tests/graph/test_causal_lm_head.py
 VOCAB, BATCH, SEQ = 4096, 4, 32
 OPTS: dict[str, Any] = {"repeats": 1, "warmup": 0, "progress": False, "spread_warning": None,
                         "ingest": False}
@@ -93,16 +93,6 @@ def _unfused_faster(prof: chainplan.Profile, path: Path) -> Path:
     return write_profile(path, out, meta)
 
 
-def _close_grads(model: nn.Module, ref: nn.Module) -> None:
-    scale = max(float(q.grad.abs().max()) for q in ref.parameters() if q.grad is not None)
-    for (name, p), q in zip(model.named_parameters(), ref.parameters(), strict=True):
-        if q.grad is None:
-            assert p.grad is None, name
-            continue
-        assert p.grad is not None, name
-        torch.testing.assert_close(p.grad, q.grad, rtol=0, atol=GRAD_TOL * scale, msg=name)
-
-
 def test_the_profile_measures_the_unfused_head_as_an_option() -> None:
     """The last stage's form option keeps the logits (their log-probabilities, for the
     backward), which the fused head never holds (it keeps the gradients of the hidden
@@ -151,7 +141,7 @@ def test_the_head_option_is_chosen_per_budget(build: Any, tmp_path: Path) -> Non
         want.loss.backward()
         assert got.logits is None
         torch.testing.assert_close(got.loss, want.loss, rtol=LOSS_RTOL, atol=0)
-        _close_grads(model, ref)
+        close_grads(model, ref)
         model.zero_grad(set_to_none=True)
         peak = chainplan.measure(net, **call, steps=1, store=False).peak_bytes
         assert peak <= 1.02 * p.budget_bytes, (p.forms, peak, p.budget_bytes)
