@@ -153,7 +153,7 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
       none. The states are held from the stage's first forward to the end of the step;
       the chain has no place for bytes held from one operation to a later one, so a plan
       whose peak falls outside a random stage's recomputation may run up to this many
-      bytes over its prediction (docs/memory.md, "Random-number states").
+      bytes over its prediction (docs/executors.md, "Memory, measured").
     """
     n = len(stages)
     step = [0] * n
