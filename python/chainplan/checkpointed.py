@@ -91,12 +91,12 @@ class Checkpointed(metaclass=_CheckpointedType):
     tensors, its other arguments, the autocast state) finds or makes a profile for it,
     plans, and caches the executor; later forwards with that kind cost a dictionary lookup.
     A profile is found in the database when a stored run has the same model signature
-    (module tree, parameter and buffer names, shapes and dtypes, device, torch version),
-    compute dtype, loss and input shape: it is reused, so a new process does not profile
-    again. A run that differs in the batch dimension only is scaled linearly to the new
-    batch (``rescale``). Otherwise the model is profiled on the input and the profile
-    stored under ``name``. Each decision is logged; a new kind of input after the first
-    also raises a :class:`~chainplan.shapecheck.ShapeWarning` saying which.
+    (module tree with its settings, parameter and buffer names, shapes and dtypes, device,
+    torch version), compute dtype, loss and input shape: it is reused, so a new process does
+    not profile again. A run that differs in the batch dimension only is scaled linearly to
+    the new batch (``rescale``). Otherwise the model is profiled on the input and the
+    profile stored under ``name``. Each decision is logged; a new kind of input after the
+    first also raises a :class:`~chainplan.shapecheck.ShapeWarning` saying which.
 
     The loss stage of the plan is the loss ``forward`` computes itself (a HuggingFace
     model given ``labels=``), or ``loss_fn`` profiled with a sample target made for each

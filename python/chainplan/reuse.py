@@ -57,9 +57,9 @@ def find_profile(model: Any, sample: Any, *, loss_fn: Callable[..., object] | No
     again. Planning from it instead of profiling anew makes the same launch give the same
     plan (a profile taken on a busy machine differs from the last one).
 
-    A run matches when its model signature (module tree, parameter and buffer names,
-    shapes and dtypes, device, torch version), compute dtype, loss (by name) and input
-    shape are the ones given.
+    A run matches when its model signature (module tree with its settings, parameter and
+    buffer names, shapes and dtypes, device, torch version), compute dtype, loss (by name)
+    and input shape are the ones given.
     """
     if not isinstance(sample, torch.Tensor):
         raise TypeError(f"find_profile() takes the sample input tensor "

@@ -288,6 +288,28 @@ def test_model_signature() -> None:
     assert stored.to_pylist() == [{"model_signature": sig}]
 
 
+def test_model_signature_reads_module_settings() -> None:
+    """Settings that change what a step holds without changing a parameter: a dropout's
+    probability (at 0 it saves no noise tensor), a convolution's stride, an in-place
+    activation. A stored profile of one must not stand in for the other: a GPT-2 without
+    dropout was planned from the profile of the same GPT-2 with it, and the reverse
+    under-counts every dropout's noise tensor."""
+    def mlp(p: float, inplace: bool = False) -> nn.Sequential:
+        return nn.Sequential(nn.Linear(8, 8), nn.ReLU(inplace=inplace), nn.Dropout(p),
+                             nn.Linear(8, 2))
+
+    sig = model_signature(mlp(0.1), "cpu")
+    assert model_signature(mlp(0.1), "cpu") == sig
+    assert model_signature(mlp(0.0), "cpu") != sig
+    assert model_signature(mlp(0.1, inplace=True), "cpu") != sig
+    assert (model_signature(nn.Conv2d(3, 4, 3, stride=2), "cpu")
+            != model_signature(nn.Conv2d(3, 4, 3), "cpu"))
+    x = torch.randn(4, 8)
+    chainplan.profile(mlp(0.1), x, progress=False, **FAST)
+    assert chainplan.find_profile(mlp(0.1), x) is not None
+    assert chainplan.find_profile(mlp(0.0), x) is None
+
+
 def test_signature_follows_torch_version(monkeypatch: pytest.MonkeyPatch) -> None:
     model, x = MODELS["resnet"]()
     Checkpointed(model, budget="min", **FAST)(x).sum().backward()
