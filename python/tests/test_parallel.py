@@ -299,3 +299,36 @@ def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> Non
     out.write_text("[1]")
     with pytest.raises(PlanError, match="not a search3d document"):
         Search3D.load(out)
+
+
+def test_measured_links_replace_the_cluster_files(profiled: Profile) -> None:
+    """A link bandwidth recorded with the stored run (record_link) replaces the cluster
+    file's in both advisors, which list it; nominal_links=True keeps the file's."""
+    def times(s3: Search3D) -> dict[tuple[int, int, int, int], float]:
+        out: dict[tuple[int, int, int, int], float] = {}
+        for c in s3.candidates:
+            k = (c.pp, c.dp, c.tmp, c.mbs)
+            out[k] = min(out.get(k, c.iteration_time_s), c.iteration_time_s)
+        return out
+
+    req: dict[str, Any] = {"global_batch": 16, "top_k": -1, "memory_check": "off"}
+    before = chainplan.parallel.search3d(profiled, SMALL, **req)
+    assert before.measured_links == ()
+    stored = chainplan.parallel.record_link(profiled, "inter", "0.05GB/s", method="test")
+    assert stored == 5e7
+    after = chainplan.parallel.search3d(profiled, SMALL, **req)
+    assert [(m.node, m.link, m.nominal_bytes_per_s, m.measured_bytes_per_s)
+            for m in after.measured_links] == [(n, "inter", 5e9, 5e7) for n in ("n-0", "n-1")]
+    assert any("link bandwidths measured" in n for n in after.notes)
+    slow, fast = times(after), times(before)
+    assert all(slow[k] >= fast[k] for k in fast) and any(slow[k] > fast[k] for k in fast)
+    nominal = chainplan.parallel.search3d(profiled, SMALL, nominal_links=True, **req)
+    assert nominal.measured_links == () and times(nominal) == fast
+    adv = chainplan.parallel.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    assert {m.link for m in adv.measured_links} == {"inter"}
+    with pytest.raises(PlanError, match="link must be one of"):
+        chainplan.parallel.record_link(profiled, "nvlink", 1e9)
+    with pytest.raises(PlanError, match="positive, finite"):
+        chainplan.parallel.record_link(profiled, "intra", 0.0)
+    with pytest.raises(PlanError, match="needs a stored run"):
+        chainplan.parallel.record_link("cnn.arrow", "intra", 1e9)
