@@ -332,3 +332,20 @@ def test_measured_links_replace_the_cluster_files(profiled: Profile) -> None:
         chainplan.parallel.record_link(profiled, "intra", 0.0)
     with pytest.raises(PlanError, match="needs a stored run"):
         chainplan.parallel.record_link("cnn.arrow", "intra", 1e9)
+
+
+def test_an_absurd_stored_link_is_refused(profiled: Profile) -> None:
+    """A stored bandwidth written around chainplan (an infinity passes the table's > 0) is
+    refused naming its row; nominal_links=True plans regardless."""
+    import sqlite3
+
+    db = sqlite3.connect(os.environ["CHAINPLAN_DB"])
+    with db:  # commits
+        db.execute("INSERT INTO bandwidths (run_id, measured_at, bandwidth_bytes_per_s, device, "
+                   "method, link) VALUES (?, '2026-12-07T00:00:00Z', ?, 'cpu', 'hand', 'inter')",
+                   (profiled.run_id, float("inf")))
+    db.close()
+    with pytest.raises(PlanError, match=r"measured bandwidth 1 .*not a positive, finite"):
+        chainplan.parallel.search3d(profiled, SMALL, global_batch=16)
+    assert chainplan.parallel.search3d(profiled, SMALL, global_batch=16,
+                                       nominal_links=True).measured_links == ()
