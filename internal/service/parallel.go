@@ -100,7 +100,8 @@ func (s *Service) Advise(ctx context.Context, in ParallelInput, o paradl.Options
 }
 
 // Search3D runs the 3-D search of o for in (planner.Search3D) on the planned cluster, as
-// Advise does, and, for a stored run with a database, records the result: its top-K candidates, and Megatron's pick as candidate −1.
+// Advise does, and, for a stored run with a database, records the result: its top-K
+// candidates, and Megatron's pick as candidate −1.
 func (s *Service) Search3D(ctx context.Context, in ParallelInput, o amp.Options) (*Advised, error) {
 	cl, links, notes, err := s.plannedCluster(ctx, in)
 	if err != nil {
