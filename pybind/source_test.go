@@ -79,7 +79,7 @@ func TestEveryFamilyTakesTheEnvelope(t *testing.T) {
 			t.Errorf("%s: the run, the profile file and its chain give different answers", name)
 		}
 		for src, want := range map[string]string{
-			`{}`:                              "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path and chain (got none)",
+			`{}`:                              "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path, chain and towers (got none)",
 			`{"run_id": 1, "path": "x.json"}`: "(got run_id, path)",
 			runSource(db, 9):                  "chainplan[not-found]:",
 			pathSource(filepath.Join(t.TempDir(), "nope")): "chainplan[not-found]: source ",

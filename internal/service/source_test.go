@@ -124,7 +124,7 @@ func TestResolveErrors(t *testing.T) {
 		is        error
 		says      string
 	}{
-		{"neither", `{"db_env": "/x.db"}`, service.ErrBadInput, "give exactly one of run_id, profile_path, chain_path, path and chain (got none)"},
+		{"neither", `{"db_env": "/x.db"}`, service.ErrBadInput, "give exactly one of run_id, profile_path, chain_path, path, chain and towers (got none)"},
 		{"both", `{"run_id": 1, "path": "a.json"}`, service.ErrBadInput, "(got run_id, path)"},
 		{"missing run", `{"run_id": 99}`, chainplan.ErrNotFound, "99"},
 		{"missing file", `{"path": "` + filepath.Join(dir, "missing.json") + `"}`, chainplan.ErrNotFound,
