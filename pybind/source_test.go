@@ -102,30 +102,7 @@ func TestEveryEntryRefusesABadSourceAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster, err := os.ReadFile(filepath.Join("..", "examples", "clusters", "cpu-4.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	withCluster := func(source, request string) string {
-		return `{"source": ` + source + `, "request": ` + request + `, "cluster": ` + jsonString(string(cluster)) + `, "batch": 8}`
-	}
-	onePart := func(entry func(string) (string, error), request string) func(string) (string, error) {
-		return func(source string) (string, error) { return entry(callOf(source, request)) }
-	}
-	entries := map[string]func(source string) (string, error){
-		"Plan":         onePart(Plan, `{"budget": "min"}`),
-		"Frontier":     onePart(Frontier, `{}`),
-		"MinBudget":    onePart(func(c string) (string, error) { b, err := MinBudget(c); return jsonInt(b), err }, `{}`),
-		"PlotFrontier": onePart(PlotFrontier, `{}`),
-		"PlotTimeline": onePart(PlotTimeline, `{"plan": `+plan+`}`),
-		"Chain":        onePart(Chain, `{}`),
-		"Pipeline":     onePart(Pipeline, `{"algo": "contiguous", "gpus": 1, "memory_bytes": 1000000, "bandwidth": 1e9}`),
-		"Pipesim":      onePart(Pipesim, `{"schedule": "gpipe", "stages": "1", "microbatches": 2}`),
-		"Advise": func(source string) (string, error) {
-			return Advise(withCluster(source, `{"dataset_size": 64, "global_batch": 8}`))
-		},
-		"Search3D": func(source string) (string, error) { return Search3D(withCluster(source, `{"global_batch": 8}`)) },
-	}
+	entries := sourceEntries(t, plan)
 	missing := filepath.Join(t.TempDir(), "nope")
 	for _, src := range []string{`{}`, `{"run_id": 1, "path": "x.json"}`, pathSource(missing), `{"chain": "{}"}`,
 		`{"towers": {"chains": []}}`} {
@@ -141,11 +118,41 @@ func TestEveryEntryRefusesABadSourceAlike(t *testing.T) {
 				t.Errorf("%s(%s) = %v; another entry said %q", name, src, err, first)
 			}
 		}
-	} // The requests are ones each entry accepts: a good source is planned (so the
-	// refusals above are the source's).
+	}
+	// The requests are ones each entry accepts: a good source is planned (so the refusals
+	// above are the source's).
 	for name, entry := range entries {
 		if _, err := entry(chainSource(tinyChain)); err != nil {
 			t.Errorf("%s on a good source: %v", name, err)
 		}
+	}
+}
+
+// sourceEntries are the entries that take a source, each given a request it accepts (plan
+// is a plan of tinyChain, for PlotTimeline), as functions of the source's JSON form.
+func sourceEntries(t *testing.T, plan string) map[string]func(source string) (string, error) {
+	cluster, err := os.ReadFile(filepath.Join("..", "examples", "clusters", "cpu-4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCluster := func(source, request string) string {
+		return `{"source": ` + source + `, "request": ` + request + `, "cluster": ` + jsonString(string(cluster)) + `, "batch": 8}`
+	}
+	onePart := func(entry func(string) (string, error), request string) func(string) (string, error) {
+		return func(source string) (string, error) { return entry(callOf(source, request)) }
+	}
+	return map[string]func(source string) (string, error){
+		"Plan":         onePart(Plan, `{"budget": "min"}`),
+		"Frontier":     onePart(Frontier, `{}`),
+		"MinBudget":    onePart(func(c string) (string, error) { b, err := MinBudget(c); return jsonInt(b), err }, `{}`),
+		"PlotFrontier": onePart(PlotFrontier, `{}`),
+		"PlotTimeline": onePart(PlotTimeline, `{"plan": `+plan+`}`),
+		"Chain":        onePart(Chain, `{}`),
+		"Pipeline":     onePart(Pipeline, `{"algo": "contiguous", "gpus": 1, "memory_bytes": 1000000, "bandwidth": 1e9}`),
+		"Pipesim":      onePart(Pipesim, `{"schedule": "gpipe", "stages": "1", "microbatches": 2}`),
+		"Advise": func(source string) (string, error) {
+			return Advise(withCluster(source, `{"dataset_size": 64, "global_batch": 8}`))
+		},
+		"Search3D": func(source string) (string, error) { return Search3D(withCluster(source, `{"global_batch": 8}`)) },
 	}
 }
