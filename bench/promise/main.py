@@ -62,7 +62,7 @@ import torch
 sys.path.insert(0, os.path.dirname(__file__))
 os.environ.setdefault("CHAINPLAN_DB", os.path.join(tempfile.mkdtemp(), "bench.db"))
 
-from models import MODELS, SIZES, Bench  # noqa: E402
+from models import DEFAULT, MODELS, SIZES, Bench  # noqa: E402
 from report import FUSED, OUTSIDE, Result, Variant, report_model, summarize  # noqa: E402
 from systems import fused_head, grouped, per_block  # noqa: E402
 
@@ -305,7 +305,7 @@ def frontier_name(stem: str) -> str:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=",".join(DEFAULT), help=f"of {', '.join(MODELS)}")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
