@@ -56,8 +56,8 @@ from chainplan.executors.planned import plain_model
 from chainplan.graph.call import training_call
 from chainplan.graph.chain import input_key
 
-__all__ = ["GATHERINGS", "expect_world", "fsdp_units", "gathered_units", "gathering",
-           "set_gathering"]
+__all__ = ["GATHERINGS", "expect_world", "fsdp_group", "fsdp_units", "gathered_units",
+           "gathering", "set_gathering"]
 
 #: What a RankPlan's wrap expects of the model's units: (world, shard), by plain model.
 _expected: weakref.WeakKeyDictionary[nn.Module, tuple[int, int]] = weakref.WeakKeyDictionary()
@@ -114,6 +114,23 @@ def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
         if states:
             out.append((m, states[0]))
     return out
+
+
+def fsdp_group(model: nn.Module) -> Any:
+    """The process group of the ranks holding ``model`` alike under ``fully_shard``: its
+    units' mesh's group (one dimension), or every rank for a mesh of several dimensions
+    (HSDP) over the whole world. None: no FSDP unit, or a mesh of several dimensions over
+    part of the world, whose group of every dimension at once fully_shard does not make
+    (``Checkpointed(..., group=)`` gives it)."""
+    import torch.distributed as dist
+
+    for _, state in fsdp_units(model):
+        for group in state._fsdp_param_groups:
+            mesh = group.mesh_info.mesh
+            if mesh.ndim == 1:
+                return mesh.get_group()
+            return dist.group.WORLD if mesh.size() == dist.get_world_size() else None
+    return None
 
 
 @contextlib.contextmanager
