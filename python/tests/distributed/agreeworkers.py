@@ -115,6 +115,34 @@ def one_rank_short(small: int = 1000) -> dict[str, Any]:
     return {"refused": error, "least": least, "alive": flag.item()}
 
 
+def one_rank_differs(case: str) -> dict[str, Any]:
+    """Checkpointed under fully_shard, rank 1 unlike rank 0: its target function fails
+    while it profiles (``case`` "fails"), or it asks for another algorithm ("options"):
+    what each rank raised, and whether the ranks still agree afterwards."""
+    import chainplan
+
+    def broken(x: torch.Tensor) -> torch.Tensor:
+        raise ZeroDivisionError("the target of rank 1")
+
+    model = _gpt()
+    one = dist.get_rank() == 1
+    target = broken if one and case == "fails" else _target
+    algo = "revolve" if one and case == "options" else "rotor"
+    net = chainplan.Checkpointed(model, budget="min", algo=algo, loss_fn=F.cross_entropy,
+                                 target=target, repeats=1, warmup=0,
+                                 reuse=False)  # profiled here: the target is called
+    _shard(net)
+    _, _, idx_l, _ = _batches(dist.get_world_size(), dist.get_rank())[0]
+    try:
+        net(idx_l, mask=MASK)
+        error = ""
+    except Exception as e:
+        error = f"{type(e).__name__}: {e}"
+    flag = torch.ones(1)
+    dist.all_reduce(flag)
+    return {"refused": error, "alive": flag.item()}
+
+
 def plain_fsdp(blocks: int = 2) -> dict[str, Any]:
     """FSDP2 alone, the baseline of the reduction order's differences."""
     from tests.distributed.workers import plain_fsdp as plain
@@ -123,4 +151,4 @@ def plain_fsdp(blocks: int = 2) -> dict[str, Any]:
 
 
 KINDS = {"differing_profiles": differing_profiles, "one_rank_short": one_rank_short,
-         "plain_fsdp": plain_fsdp}
+         "one_rank_differs": one_rank_differs, "plain_fsdp": plain_fsdp}

@@ -25,7 +25,10 @@ from tests.distributed.test_fsdp import _ok, _same_training
 def agreed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     scenarios = [{"name": "plain_fsdp", "kind": "plain_fsdp", "options": {"blocks": 4}},
                  {"name": "differ", "kind": "differing_profiles"},
-                 {"name": "short", "kind": "one_rank_short"}]
+                 {"name": "short", "kind": "one_rank_short"},
+                 {"name": "fails", "kind": "one_rank_differs", "options": {"case": "fails"}},
+                 {"name": "options", "kind": "one_rank_differs",
+                  "options": {"case": "options"}}]
     return session.run(2, scenarios, tmp_path_factory.mktemp("agreed"),
                        module="tests.distributed.agreeworkers", timeout_s=45)
 
@@ -51,3 +54,20 @@ def test_budget_too_small_on_one_rank_is_raised_on_every_rank(
         assert "within rank 1's budget, the group's smallest" in got["refused"], (rank, got)
         assert got["least"] and got["least"] > 1000, (rank, got)
         assert got["alive"] == 2.0, (rank, got)  # no rank left in a collective
+
+
+@pytest.mark.parametrize(("name", "says"), [
+    # rank 0 names rank 1 and what it met; rank 1 raises its own error
+    ("fails", ["PlanError: Checkpointed(GPT) at input shape [2, 16]: rank 1 of the "
+               "data-parallel group (ranks [1] failed) could not plan: ZeroDivisionError: "
+               "the target of rank 1", "ZeroDivisionError: the target of rank 1"]),
+    ("options", ["PlanError: the ranks of the data-parallel group plan with different "
+                 "options: ('rotor', None, False, True) on rank 0, ('revolve', None, False, "
+                 "True) on rank 1: give every rank the same"] * 2),
+])
+def test_one_rank_unlike_the_others_is_raised_on_every_rank(
+        agreed: list[dict[str, Any]], name: str, says: list[str]) -> None:
+    for rank, r in enumerate(agreed):
+        got = r[name]
+        assert got["refused"] == says[rank], (rank, got)
+        assert got["alive"] == 2.0, (rank, got)
