@@ -6,11 +6,14 @@ slowest rank (the collectives wait for it), and every rank must hold the plan's 
 So the group's chain takes, field by field, the largest time and the largest size any
 rank measured: the plan made on it is never predicted faster, nor smaller, than what a
 rank measured. A stage saves its input (or its output) when any rank's does; an optional
-field one rank did not measure (``recompute_time``, ``options``, ...) is left out, which
-the planners read conservatively (docs/formats.md, "Chains, version 2"). Everything else
-(the stages' names, an option's ``keep`` positions and ``form``) is the model's structure
-and must be the same on every rank: a difference is refused, naming the field and the
-ranks, because a plan of one rank's structure would not run on another's.
+field one rank did not measure (``recompute_time``, ...) is left out, which the planners
+read conservatively (docs/formats.md, "Chains, version 2"). A stage's operation-level
+options are chosen per rank from its measurements (the nodes each keeps differ between
+ranks): the group's are those every rank measured (the same ``keep`` and ``form``), each
+with the most of its figures; a plan names the nodes its options keep, so it runs on
+every rank. Everything else (the stages' count and names) is the model's structure and
+must be the same on every rank: a difference is refused, naming the field and the ranks,
+because a plan of one rank's structure would not run on another's.
 
 This module never imports torch.
 """
@@ -52,7 +55,11 @@ def _merge(values: list[Any], where: str) -> Any:
     if all(isinstance(v, dict) for v in values):
         out = {}
         for key in first:
-            if all(key in v for v in values):
+            if key == "options" and all(isinstance(v.get(key), list) for v in values):
+                common = _common_options([v[key] for v in values], _field(where, key))
+                if common:
+                    out[key] = common
+            elif all(key in v for v in values):
                 out[key] = _merge([v[key] for v in values], _field(where, key))
             # else: measured on some ranks only, read conservatively when absent
         return out
@@ -64,6 +71,21 @@ def _merge(values: list[Any], where: str) -> Any:
         return [_merge([v[i] for v in values], _item(where, i, first[i]))
                 for i in range(lengths[0])]
     return _same(values, where)
+
+
+def _common_options(lists: list[list[Any]], where: str) -> list[Any]:
+    """The options (dicts) every rank has, by the nodes they keep and their form, in rank
+    0's order, each the most of its figures."""
+    def key(o: Any) -> str:
+        return repr((o.get("keep"), o.get("form"))) if isinstance(o, dict) else repr(o)
+
+    by_rank = [{key(o): o for o in opts} for opts in lists]
+    out = []
+    for i, o in enumerate(lists[0]):
+        k = key(o)
+        if all(k in mine for mine in by_rank):
+            out.append(_merge([mine[k] for mine in by_rank], _item(where, i, o)))
+    return out
 
 
 def _same(values: list[Any], where: str) -> Any:

@@ -32,6 +32,10 @@ def test_the_most_of_each_figure() -> None:
     b["input_bytes"] = 96
     b["stages"][1]["saves_output"] = True
     del b["stages"][0]["recompute_time"]  # not measured on rank 1: left out
+    # Options are chosen per rank: those both ranks have (the same nodes kept) stay.
+    extra = {"saved_bytes": 150, "fwd_tmp_bytes": 0, "recompute_time": 0.1, "keep": [3]}
+    a["stages"][0]["options"].append(extra)
+    b["stages"][1]["options"][0]["keep"] = [3, 6]
     got = combine_chains([a, b])
     assert got["input_bytes"] == 96
     assert [s["fwd_time"] for s in got["stages"]] == [2.0, 3.0]
@@ -39,17 +43,18 @@ def test_the_most_of_each_figure() -> None:
     assert [s["saved_bytes"] for s in got["stages"]] == [300, 400]
     assert [s["saves_output"] for s in got["stages"]] == [False, True]
     assert "recompute_time" not in got["stages"][0] and got["stages"][1]["recompute_time"] == 3.0
-    assert [s["options"][0]["recompute_time"] for s in got["stages"]] == [1.0, 1.5]
-    assert got["stages"][0]["options"][0]["keep"] == [3, 5]
-    assert a == _chain([1.0, 3.0], [200, 400])  # the inputs are left as they were
+    assert got["stages"][0]["options"] == [{"saved_bytes": 100, "fwd_tmp_bytes": 0,
+                                            "recompute_time": 1.0, "keep": [3, 5]}]
+    assert "options" not in got["stages"][1]  # none in common
+    assert a["stages"][1] == _chain([1.0, 3.0], [200, 400])["stages"][1]  # left as it was
 
 
 @pytest.mark.parametrize(("change", "says"), [
     (lambda c: c["stages"].pop(), "chain's stages: the count is 2 on rank 0 and 1 on rank 1"),
     (lambda c: c["stages"][1].update(name="other"),
      "chain's stages[2] (s2)'s name is 's2' on rank 0 and 'other' on rank 1"),
-    (lambda c: c["stages"][0]["options"][0].update(keep=[3, 6]),
-     "chain's stages[1] (s1)'s options[1]'s keep is [3, 5] on rank 0 and [3, 6] on rank 1"),
+    (lambda c: c["stages"][0].update(out_bytes="many"),
+     "chain's stages[1] (s1)'s out_bytes is 100 on rank 0 and 'many' on rank 1"),
 ])
 def test_another_structure_is_refused(change: Any, says: str) -> None:
     a = _chain([1.0, 3.0], [200, 400])
