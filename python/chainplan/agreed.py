@@ -21,7 +21,9 @@ group, at that forward:
    budget it is.
 
 Every rank decides steps 2 and 3 from the same gathered offers, so no rank waits alone
-in a collective the others left. Towers joined at the loss (a ``chainplan.multichain``
+in a collective the others left. The errors raised so carry ``raised_on_every_rank =
+True``: ``chainplan.parallelize``'s failure board passes them on as they are, rather than
+as the consequence of another rank's failure. Towers joined at the loss (a ``chainplan.multichain``
 bundle, not one chain) are planned by rank 0 on its own profile, within the group's
 smallest budget. The group holds the same model on every rank: the ranks of a pipeline
 stage's data-parallel group, never the pipeline's other stages.
@@ -112,27 +114,31 @@ def agree(group: Any, what: str, local: Callable[[], tuple[Offer, Any, Any]],
     failed = [r for r, o in enumerate(offers) if not isinstance(o, Offer)]
     if failed:
         if own is not None:
-            raise own
+            raise _everywhere(own)
         kind, message, least = offers[failed[0]]
-        raise _rebuild(kind, f"{what}: rank {failed[0]} of the data-parallel group "
-                       f"(ranks {failed} failed) could not plan: {kind}: {message}", least)
+        raise _everywhere(_rebuild(kind, f"{what}: rank {failed[0]} of the data-parallel "
+                                   f"group (ranks {failed} failed) could not plan: {kind}: "
+                                   f"{message}", least))
     got: list[Offer] = offers
-    _same_options(got)
-    budget, binding = _budget(got)
-    bandwidths = [o.bandwidth for o in got if o.bandwidth is not None]
+    try:
+        _same_options(got)
+        plan_budget, binding = _budget(got)
+        bandwidths = [o.bandwidth for o in got if o.bandwidth is not None]
+        chains = [o.chain for o in got]
+        if any(c is not None for c in chains) and any(c is None for c in chains):
+            raise PlanError(f"{what}: ranks {[r for r, c in enumerate(chains) if c is None]} "
+                            "hold towers joined at the loss, the others one chain: every "
+                            "rank of the data-parallel group must run the same model")
+        combined = combine_chains(chains) if chains[0] is not None else None  # type: ignore[arg-type]
+    except PlanError as e:  # every rank finds it in the same offers
+        raise _everywhere(e) from None
     bandwidth = min(bandwidths) if bandwidths else None
-    chains = [o.chain for o in got]
-    if any(c is not None for c in chains) and any(c is None for c in chains):
-        raise PlanError(f"{what}: ranks {[r for r, c in enumerate(chains) if c is None]} "
-                        "hold towers joined at the loss, the others one chain: every rank "
-                        "of the data-parallel group must run the same model")
-    combined = combine_chains(chains) if chains[0] is not None else None  # type: ignore[arg-type]
     box: list[Any] = [None]
     if dist.get_rank(group) == 0:
         try:
             src = source if combined is None else _write(combined, folder)
-            p = plan(src, budget, bandwidth)
-            _fits(p, got, what)
+            p = plan(src, plan_budget, bandwidth)
+            _fits(p, got)
             box = [p]
         except Exception as e:
             box = [_failure(e)]
@@ -140,10 +146,19 @@ def agree(group: Any, what: str, local: Callable[[], tuple[Offer, Any, Any]],
     if not isinstance(box[0], Plan):
         kind, message, least = box[0]
         whose = f"rank {binding}'s budget, the group's smallest" if binding is not None \
-            else "the smallest budget"
-        raise _rebuild(kind, f"{message} (planned for the data-parallel group's {ranks} "
-                       f"ranks, within {whose})", least)
+            else "the plan's smallest budget, 'min' on some ranks"
+        raise _everywhere(_rebuild(kind, f"{message} (planned for the data-parallel "
+                                   f"group's {ranks} ranks, within {whose})", least))
     return box[0], extra
+
+
+def _everywhere(e: BaseException) -> BaseException:
+    """``e``, marked as raised alike on every rank of the group (module docstring)."""
+    try:
+        e.raised_on_every_rank = True  # type: ignore[attr-defined]
+    except AttributeError:  # an exception type with fixed slots: left unmarked
+        pass
+    return e
 
 
 def _failure(e: BaseException) -> _Failure:
@@ -183,7 +198,7 @@ def _budget(offers: list[Offer]) -> tuple[int | str, int | None]:
     return budget, binding
 
 
-def _fits(p: Plan, offers: list[Offer], what: str) -> None:
+def _fits(p: Plan, offers: list[Offer]) -> None:
     """A plan made at ``"min"`` for some ranks must fit the others' budgets in bytes."""
     small = [(r, o.budget) for r, o in enumerate(offers)
              if o.budget is not None and o.budget < p.budget_bytes]
