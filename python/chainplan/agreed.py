@@ -46,7 +46,7 @@ from chainplan.errors import ChainplanError, InfeasibleBudget, PlanError
 from chainplan.rankchains import combine_chains
 from chainplan.schedule import Plan
 
-__all__ = ["Offer", "agree"]
+__all__ = ["Offer", "agree", "data_parallel_group"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,29 @@ _Failure = tuple[str, str, int | None]
 #: Plan the source (rank 0's own, or the group's chain file) within the budget
 #: (bytes or "min") and bandwidth.
 Planner = Callable[[Any, "int | str", "float | None"], Plan]
+
+
+def data_parallel_group(model: Any, given: Any, what: str) -> Any:
+    """The group ``model``'s ranks agree their plans in: ``given``, else the group of the
+    mesh ``fully_shard`` put on its units (:func:`chainplan.executors.fsdp.fsdp_group`).
+    None (each rank plans alone): no process group, no such group, or a group of one.
+
+    Raises:
+        PlanError: this rank is not in the group given.
+    """
+    import torch.distributed as dist
+
+    from chainplan.executors.fsdp import fsdp_group
+
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    group = given if given is not None else fsdp_group(model)
+    if group is None:
+        return None
+    if dist.get_rank(group) < 0:
+        raise PlanError(f"{what}: group: this rank ({dist.get_rank()}) is not in the group "
+                        "given")
+    return group if dist.get_world_size(group) > 1 else None
 
 
 def agree(group: Any, what: str, local: Callable[[], tuple[Offer, Any, Any]],

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from chainplan import _bind
-from chainplan.agreed import Offer, agree
+from chainplan.agreed import Offer, agree, data_parallel_group
 from chainplan.api import Budget, LossFn, budget_request, plan_from
 from chainplan.arguments import bandwidth_or_auto
 from chainplan.callkind import (
@@ -36,9 +36,8 @@ from chainplan.callkind import (
     describe_key,
     towers_may_be_stored,
 )
-from chainplan.errors import InfeasibleBudget, PlanError, ProfileError
+from chainplan.errors import InfeasibleBudget, ProfileError
 from chainplan.executors import wrap
-from chainplan.executors.fsdp import fsdp_group
 from chainplan.executors.view import Planned, plain_model, planned, planned_view
 from chainplan.profiler.filename import check_profile_name
 from chainplan.profiler.labels import compute_dtype
@@ -308,7 +307,7 @@ class CheckpointedPlans(Planned):
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
         """A plan for calls like ``(*args, **kwargs)``, and how its profile was found: this
         rank's own, or its data-parallel group's (:mod:`chainplan.agreed`)."""
-        group = self._group()
+        group = data_parallel_group(self.model, self.group, f"Checkpointed({self.name})")
         if group is None:
             source, how, bandwidth = self._source_for(x, shape, args, kwargs)
             p = self._plan(source, shape, bandwidth)
@@ -336,20 +335,6 @@ class CheckpointedPlans(Planned):
             f"{how}; planned by rank 0 of the data-parallel group of {ranks} ranks on the "
             "most of each stage's time and memory over the ranks, within their smallest "
             "budget")
-
-    def _group(self) -> Any:
-        """The data-parallel group this model agrees its plans in (None: plans alone)."""
-        import torch.distributed as dist
-
-        if not dist.is_available() or not dist.is_initialized():
-            return None
-        group = self.group if self.group is not None else fsdp_group(self.model)
-        if group is None:
-            return None
-        if dist.get_rank(group) < 0:
-            raise PlanError(f"Checkpointed({self.name}): group: this rank "
-                            f"({dist.get_rank()}) is not in the group given")
-        return group if dist.get_world_size(group) > 1 else None
 
     def _source_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
                     kwargs: dict[str, Any]) -> tuple[Any, str, float | str | None]:
