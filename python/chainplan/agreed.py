@@ -41,8 +41,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import torch.distributed as dist
+
 from chainplan import errors
 from chainplan.errors import ChainplanError, InfeasibleBudget, PlanError
+from chainplan.executors.fsdp import fsdp_group
 from chainplan.rankchains import combine_chains
 from chainplan.schedule import Plan
 
@@ -84,10 +87,6 @@ def data_parallel_group(model: Any, given: Any, what: str) -> Any:
     Raises:
         PlanError: this rank is not in the group given.
     """
-    import torch.distributed as dist
-
-    from chainplan.executors.fsdp import fsdp_group
-
     if not dist.is_available() or not dist.is_initialized():
         return None
     group = given if given is not None else fsdp_group(model)
@@ -121,8 +120,6 @@ def agree(group: Any, what: str, local: Callable[[], tuple[Offer, Any, Any]],
         PlanError: the ranks' chains or options differ; or another rank failed (its
             error's class when it is one of chainplan's), on every rank.
     """
-    import torch.distributed as dist
-
     mine: Offer | _Failure
     own: BaseException | None = None
     source = extra = None

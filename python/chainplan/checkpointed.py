@@ -22,6 +22,7 @@ import warnings
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from chainplan import _bind
@@ -324,8 +325,6 @@ class CheckpointedPlans(Planned):
             return (Offer(chain=chain, budget=self._budget_bytes, options=options, shape=shape,
                           bandwidth=None if bandwidth is None else float(bandwidth)),
                     source, how)
-
-        import torch.distributed as dist
 
         ranks = dist.get_world_size(group)
         p, how = agree(group, f"Checkpointed({self.name}) at input shape {list(shape)}", local,

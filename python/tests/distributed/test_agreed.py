@@ -30,7 +30,7 @@ def agreed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
                  {"name": "options", "kind": "one_rank_differs",
                   "options": {"case": "options"}}]
     return session.run(2, scenarios, tmp_path_factory.mktemp("agreed"),
-                       module="tests.distributed.agreeworkers", timeout_s=45)
+                       module="tests.distributed.agreeworkers", timeout_s=60)
 
 
 def test_ranks_with_different_profiles_train_one_plan_per_stage(
