@@ -14,17 +14,19 @@ import (
 
 // parallelCall is the argument of Advise and Search3D: the call envelope, the cluster's
 // text (YAML or JSON), and for a chain (which does not record them) the batch it was
-// measured at and its element size in bytes (δ, 0: 4).
+// measured at and its element size in bytes (δ, 0: 4); nominal_links plans on the
+// cluster's bandwidths even where the store holds measured ones for the run.
 type parallelCall struct {
 	call
-	Cluster    string `json:"cluster"`
-	Batch      int64  `json:"batch"`
-	DTypeBytes int64  `json:"dtype_bytes"`
+	Cluster      string `json:"cluster"`
+	Batch        int64  `json:"batch"`
+	DTypeBytes   int64  `json:"dtype_bytes"`
+	NominalLinks bool   `json:"nominal_links"`
 }
 
 // Advise ranks parallel strategies (chainplan.advise) for the source of callJSON
 // ({"source": {...}, "request": paradl.Options' JSON ({"dataset_size": D, "global_batch":
-// B, ...}), "cluster": text, "batch": N, "dtype_bytes": δ}), recording the advice of a
+// B, ...}), "cluster": text, "batch": N, "dtype_bytes": δ, "nominal_links": false}), recording the advice of a
 // stored run. It returns {"advice_id": N (0: not stored), "advice": {...}}
 // (chainplan.advice/v1). When no candidate is feasible the error is
 // chainplan[infeasible;min_budget_bytes=N] with the least memory per device any candidate
@@ -75,7 +77,7 @@ func parallel[O any](callJSON, what, key string,
 	}
 	var result string
 	err = withSource(c.Source, func(ctx context.Context, src *service.Input) error {
-		in := service.ParallelInput{Source: service.SourcePython, Cluster: cl, RunID: src.RunID}
+		in := service.ParallelInput{Source: service.SourcePython, Cluster: cl, RunID: src.RunID, NominalLinks: c.NominalLinks}
 		var err error
 		if in.Model, err = service.WorkloadOf(ctx, src, c.Batch, c.DTypeBytes, "batch"); err != nil {
 			return err

@@ -141,7 +141,7 @@ func TestPlanRefusals(t *testing.T) {
 			`chainplan[bad-request]: unsupported request: a bandwidth applies to`},
 		{map[string]any{"request": map[string]any{"budget": 24, "algo": "ROTOR"}, "chain": a}, `did you mean "rotor"`},
 		{map[string]any{"request": map[string]any{"budget": 24, "slot": 3}, "chain": a}, `chainplan[bad-request]: request: json: unknown field "slot"`},
-		{map[string]any{"request": map[string]any{"budget": 24}}, "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path and chain (got none)"},
+		{map[string]any{"request": map[string]any{"budget": 24}}, "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path, chain and towers (got none)"},
 		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "run_id": 1}, "(got run_id, chain)"},
 		{map[string]any{"request": map[string]any{"budget": 24}, "chain": a, "db": "x"}, `chainplan[bad-request]: plan call: source: json: unknown field "db"`},
 		{map[string]any{"request": map[string]any{"budget": 1}, "chain": a}, "chainplan[infeasible;min_budget_bytes=22]"},

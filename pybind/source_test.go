@@ -2,6 +2,7 @@ package pybind
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -79,7 +80,7 @@ func TestEveryFamilyTakesTheEnvelope(t *testing.T) {
 			t.Errorf("%s: the run, the profile file and its chain give different answers", name)
 		}
 		for src, want := range map[string]string{
-			`{}`:                              "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path and chain (got none)",
+			`{}`:                              "chainplan[bad-request]: source: give exactly one of run_id, profile_path, chain_path, path, chain and towers (got none)",
 			`{"run_id": 1, "path": "x.json"}`: "(got run_id, path)",
 			runSource(db, 9):                  "chainplan[not-found]:",
 			pathSource(filepath.Join(t.TempDir(), "nope")): "chainplan[not-found]: source ",
@@ -90,5 +91,68 @@ func TestEveryFamilyTakesTheEnvelope(t *testing.T) {
 				t.Errorf("%s(%s) = %v, want an error with %q", name, src, err, want)
 			}
 		}
+	}
+}
+
+// TestEveryEntryRefusesABadSourceAlike: each of the ten entries that take a source (the
+// list in docs/ARCHITECTURE.md, "One source envelope") refuses each bad source with the
+// same message, Resolve's, whatever the family (given a request it accepts).
+func TestEveryEntryRefusesABadSourceAlike(t *testing.T) {
+	plan, err := planChain(tinyChain, `{"algo": "rotor", "budget_bytes": 24, "slots": 24}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := sourceEntries(t, plan)
+	missing := filepath.Join(t.TempDir(), "nope")
+	for _, src := range []string{`{}`, `{"run_id": 1, "path": "x.json"}`, pathSource(missing), `{"chain": "{}"}`,
+		`{"towers": {"chains": []}}`} {
+		var first string
+		for name, entry := range entries {
+			_, err := entry(src)
+			switch {
+			case err == nil:
+				t.Errorf("%s(%s) succeeded", name, src)
+			case first == "":
+				first = err.Error()
+			case err.Error() != first:
+				t.Errorf("%s(%s) = %v; another entry said %q", name, src, err, first)
+			}
+		}
+	}
+	// The requests are ones each entry accepts: a good source is planned (so the refusals
+	// above are the source's).
+	for name, entry := range entries {
+		if _, err := entry(chainSource(tinyChain)); err != nil {
+			t.Errorf("%s on a good source: %v", name, err)
+		}
+	}
+}
+
+// sourceEntries are the entries that take a source, each given a request it accepts (plan
+// is a plan of tinyChain, for PlotTimeline), as functions of the source's JSON form.
+func sourceEntries(t *testing.T, plan string) map[string]func(source string) (string, error) {
+	cluster, err := os.ReadFile(filepath.Join("..", "examples", "clusters", "cpu-4.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withCluster := func(source, request string) string {
+		return `{"source": ` + source + `, "request": ` + request + `, "cluster": ` + jsonString(string(cluster)) + `, "batch": 8}`
+	}
+	onePart := func(entry func(string) (string, error), request string) func(string) (string, error) {
+		return func(source string) (string, error) { return entry(callOf(source, request)) }
+	}
+	return map[string]func(source string) (string, error){
+		"Plan":         onePart(Plan, `{"budget": "min"}`),
+		"Frontier":     onePart(Frontier, `{}`),
+		"MinBudget":    onePart(func(c string) (string, error) { b, err := MinBudget(c); return jsonInt(b), err }, `{}`),
+		"PlotFrontier": onePart(PlotFrontier, `{}`),
+		"PlotTimeline": onePart(PlotTimeline, `{"plan": `+plan+`}`),
+		"Chain":        onePart(Chain, `{}`),
+		"Pipeline":     onePart(Pipeline, `{"algo": "contiguous", "gpus": 1, "memory_bytes": 1000000, "bandwidth": 1e9}`),
+		"Pipesim":      onePart(Pipesim, `{"schedule": "gpipe", "stages": "1", "microbatches": 2}`),
+		"Advise": func(source string) (string, error) {
+			return Advise(withCluster(source, `{"dataset_size": 64, "global_batch": 8}`))
+		},
+		"Search3D": func(source string) (string, error) { return Search3D(withCluster(source, `{"global_batch": 8}`)) },
 	}
 }

@@ -126,12 +126,14 @@ func queryParams(paramsJSON string) ([]any, error) {
 	return params, nil
 }
 
-// RecordBandwidth stores a host-device copy bandwidth (bytes per second) measured for run
-// runID and returns it.
-func RecordBandwidth(database string, runID int64, bytesPerS float64, device, method string) (stored float64, err error) {
+// RecordBandwidth stores a bandwidth (bytes per second) measured for run runID over link
+// ("host": device-host copies, "intra": between devices of a node, "inter": between nodes;
+// "" is "host") and returns it.
+func RecordBandwidth(database string, runID int64, link string, bytesPerS float64, device, method string) (stored float64, err error) {
 	defer recoverError(&err)
 	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {
-		err := s.Store().RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bytesPerS, Device: device, Method: method})
+		err := s.Store().RecordBandwidth(ctx, &store.Bandwidth{RunID: runID, BytesPerS: bytesPerS, Device: device, Method: method,
+			Link: link})
 		if err != nil && !errors.Is(err, chainplan.ErrNotFound) {
 			return fmt.Errorf("%w: %v", errBadRequest, err)
 		}
@@ -140,7 +142,8 @@ func RecordBandwidth(database string, runID int64, bytesPerS float64, device, me
 	return bytesPerS, err
 }
 
-// LatestBandwidth returns the newest bandwidth recorded for run runID, or 0 when none is.
+// LatestBandwidth returns the newest host-device bandwidth recorded for run runID, or 0
+// when none is.
 func LatestBandwidth(database string, runID int64) (bytesPerS float64, err error) {
 	defer recoverError(&err)
 	err = withDatabase(database, false, func(ctx context.Context, s *service.Service) error {

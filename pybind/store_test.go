@@ -128,17 +128,26 @@ func TestBandwidthEntryPoints(t *testing.T) {
 	if got, err := LatestBandwidth(dbOf(db), 1); err != nil || got != 0 {
 		t.Fatalf("LatestBandwidth before any = %v, %v", got, err)
 	}
-	if _, err := RecordBandwidth(dbOf(db), 1, 12e9, "cuda:0", "pinned copy"); err != nil {
+	if _, err := RecordBandwidth(dbOf(db), 1, "", 12e9, "cuda:0", "pinned copy"); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := LatestBandwidth(dbOf(db), 1); err != nil || got != 12e9 {
 		t.Fatalf("LatestBandwidth = %v, %v", got, err)
 	}
-	if _, err := RecordBandwidth(dbOf(db), 1, -3, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
+	if _, err := RecordBandwidth(dbOf(db), 1, "host", -3, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[bad-request]") {
 		t.Fatalf("negative bandwidth: %v", err)
 	}
-	if _, err := RecordBandwidth(dbOf(db), 9, 1e9, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]") {
+	if _, err := RecordBandwidth(dbOf(db), 9, "intra", 1e9, "cpu", "x"); err == nil || !strings.HasPrefix(err.Error(), "chainplan[not-found]") {
 		t.Fatalf("missing run: %v", err)
+	}
+	if _, err := RecordBandwidth(dbOf(db), 1, "nvlink", 1e9, "cpu", "x"); err == nil || !strings.Contains(err.Error(), `link "nvlink"`) {
+		t.Fatalf("unknown link: %v", err)
+	}
+	if _, err := RecordBandwidth(dbOf(db), 1, "intra", 3e9, "cpu", "gloo"); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := LatestBandwidth(dbOf(db), 1); err != nil || got != 12e9 {
+		t.Fatalf("LatestBandwidth after an intra-node row = %v, %v; want the host row's", got, err)
 	}
 }
 

@@ -45,7 +45,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("planning", ("chainplan.arguments", "chainplan.tradeoff", "chainplan.schedule",
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
                   "chainplan.pipeline.plan", "chainplan.pipeline.requests",
-                  "chainplan.pipeline.planning", "chainplan.shardchain")),
+                  "chainplan.pipeline.planning", "chainplan.shardchain",
+                  "chainplan.rankchains")),
     ("runtime", ("chainplan.runtime", "chainplan.runtime.*")),
     ("models", ("chainplan.graph", "chainplan.graph.*", "chainplan.profiler",
                 "chainplan.profiler.*", "chainplan.towers", "chainplan.towers.*",
@@ -55,7 +56,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
                 "chainplan.stages", "chainplan.pipeline", "chainplan.launch", "chainplan.launch.*",
-                "chainplan.sharded")),
+                "chainplan.sharded", "chainplan.agreed")),
 ]
 
 #: The upward imports allowed, each deferred, each an optional heavy path (torch): a

@@ -9,7 +9,8 @@ by DDP with gradient accumulation over ``microbatches``), and its iteration time
 median of ``--steps`` after a warm-up, the fastest of ``--rounds`` rounds, the candidates
 alternating: the machine may be shared) and every rank's peak resident memory are
 recorded into the stored advice with ``record_measured``. The cluster file's link is
-measured first: gloo all-reduces of 32 MiB (bandwidth) and of one float (latency). Then
+measured first: gloo all-reduces of 32 MiB (bandwidth) and of one float (latency); the
+bandwidth is also stored with the run (``chainplan.parallel.record_link``). Then
 the calibration is fitted on half the candidates and evaluated on the other half, both
 ways (``chainplan advice calibrate``, ``search3d --calibration``): no candidate is
 predicted by a fit that saw it.
@@ -238,6 +239,10 @@ def main() -> None:
     link = measure_link(a.ranks, a.out / "link.json")
     bw = f"{link['bandwidth'] / 1e9:.4f}GB/s"
     print(f"gloo link: {bw}, latency {link['latency'] * 1e6:.1f} µs", flush=True)
+    # Stored with the run too: the advisors read it in place of a cluster file's nominal
+    # figure (relink_cpu.py compares the two on this run's data).
+    chainplan.parallel.record_link(prof, "intra", link["bandwidth"],
+                                   method="gloo all-reduce of 32 MiB")
     cluster = {"name": f"cpu{a.ranks}", "nodes": [{
         "name": "cpu", "count": 1, "gpu": "CPU-thread", "gpus": a.ranks, "gpu_mem": "8GB",
         "intra_bw": bw, "inter_bw": bw, "host_bw": bw}],

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
+	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/profilearrow"
 	"github.com/chainplan/chainplan/store"
 )
@@ -63,17 +64,23 @@ func ingestFile(ctx context.Context, svc *service.Service, path string) (store.I
 	return res, p, err
 }
 
-// solveInput plans what solve was given: the --chain file, or with --run a stored run,
-// whose plan it records with the service's parameters and reports on standard error
-// (standard output carries the plan alone). It returns the planned document: the plan with
-// its chain, or with the bundle of a stored run of towers planned with their default.
+// solveInput plans what solve was given: the --chain file (a chain or a bundle), the
+// towers of several --chain and --loss, or with --run a stored run, whose plan it records
+// with the service's parameters and reports on standard error (standard output carries the
+// plan alone). It returns the planned document: the plan with its chain, or with its
+// bundle for towers.
 func solveInput(cmd *cobra.Command, e *env, f solveFlags, req service.Request) (*service.Planned, error) {
-	svc, in, err := resolveSource(cmd, f.run, service.Source{ChainPath: f.chain})
+	svc, in, err := resolveSource(cmd, f.run, f.towers.source(isMultichainAlgo(f.algo)))
 	if err != nil {
 		return nil, err
 	}
 	if svc != nil {
 		defer svc.Close()
+	}
+	if f.algo != "" && !isMultichainAlgo(f.algo) {
+		if err := refuseBundle(in, planner.MultichainAlgos()); err != nil {
+			return nil, err
+		}
 	}
 	got, err := service.PlanInput(cmd.Context(), in, req)
 	if err != nil {

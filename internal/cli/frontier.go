@@ -7,7 +7,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
-	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/rotor"
 )
@@ -135,44 +134,42 @@ func checkFrontierAlgo(algo string) error {
 	return usagef("frontier: unknown --algo %q (want %s)", algo, orList(algoNames(planner.HasFrontier)))
 }
 
-// readFrontierInput reads the chain or the towers the flags name: --run (a stored profile
-// of one chain or of towers), several --chain files or a bundle (towers), or one chain file.
+// readFrontierInput reads the chain or the towers the flags name through the source
+// envelope: --run (a stored profile of one chain or of towers), several --chain files with
+// --loss (towers), or one --chain file (a chain, or a bundle of towers).
 func readFrontierInput(cmd *cobra.Command, f frontierFlags) (frontierInput, error) {
-	if f.run != "" {
-		if len(f.towers.chains) > 0 || f.towers.loss != "" || len(f.towers.keep) > 0 {
-			return frontierInput{}, usagef("give --chain (and --loss, --keep-input-grad) or --run, not both")
-		}
-		return runFrontierInput(cmd, f.run)
-	}
-	if len(f.towers.chains) == 0 {
+	towers := f.towers.source(false)
+	switch {
+	case f.run != "" && towers.Given():
+		return frontierInput{}, usagef("give --chain (and --loss, --keep-input-grad) or --run, not both")
+	case f.run == "" && len(f.towers.chains) == 0:
 		return frontierInput{}, usagef("--chain is required (or --run RUN for a stored profile)")
 	}
-	if describesTowers(f.towers) {
-		e, _ := planner.Lookup(f.algo)
-		if f.algo != "" && e.Multichain == nil {
-			// A single-chain algorithm given towers: say which frontier they have.
-			_, err := singleChainFor(f.towers, f.algo, towerFrontierAlgos())
+	e, _ := planner.Lookup(f.algo)
+	single := f.algo != "" && e.Multichain == nil
+	if single {
+		// A single-chain algorithm given towers: say which frontier they have.
+		if err := checkSingleChain(f.towers, f.algo, towerFrontierAlgos()); err != nil {
 			return frontierInput{}, err
 		}
-		mc, err := readTowers(f.towers)
-		return frontierInput{towers: mc}, err
 	}
-	c, err := chainplan.ReadChain(f.towers.chains[0])
-	return frontierInput{chain: c}, err
-}
-
-// runFrontierInput reads the chain or the towers of stored run run.
-func runFrontierInput(cmd *cobra.Command, run string) (frontierInput, error) {
-	svc, in, err := resolveSource(cmd, run, service.Source{})
+	svc, in, err := resolveSource(cmd, f.run, towers)
 	if err != nil {
 		return frontierInput{}, err
 	}
-	defer svc.Close()
-	towers, err := in.Towers()
+	if svc != nil {
+		defer svc.Close()
+	}
+	if single {
+		if err := refuseBundle(in, towerFrontierAlgos()); err != nil {
+			return frontierInput{}, err
+		}
+	}
+	tw, err := in.Towers()
 	if err != nil {
 		return frontierInput{}, err
 	}
-	if towers {
+	if tw {
 		mc, err := in.MultiChainOf(cmd.Context())
 		return frontierInput{towers: mc}, err
 	}

@@ -19,6 +19,7 @@ import (
 type parallelSource struct {
 	chain, profile, run, cluster string
 	batch, dtypeBytes            int64
+	nominalLinks                 bool
 }
 
 func (f *parallelSource) addFlags(fl *pflag.FlagSet) {
@@ -28,13 +29,14 @@ func (f *parallelSource) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&f.profile, "profile", "", "a profile file (chainplan.profile/v1 Arrow) instead of --chain, not stored")
 	fl.StringVar(&f.run, "run", "", "a stored profile instead of --chain (a run id or \"latest\"); records the result")
 	fl.StringVar(&f.cluster, "cluster", "", "cluster description, YAML or JSON (docs/parallel.md)")
+	fl.BoolVar(&f.nominalLinks, "nominal-links", false, "plan on the cluster file's bandwidths even where the store holds measured ones for the --run")
 }
 
 // load reads the cluster and the workload. With --run it opens the database and returns
 // it (the caller closes it) so that the result can be recorded; with --chain it returns
 // a nil service.
 func (f *parallelSource) load(cmd *cobra.Command) (*service.Service, service.ParallelInput, error) {
-	in := service.ParallelInput{Source: service.SourceCLI}
+	in := service.ParallelInput{Source: service.SourceCLI, NominalLinks: f.nominalLinks}
 	switch {
 	case f.cluster == "":
 		return nil, in, usagef("--cluster is required: a cluster description (YAML or JSON; examples/clusters/)")

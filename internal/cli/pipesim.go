@@ -269,45 +269,45 @@ func runPipesim(cmd *cobra.Command, e *env, f pipesimFlags) error {
 	return nil
 }
 
-// pipesimInput simulates what was given: a --chain file (nothing recorded), or a stored
-// run or plan, whose simulation the service records and compares with the runner's
-// executions.
+// pipesimInput simulates what was given, read through the source envelope as every
+// family's input is (service.Resolve, then service.SimulateInput): a --chain file (nothing
+// recorded), or a stored run, whose simulation the service records and compares with the
+// runner's executions; --plan-id alone is the stored plan on its run's chain (recorded).
 func pipesimInput(cmd *cobra.Command, e *env, f pipesimFlags, req service.PipesimRequest) (*pipesimOutput, *chainplan.Chain, error) {
-	var c *chainplan.Chain
-	var err error
-	if f.plan != "" || f.chain != "" {
-		if f.chain != "" {
-			if c, err = chainplan.ReadChain(f.chain); err != nil {
-				return nil, nil, err
-			}
-		}
-		if f.plan != "" {
-			if req.Plan, err = pipeplan.ReadPlan(f.plan); err != nil {
-				return nil, nil, err
-			}
+	if f.plan != "" {
+		var err error
+		if req.Plan, err = pipeplan.ReadPlan(f.plan); err != nil {
+			return nil, nil, err
 		}
 	}
-	if f.run == "" && f.planID == "" {
-		res, err := service.Simulate(c, req)
+	var got *service.SimulatedRun
+	var svc *service.Service
+	if f.run == "" && f.chain == "" { // --plan-id alone: the source is the database only
+		var err error
+		if svc, err = openStore(cmd); err != nil {
+			return nil, nil, err
+		}
+		defer svc.Close()
+		if got, err = svc.SimulateRun(cmd.Context(), service.RunRef{}, req); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		s, in, err := resolveSource(cmd, f.run, service.Source{ChainPath: f.chain})
 		if err != nil {
 			return nil, nil, err
 		}
-		return &pipesimOutput{Result: res}, c, nil
-	}
-	ref := service.RunRef{}
-	if f.run != "" {
-		if ref, err = service.ParseRunRef(f.run); err != nil {
+		if svc = s; svc != nil {
+			defer svc.Close()
+		}
+		res, stored, err := service.SimulateInput(cmd.Context(), in, req)
+		if err != nil {
 			return nil, nil, err
 		}
-	}
-	svc, err := openStore(cmd)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer svc.Close()
-	got, err := svc.SimulateRun(cmd.Context(), ref, req)
-	if err != nil {
-		return nil, nil, err
+		if stored == nil {
+			c, err := in.ChainOf(cmd.Context())
+			return &pipesimOutput{Result: res}, c, err
+		}
+		got = stored
 	}
 	fmt.Fprintf(e.stderr, "chainplan: recorded as simulation %d of run %d in %s\n", got.SimulationID, got.RunID, svc.Path())
 	return &pipesimOutput{Result: got.Result, RunID: got.RunID, SimulationID: got.SimulationID, Comparisons: got.Comparisons}, got.Chain, nil

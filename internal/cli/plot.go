@@ -130,8 +130,21 @@ func parsePlanID(s string) (int64, error) {
 }
 
 func plotFrontier(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
-	if towers, err := towersFrontier(cmd, f); towers || err != nil {
-		return towersFrontierFigure(cmd, f, err)
+	// The --chain files (a chain, a bundle, towers with --loss) are read through the source
+	// envelope, once.
+	files := f.towers.source(false)
+	var in *service.Input
+	if files.Given() {
+		if f.run != "" {
+			return nil, usagef("give --chain or --run, not both")
+		}
+		var err error
+		if in, err = service.Resolve(cmd.Context(), nil, files); err != nil {
+			return nil, err
+		}
+	}
+	if towers, err := towersFrontier(cmd, f, in); towers || err != nil {
+		return towersFrontierFigure(cmd, f, in, err)
 	}
 	if len(f.towers.chains) == 1 {
 		f.chain = f.towers.chains[0]
@@ -158,8 +171,8 @@ func plotFrontier(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 	}
 	var c *chainplan.Chain
 	var err error
-	if f.chain != "" {
-		if c, err = chainplan.ReadChain(f.chain); err != nil {
+	if in != nil {
+		if c, err = in.ChainOf(cmd.Context()); err != nil {
 			return nil, err
 		}
 		opts.Title = "Budget versus time: " + f.chain
@@ -242,28 +255,21 @@ func plotTimeline(cmd *cobra.Command, f *plotFlags) (*plot.Figure, error) {
 		}
 	case f.chain == "" || f.plan == "":
 		return nil, usagef("--chain and --plan are required (or --plan-id for a stored plan)")
-	case fileIsBundle(f.chain):
-		p, err := readSchedulePlan(f.plan)
-		if err != nil {
-			return nil, err
-		}
-		mc, err := chainplan.ReadMultiChain(f.chain)
-		if err != nil {
-			return nil, err
-		}
-		if d, err = plot.MultichainTimelineOf(mc, p, 0); err != nil {
-			return nil, err
-		}
 	default:
 		p, err := readSchedulePlan(f.plan)
 		if err != nil {
 			return nil, err
 		}
-		c, err := chainplan.ReadChain(f.chain)
+		in, err := service.Resolve(cmd.Context(), nil, service.Source{ChainPath: f.chain})
 		if err != nil {
 			return nil, err
 		}
-		if d, err = plot.TimelineOf(c, p, 0); err != nil {
+		if in.MultiChain != nil {
+			d, err = plot.MultichainTimelineOf(in.MultiChain, p, 0)
+		} else {
+			d, err = plot.TimelineOf(in.Chain, p, 0)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

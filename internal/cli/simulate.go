@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/planner"
 	"github.com/chainplan/chainplan/planner/simulate"
 )
@@ -49,16 +50,25 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
   chainplan simulate --chain c.json --plan plan.json --budget 900MiB --format json
   chainplan simulate --plan-id 7`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if done, err := simulatePipelineFile(e.stdout, f); done {
+			// The --chain file (a chain or a bundle) is read through the source envelope,
+			// once, for whichever family's plan replays on it.
+			var in *service.Input
+			if f.planID == "" && f.chain != "" && f.plan != "" {
+				var err error
+				if in, err = service.Resolve(cmd.Context(), nil, service.Source{ChainPath: f.chain}); err != nil {
+					return err
+				}
+			}
+			if done, err := simulatePipelineFile(cmd, e.stdout, f, in); done {
 				return err
 			}
 			if done, err := simulateStoredPipelinePlan(cmd, e, f); done {
 				return err
 			}
-			if done, err := simulateTowers(cmd, e, f); done {
+			if done, err := simulateTowers(cmd, e, f, in); done {
 				return err
 			}
-			c, p, err := simulateInput(cmd, &f)
+			c, p, err := simulateInput(cmd, &f, in)
 			if err != nil {
 				return err
 			}
@@ -74,9 +84,10 @@ Exit status: 0 when the plan is valid, 2 when it is not (or the input is bad).`,
 	return cmd
 }
 
-// simulateInput returns the chain and the plan to replay: two files, or a stored plan and
-// its run's chain. It names them in f.chain and f.plan for the messages.
-func simulateInput(cmd *cobra.Command, f *simulateFlags) (*chainplan.Chain, *chainplan.Plan, error) {
+// simulateInput returns the chain and the plan to replay: the --chain file (in, resolved)
+// and the plan file, or a stored plan and its run's chain. It names them in f.chain and
+// f.plan for the messages.
+func simulateInput(cmd *cobra.Command, f *simulateFlags, in *service.Input) (*chainplan.Chain, *chainplan.Plan, error) {
 	if f.planID != "" {
 		if f.chain != "" || f.plan != "" {
 			return nil, nil, usagef("--plan-id replays a stored plan on its run's chain: give it without --chain and --plan")
@@ -101,7 +112,7 @@ func simulateInput(cmd *cobra.Command, f *simulateFlags) (*chainplan.Chain, *cha
 	if f.chain == "" || f.plan == "" {
 		return nil, nil, usagef("--chain and --plan are required (or --plan-id for a stored plan)")
 	}
-	c, err := chainplan.ReadChain(f.chain)
+	c, err := in.ChainOf(cmd.Context())
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,14 +4,18 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/spf13/cobra"
+
 	"github.com/chainplan/chainplan"
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/pipeplan"
 	"github.com/chainplan/chainplan/planner/pipeline"
 )
 
-// simulatePipelineFile checks the plan file of f when it is a pipeline plan and reports
-// done; it leaves plans of the other families, and stored plans, to the sequence path.
-func simulatePipelineFile(w io.Writer, f simulateFlags) (done bool, err error) {
+// simulatePipelineFile checks the plan file of f when it is a pipeline plan on the --chain
+// file (in, resolved) and reports done; it leaves plans of the other families, and stored
+// plans, to the sequence path.
+func simulatePipelineFile(cmd *cobra.Command, w io.Writer, f simulateFlags, in *service.Input) (done bool, err error) {
 	if f.planID != "" || f.chain == "" || f.plan == "" {
 		return false, nil
 	}
@@ -23,7 +27,7 @@ func simulatePipelineFile(w io.Writer, f simulateFlags) (done bool, err error) {
 	if err != nil {
 		return true, fmt.Errorf("read plan %s: %w", f.plan, err)
 	}
-	c, err := chainplan.ReadChain(f.chain)
+	c, err := in.ChainOf(cmd.Context())
 	if err != nil {
 		return true, err
 	}

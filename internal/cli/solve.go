@@ -14,7 +14,6 @@ import (
 
 type solveFlags struct {
 	algo     string
-	chain    string
 	budget   string
 	slots    int64
 	segments int
@@ -23,8 +22,8 @@ type solveFlags struct {
 	// bandwidth is --bandwidth, the link of the offloading algorithms (offload.go).
 	bandwidth string
 	// towers are the --chain files (one, or one per tower for the multichain
-	// algorithms), --loss and --keep-input-grad (towers.go); chain is the one chain file
-	// of the other algorithms.
+	// algorithms), --loss and --keep-input-grad (towers.go): the source service.Resolve
+	// reads.
 	towers towerFlags
 }
 
@@ -89,10 +88,8 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if f.run != "" && (f.towers.loss != "" || len(f.towers.keep) > 0) {
 		return usagef("--loss and --keep-input-grad apply to chain files; a stored run of towers holds its loss")
 	}
-	towers := isMultichainAlgo(f.algo) || (f.algo == "" && f.run == "" && describesTowers(f.towers))
-	if !towers {
-		var err error
-		if f.chain, err = singleChain(f.towers, f.algo); err != nil {
+	if f.algo != "" && !isMultichainAlgo(f.algo) {
+		if err := checkSingleChain(f.towers, f.algo, planner.MultichainAlgos()); err != nil {
 			return err
 		}
 	}
@@ -115,9 +112,6 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 			return err
 		}
 	}
-	if towers {
-		return solveTowers(cmd, e, f, req)
-	}
 	got, err := solveInput(cmd, e, f, req)
 	if err != nil {
 		return err
@@ -125,7 +119,7 @@ func runSolve(cmd *cobra.Command, e *env, f solveFlags) error {
 	if f.format == "json" {
 		return writeJSON(w, got.Plan)
 	}
-	if got.MultiChain != nil { // a stored run of towers, planned with their default
+	if got.MultiChain != nil { // towers: files, a bundle or a stored run of towers
 		writeMultichainPlanText(w, got.MultiChain, got.Plan)
 		return nil
 	}
@@ -144,41 +138,6 @@ func writeFiguresText(w io.Writer, p *chainplan.Plan, sum float64) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "solve time  %.3f ms\n", p.SolveMS)
 	writeCandidatesText(w, p)
-}
-
-// solveTowers is solve for a multichain algorithm: the bundle of the flags, or a stored
-// run of towers (recorded as every plan of a run).
-func solveTowers(cmd *cobra.Command, e *env, f solveFlags, req service.Request) error {
-	var mc *chainplan.MultiChain
-	var p *chainplan.Plan
-	if f.run != "" {
-		svc, ref, err := openRunStore(cmd, f.run)
-		if err != nil {
-			return err
-		}
-		defer svc.Close()
-		got, err := svc.PlanRun(cmd.Context(), ref, req)
-		if err != nil {
-			return err
-		}
-		reportRecorded(e, svc, got.RunID, got.PlanID)
-		mc, p = got.MultiChain, got.Plan
-	} else {
-		var err error
-		if mc, err = readTowers(f.towers); err != nil {
-			return err
-		}
-		got, err := service.PlanMultiChain(mc, req)
-		if err != nil {
-			return err
-		}
-		p = got.Plan
-	}
-	if f.format == "json" {
-		return writeJSON(e.stdout, p)
-	}
-	writeMultichainPlanText(e.stdout, mc, p)
-	return nil
 }
 
 // writePlanText prints a plan for people: its figures, then the sequence.

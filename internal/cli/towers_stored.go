@@ -47,9 +47,9 @@ func showStoredTowersPlan(ctx context.Context, e *env, svc *service.Service, arg
 }
 
 // simulateTowers replays a multichain plan and reports done: the plan file of f on the
-// bundle --chain names, or a stored multichain plan (--plan-id) on its run's bundle. Plans
-// of the other families are left to simulate's other paths (done false).
-func simulateTowers(cmd *cobra.Command, e *env, f simulateFlags) (done bool, err error) {
+// bundle --chain names (in, resolved), or a stored multichain plan (--plan-id) on its run's
+// bundle. Plans of the other families are left to simulate's other paths (done false).
+func simulateTowers(cmd *cobra.Command, e *env, f simulateFlags, in *service.Input) (done bool, err error) {
 	var mc *chainplan.MultiChain
 	var p *chainplan.Plan
 	switch {
@@ -72,10 +72,8 @@ func simulateTowers(cmd *cobra.Command, e *env, f simulateFlags) (done bool, err
 		}
 		p = &sp.Plan
 		f.chain, f.plan = fmt.Sprintf("run %d", sp.RunID), fmt.Sprintf("plan %d", sp.ID)
-	case f.planID == "" && f.chain != "" && f.plan != "" && fileIsBundle(f.chain):
-		if mc, err = chainplan.ReadMultiChain(f.chain); err != nil {
-			return true, err
-		}
+	case in != nil && in.MultiChain != nil:
+		mc = in.MultiChain
 		if p, err = readSchedulePlan(f.plan); err != nil {
 			return true, err
 		}
@@ -109,13 +107,13 @@ func runSimulateTowers(w io.Writer, mc *chainplan.MultiChain, p *chainplan.Plan,
 	return reportSimulation(w, out, p, f, limit)
 }
 
-// towersFrontier reports whether plot frontier draws towers joined at the loss: several
-// --chain files, --loss or --keep-input-grad, a bundle, a stored run of towers, or a stored
-// multichain plan. Errors are those of reading the store.
-func towersFrontier(cmd *cobra.Command, f *plotFlags) (bool, error) {
-	t := f.towers
-	if len(t.chains) > 1 || t.loss != "" || len(t.keep) > 0 || (len(t.chains) == 1 && fileIsBundle(t.chains[0])) {
-		return true, nil
+// towersFrontier reports whether plot frontier draws towers joined at the loss: files (in,
+// resolved from the --chain, --loss and --keep-input-grad flags; nil without them) that are
+// towers, a stored run of towers, or a stored multichain plan. Errors are those of reading
+// the store.
+func towersFrontier(cmd *cobra.Command, f *plotFlags, in *service.Input) (bool, error) {
+	if in != nil {
+		return in.MultiChain != nil, nil
 	}
 	if f.run == "" && f.planID == "" {
 		return false, nil
@@ -141,9 +139,9 @@ func towersFrontier(cmd *cobra.Command, f *plotFlags) (bool, error) {
 }
 
 // towersFrontierFigure draws the frontier of towers joined at the loss
-// (plot.MultichainFrontierOf): of the bundle the flags name, or of a stored run of towers,
-// a stored plan (--plan-id) or a plan file (--plan) marked on it.
-func towersFrontierFigure(cmd *cobra.Command, f *plotFlags, err error) (*plot.Figure, error) {
+// (plot.MultichainFrontierOf): of the files the flags name (in, resolved), or of a stored
+// run of towers, a stored plan (--plan-id) or a plan file (--plan) marked on it.
+func towersFrontierFigure(cmd *cobra.Command, f *plotFlags, in *service.Input, err error) (*plot.Figure, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -158,13 +156,8 @@ func towersFrontierFigure(cmd *cobra.Command, f *plotFlags, err error) (*plot.Fi
 	}
 	opts := plot.FrontierOptions{Slots: f.slots, Budgets: f.budgets, Overhead: f.overhead}
 	var mc *chainplan.MultiChain
-	if len(f.towers.chains) > 0 {
-		if f.run != "" {
-			return nil, usagef("give --chain or --run, not both")
-		}
-		if mc, err = readTowers(f.towers); err != nil {
-			return nil, err
-		}
+	if in != nil {
+		mc = in.MultiChain
 		opts.Title = fmt.Sprintf("Budget versus time: %d towers", mc.K())
 	}
 	if f.plan != "" {

@@ -23,6 +23,9 @@ type ParallelInput struct {
 	RunID   int64 // 0: not a stored run
 	// Source says who asks, recorded with the advice (SourceCLI, SourcePython).
 	Source string
+	// NominalLinks plans on the cluster file's bandwidths even where the store holds
+	// measured ones for the run (plannedCluster).
+	NominalLinks bool
 }
 
 // ChainWorkload returns the workload of chain file c measured at batch batch, named name
@@ -61,13 +64,20 @@ type Advised struct {
 	Search   *amp.Result
 }
 
-// Advise ranks the strategies of o for in (planner.Advise) and, for a stored run with a
-// database, records the advice. Errors are the planner's, and the store's.
+// Advise ranks the strategies of o for in (planner.Advise) on the planned cluster (the
+// bandwidths measured for a stored run in place of the file's: plannedCluster) and, for a
+// stored run with a database, records the advice (with the file's cluster; the result
+// lists the measured links). Errors are the planner's, and the store's.
 func (s *Service) Advise(ctx context.Context, in ParallelInput, o paradl.Options) (*Advised, error) {
-	a, err := planner.Advise(in.Model, in.Cluster, o)
+	cl, links, notes, err := s.plannedCluster(ctx, in)
 	if err != nil {
 		return nil, err
 	}
+	a, err := planner.Advise(in.Model, cl, o)
+	if err != nil {
+		return nil, err
+	}
+	a.Notes, a.MeasuredLinks = append(a.Notes, notes...), links
 	out := &Advised{Advice: a}
 	if s != nil && in.RunID > 0 {
 		cands := make([]store.AdviceCandidate, 0, len(a.Candidates))
@@ -89,13 +99,19 @@ func (s *Service) Advise(ctx context.Context, in ParallelInput, o paradl.Options
 	return out, nil
 }
 
-// Search3D runs the 3-D search of o for in (planner.Search3D) and, for a stored run with a
-// database, records the result: its top-K candidates, and Megatron's pick as candidate −1.
+// Search3D runs the 3-D search of o for in (planner.Search3D) on the planned cluster, as
+// Advise does, and, for a stored run with a database, records the result: its top-K
+// candidates, and Megatron's pick as candidate −1.
 func (s *Service) Search3D(ctx context.Context, in ParallelInput, o amp.Options) (*Advised, error) {
-	r, err := planner.Search3D(in.Model, in.Cluster, o)
+	cl, links, notes, err := s.plannedCluster(ctx, in)
 	if err != nil {
 		return nil, err
 	}
+	r, err := planner.Search3D(in.Model, cl, o)
+	if err != nil {
+		return nil, err
+	}
+	r.Notes, r.MeasuredLinks = append(r.Notes, notes...), links
 	out := &Advised{Search: r}
 	if s != nil && in.RunID > 0 {
 		var cands []store.AdviceCandidate

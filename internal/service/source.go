@@ -17,10 +17,11 @@ import (
 
 // Source is the one envelope of what a call plans, simulates or draws, for every family
 // and both front ends: exactly one of a stored run, a profile file, a chain (or bundle)
-// file, a file of any of these kinds told apart by its content, or a chain (or bundle)
-// document given inline; and the database a stored run is read from. Python fills it by
+// file, a file of any of these kinds told apart by its content, a chain (or bundle)
+// document given inline, or towers given as one chain file per tower and their loss's
+// file; and the database a stored run is read from. Python fills it by
 // the type of what the user passed and nothing else (chainplan/source.py); the CLI from
-// its --run, --profile and --chain flags. Resolve reads it.
+// its --run, --profile, --chain, --loss and --keep-input-grad flags. Resolve reads it.
 type Source struct {
 	// Run is a stored run ("run_id" in JSON: a positive integer; the CLI's RUN may be
 	// "latest"). Stored reports whether it is set.
@@ -35,6 +36,8 @@ type Source struct {
 	Path string
 	// Chain is a chain or bundle document given inline.
 	Chain []byte
+	// Towers are towers joined at the loss given as separate files (source_towers.go).
+	Towers *TowerFiles
 	// DBEnv and Home choose the database of a stored run by service.DBPath's rule (no
 	// flag): Python passes $CHAINPLAN_DB and the home folder as it sees them at the call,
 	// which the Go runtime loaded into it would not see. (The CLI opens the database its
@@ -43,13 +46,15 @@ type Source struct {
 }
 
 // sourceJSON is Source's JSON form: {"run_id": N | "profile_path" | "chain_path" | "path"
-// | "chain": document (an object, or its text as a string), "db_env", "home"}.
+// | "chain": document (an object, or its text as a string) | "towers": {"chains": [...],
+// "loss", "keep_input_grad": [...]}, "db_env", "home"}.
 type sourceJSON struct {
 	RunID       *int64          `json:"run_id"`
 	ProfilePath string          `json:"profile_path"`
 	ChainPath   string          `json:"chain_path"`
 	Path        string          `json:"path"`
 	Chain       json.RawMessage `json:"chain"`
+	Towers      *TowerFiles     `json:"towers"`
 	DBEnv       string          `json:"db_env"`
 	Home        string          `json:"home"`
 }
@@ -63,7 +68,8 @@ func (s *Source) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&j); err != nil {
 		return &inputError{fmt.Sprintf("source: %v", err)}
 	}
-	*s = Source{ProfilePath: j.ProfilePath, ChainPath: j.ChainPath, Path: j.Path, DBEnv: j.DBEnv, Home: j.Home}
+	*s = Source{ProfilePath: j.ProfilePath, ChainPath: j.ChainPath, Path: j.Path, Towers: j.Towers, DBEnv: j.DBEnv,
+		Home: j.Home}
 	if j.RunID != nil {
 		if *j.RunID < 1 {
 			return &inputError{fmt.Sprintf("source: run_id must be a positive integer (got %d)", *j.RunID)}
@@ -106,7 +112,7 @@ func (s Source) DB() (string, error) {
 // Given reports whether the source names anything (a call on a stored plan may give only
 // the database).
 func (s Source) Given() bool {
-	return s.hasRun || s.ProfilePath != "" || s.ChainPath != "" || s.Path != "" || len(s.Chain) > 0
+	return s.hasRun || s.ProfilePath != "" || s.ChainPath != "" || s.Path != "" || len(s.Chain) > 0 || s.Towers != nil
 }
 
 // Check reports a source that gives none or several of its kinds, naming them.
@@ -116,7 +122,7 @@ func (s Source) Check() error {
 		name string
 		set  bool
 	}{{"run_id", s.hasRun}, {"profile_path", s.ProfilePath != ""}, {"chain_path", s.ChainPath != ""},
-		{"path", s.Path != ""}, {"chain", len(s.Chain) > 0}} {
+		{"path", s.Path != ""}, {"chain", len(s.Chain) > 0}, {"towers", s.Towers != nil}} {
 		if k.set {
 			given = append(given, k.name)
 		}
@@ -126,7 +132,7 @@ func (s Source) Check() error {
 		if len(given) > 1 {
 			got = strings.Join(given, ", ")
 		}
-		return &inputError{"source: give exactly one of run_id, profile_path, chain_path, path and chain (got " + got + ")"}
+		return &inputError{"source: give exactly one of run_id, profile_path, chain_path, path, chain and towers (got " + got + ")"}
 	}
 	return nil
 }
@@ -157,7 +163,8 @@ type Input struct {
 // Errors name the problem: none or several kinds given, a run that does not exist
 // (chainplan.ErrNotFound), a file that is missing (chainplan.ErrNotFound, with the hint
 // that a stored run is given by its integer id) or unreadable (chainplan.ErrInputFile), an
-// invalid profile, chain or bundle (their readers' errors).
+// invalid profile, chain or bundle (their readers' errors), towers that do not make a bundle
+// (towersInput's).
 func Resolve(ctx context.Context, svc *Service, src Source) (*Input, error) {
 	if err := src.Check(); err != nil {
 		return nil, err
@@ -179,15 +186,23 @@ func Resolve(ctx context.Context, svc *Service, src Source) (*Input, error) {
 		}
 		return named(&Input{Profile: p}, src.ProfilePath), nil
 	case src.ChainPath != "":
-		data, err := chainplan.ReadInput(src.ChainPath, "a chain file ("+chainplan.ChainFormat+" JSON)")
-		if err != nil {
-			return nil, err
-		}
-		return documentInput(data, src.ChainPath)
+		return chainFileInput(src.ChainPath)
 	case src.Path != "":
 		return pathInput(src.Path)
+	case src.Towers != nil:
+		return towersInput(src.Towers)
 	}
 	return documentInput(src.Chain, "")
+}
+
+// chainFileInput reads a chain or a bundle file (a chain_path source, and each file of
+// towers).
+func chainFileInput(path string) (*Input, error) {
+	data, err := chainplan.ReadInput(path, "a chain file ("+chainplan.ChainFormat+" JSON)")
+	if err != nil {
+		return nil, err
+	}
+	return documentInput(data, path)
 }
 
 // pathInput reads a file of any kind, told apart by its content.
@@ -224,13 +239,15 @@ func (e *missingError) Unwrap() error { return chainplan.ErrNotFound }
 func documentInput(data []byte, path string) (*Input, error) {
 	in := named(&Input{Document: data}, path)
 	var err error
+	what := "chain"
 	if chainplan.IsMultiChain(data) {
 		in.MultiChain, err = chainplan.ParseMultiChain(data)
+		what = "bundle"
 	} else {
 		in.Chain, err = chainplan.ParseChain(data)
 	}
 	if err != nil && path != "" {
-		return nil, fmt.Errorf("read chain %s: %w", path, err) // chainplan.ReadChain's words
+		return nil, fmt.Errorf("read %s %s: %w", what, path, err) // chainplan.ReadChain's and ReadMultiChain's words
 	}
 	return in, err
 }

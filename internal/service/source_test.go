@@ -50,12 +50,18 @@ func TestResolveEachKind(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, _ := json.Marshal(string(chainText))
+	// The same towers as files: one chain file per tower and the joint loss's file.
+	branchPath, lossPath := writeTowerFiles(t, branch, c.Loss)
+	towers := `{"towers": {"chains": ["` + branchPath + `", "` + branchPath + `"], "loss": "` + lossPath + `"}}`
 	for _, tt := range []struct {
 		name, doc  string
 		run        int64
 		profile    bool
 		chain, two bool
 		named      string
+		// assembled: the input is built from several files (towers), so it has neither one
+		// file nor one document.
+		assembled bool
 	}{
 		{name: "run", doc: `{"run_id": 1}`, run: 1},
 		{name: "profile_path", doc: `{"profile_path": "` + profilePath + `"}`, profile: true},
@@ -66,6 +72,8 @@ func TestResolveEachKind(t *testing.T) {
 		{name: "inline chain", doc: `{"chain": ` + string(chainText) + `}`, chain: true},
 		{name: "inline chain text", doc: `{"chain": ` + string(text) + `}`, chain: true},
 		{name: "inline bundle", doc: `{"chain": ` + string(bundle) + `}`, two: true},
+		{name: "towers", doc: towers, two: true, assembled: true},
+		{name: "towers of a bundle", doc: `{"towers": {"chains": ["` + bundlePath + `"]}}`, two: true, named: "two"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in, err := service.Resolve(ctx, s, sourceOf(t, tt.doc))
@@ -73,11 +81,11 @@ func TestResolveEachKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			if in.RunID != tt.run || (in.Profile != nil) != tt.profile || (in.Chain != nil) != tt.chain ||
-				(in.MultiChain != nil) != tt.two || (tt.named != "" && in.Name != tt.named) || (in.File != "") != (tt.run == 0 && !strings.HasPrefix(tt.name, "inline")) {
+				(in.MultiChain != nil) != tt.two || (tt.named != "" && in.Name != tt.named) || (in.File != "") != (tt.run == 0 && !strings.HasPrefix(tt.name, "inline") && !tt.assembled) {
 				t.Fatalf("Resolve = run %d, profile %v, chain %v, bundle %v, name %q", in.RunID, in.Profile != nil,
 					in.Chain != nil, in.MultiChain != nil, in.Name)
 			}
-			if (in.Document != nil) != (in.Chain != nil || in.MultiChain != nil) {
+			if (in.Document != nil) != ((in.Chain != nil || in.MultiChain != nil) && !tt.assembled) {
 				t.Fatalf("Document = %.40q for a chain %v, a bundle %v", in.Document, in.Chain != nil, in.MultiChain != nil)
 			}
 			towers, err := in.Towers()
@@ -85,8 +93,9 @@ func TestResolveEachKind(t *testing.T) {
 				t.Fatalf("Towers() = %v, %v; want %v", towers, err, tt.two)
 			}
 			if tt.two {
-				if mc, err := in.MultiChainOf(ctx); err != nil || mc.K() != 2 {
-					t.Fatalf("MultiChainOf: %v, %v", mc, err)
+				if mc, err := in.MultiChainOf(ctx); err != nil || mc.K() != 2 || mc.Loss != c.Loss ||
+					mc.SumTime() != (&chainplan.MultiChain{Branches: []chainplan.Chain{branch, branch}, Loss: c.Loss}).SumTime() {
+					t.Fatalf("MultiChainOf: %+v, %v", mc, err)
 				}
 				if _, err := in.ChainOf(ctx); !errors.Is(err, chainplan.ErrUnsupported) {
 					t.Fatalf("ChainOf of a bundle: %v, want ErrUnsupported", err)
@@ -124,7 +133,7 @@ func TestResolveErrors(t *testing.T) {
 		is        error
 		says      string
 	}{
-		{"neither", `{"db_env": "/x.db"}`, service.ErrBadInput, "give exactly one of run_id, profile_path, chain_path, path and chain (got none)"},
+		{"neither", `{"db_env": "/x.db"}`, service.ErrBadInput, "give exactly one of run_id, profile_path, chain_path, path, chain and towers (got none)"},
 		{"both", `{"run_id": 1, "path": "a.json"}`, service.ErrBadInput, "(got run_id, path)"},
 		{"missing run", `{"run_id": 99}`, chainplan.ErrNotFound, "99"},
 		{"missing file", `{"path": "` + filepath.Join(dir, "missing.json") + `"}`, chainplan.ErrNotFound,

@@ -1,6 +1,9 @@
 package amp
 
-import "github.com/chainplan/chainplan/planner/launch"
+import (
+	"github.com/chainplan/chainplan/planner/cluster"
+	"github.com/chainplan/chainplan/planner/launch"
+)
 
 // Format is the tag of a search3d document (docs/parallel.md, "search3d output").
 const Format = "chainplan.search3d/v1"
@@ -34,6 +37,9 @@ type Result struct {
 	// model and memory check, for comparison; nil when none fits.
 	Megatron *Candidate `json:"megatron,omitempty"`
 	Notes    []string   `json:"notes"`
+	// MeasuredLinks are the cluster's links whose bandwidth a measurement stored with the
+	// run replaced (the service's, docs/distributed.md); absent when the file's were used.
+	MeasuredLinks []cluster.MeasuredLink `json:"measured_links,omitempty"`
 	// Warnings name the candidates whose pipesim check disagrees with the prediction: a
 	// pipeline time off by more than SimDivergence, a simulated peak over capacity, more
 	// micro-batches in flight than the memory filter assumed (docs/parallel.md).

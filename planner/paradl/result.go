@@ -1,6 +1,9 @@
 package paradl
 
-import "github.com/chainplan/chainplan/planner/launch"
+import (
+	"github.com/chainplan/chainplan/planner/cluster"
+	"github.com/chainplan/chainplan/planner/launch"
+)
 
 // Format is the tag of an advice document (docs/parallel.md, "advise output").
 const Format = "chainplan.advice/v1"
@@ -64,9 +67,12 @@ type Advice struct {
 	OptimizerStateBytes int64  `json:"optimizer_state_bytes"`
 	// Notes are sentences about the whole request (a field the profile lacks, a value
 	// assumed).
-	Notes      []string    `json:"notes"`
-	Candidates []Candidate `json:"candidates"`
-	SolveMS    float64     `json:"solve_ms"`
+	Notes []string `json:"notes"`
+	// MeasuredLinks are the cluster's links whose bandwidth a measurement stored with the
+	// run replaced (the service's, docs/distributed.md); absent when the file's were used.
+	MeasuredLinks []cluster.MeasuredLink `json:"measured_links,omitempty"`
+	Candidates    []Candidate            `json:"candidates"`
+	SolveMS       float64                `json:"solve_ms"`
 }
 
 // Candidate is one strategy at one device count: its time breakdown per epoch, its memory

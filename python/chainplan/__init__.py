@@ -25,7 +25,7 @@ Each family of planners has its namespace, imported on first use:
       runner = pp.runner(model, loss_fn=loss_fn)            # on every rank (torchrun)
 
 * ``chainplan.parallel``: ``advise``, ``search3d``, ``Advice``, ``Search3D`` (past one
-  device);
+  device), ``record_link`` (a measured link bandwidth the advisors then use);
 * ``chainplan.towers`` (models of several towers) and ``chainplan.offloading`` (pofo's
   offloading executor).
 

@@ -230,13 +230,15 @@ def run(run_id: int) -> dict[str, Any]:
     return out
 
 
-def record_bandwidth(run_id: int, bytes_per_s: float, device: str, method: str) -> float:
-    """Store a measured host-device copy bandwidth for a run."""
-    return float(call(_go().RecordBandwidth, _db(), run_id, bytes_per_s, device, method))
+def record_bandwidth(run_id: int, bytes_per_s: float, device: str, method: str,
+                     link: str = "host") -> float:
+    """Store a bandwidth measured for a run over ``link`` (``"host"``: device-host copies,
+    ``"intra"``: between devices of a node, ``"inter"``: between nodes)."""
+    return float(call(_go().RecordBandwidth, _db(), run_id, link, bytes_per_s, device, method))
 
 
 def latest_bandwidth(run_id: int) -> float:
-    """The newest bandwidth (bytes/s) recorded for a run, 0 when none is."""
+    """The newest host-device bandwidth (bytes/s) recorded for a run, 0 when none is."""
     return float(call(_go().LatestBandwidth, _db(), run_id))
 
 
@@ -288,23 +290,27 @@ def plot_pipeline(plan_json: str, periods: int) -> str:
 
 
 def _parallel(fn: Callable[..., str], source: dict[str, Any], cluster_text: str,
-              request: dict[str, Any], batch: int, dtype_bytes: int) -> str:
+              request: dict[str, Any], batch: int, dtype_bytes: int, nominal_links: bool) -> str:
     return str(call(fn, json.dumps({"source": source, "request": request, "cluster": cluster_text,
-                                    "batch": batch, "dtype_bytes": dtype_bytes})))
+                                    "batch": batch, "dtype_bytes": dtype_bytes,
+                                    "nominal_links": nominal_links})))
 
 
 def advise(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
-           batch: int = 0, dtype_bytes: int = 4) -> str:
+           batch: int = 0, dtype_bytes: int = 4, nominal_links: bool = False) -> str:
     """Rank parallel strategies (pybind.Advise) of ``source`` (a stored run's advice is
-    recorded; a chain's needs the ``batch`` it was measured at). Returns ``{"advice_id",
-    "advice"}`` JSON."""
-    return _parallel(_go().Advise, source, cluster_text, request, batch, dtype_bytes)
+    recorded; a chain's needs the ``batch`` it was measured at; a stored run's measured
+    link bandwidths replace the cluster's unless ``nominal_links``). Returns
+    ``{"advice_id", "advice"}`` JSON."""
+    return _parallel(_go().Advise, source, cluster_text, request, batch, dtype_bytes,
+                     nominal_links)
 
 
 def search3d(source: dict[str, Any], cluster_text: str, request: dict[str, Any], *,
-             batch: int = 0, dtype_bytes: int = 4) -> str:
+             batch: int = 0, dtype_bytes: int = 4, nominal_links: bool = False) -> str:
     """AMP's 3-D search (pybind.Search3D); returns ``{"advice_id", "result"}`` JSON."""
-    return _parallel(_go().Search3D, source, cluster_text, request, batch, dtype_bytes)
+    return _parallel(_go().Search3D, source, cluster_text, request, batch, dtype_bytes,
+                     nominal_links)
 
 
 def record_advice_measurement(advice_id: int, measurement: dict[str, Any], db: str = "") -> int:

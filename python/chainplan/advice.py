@@ -22,7 +22,7 @@ from chainplan.jsonfields import Fields
 from chainplan.layout3d import ProcessGroups, RankLayout, process_groups, rank_layout
 
 __all__ = ["Advice", "StrategyEstimate", "Search3D", "Candidate3D", "Stage3D", "SimCheck3D",
-           "SimStage3D", "Accuracy", "MeasuredCandidate"]
+           "SimStage3D", "Accuracy", "MeasuredCandidate", "MeasuredLink"]
 
 
 _C = TypeVar("_C")
@@ -39,6 +39,33 @@ def _result(doc: dict[str, Any], fmt: str, what: str) -> Fields:
 def _candidates(f: Fields, read: Callable[[Fields, int], _C]) -> tuple[_C, ...]:
     """The ``candidates`` list of a result, each read with its index."""
     return tuple(read(c, i) for i, c in enumerate(f.objects("candidates")))
+
+
+@dataclass(frozen=True)
+class MeasuredLink:
+    """A cluster link whose bandwidth was measured (the store's ``bandwidths`` table, for the
+    stored run advised on) and used in place of the cluster file's.
+
+    Attributes:
+        node: the node (as the expanded cluster names it). link: ``"intra"`` (between its
+            devices), ``"inter"`` (its network interface) or ``"host"`` (device-host copies).
+        nominal_bytes_per_s, measured_bytes_per_s: the file's bandwidth and the one used.
+        bandwidth_id: the stored row.
+    """
+
+    node: str
+    link: str
+    nominal_bytes_per_s: float
+    measured_bytes_per_s: float
+    bandwidth_id: int
+
+    @classmethod
+    def _read_all(cls, f: Fields) -> tuple[MeasuredLink, ...]:
+        return tuple(cls(node=m.string("node"), link=m.string("link"),
+                         nominal_bytes_per_s=m.number("nominal_bytes_per_s"),
+                         measured_bytes_per_s=m.number("measured_bytes_per_s"),
+                         bandwidth_id=m.integer("bandwidth_id"))
+                     for m in f.objects("measured_links"))
 
 
 @dataclass(frozen=True)
@@ -118,6 +145,7 @@ class Advice(StoredResult):
         advice_id: where it is stored (0 when not: a chain or profile file).
         candidates: every candidate, feasible ones first by the goal.
         gamma, gamma_source: γ and how it was obtained. notes: sentences about the request.
+        measured_links: the links whose measured bandwidth replaced the cluster file's.
         raw: the whole ``chainplan.advice/v1`` document.
     """
 
@@ -135,6 +163,7 @@ class Advice(StoredResult):
     candidates: tuple[StrategyEstimate, ...]
     solve_ms: float
     raw: dict[str, Any] = field(repr=False, compare=False)
+    measured_links: tuple[MeasuredLink, ...] = ()
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Advice:
@@ -146,7 +175,8 @@ class Advice(StoredResult):
                    optimizer_state_bytes=f.integer("optimizer_state_bytes"),
                    notes=tuple(str(n) for n in f.items("notes")),
                    candidates=_candidates(f, StrategyEstimate._read),
-                   solve_ms=f.number("solve_ms"), raw=doc)
+                   solve_ms=f.number("solve_ms"), raw=doc,
+                   measured_links=MeasuredLink._read_all(f))
 
     @property
     def feasible(self) -> tuple[StrategyEstimate, ...]:
@@ -298,6 +328,7 @@ class Search3D(StoredResult):
         candidates: the best ``top_k``, best first. megatron: Megatron's heuristic's pick.
         enumerated, evaluated, over_capacity, checkpointed, dropped: the search's counts.
         warnings: the candidates whose pipesim check disagrees with the prediction.
+        measured_links: the links whose measured bandwidth replaced the cluster file's.
         raw: the whole ``chainplan.search3d/v1`` document (what a training script reads).
     """
 
@@ -318,6 +349,7 @@ class Search3D(StoredResult):
     solve_ms: float
     raw: dict[str, Any] = field(repr=False, compare=False)
     warnings: tuple[str, ...] = ()
+    measured_links: tuple[MeasuredLink, ...] = ()
 
     @classmethod
     def from_json(cls, doc: dict[str, Any], advice_id: int = 0) -> Search3D:
@@ -331,7 +363,8 @@ class Search3D(StoredResult):
                    candidates=_candidates(f, Candidate3D._read),
                    megatron=Candidate3D._read(mg, -1) if mg else None,
                    notes=tuple(str(n) for n in f.items("notes")), solve_ms=f.number("solve_ms"),
-                   raw=doc, warnings=tuple(str(w) for w in f.items("warnings")))
+                   raw=doc, warnings=tuple(str(w) for w in f.items("warnings")),
+                   measured_links=MeasuredLink._read_all(f))
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Search3D:

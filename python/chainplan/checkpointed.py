@@ -16,13 +16,17 @@ also raises a :class:`~chainplan.shapecheck.ShapeWarning` (the new plan's memory
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import warnings
 from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
+from chainplan import _bind
+from chainplan.agreed import Offer, agree, data_parallel_group
 from chainplan.api import Budget, LossFn, budget_request, plan_from
 from chainplan.arguments import bandwidth_or_auto
 from chainplan.callkind import (
@@ -49,6 +53,8 @@ from chainplan.reuse import (
 from chainplan.schedule import Plan
 from chainplan.sequential import flatten_stages
 from chainplan.shapecheck import ShapeWarning
+from chainplan.source import envelope
+from chainplan.towers.profile import TowersProfile
 
 __all__ = ["Checkpointed", "CheckpointedPlans"]
 
@@ -97,6 +103,15 @@ class Checkpointed(metaclass=_CheckpointedType):
     the new batch (``rescale``). Otherwise the model is profiled on the input and the
     profile stored under ``name``. Each decision is logged; a new kind of input after the
     first also raises a :class:`~chainplan.shapecheck.ShapeWarning` saying which.
+
+    Under data parallelism the ranks of the data-parallel group agree on one plan at that
+    forward (:mod:`chainplan.agreed`, docs/distributed.md): each profiles (or finds its
+    profile) as above, and rank 0 of the group plans once on the most of each stage's time
+    and memory over the ranks, within the smallest of their budgets; every rank runs that
+    plan, and an error on one rank (an infeasible budget, a failed profile) is raised on
+    every rank. The group is ``group``, else the mesh ``fully_shard`` put on the model's
+    units; without either (``DDP(Checkpointed(model))`` without ``group``, one process)
+    each rank plans alone.
 
     The loss stage of the plan is the loss ``forward`` computes itself (a HuggingFace
     model given ``labels=``), or ``loss_fn`` profiled with a sample target made for each
@@ -147,6 +162,10 @@ class Checkpointed(metaclass=_CheckpointedType):
         warmup: untimed repetitions first, ≥ 0 (default: 1).
         keep_logits: return a language model's logits beside the loss it computes
             (default: False: ``logits`` is None and the head is fused with the loss).
+        group: the data-parallel process group whose ranks run this model alike and agree
+            on its plans (default: None: ``fully_shard``'s group when the model's units
+            are sharded, else none). Give it under DDP, or under HSDP on part of the
+            world; never a group whose ranks hold different models (a pipeline's stages).
 
     Returns:
         The planned view of ``model`` (an ``nn.Module`` of the model's class).
@@ -161,7 +180,11 @@ class Checkpointed(metaclass=_CheckpointedType):
         PlanError: at construction, an unknown algorithm, a malformed budget, or a
             bandwidth missing, malformed or given to an algorithm that does not use it.
         InfeasibleBudget: at the first forward of a shape, the budget is below the
-            algorithm's smallest for that shape (given by ``min_budget_bytes``).
+            algorithm's smallest for that shape (given by ``min_budget_bytes``); in a
+            data-parallel group, the group's smallest budget, on every rank.
+        PlanError: at the first forward of a shape in a data-parallel group, another rank
+            failed (the error names it, of its error's class when chainplan defines it),
+            or the ranks' models or options differ.
     """
 
     def __new__(cls, model: nn.Module, *, budget: Budget,  # type: ignore[misc]
@@ -169,12 +192,13 @@ class Checkpointed(metaclass=_CheckpointedType):
                 bandwidth: float | str | None = None, loss_fn: LossFn | None = None,
                 target: Target | None = None, name: str | None = None,
                 slots: int | None = None, reuse: bool = True, rescale: bool = True,
-                repeats: int = 3, warmup: int = 1, keep_logits: bool = False) -> nn.Module:
+                repeats: int = 3, warmup: int = 1, keep_logits: bool = False,
+                group: Any = None) -> nn.Module:
         model = plain_model(model)
         state = CheckpointedPlans(model, budget=budget, algo=algo, bandwidth=bandwidth,
                                   loss_fn=loss_fn, target=target, name=name, slots=slots,
                                   reuse=reuse, rescale=rescale, repeats=repeats, warmup=warmup,
-                                  keep_logits=keep_logits)
+                                  keep_logits=keep_logits, group=group)
         return planned_view(model, state)
 
 
@@ -189,7 +213,8 @@ class CheckpointedPlans(Planned):
     def __init__(self, model: nn.Module, *, budget: Budget, algo: str | None,
                  bandwidth: float | str | None, loss_fn: LossFn | None,
                  target: Target | None, name: str | None, slots: int | None, reuse: bool,
-                 rescale: bool, repeats: int, warmup: int, keep_logits: bool = False) -> None:
+                 rescale: bool, repeats: int, warmup: int, keep_logits: bool = False,
+                 group: Any = None) -> None:
         super().__init__(model)
         if isinstance(model, nn.Sequential):
             flatten_stages(model)  # an empty chain: say so now, not at the first forward
@@ -212,6 +237,8 @@ class CheckpointedPlans(Planned):
         if not isinstance(keep_logits, bool):
             raise ProfileError(f"keep_logits must be True or False (got {keep_logits!r})")
         self.keep_logits = keep_logits
+        self.group = group
+        self._budget_bytes: int | None = request.get("budget_bytes")  # None: "min"
         self._cache: dict[tuple[Any, ...], Planned] = {}  # the wraps, by call_key
         self._plans: dict[tuple[Any, ...], Plan] = {}
 
@@ -238,7 +265,8 @@ class CheckpointedPlans(Planned):
                                  bandwidth=self._bandwidth_given, loss_fn=self.loss_fn,
                                  target=self.target, name=self.name, slots=self.slots,
                                  reuse=self.reuse, rescale=self.rescale, repeats=self.repeats,
-                                 warmup=self.warmup, keep_logits=self.keep_logits)
+                                 warmup=self.warmup, keep_logits=self.keep_logits,
+                                 group=self.group)
 
     def executor(self, *args: Any, **kwargs: Any) -> Any:
         """The executor of calls like this one (planned now if new): the
@@ -278,7 +306,39 @@ class CheckpointedPlans(Planned):
 
     def _plan_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
                   kwargs: dict[str, Any]) -> tuple[Plan, str]:
-        """A plan for calls like ``(*args, **kwargs)``, and how its profile was found."""
+        """A plan for calls like ``(*args, **kwargs)``, and how its profile was found: this
+        rank's own, or its data-parallel group's (:mod:`chainplan.agreed`)."""
+        group = data_parallel_group(self.model, self.group, f"Checkpointed({self.name})")
+        if group is None:
+            source, how, bandwidth = self._source_for(x, shape, args, kwargs)
+            p = self._plan(source, shape, bandwidth)
+            return (p if p.input_shape is not None
+                    else dataclasses.replace(p, input_shape=shape)), how
+
+        def local() -> tuple[Offer, Any, str]:
+            source, how, bandwidth = self._source_for(x, shape, args, kwargs)
+            if bandwidth == "auto":
+                bandwidth = bandwidth_or_auto("auto", source)
+            chain = (None if isinstance(source, TowersProfile)
+                     else json.loads(_bind.chain(envelope(source, "Checkpointed"))))
+            options = (self.algo, self.slots, self.keep_logits, bandwidth is None)
+            return (Offer(chain=chain, budget=self._budget_bytes, options=options, shape=shape,
+                          bandwidth=None if bandwidth is None else float(bandwidth)),
+                    source, how)
+
+        ranks = dist.get_world_size(group)
+        p, how = agree(group, f"Checkpointed({self.name}) at input shape {list(shape)}", local,
+                       lambda src, budget, bw: self._plan(src, shape, bw, budget),
+                       default_profile_dir() / "agreed")
+        return dataclasses.replace(p, input_shape=shape), (
+            f"{how}; planned by rank 0 of the data-parallel group of {ranks} ranks on the "
+            "most of each stage's time and memory over the ranks, within their smallest "
+            "budget")
+
+    def _source_for(self, x: torch.Tensor, shape: tuple[int, ...], args: tuple[Any, ...],
+                    kwargs: dict[str, Any]) -> tuple[Any, str, float | str | None]:
+        """What to plan calls like ``(*args, **kwargs)`` on (a profile, a stored run, a
+        scaled chain file), how it was found, and the bandwidth to plan with."""
         run, scaled = None, False
         label = (chain_loss_label(self.model, self.loss_fn, args, kwargs,
                                   keep_logits=self.keep_logits) if self.reuse else None)
@@ -294,22 +354,23 @@ class CheckpointedPlans(Planned):
                                  reuse=self.reuse and towers_may_be_stored(self.model), **kwargs)
             how = ("reused the stored profile of the same call" if prof.reused
                    else "profiled anew")
-            return self._plan(prof, shape), f"{how} (run {prof.run_id})"
+            return prof, f"{how} (run {prof.run_id})", self.bandwidth
         if not scaled:
-            return self._plan(run.run_id, shape), f"reused the stored profile (run {run.run_id})"
+            return run.run_id, f"reused the stored profile (run {run.run_id})", self.bandwidth
         path = write_scaled_chain(run, shape[0], default_profile_dir() / "scaled")
         bandwidth = self.bandwidth
         if bandwidth == "auto":  # a chain file has no run to record a measurement with
             bandwidth = bandwidth_or_auto("auto", run.run_id)
-        p = dataclasses.replace(self._plan(path, shape, bandwidth), input_shape=shape)
-        return p, (f"planned from the stored profile of run {run.run_id} (input shape "
-                   f"{list(run.input_shape)}) scaled to batch {shape[0]}, an estimate "
-                   f"(sizes and times × {shape[0] / run.batch:g}; chain file {path})")
+        return path, (f"planned from the stored profile of run {run.run_id} (input shape "
+                      f"{list(run.input_shape)}) scaled to batch {shape[0]}, an estimate "
+                      f"(sizes and times × {shape[0] / run.batch:g}; chain file {path})"), \
+            bandwidth
 
     def _plan(self, source: Any, shape: tuple[int, ...],
-              bandwidth: float | str | None = None) -> Plan:
+              bandwidth: float | str | None = None, budget: Budget | None = None) -> Plan:
         try:
-            return plan_from(source, budget=self.budget, algo=self.algo, slots=self.slots,
+            return plan_from(source, budget=self.budget if budget is None else budget,
+                             algo=self.algo, slots=self.slots,
                          bandwidth=bandwidth if bandwidth is not None else self.bandwidth,
                          origin="checkpointed")
         except InfeasibleBudget as e:

@@ -29,12 +29,14 @@ from typing import Any
 
 from chainplan import _bind
 from chainplan.advice import Advice, Search3D
-from chainplan.arguments import typed
+from chainplan.arguments import bandwidth, typed
 from chainplan.errors import ArgumentTypeError, NotFoundError, PlanError
 from chainplan.profiler.document import Profile
-from chainplan.source import envelope
+from chainplan.source import envelope, run_id_of
 
-__all__ = ["Advice", "Search3D", "advise", "search3d"]
+__all__ = ["Advice", "Search3D", "advise", "record_link", "search3d"]
+
+LINKS = ("intra", "inter", "host")
 
 ClusterArg = str | os.PathLike[str] | Mapping[str, Any]
 
@@ -89,6 +91,7 @@ def advise(
     slots: int = 0,
     batch: int | None = None,
     dtype_bytes: int = 4,
+    nominal_links: bool = False,
 ) -> Advice:
     """Rank parallel training strategies with ParaDL's model (docs/parallel.md).
 
@@ -111,6 +114,9 @@ def advise(
         offloading: add ``data+offloading`` (pofo; the cluster must give ``host_bw``).
         segments: pipeline micro-batches S (0: min(4p, B)). slots: rotor/pofo slots (0: default).
         batch: the batch a chain file was measured at. dtype_bytes: its element size (4).
+        nominal_links: plan on the cluster file's bandwidths even where the store holds
+            measured ones for the stored run (:func:`record_link`); by default they replace
+            the file's and ``Advice.measured_links`` lists them.
 
     Returns:
         The :class:`~chainplan.advice.Advice`, candidates ranked (feasible first).
@@ -118,8 +124,9 @@ def advise(
     Raises:
         InfeasibleBudget: no candidate fits (``min_budget_bytes``: the least memory per
             device any needs).
-        PlanError: a bad option, a bad cluster file (the field named), or a strategy named
-            in ``strategies`` that needs a profile field the source lacks.
+        PlanError: a bad option, a bad cluster file (the field named), a strategy named
+            in ``strategies`` that needs a profile field the source lacks, or a stored
+            measured bandwidth that is not positive and finite (its row named).
         NotFoundError: no such run or file.
     """
     req: dict[str, Any] = {"dataset_size": _check_int("dataset_size", dataset_size, low=1),
@@ -146,7 +153,8 @@ def advise(
         req["gamma"] = float(gamma)
     doc = json.loads(_bind.advise(envelope(source, "advise"), _cluster_text(cluster), req,
                                   batch=_batch(batch),
-                                  dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
+                                  dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1),
+                                  nominal_links=_flag("nominal_links", nominal_links)))
     return Advice.from_json(doc["advice"], advice_id=int(doc["advice_id"]))
 
 
@@ -167,6 +175,7 @@ def search3d(
     batch: int | None = None,
     dtype_bytes: int = 4,
     calibration: str | os.PathLike[str] | Mapping[str, Any] | None = None,
+    nominal_links: bool = False,
 ) -> Search3D:
     """Search pipeline, data and tensor degrees, micro-batch and cuts, AMP's way, with a
     memory filter (docs/parallel.md).
@@ -189,6 +198,7 @@ def search3d(
         calibration: a calibration fitted to measured runs on this cluster
             (``chainplan advice calibrate -o FILE``): the file's path, or its document as
             a mapping; predictions are then scaled and given its per-iteration overhead.
+        nominal_links: as for :func:`advise`.
 
     Returns:
         The :class:`~chainplan.advice.Search3D`, candidates best first; each with pp > 1
@@ -217,5 +227,48 @@ def search3d(
                               else json.loads(Path(calibration).read_text()))
     doc = json.loads(_bind.search3d(envelope(source, "search3d"), _cluster_text(cluster), req,
                                     batch=_batch(batch),
-                                    dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1)))
+                                    dtype_bytes=_check_int("dtype_bytes", dtype_bytes, low=1),
+                                    nominal_links=_flag("nominal_links", nominal_links)))
     return Search3D.from_json(doc["result"], advice_id=int(doc["advice_id"]))
+
+
+def record_link(source: Profile | int, link: str, bytes_per_s: float | str, *,
+                device: str | None = None, method: str = "") -> float:
+    """Store a link bandwidth measured on the machine a stored run was profiled on, which
+    :func:`advise` and :func:`search3d` then use for that run in place of the cluster
+    file's (docs/distributed.md, "Measured stage times and bandwidths").
+
+    Args:
+        source: the stored run (a stored Profile, or its run id).
+        link: ``"intra"`` (between two devices of one node), ``"inter"`` (between nodes) or
+            ``"host"`` (device-host copies).
+        bytes_per_s: what was measured: bytes per second, or a string such as ``"12GB/s"``.
+
+    Keyword Args:
+        device: the cluster's device type the link joins (a cluster file's ``gpu``); the
+            run's device (``"cpu"``, ``"cuda:0"``) when None, which a cluster of one device
+            type matches.
+        method: how it was measured (free text, stored).
+
+    Returns:
+        The bandwidth stored, bytes per second.
+
+    Raises:
+        PlanError: not a stored run, an unknown link, a bandwidth not positive and finite.
+        NotFoundError: no such run.
+    """
+    run_id = run_id_of(source, "record_link()")
+    if run_id is None:
+        raise PlanError("record_link() needs a stored run (a stored Profile or a run id) to "
+                        f"record the bandwidth with (got {typed(source)})")
+    if link not in LINKS:
+        raise PlanError(f"link must be one of {', '.join(LINKS)} (got {link!r})")
+    bps = bandwidth(bytes_per_s)
+    dev = str(_bind.run(run_id)["device"]) if device is None else str(device)
+    return _bind.record_bandwidth(run_id, bps, dev, str(method), link=link)
+
+
+def _flag(name: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise ArgumentTypeError(f"{name} must be True or False (got {typed(value)})")
+    return value

@@ -299,3 +299,53 @@ def test_a_candidate_tells_each_rank_its_stage_and_groups(tmp_path: Path) -> Non
     out.write_text("[1]")
     with pytest.raises(PlanError, match="not a search3d document"):
         Search3D.load(out)
+
+
+def test_measured_links_replace_the_cluster_files(profiled: Profile) -> None:
+    """A link bandwidth recorded with the stored run (record_link) replaces the cluster
+    file's in both advisors, which list it; nominal_links=True keeps the file's."""
+    def times(s3: Search3D) -> dict[tuple[int, int, int, int], float]:
+        out: dict[tuple[int, int, int, int], float] = {}
+        for c in s3.candidates:
+            k = (c.pp, c.dp, c.tmp, c.mbs)
+            out[k] = min(out.get(k, c.iteration_time_s), c.iteration_time_s)
+        return out
+
+    req: dict[str, Any] = {"global_batch": 16, "top_k": -1, "memory_check": "off"}
+    before = chainplan.parallel.search3d(profiled, SMALL, **req)
+    assert before.measured_links == ()
+    stored = chainplan.parallel.record_link(profiled, "inter", "0.05GB/s", method="test")
+    assert stored == 5e7
+    after = chainplan.parallel.search3d(profiled, SMALL, **req)
+    assert [(m.node, m.link, m.nominal_bytes_per_s, m.measured_bytes_per_s)
+            for m in after.measured_links] == [(n, "inter", 5e9, 5e7) for n in ("n-0", "n-1")]
+    assert any("link bandwidths measured" in n for n in after.notes)
+    slow, fast = times(after), times(before)
+    assert all(slow[k] >= fast[k] for k in fast) and any(slow[k] > fast[k] for k in fast)
+    nominal = chainplan.parallel.search3d(profiled, SMALL, nominal_links=True, **req)
+    assert nominal.measured_links == () and times(nominal) == fast
+    adv = chainplan.parallel.advise(profiled, SMALL, dataset_size=10_000, batch_per_device=4)
+    assert {m.link for m in adv.measured_links} == {"inter"}
+    with pytest.raises(PlanError, match="link must be one of"):
+        chainplan.parallel.record_link(profiled, "nvlink", 1e9)
+    with pytest.raises(PlanError, match="positive, finite"):
+        chainplan.parallel.record_link(profiled, "intra", 0.0)
+    with pytest.raises(PlanError, match="needs a stored run"):
+        chainplan.parallel.record_link("cnn.arrow", "intra", 1e9)
+
+
+def test_an_absurd_stored_link_is_refused(profiled: Profile) -> None:
+    """A stored bandwidth written around chainplan (an infinity passes the table's > 0) is
+    refused naming its row; nominal_links=True plans regardless."""
+    import sqlite3
+
+    db = sqlite3.connect(os.environ["CHAINPLAN_DB"])
+    with db:  # commits
+        db.execute("INSERT INTO bandwidths (run_id, measured_at, bandwidth_bytes_per_s, device, "
+                   "method, link) VALUES (?, '2026-12-07T00:00:00Z', ?, 'cpu', 'hand', 'inter')",
+                   (profiled.run_id, float("inf")))
+    db.close()
+    with pytest.raises(PlanError, match=r"measured bandwidth 1 .*not a positive, finite"):
+        chainplan.parallel.search3d(profiled, SMALL, global_batch=16)
+    assert chainplan.parallel.search3d(profiled, SMALL, global_batch=16,
+                                       nominal_links=True).measured_links == ()

@@ -286,3 +286,27 @@ def test_dp2_memory_planned_per_rank(tmp_path: Path, data_parallel: str) -> None
             # taken off the memory, a plan whose peak with it exceeds the memory.
             assert planned is not None and fixed.fixed_bytes < planned <= memory, (r, memory)
             assert 0 < peak <= 1.02 * planned, (r, memory)
+
+
+@pytest.mark.parametrize("data_parallel", ["fsdp", "ddp"])
+def test_dp2_memory_too_small_on_one_rank(tmp_path: Path, data_parallel: str) -> None:
+    """Rank 1's memory holds its fixed part and too little for any plan: the data-parallel
+    group's plan (chainplan.agreed) is refused on both ranks at the first step, naming rank
+    1's budget. Before, rank 1 raised alone and rank 0 went on into the step's collectives
+    (gloo aborted the job; the process group's timeout, short here, bounds a hang)."""
+    model = models.GPT()
+    if data_parallel == "fsdp":
+        fixed = rank_memory(model, world=2, strategy="fsdp", gathered="step",
+                            units=[f"blocks.{i}" for i in range(len(model.blocks))])
+    else:
+        fixed = rank_memory(model, world=2, strategy="ddp")
+    cand = {"mesh": {"dp": 2}, "microbatch": 4, "memory": "1GiB"}
+    res = session.run(2, {"kind": "short_memory", "timeout_s": 30, "options": {
+        "candidate": cand, "data_parallel": data_parallel,
+        "small": fixed.fixed_bytes + 1000}}, tmp_path)
+    for rank, r in enumerate(res):
+        assert r is not None and "refused" in r, (rank, res)  # no error in the worker
+        assert r["refused"].startswith("InfeasibleBudget: "), (rank, r)
+        assert "within rank 1's budget, the group's smallest" in r["refused"], (rank, r)
+        assert r["least"] > 1000, (rank, r)
+        assert r["alive"] == 2.0, (rank, r)

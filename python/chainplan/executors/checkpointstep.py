@@ -89,8 +89,14 @@ class CheckpointStep:
             k = op.stage
             self.input_grad[k] = x.requires_grad
             run = self.stretches.get(k)
-            if run is not None:  # stages k..run.last, one region, nothing dropped
-                out = run(self.callback, x)
+            if run is not None:  # stages k..run.last, one region
+                # What the plan drops during the stretch is dropped now, and the executor
+                # hands its input over (chainplan.executors.stretch: "Inputs go in a box").
+                for i, _ in forward[j:j + run.last - k + 1]:
+                    self._drop(i)
+                box = [x]
+                del x
+                out = run(self.callback, box)
                 if not isinstance(out, torch.Tensor):
                     raise ScheduleError(f"stages {k}-{run.last} returned "
                                         f"{type(out).__name__}; a chain stage must return "
@@ -245,13 +251,18 @@ class CheckpointStep:
         if x is None:
             raise ScheduleError(f"op {run.start} ({self.sequence[run.start]}): input "
                                 f"a_{run.first - 1} is not in memory")
+        # As a forward stretch: what the run drops goes now, and the region gets its input
+        # boxed (chainplan.executors.stretch).
+        for i in range(run.start, run.end + 1):
+            self._drop(i)
+        box = [x.detach()]
+        del x
         with contextlib.ExitStack() as scope:
             scope.enter_context(self.autocast.replay())
             for k in range(run.first, run.last + 1):
                 scope.enter_context(frozen_buffers(self.stages[k - 1]))
             with torch.no_grad():
-                out = region(self.callback, x.detach())
-        del x
+                out = region(self.callback, box)
         outs = out if isinstance(out, tuple) else (out,)
         for k, t in zip(run.keep, outs, strict=True):
             self.acts[k] = t

@@ -25,17 +25,19 @@ So a planned view's training forward, when the model holds FSDP units, runs insi
   every unit whose backward hooks did not fire, which reduce-scatters their gradients and
   reshards them. Gradients are then FSDP2's, computed on the same gathered parameters.
 
-Since every rank holds its units gathered for the whole step, each rank may plan (and
-recompute) differently without changing the collectives, and a recomputation gathers
-nothing. The memory this costs is :func:`chainplan.sharded.rank_memory`'s
-``gathered="step"``. Grouped units (``fully_shard([a, b])``) and a mixed-precision policy
-(FSDP's cast of the root's inputs and parameters) are refused: the stages would compute in
-another dtype than FSDP's units.
+Since every rank holds its units gathered for the whole step, ranks may run different
+plans (a ``RankPlan`` each) without changing the collectives, and a recomputation gathers
+nothing; a ``Checkpointed`` view runs one plan on every rank of the units' group, made
+once (:mod:`chainplan.agreed`, its group found by :func:`fsdp_group`). The memory
+this costs is :func:`chainplan.sharded.rank_memory`'s ``gathered="step"``. Grouped
+units (``fully_shard([a, b])``) and a mixed-precision policy (FSDP's cast of the root's
+inputs and parameters) are refused: the stages would compute in another dtype than
+FSDP's units.
 
 ``set_gathering(net, "stage")`` chooses the other mode for a model cut from its graph:
 each unit gathered only around the stages that read it (:mod:`chainplan.executors.fsdpstage`,
 ``rank_memory(gathered="stage")``); every rank must then run the same plan, which the
-first step checks.
+first step checks (``Checkpointed``'s ranks agree on one: :mod:`chainplan.agreed`).
 """
 
 from __future__ import annotations
@@ -56,8 +58,8 @@ from chainplan.executors.planned import plain_model
 from chainplan.graph.call import training_call
 from chainplan.graph.chain import input_key
 
-__all__ = ["GATHERINGS", "expect_world", "fsdp_units", "gathered_units", "gathering",
-           "set_gathering"]
+__all__ = ["GATHERINGS", "expect_world", "fsdp_group", "fsdp_units", "gathered_units",
+           "gathering", "set_gathering"]
 
 #: What a RankPlan's wrap expects of the model's units: (world, shard), by plain model.
 _expected: weakref.WeakKeyDictionary[nn.Module, tuple[int, int]] = weakref.WeakKeyDictionary()
@@ -114,6 +116,23 @@ def fsdp_units(model: nn.Module) -> list[tuple[nn.Module, Any]]:
         if states:
             out.append((m, states[0]))
     return out
+
+
+def fsdp_group(model: nn.Module) -> Any:
+    """The process group of the ranks holding ``model`` alike under ``fully_shard``: its
+    units' mesh's group (one dimension), or every rank for a mesh of several dimensions
+    (HSDP) over the whole world. None: no FSDP unit, or a mesh of several dimensions over
+    part of the world, whose group of every dimension at once fully_shard does not make
+    (``Checkpointed(..., group=)`` gives it)."""
+    import torch.distributed as dist
+
+    for _, state in fsdp_units(model):
+        for group in state._fsdp_param_groups:
+            mesh = group.mesh_info.mesh
+            if mesh.ndim == 1:
+                return mesh.get_group()
+            return dist.group.WORLD if mesh.size() == dist.get_world_size() else None
+    return None
 
 
 @contextlib.contextmanager
@@ -227,7 +246,8 @@ def _same_plan(plain: nn.Module, doc: Any, runs: bool) -> None:
     if differ:
         raise PlanError(f"{type(plain).__name__}: gathering FSDP units per stage needs the "
                         f"same plan on every rank, and ranks {differ} run another plan than "
-                        "rank 0's: make the plan once and share it (or use "
+                        "rank 0's: make the plan once and share it, as Checkpointed's "
+                        "ranks do in their data-parallel group (or use "
                         "set_gathering(net, 'step'))")
     agreed.add(digest)
 

@@ -29,7 +29,8 @@ Prefetching is not done: each gather waits at once (on gloo's CPU ranks a collec
 synchronous anyway). The collectives then follow the plan's sequence, so every rank must
 run the same plan: :func:`chainplan.executors.fsdp.gathered_units` compares the plans of
 all ranks at the first step (one ``all_gather_object``) and refuses different ones with
-a :class:`~chainplan.errors.PlanError` on every rank. Plans with operation-level options
+a :class:`~chainplan.errors.PlanError` on every rank (a ``Checkpointed`` view's ranks
+agree on one plan before: :mod:`chainplan.agreed`). Plans with operation-level options
 (rotor-ops) and offloading plans run with ``"step"`` gathering: their executors read
 parameters outside a stage's call. The memory this costs is
 :func:`chainplan.sharded.rank_memory`'s ``gathered="stage"``.

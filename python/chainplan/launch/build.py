@@ -144,7 +144,7 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     if cand.pp > 1:
         staged: nn.Module = model  # the runner cuts it as it cuts any model
         if ck:
-            staged, counts = staged_chain(chain, cand.cuts, budgets)
+            staged, counts = staged_chain(chain, cand.cuts, budgets, groups.dp)
         else:
             counts = [b - a for a, b in zip([0, *cand.cuts], [*cand.cuts, len(chain)],
                                             strict=True)]
@@ -162,8 +162,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                             timeout_s=timeout_s)
     net: nn.Module = model
     view = None
-    if budgets[0] is not None:
-        net = view = Checkpointed(model, budget=budgets[0])
+    if budgets[0] is not None:  # the ranks of a replica group agree on one plan
+        net = view = Checkpointed(model, budget=budgets[0], group=groups.dp)
     if compile:
         net = torch.compile(net)  # type: ignore[assignment]
     if cand.dp > 1:

@@ -57,8 +57,12 @@ class FailureBoard:
         first to fail: its message goes on the board, and ``err`` is returned as it is
         (the user's own error keeps its type), unless it is a timeout or a closed
         connection, which become a :class:`PipelineError` naming the ``peers`` this rank
-        talks to (a failed rank that hosted the store takes its message with it).
+        talks to (a failed rank that hosted the store takes its message with it). An
+        error every rank of its data-parallel group raised alike (``raised_on_every_rank``,
+        :mod:`chainplan.agreed`) is no consequence of another's: returned as it is.
         """
+        if getattr(err, "raised_on_every_rank", False):
+            return err
         others = [(r, m) for r in range(self.world) if r != self.rank
                   if (m := self._read(r)) is not None]
         if others:

@@ -21,11 +21,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run(world: int, scenarios: list[dict[str, Any]], tmp: Path) -> list[dict[str, Any]]:
-    """Run ``scenarios`` (``{"name", "kind", "options"}``) on ``world`` ranks, each with its
-    own database under ``tmp/rank<r>``; return each rank's results by scenario name."""
+def run(world: int, scenarios: list[dict[str, Any]], tmp: Path, *,
+        module: str = "tests.distributed.workers",
+        timeout_s: float | None = None) -> list[dict[str, Any]]:
+    """Run ``scenarios`` (``{"name", "kind", "options"}``, kinds of ``module``'s ``KINDS``)
+    on ``world`` ranks, each with its own database under ``tmp/rank<r>``; return each rank's
+    results by scenario name. ``timeout_s``: the process group's (a collective a rank waits
+    in alone then fails the test rather than hanging it; default: torch's)."""
     spec = tmp / "spec.json"
-    spec.write_text(json.dumps({"scenarios": scenarios}))
+    spec.write_text(json.dumps({"scenarios": scenarios, "module": module,
+                                "timeout_s": timeout_s}))
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["torch", "torch.distributed.fsdp", "tests.distributed.workers"])
     mp.start_processes(workers.run_session, args=(world, _free_port(), str(spec), str(tmp)),

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import importlib
 import json
 import os
 import traceback
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -408,20 +410,24 @@ KINDS: dict[str, Callable[..., dict[str, Any]]] = {
 
 
 def run_session(rank: int, world: int, port: int, spec_path: str, results: str) -> None:
-    """One spawned rank: run every scenario of the spec in turn, each rank with its own
-    database; outcomes (or errors) go to ``results/rank<r>.json``."""
+    """One spawned rank: run every scenario of the spec in turn (the kinds of its
+    ``module``), each rank with its own database; outcomes (or errors) go to
+    ``results/rank<r>.json``."""
     torch.set_num_threads(1)
     spec = json.loads(Path(spec_path).read_text())
     db = Path(results, f"rank{rank}")
     db.mkdir(exist_ok=True)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                       CHAINPLAN_DB=str(db / "chainplan.db"))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    timeout = spec.get("timeout_s")
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            **({"timeout": timedelta(seconds=timeout)} if timeout else {}))
+    kinds = importlib.import_module(spec.get("module") or __name__).KINDS
     got: dict[str, Any] = {}
     try:
         for sc in spec["scenarios"]:
             try:
-                got[sc["name"]] = KINDS[sc["kind"]](**sc.get("options", {}))
+                got[sc["name"]] = kinds[sc["kind"]](**sc.get("options", {}))
             except Exception as e:  # reported to the parent, which asserts on it
                 got[sc["name"]] = {"error": f"{type(e).__name__}: {e}",
                                    "trace": traceback.format_exc()}

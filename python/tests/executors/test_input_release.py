@@ -55,21 +55,15 @@ def _fixed_times(prof: chainplan.Profile, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.xfail(strict=True, reason="known (2026-12-07): a store-all stretch "
-                   "(executors/stretch.py) holds its input until it returns, where the plan "
-                   "drops it after the stretch's first stage: 2.3 % over the budget here")
 def test_smallest_plan_holds_its_budget_on_a_flattened_cnn(tmp_path: Path) -> None:
     """The smallest plan of the profile's memory, with times fixed by the stage's index (the
     plan rotor picks depends on the times, so measured ones would test another plan on a
     loaded host). Its forward phase runs ``F_none 5`` then ``F_all 6..13``: the executor runs
-    stages 6-13 as one stretch, which holds its input a_5 (262 144 bytes, saved by neither
-    the batch norm before nor the ReLU) to its end, where stage by stage a_5 is dropped
-    after stage 6. The step measured 1 474 688 bytes against a 1 442 000-byte budget (the
-    plan's peak 1 438 276, which the same plan measures with stretches off). Not fixed yet:
-    starting a stretch one stage later wherever its input is dropped after its first stage
-    leaves a recomputing GPT no stretch at all (the executor drops its copy of every
-    activation after the next stage, saved by a graph or not); the fix is a stretch that
-    lets go of its input after its first stage. strict: the test says when it is fixed."""
+    stages 6-13 as one stretch, whose input a_5 (262 144 bytes, saved by neither the batch
+    norm before nor the ReLU) the plan drops after stage 6. A stretch that held its input to
+    its end measured 1 474 688 bytes against the 1 442 000-byte budget (the plan's peak
+    1 438 276): the stretch takes its input boxed and lets go of it after its first stage
+    (chainplan.executors.stretch)."""
     torch.manual_seed(0)
     model = flat_cnn()
     x, y, loss_fn = torch.randn(8, 3, 32, 32), torch.randint(0, 10, (8,)), nn.CrossEntropyLoss()

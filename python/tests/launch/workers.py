@@ -26,7 +26,8 @@ def run_rank(rank: int, world: int, port: int, spec_path: str, out_dir: str) -> 
     os.environ["CHAINPLAN_DB"] = str(Path(out_dir) / f"db{rank}.sqlite")
     torch.set_num_threads(1)
     # A collective that hangs shows as a timeout within the test's time, not a stuck suite.
-    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=timedelta(seconds=60))
+    dist.init_process_group("gloo", rank=rank, world_size=world,
+                            timeout=timedelta(seconds=spec.get("timeout_s", 60)))
     result: dict[str, Any] = {}
     try:
         result = globals()[spec["kind"]](rank, world, **spec.get("options", {}))
@@ -132,6 +133,29 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
         except Exception as e:
             out[case["name"]] = f"{type(e).__name__}: {e}"
     return out
+
+
+def short_memory(rank: int, world: int, *, candidate: dict[str, Any], data_parallel: str,
+                 small: int) -> dict[str, Any]:
+    """Rank 1's memory ``small`` bytes (its fixed part fits, no plan does), rank 0's the
+    candidate's: what each rank raised at its first step, and whether the ranks still
+    agree afterwards (a collective that completes: none waits in one the other left)."""
+    import chainplan
+
+    cand = dict(candidate, memory=small) if rank == 1 else candidate
+    par = chainplan.parallelize(models.build("gpt"), candidate=cand,
+                                loss_fn=models.loss_of("gpt", False),
+                                data_parallel=data_parallel, timeout_s=30)
+    x, y = models.data("gpt", par.batch * par.candidate.dp, 1)[0]
+    mine = slice(rank * par.batch, (rank + 1) * par.batch)
+    error, least = "", None
+    try:
+        par.step(x[mine], target=y[mine])
+    except Exception as e:
+        error, least = f"{type(e).__name__}: {e}", getattr(e, "min_budget_bytes", None)
+    flag = torch.ones(1)
+    dist.all_reduce(flag)
+    return {"refused": error, "least": least, "alive": flag.item()}
 
 
 def killed(rank: int, world: int, *, candidate: dict[str, Any], victim: int,
