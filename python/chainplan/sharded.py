@@ -319,20 +319,21 @@ class RankPlan:
         return self.memory.fixed_bytes + int(self.plan.peak_bytes)
 
     def wrap(self, model: nn.Module) -> nn.Module:
-        """``plan.wrap(model)``, refused unless this job has the plan's world size (checked
-        here, before any collective, and again at each forward against the shard group of
-        the units ``fully_shard`` makes; docs/distributed.md).
+        """``plan.wrap(model)``, refused unless the plan's data-parallel ranks divide this
+        job's (the other ranks of a job go to its pipeline or tensor-parallel dimensions);
+        checked here, before any collective, and exactly at each forward against the mesh
+        of the units ``fully_shard`` makes (docs/distributed.md).
 
         Raises:
-            PlanError: the job's world size is not the plan's.
+            PlanError: the plan's world size does not divide the job's.
         """
         import torch.distributed as dist
 
         actual = dist.get_world_size() if dist.is_initialized() else 1
-        if actual != self.memory.world:
+        if actual % self.memory.world:
             raise PlanError(f"this plan was made for {self.memory.world} data-parallel ranks, "
-                            f"and this job has {actual}: plan again with rank_memory(..., "
-                            f"world={actual})")
+                            f"and this job has {actual}, which they do not divide: plan again "
+                            "with rank_memory(..., world=) the job's data-parallel size")
         view: nn.Module = self.plan.wrap(model)
         expect_world(plain_model(view), self.memory.world, self.memory.shard)
         set_gathering(view, "stage" if self.memory.gathered_mode == "stage" else "step")

@@ -202,7 +202,7 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
     chain, net = got if isinstance(got, tuple) else (None, got)
     doc = state.plan_for(*args, **kwargs)
     runs = chain is not None and isinstance(net, CheckpointedChain) and doc is not None
-    _same_plan(plain, doc, runs)  # before any unit's collective, whichever mode runs
+    _same_plan(plain, doc, runs, fsdp_group(plain))  # before any unit's collective
     if not runs:
         _gather_all(units)  # offloading or declared stages: the step mode
         return None
@@ -222,15 +222,19 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
             outside |= {g for g, ms in enumerate(members) if mod is not None and id(mod) in ms}
         driver = _drivers[net] = StageGathering(list(net.stages), groups, members, outside)
         _drivers_of.setdefault(plain, []).append(driver)
-        # Stretches run several stages as one call, past the stages' hooks: run each stage.
+        # Stretches and recomputation regions run several stages as one call, past the
+        # stages' hooks (which gather their units): run each stage.
         net._stretches = {False: {}, True: {}}
+        net._regions = {False: {}, True: {}}
     return driver
 
 
-def _same_plan(plain: nn.Module, doc: Any, runs: bool) -> None:
-    """Refuse, on every rank, plans (or executors: ``runs``, whether the stages gather)
-    that differ between the ranks (checked once per plan: one all_gather_object, before
-    the step's first collective)."""
+def _same_plan(plain: nn.Module, doc: Any, runs: bool, group: Any) -> None:
+    """Refuse, on every rank of ``group`` (the ranks sharding the model alike,
+    :func:`fsdp_group`; None: every rank), plans (or executors: ``runs``, whether the
+    stages gather) that differ between them (checked once per plan: one
+    all_gather_object, before the step's first collective). Not over the whole world: the
+    stages of a pipeline hold other layers, and run other plans."""
     import hashlib
 
     import torch.distributed as dist
@@ -240,14 +244,15 @@ def _same_plan(plain: nn.Module, doc: Any, runs: bool) -> None:
     agreed = _agreed.setdefault(plain, set())
     if digest in agreed or not dist.is_initialized():
         return
-    every: list[Any] = [None] * dist.get_world_size()
-    dist.all_gather_object(every, digest)
-    differ = [r for r, d in enumerate(every) if d != every[0]]
+    every: list[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(every, digest, group=group)
+    differ = [r if group is None else dist.get_global_rank(group, r)
+              for r, d in enumerate(every) if d != every[0]]
     if differ:
         raise PlanError(f"{type(plain).__name__}: gathering FSDP units per stage needs the "
                         f"same plan on every rank, and ranks {differ} run another plan than "
-                        "rank 0's: make the plan once and share it, as Checkpointed's "
-                        "ranks do in their data-parallel group (or use "
+                        "their group's first rank: make the plan once and share it, as "
+                        "Checkpointed's ranks do in their data-parallel group (or use "
                         "set_gathering(net, 'step'))")
     agreed.add(digest)
 
@@ -271,10 +276,13 @@ def _check(model: nn.Module, plain: nn.Module, units: list[tuple[nn.Module, Any]
     if expected is None:
         return
     world, shard = expected
-    actual = dist.get_world_size() if dist.is_initialized() else 1
+    # The data-parallel ranks are those of the units' mesh (replicas times shards), not the
+    # job's: a job's other ranks may hold other pipeline stages or tensor-parallel parts.
+    meshes = [g.mesh_info.mesh.size() for _, st in units for g in st._fsdp_param_groups]
+    actual = meshes[0] if meshes else dist.get_world_size() if dist.is_initialized() else 1
     if actual != world:
         raise PlanError(f"{name}: the plan was made for {world} data-parallel ranks, and "
-                        f"this job has {actual}: plan again with rank_memory(..., "
+                        f"fully_shard's mesh has {actual}: plan again with rank_memory(..., "
                         f"world={actual})")
     for _, state in units:
         for group in state._fsdp_param_groups:

@@ -56,7 +56,8 @@ def per_stage(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     scenarios = [{"name": "plain_fsdp", "kind": "plain_fsdp", "options": {"blocks": 4}},
                  {"name": "stage", "kind": "shared_plan"},
                  {"name": "step", "kind": "shared_plan", "options": {"gathered": "step"}},
-                 {"name": "differ", "kind": "shared_plan", "options": {"differ": True}}]
+                 {"name": "differ", "kind": "shared_plan", "options": {"differ": True}},
+                 {"name": "own_mesh", "kind": "own_mesh_plans"}]
     return session.run(2, scenarios, tmp_path_factory.mktemp("per_stage"))
 
 
@@ -162,6 +163,17 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
         assert g["planned"] + g["block_bytes"] <= s["planned"], (rank, g, s)
         assert g["measured"] < s["measured"], (rank, g, s)
         assert g["gathers"] > s["gathers"], (rank, g, s)
+
+
+def test_plans_compared_within_the_sharding_group(per_stage: list[dict[str, Any]]) -> None:
+    """Ranks sharding their own models (each on a mesh of its own, as pipeline stages do)
+    run different plans per stage: compared only within each group, neither is refused.
+    Rank 0's smallest plan recomputes runs of stages, which per-stage gathering must run
+    stage by stage (a recomputation region calls its stages past the hooks that gather
+    their units: it failed on the sharded parameters)."""
+    got = _ok(per_stage, "own_mesh")
+    assert all(g["ran"] for g in got), got
+    assert [g["recomputes"] for g in got] == [True, False], got
 
 
 def test_different_plans_per_stage_are_refused(per_stage: list[dict[str, Any]]) -> None:

@@ -132,13 +132,40 @@ class _nothing:
         return None
 
 
-def _shard(net: nn.Module) -> None:
-    """torchtitan's order: fully_shard every block, then the wrapper (the root)."""
+def _shard(net: nn.Module, mesh: Any = None) -> None:
+    """torchtitan's order: fully_shard every block, then the wrapper (the root), on
+    ``mesh`` (the default: every rank)."""
     from torch.distributed.fsdp import fully_shard
 
     for block in net.blocks:
-        fully_shard(block)
-    fully_shard(net)
+        fully_shard(block, mesh=mesh)
+    fully_shard(net, mesh=mesh)
+
+
+def own_mesh_plans() -> dict[str, Any]:
+    """Each rank shards its own model on a mesh of its own (the ``dp`` dimension of a
+    (2, 1) mesh, as the stages of a pipeline do) and runs another plan per stage than the
+    other rank: the plans are compared within the group sharding the model, so neither
+    rank is refused (they were, compared over the whole world)."""
+    from torch.distributed.device_mesh import init_device_mesh
+
+    import chainplan
+    from chainplan.sharded import RankPlan, rank_memory
+
+    mesh = init_device_mesh("cpu", (dist.get_world_size(), 1), mesh_dim_names=("pp", "dp"))
+    model = _gpt(blocks=4)
+    rank = dist.get_rank()
+    _, _, idx_l, y_l = _batches(dist.get_world_size(), rank)[0]
+    prof = chainplan.profile(model, idx_l, loss_fn=F.cross_entropy, target=y_l,
+                             repeats=1, warmup=0, progress=False, mask=MASK)
+    plan = chainplan.plan(prof, budget="min", algo="store-all" if rank else None)
+    mem = rank_memory(model, world=1, gathered="stage",
+                      units=[f"blocks.{i}" for i in range(len(model.blocks))])
+    net = RankPlan(plan, mem).wrap(model)
+    _shard(net, mesh["dp"])
+    F.cross_entropy(net(idx_l, mask=MASK), y_l).backward()
+    forwards = [op.stage for op in plan.sequence if op.kind != "B"]
+    return {"ran": True, "recomputes": len(forwards) > len(set(forwards))}
 
 
 def _target(x: torch.Tensor) -> torch.Tensor:
@@ -404,7 +431,8 @@ def mixed_precision(grouped: bool = False) -> dict[str, Any]:
 KINDS: dict[str, Callable[..., dict[str, Any]]] = {
     "checkpointed_fsdp": checkpointed_fsdp, "rank_plan": rank_plan,
     "ddp_checkpointed": ddp_checkpointed,
-    "plain_fsdp": plain_fsdp, "refused": refused, "sequential_fsdp": sequential_fsdp,
+    "plain_fsdp": plain_fsdp, "refused": refused, "own_mesh_plans": own_mesh_plans,
+    "sequential_fsdp": sequential_fsdp,
     "plain_chain_fsdp": plain_chain_fsdp, "mixed_precision": mixed_precision,
     "shared_plan": shared_plan}
 
