@@ -25,8 +25,14 @@ never a collective of its own:
   reshard. A unit whose first stage's input needs no gradient is left to FSDP's root
   final callback, which runs ``post_backward`` for every unit that did not.
 
-Prefetching is not done: each gather waits at once (on gloo's CPU ranks a collective is
-synchronous anyway). The collectives then follow the plan's sequence, so every rank must
+**Prefetch** (the forward phase): when stage k starts, once its own units are gathered, the
+all-gather of the units stage k+1 reads next is started without waiting (FSDP2's
+``unshard(async_op=True)``), so it overlaps stage k's computation; stage k+1's pre-hook
+waits for it. Only where stage k's units and the next together are two units at most:
+``rank_memory(gathered="stage")`` counts the two largest units gathered at once (the
+backward's and a recomputation's), which then also bounds the forward's. The backward
+gathers as it goes (what it reads next depends on the plan's recomputations). The
+collectives follow the plan's sequence, so every rank must
 run the same plan: :func:`chainplan.executors.fsdp.gathered_units` compares the plans of
 all ranks at the first step (one ``all_gather_object``) and refuses different ones with
 a :class:`~chainplan.errors.PlanError` on every rank (a ``Checkpointed`` view's ranks
@@ -92,6 +98,7 @@ class StageGathering:
             for g in self.reads[k]:
                 self.first[g] = k
         self.last = len(stages)
+        self.prefetched = 0  # units whose forward all-gather started a stage ahead
         self.active = False
         self.pending = 0  # the stage whose backward autograd is about to run
         ref = weakref.ref(self)
@@ -150,10 +157,23 @@ class StageGathering:
             self._gather(self.reads[k])
             return None
         self._gather(self.reads[k])
+        self._prefetch(k)
         x = args[0] if args else None
         if not torch.is_grad_enabled() or not isinstance(x, torch.Tensor) or not x.requires_grad:
             return None
         return (_Done.apply(self, k, x), *args[1:])
+
+    def _prefetch(self, k: int) -> None:
+        """Start the all-gather of the units stage k+1 reads and stage k does not, without
+        waiting, where the two stages' units are two at most (module docstring)."""
+        ahead = self.reads[k + 1] - self.reads[k] - self.outside
+        if not ahead or len(self.reads[k] | self.reads[k + 1]) > 2:
+            return
+        for g in sorted(ahead):  # the same order on every rank
+            group = self.groups[g]
+            if not group.is_unsharded:
+                group.unshard(async_op=True)
+                self.prefetched += 1
 
     def _release_all_but(self, keep: frozenset[int]) -> None:
         self._release(frozenset(range(len(self.groups))) - keep, forward=False)

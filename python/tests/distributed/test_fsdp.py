@@ -148,7 +148,8 @@ def test_unsupported_sharding_is_refused(wrapped: list[dict[str, Any]], name: st
 def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
     """gathered="stage": the plan (recomputing) trains as FSDP2 alone, within its planned
     memory (rank_memory(gathered="stage")), below the same plan with every unit gathered
-    for the step, and gathers units per stage (more all-gathers than units)."""
+    for the step, and gathers units per stage (more all-gathers than units), the forward's
+    a stage ahead."""
     _same_training(per_stage, "stage")
     _within_plan(per_stage, "stage")
     _within_plan(per_stage, "step")
@@ -163,6 +164,9 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
         assert g["planned"] + g["block_bytes"] <= s["planned"], (rank, g, s)
         assert g["measured"] < s["measured"], (rank, g, s)
         assert g["gathers"] > s["gathers"], (rank, g, s)
+        # The forward prefetches the next stage's block (fsdpstage.py): one per block
+        # boundary of the forward at least, none gathering for the whole step.
+        assert g["ahead"] >= 3 and s["ahead"] == 0, (rank, g, s)
 
 
 def test_plans_compared_within_the_sharding_group(per_stage: list[dict[str, Any]]) -> None:

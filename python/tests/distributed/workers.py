@@ -77,12 +77,13 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
     ref_opt = torch.optim.AdamW(ref.parameters(), lr=1e-2, eps=EPS)
     loss_diff, measured = 0.0, 0
     gathers: list[int] = []  # FSDP2's all-gathers, per step
+    ahead: list[int] = []  # of them, those started without waiting (a prefetch)
     for step, (idx, y, idx_l, y_l) in enumerate(_batches(world, rank)):
         opt.zero_grad(set_to_none=True)
         held = held_bytes(net.parameters()) + held_bytes(
             t for s in opt.state.values() for t in s.values())
         probe = MemoryProbe(device="cpu") if probe_last and step == STEPS - 1 else None
-        with probe if probe is not None else _nothing(), _counting(gathers):
+        with probe if probe is not None else _nothing(), _counting(gathers, ahead):
             loss = F.cross_entropy(net(idx_l, mask=MASK), y_l)
             loss.backward()
             opt.step()
@@ -102,19 +103,23 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
         if d > param_diff:
             param_diff, worst = d, name
     return {"loss_diff": loss_diff, "param_diff": param_diff, "worst": worst,
-            "measured": measured, "gathers": gathers[-1]}
+            "measured": measured, "gathers": gathers[-1], "ahead": ahead[-1]}
 
 
 @contextlib.contextmanager
-def _counting(counts: list[int]) -> Iterator[None]:
-    """Count FSDP2's all-gathers (one per unit gathered) while the block runs."""
+def _counting(counts: list[int], ahead: list[int] | None = None) -> Iterator[None]:
+    """Count FSDP2's all-gathers (one per unit gathered) while the block runs, and in
+    ``ahead`` those started without waiting (``async_op``, its third argument)."""
     from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
 
     real = group.foreach_all_gather
     counts.append(0)
+    ahead = ahead if ahead is not None else []
+    ahead.append(0)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         counts[-1] += 1
+        ahead[-1] += int(bool(args[2] if len(args) > 2 else kwargs.get("async_op")))
         return real(*args, **kwargs)
 
     group.foreach_all_gather = counted
