@@ -201,7 +201,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
             segments.append([name, holding, level, level, 0])
     Path(out, f"rank{rank}.json").write_text(json.dumps({
         "measured": held + probe.peak_bytes, "held": held, "fixed": mem.fixed_bytes,
-        "terms": mem.terms(), "activations": plan.peak_bytes, "segments": segments, "step_peak": peak,
+        "terms": mem.terms(), "activations": plan.peak_bytes, "segments": segments,
+        "step_peak": peak,
         "sequence": " ".join(f"{op.kind}{op.stage}" for op in plan.sequence)}))
     dist.barrier()
     dist.destroy_process_group()

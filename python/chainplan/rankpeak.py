@@ -33,10 +33,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chainplan import _bind
 from chainplan.source import envelope
+
+if TYPE_CHECKING:
+    from chainplan.sharded import RankMemory
 
 __all__ = ["step_peak", "stage_units"]
 
@@ -61,7 +64,7 @@ def _ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def step_peak(memory: Any, plan: Any, source: Any = None,
+def step_peak(memory: RankMemory, plan: Any, source: Any = None,
               reads: Sequence[frozenset[str]] | None = None) -> int:
     """The rank's peak over a training step planned by ``plan`` (module docstring), bytes.
 
@@ -73,7 +76,7 @@ def step_peak(memory: Any, plan: Any, source: Any = None,
         reads: for each stage, the units it reads (:func:`stage_units`); used with
             ``gathered="stage"``.
     """
-    whole = memory.fixed_bytes + int(plan.peak_bytes)
+    whole: int = memory.fixed_bytes + int(plan.peak_bytes)
     if memory.strategy == "ddp" or memory.gathered_mode == "chain" \
             or getattr(plan, "offload", None) is not None \
             or getattr(plan, "multichain", None) is not None:
@@ -95,7 +98,7 @@ def step_peak(memory: Any, plan: Any, source: Any = None,
 class _Rank:
     """What a rank holds besides activations at each operation of a replay."""
 
-    def __init__(self, memory: Any, chain: list[dict[str, Any]],
+    def __init__(self, memory: RankMemory, chain: list[dict[str, Any]],
                  reads: Sequence[frozenset[str]] | None) -> None:
         self.m = memory
         s = memory.shard
@@ -115,7 +118,7 @@ class _Rank:
         self.end = max(memory.gathered_bytes + self.cap + largest + _ceil_div(largest, s)
                        + self.hsdp, 2 * share)
         pb = [st.get("param_bytes") for st in chain]
-        self.pb = None if any(b is None for b in pb) else [int(b) for b in pb]
+        self.pb = None if any(b is None for b in pb) else [int(b or 0) for b in pb]
         stage_mode = memory.gathered_mode == "stage" and memory.reshard_after_forward
         self.reads = list(reads) if reads is not None and stage_mode else None
         if self.reads is not None:
@@ -141,7 +144,7 @@ class _Rank:
         """Besides activations and the sharded state, at operation ``kind`` of stage ``k``;
         ``c``: the stage whose backward runs or is next (None in the forward)."""
         if self.reads is None:
-            held = self.m.gathered_bytes
+            held: int = self.m.gathered_bytes
             if c is None:
                 return held
             rs = 0 if self.end_reduce else self.gather
