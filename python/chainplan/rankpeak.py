@@ -88,11 +88,9 @@ def step_peak(memory: RankMemory, plan: Any, source: Any = None,
         return whole
     steps = _bind.plan_trace(src, plan.raw)["steps"]
     chain = json.loads(_bind.chain(src))["stages"]
-    rank = _Rank(memory, chain, reads)
-    peak = rank.peak(steps)
-    # Without the stages' units the bound is coarse (the largest units, every gradient a
-    # stage may have): the sum of maxima may be lower, and is kept then.
-    return peak if rank.reads is not None else min(peak, whole)
+    # Where the terms are small beside the activations, the sum of maxima can be the
+    # lower of the two (the late collective buffers are counted at every operation here).
+    return min(whole, _Rank(memory, chain, reads).peak(steps))
 
 
 class _Rank:
@@ -115,6 +113,10 @@ class _Rank:
         self.cap = total if self.end_reduce else min(total, self.root + self.u1 + share)
         self.hsdp = _ceil_div(largest, s) if memory.replicate > 1 else 0
         self.gather = self.u1 + _ceil_div(self.u1, s)
+        # Collective buffers released late, on the process group's threads: measured on
+        # gloo, up to two units' and a shard of the root held past their collectives, at
+        # times that vary from step to step (bench/fsdp/stagepeak.py, docs/distributed.md).
+        self.late = 2 * self.u1 + _ceil_div(largest, s)
         self.end = max(memory.gathered_bytes + self.cap + largest + _ceil_div(largest, s)
                        + self.hsdp, 2 * share)
         pb = [st.get("param_bytes") for st in chain]
@@ -188,7 +190,7 @@ class _Rank:
             c = (k if kind == "B" else nxt[i]) if backward else None
             if c is None and backward:
                 c = 1
-            held = self.held(kind, k, c)
+            held = self.held(kind, k, c) + self.late
             best = max(best, held + max(int(st["during"]), int(st["before"]) + self.gather))
         after = int(steps[-1]["after"]) if steps else 0
         return self.state + max(best, self.end + after)

@@ -161,6 +161,8 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
         # measured margin asserted is none, where the planned one is exact.
         assert g["planned"] + g["block_bytes"] <= s["planned"], (rank, g, s)
         assert g["measured"] < s["measured"], (rank, g, s)
+        # Planned over the step (chainplan.rankpeak): never above the sum of maxima.
+        assert g["planned"] <= g["summed"], (rank, g)
         assert g["gathers"] > s["gathers"], (rank, g, s)
 
 
