@@ -8,12 +8,15 @@ then times them in alternating rounds: round r runs one step of every variant in
 a variant's time is the median over the rounds, so a busy machine slows all of them alike.
 
 chainplan's variants are planned on the rank's own profile: at activation budgets spread
-from its smallest plan to store-all, and at each alternative's measured per-rank peak, whose
-activation budget is that memory less ``rank_memory(..., gathered="step").fixed_bytes``
-(the step keeps every unit gathered, docs/distributed.md; with ``--gathered stage``,
-``gathered="stage"``, every rank running rank 0's plan) and, a second time, less the fixed
-part measured on the sweep's plans (what a user who measured one run would plan with). A
-plan's planned per-rank memory is rank_memory's fixed part plus its activation peak.
+from its smallest plan to store-all, and at each alternative's measured per-rank peak: at
+the largest activation budget whose plan's peak over the step fits that memory
+(``chainplan.sharded.plan_rank``'s search, ``rank_memory(..., gathered="step")``: the step
+keeps every unit gathered, docs/distributed.md; with ``--gathered stage``,
+``gathered="stage"``, every rank running rank 0's plan) and, a second time, at that memory
+less the fixed part measured on the sweep's plans (what a user who measured one run would
+plan with). A plan's planned per-rank memory is its peak over the step
+(``chainplan.rankpeak.step_peak``: each operation's activations plus what the rank holds
+then, never above rank_memory's fixed part plus the plan's activation peak).
 """
 
 from __future__ import annotations

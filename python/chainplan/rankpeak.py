@@ -22,11 +22,19 @@ bytes before and while it runs) and adds to each operation what the rank holds t
   operation's end reduces), HSDP's all-reduce;
 * after the last operation: the final callback's reduce-scatters (the largest unit's
   input and output beside every gradient) or the optimizer step (the sharded gradients
-  and a temporary the size of the rank's share).
+  and a temporary the size of the rank's share);
+* at every operation, the collective buffers a process group releases late: on gloo the
+  CPU allocator's events of a step end with up to two units' bytes and a shard of the
+  root never seen freed, a varying number from step to step (seemingly freed on gloo's
+  own threads, which the probe does not record: the process's memory does not grow by
+  them), so a measured peak may count them: two of the largest unit and a shard of the
+  largest.
 
-The rank's planned peak is the largest of these, which is at most ``fixed_bytes`` plus the
-plan's peak whenever the latter counted every term it holds at once. DDP, the ``"chain"``
-mode (the units are in the chain's stages already) and offloading plans keep the sum.
+The rank's planned peak is the largest of these, and at most ``fixed_bytes`` plus the
+plan's peak (where the terms are small beside the activations, the late buffers counted at
+every operation can make the sum of maxima the lower figure: it is kept). DDP, the
+``"chain"`` mode (the units are in the chain's stages already) and offloading plans keep
+the sum.
 """
 
 from __future__ import annotations
