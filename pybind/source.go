@@ -9,7 +9,7 @@ import (
 )
 
 // call is the one argument of every family's entry (Plan, Frontier, MinBudget,
-// PlotFrontier, PlotTimeline, Chain, Pipeline, Pipesim, Advise, Search3D): {"source":
+// PlotFrontier, PlotTimeline, PlanTrace, Chain, Pipeline, Pipesim, Advise, Search3D): {"source":
 // service.Source's JSON form (run_id | profile_path | chain_path | path | chain, with
 // db_env and home), "request": the family's request}. Python builds the source from the
 // type of what the user passed (chainplan/source.py) and never sends a chain it got from

@@ -8,12 +8,15 @@ then times them in alternating rounds: round r runs one step of every variant in
 a variant's time is the median over the rounds, so a busy machine slows all of them alike.
 
 chainplan's variants are planned on the rank's own profile: at activation budgets spread
-from its smallest plan to store-all, and at each alternative's measured per-rank peak, whose
-activation budget is that memory less ``rank_memory(..., gathered="step").fixed_bytes``
-(the step keeps every unit gathered, docs/distributed.md; with ``--gathered stage``,
-``gathered="stage"``, every rank running rank 0's plan) and, a second time, less the fixed
-part measured on the sweep's plans (what a user who measured one run would plan with). A
-plan's planned per-rank memory is rank_memory's fixed part plus its activation peak.
+from its smallest plan to store-all, and at each alternative's measured per-rank peak: at
+the largest activation budget whose plan's peak over the step fits that memory
+(``chainplan.sharded.plan_rank``'s search, ``rank_memory(..., gathered="step")``: the step
+keeps every unit gathered, docs/distributed.md; with ``--gathered stage``,
+``gathered="stage"``, every rank running rank 0's plan) and, a second time, at that memory
+less the fixed part measured on the sweep's plans (what a user who measured one run would
+plan with). A plan's planned per-rank memory is its peak over the step
+(``chainplan.rankpeak.step_peak``: each operation's activations plus what the rank holds
+then, never above rank_memory's fixed part plus the plan's activation peak).
 """
 
 from __future__ import annotations
@@ -119,6 +122,7 @@ class _Planner:
 
     def __init__(self, model: nn.Module, batch: Batch, spec_gathered: str = "step") -> None:
         import chainplan
+        from chainplan.rankpeak import stage_units
         from chainplan.shardchain import sharded_chain
         from chainplan.sharded import rank_memory
 
@@ -142,14 +146,35 @@ class _Planner:
             units = [f"blocks.{i}" for i in range(len(model.blocks))]  # type: ignore[arg-type]
             gathered = spec_gathered
         self.gathered = gathered
-        self.fixed = rank_memory(model, world=world, gathered=gathered,
-                                 units=units).fixed_bytes
+        self.memory = rank_memory(model, world=world, gathered=gathered, units=units)
+        self.fixed = self.memory.fixed_bytes
+        # Each operation's activations plus what the rank holds then (chainplan.rankpeak).
+        self.reads = stage_units(prof, self.memory.units)
         lohi = [chainplan.plan(self.source, budget="min").budget_bytes,
                 chainplan.plan(self.source, budget="min", algo="store-all").budget_bytes]
         if gathered == "stage":  # the collectives follow the plan: every rank runs rank 0's
             dist.broadcast_object_list(lohi, src=0)
         self.lo, self.hi = lohi
+        self.least = self.peak(chainplan.plan(self.source, budget=self.lo))
         self.seen: dict[str, _Variant] = {}
+
+    def peak(self, p: Any) -> int:
+        """The rank's planned peak of plan ``p`` over the step."""
+        from chainplan.rankpeak import step_peak
+
+        return step_peak(self.memory, p, self.source, self.reads)
+
+    def fit(self, memory: int) -> int:
+        """The activation budget whose plan's step peak fits ``memory`` (plan_rank's
+        search); 0 when none does."""
+        import chainplan
+        from chainplan.sharded import plan_rank
+
+        try:
+            return int(plan_rank(self.source, memory=self.memory,
+                                 device_bytes=memory).plan.budget_bytes)
+        except chainplan.InfeasibleBudget:
+            return 0
 
     def add(self, label: str, budget: int, target: int, fixed: int) -> _Variant | None:
         """The plan at activation ``budget`` (``target``: the per-rank memory asked, 0 for
@@ -161,10 +186,11 @@ class _Planner:
             p = chainplan.plan(self.source, budget=max(budget, 1))
         except chainplan.InfeasibleBudget:
             p = None
+        planned = self.peak(p) if p is not None else 0
         if self.gathered == "stage":
-            box = [p]
+            box = [p, planned]
             dist.broadcast_object_list(box, src=0)
-            p = box[0]
+            p, planned = box
         # Each rank plans on its own profile: what runs is decided together, or one rank
         # would wait in a collective of a variant the other never built.
         key = str(p) + repr(sorted(p.choices.items())) if p is not None else ""
@@ -173,15 +199,16 @@ class _Planner:
         dist.all_gather_object(every, (p is None, dups))
         if any(off for off, _ in every):
             return _Variant(label, "chainplan", nn.Linear(1, 1), infeasible=True,
-                            target=target, min_bytes=self.lo + fixed)
+                            target=target, min_bytes=self.least if fixed == self.fixed
+                            else self.lo + fixed)
         if dups >= 0 and all(d == dups for _, d in every):
             self.seen[key].info["labels"].append(label)
             return None
         assert p is not None
         v = _Variant(label, "chainplan", build("chainplan", self.model, plan=p,
                                                gathered=self.gathered), labels=[],
-                     target=target, planned=self.fixed + p.peak_bytes, fixed=self.fixed,
-                     activations=p.peak_bytes)
+                     target=target, planned=planned, fixed=self.fixed,
+                     activations=p.peak_bytes, summed=self.fixed + p.peak_bytes)
         self.seen[key if key not in self.seen else f"{key}#{len(self.seen)}"] = v
         return v
 
@@ -210,8 +237,8 @@ def _chainplan(model: nn.Module, spec: dict[str, Any], batch: Batch,
         run(f"chainplan sweep {j}", lo + (hi - lo) * j // (k + 1), 0, planner.fixed)
     measured = _max(max(v.peak - v.info["activations"] for v in out
                         if not v.info.get("infeasible")))
-    for name, peak in targets.items():
-        run(f"chainplan @ {name}", peak - planner.fixed, peak, planner.fixed)
+    for name, peak in targets.items():  # the budget whose plan's step peak fits
+        run(f"chainplan @ {name}", planner.fit(peak) or -1, peak, planner.fixed)
     for name, peak in targets.items():
         run(f"chainplan @ {name}, fixed part measured", peak - measured, peak, measured)
     for v in out:

@@ -110,7 +110,7 @@ def _per_block(rows: list[Row], pb: Row) -> str:
     head = (f"* **Against per-block full checkpointing** (target: at most 0.926, 8 % faster) "
             f"at its measured peak, {_mib(pb.peak)} MiB: ")
     parts = []
-    for how, label in (("with rank_memory's fixed part", PER_BLOCK),
+    for how, label in (("planned over the step (rank_memory, chainplan.rankpeak)", PER_BLOCK),
                        ("with the fixed part measured", f"{PER_BLOCK}, fixed part measured")):
         c = _at(rows, label)
         if c is None:

@@ -268,6 +268,13 @@ def plot_timeline(source: dict[str, Any], plan: dict[str, Any],
         source, {"plan": plan, "measured_peak_bytes": measured_peak_bytes})))
 
 
+def plan_trace(source: dict[str, Any], plan: dict[str, Any]) -> dict[str, Any]:
+    """A plan replayed on ``source``'s chain in exact bytes: ``{"peak", "steps"}``, each
+    step an operation (``op``: its kind and stage) with the bytes it finds (``before``),
+    needs while it runs (``during``) and leaves (``after``) (``pybind.PlanTrace``)."""
+    return dict(json.loads(call(_go().PlanTrace, _envelope(source, {"plan": plan}))))
+
+
 def plot_stored_timeline(plan_id: int) -> str:
     """The memory timeline of a stored plan, with its measured peak, as an SVG document."""
     return str(call(_go().PlotStoredTimeline, _db(), plan_id))

@@ -308,14 +308,21 @@ class RankPlan:
     Attributes:
         plan: the activation plan (a :class:`~chainplan.schedule.Plan`).
         memory: what the rank holds besides activations.
+        step_peak: the rank's peak over the step (:func:`chainplan.rankpeak.step_peak`:
+            each operation's activations plus what the rank holds then), when known;
+            :func:`plan_rank` sets it.
     """
 
     plan: Any
     memory: RankMemory
+    step_peak: int | None = None
 
     @property
     def peak_bytes(self) -> int:
-        """The rank's planned peak: the fixed part and the plan's activation peak."""
+        """The rank's planned peak: :attr:`step_peak` when known, else the fixed part and
+        the plan's activation peak (every term at its largest at once)."""
+        if self.step_peak is not None:
+            return self.step_peak
         return self.memory.fixed_bytes + int(self.plan.peak_bytes)
 
     def wrap(self, model: nn.Module) -> nn.Module:
@@ -342,13 +349,44 @@ class RankPlan:
 
 def plan_rank(source: Any, *, memory: RankMemory, device_bytes: int | str,
               **options: Any) -> RankPlan:
-    """Plan a rank's activations within ``device_bytes`` less ``memory``'s fixed part.
+    """Plan a rank's activations so that its peak over the step fits ``device_bytes``.
 
     ``source`` and ``options`` (``algo``, ``slots``, ``bandwidth``) are as for
-    :func:`chainplan.plan`.
+    :func:`chainplan.plan`. The rank's peak is :func:`chainplan.rankpeak.step_peak` (what
+    the rank holds besides activations at each operation, not at its largest throughout),
+    so the activation budget can exceed ``device_bytes`` less ``fixed_bytes``: starting
+    from ``device_bytes`` less the sharded state and the root's parameters, the budget is
+    lowered by each plan's excess until a plan's step peak fits.
 
     Raises:
         InfeasibleBudget: the fixed part does not fit, or no plan fits what is left.
     """
-    return RankPlan(plan(source, budget=memory.activation_budget(device_bytes), **options),
-                    memory)
+    from chainplan.rankpeak import stage_units, step_peak
+
+    total = parse_bytes(device_bytes) if isinstance(device_bytes, str) else int(device_bytes)
+    reads = stage_units(source, memory.units)
+    least = memory.params_bytes + memory.optimizer_bytes + memory.units.get("", 0)
+    if least >= total:
+        memory.activation_budget(total)  # the fixed part alone does not fit: its message
+    budget, smallest = total - least, None
+    for _ in range(_SEARCH_STEPS):
+        try:
+            p = plan(source, budget=budget, **options)
+        except InfeasibleBudget:  # below the smallest plan: that one is the last to try
+            p = plan(source, budget="min", **options)
+            budget = 0
+        peak = step_peak(memory, p, source, reads)
+        if peak <= total:
+            return RankPlan(p, memory, peak)
+        smallest = peak if smallest is None else min(smallest, peak)
+        if budget <= 0:
+            break
+        budget = max(1, min(budget - (peak - total), int(p.peak_bytes) - 1))
+    raise InfeasibleBudget(
+        f"no plan of this rank fits {total} bytes over the step (the smallest tried peaks "
+        f"at {smallest} bytes; besides activations, at most {memory.terms()})",
+        min_budget_bytes=smallest or 0)
+
+
+#: Plans :func:`plan_rank` tries, each lowering the budget by the last one's excess.
+_SEARCH_STEPS = 12

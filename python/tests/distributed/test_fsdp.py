@@ -163,6 +163,8 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
         # measured margin asserted is none, where the planned one is exact.
         assert g["planned"] + g["block_bytes"] <= s["planned"], (rank, g, s)
         assert g["measured"] < s["measured"], (rank, g, s)
+        # Planned over the step (chainplan.rankpeak): never above the sum of maxima.
+        assert g["planned"] <= g["summed"], (rank, g)
         assert g["gathers"] > s["gathers"], (rank, g, s)
         # The forward prefetches the next stage's block (fsdpstage.py): one per block
         # boundary of the forward at least, none gathering for the whole step.

@@ -231,13 +231,16 @@ def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]
     stages reading it, "step" every unit for the step; ``differ``: rank 1 runs another
     plan (refused by "stage" on every rank)."""
     import chainplan
+    from chainplan.rankpeak import stage_units, step_peak
     from chainplan.sharded import RankPlan, rank_memory
 
     model = _gpt(blocks=4)
     ref = copy.deepcopy(model)
     n, rank = dist.get_world_size(), dist.get_rank()
     _, _, idx_l, y_l = _batches(n, rank)[0]
-    box: list[Any] = [None, None]
+    mem = rank_memory(model, world=n, gathered=gathered,
+                      units=[f"blocks.{i}" for i in range(len(model.blocks))])
+    box: list[Any] = [None, None, 0]
     if rank == 0:
         prof = chainplan.profile(model, idx_l, loss_fn=F.cross_entropy, target=y_l,
                                  repeats=1, warmup=0, progress=False, mask=MASK)
@@ -245,11 +248,11 @@ def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]
         hi = chainplan.plan(prof, budget="min", algo="store-all").budget_bytes
         box = [chainplan.plan(prof, budget=lo + (hi - lo) // 4),
                chainplan.plan(prof, budget="min", algo="store-all")]
+        # The rank's peak over the step (chainplan.rankpeak), on the plan's own chain.
+        box.append(step_peak(mem, box[0], prof, stage_units(prof, mem.units)))
     dist.broadcast_object_list(box, src=0)
     plan = box[1] if differ and rank == 1 else box[0]
-    mem = rank_memory(model, world=n, gathered=gathered,
-                      units=[f"blocks.{i}" for i in range(len(model.blocks))])
-    rp = RankPlan(plan, mem)
+    rp = RankPlan(plan, mem, box[2])
     net = rp.wrap(model)
     _shard(net)
     try:
@@ -262,6 +265,7 @@ def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]
         return {"refused": f"{type(e).__name__}: {e}", "alive": flag.item()}
     forwards = [op.stage for op in plan.sequence if op.kind != "B"]
     out.update(planned=rp.peak_bytes, fixed=mem.fixed_bytes, activations=plan.peak_bytes,
+               summed=mem.fixed_bytes + plan.peak_bytes,
                recomputed=sorted({k for k in forwards if forwards.count(k) > 1}),
                block_bytes=mem.units["blocks.0"])
     return out
