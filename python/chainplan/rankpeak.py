@@ -41,13 +41,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chainplan import _bind
 from chainplan.source import envelope
 
-if TYPE_CHECKING:
-    from chainplan.sharded import RankMemory
+# A chainplan.sharded.RankMemory: read by its fields only, so that this module, which
+# sharded.py imports, imports nothing of it back.
+RankMemory = Any
 
 __all__ = ["step_peak", "stage_units"]
 
@@ -201,4 +202,4 @@ class _Rank:
             held = self.held(kind, k, c) + self.late
             best = max(best, held + max(int(st["during"]), int(st["before"]) + self.gather))
         after = int(steps[-1]["after"]) if steps else 0
-        return self.state + max(best, self.end + after)
+        return int(self.state + max(best, self.end + after))

@@ -65,6 +65,7 @@ from chainplan.api import plan
 from chainplan.errors import InfeasibleBudget, PlanError
 from chainplan.executors.fsdp import expect_world, set_gathering
 from chainplan.executors.view import plain_model
+from chainplan.rankpeak import stage_units, step_peak
 
 __all__ = ["RankMemory", "RankPlan", "held_bytes", "optimizer_copies", "plan_rank", "rank_memory",
            "unit_sizes"]
@@ -361,8 +362,6 @@ def plan_rank(source: Any, *, memory: RankMemory, device_bytes: int | str,
     Raises:
         InfeasibleBudget: the fixed part does not fit, or no plan fits what is left.
     """
-    from chainplan.rankpeak import stage_units, step_peak
-
     total = parse_bytes(device_bytes) if isinstance(device_bytes, str) else int(device_bytes)
     reads = stage_units(source, memory.units)
     least = memory.params_bytes + memory.optimizer_bytes + memory.units.get("", 0)
