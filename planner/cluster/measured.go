@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/chainplan/chainplan"
 )
@@ -64,7 +65,7 @@ func (c *Cluster) WithMeasured(ms []Measurement) (*Cluster, []MeasuredLink, []st
 				continue
 			}
 			k := slices.IndexFunc(ms, func(m Measurement) bool {
-				return m.Link == f.link && (oneType || m.Device == n.DeviceType)
+				return m.Link == f.link && (m.Device == n.DeviceType || oneType && sameKind(m.Device, n.DeviceType))
 			})
 			if k < 0 {
 				continue
@@ -88,10 +89,37 @@ func (c *Cluster) WithMeasured(ms []Measurement) (*Cluster, []MeasuredLink, []st
 			*f.bw = m.BytesPerS
 		}
 	}
+	for _, m := range ms {
+		if !skipped[m.ID] && !c.describes(m, oneType) {
+			notes = append(notes, fmt.Sprintf("measured %s bandwidth %d (%s, device %q) not used: no node of the cluster has that link and device",
+				m.Link, m.ID, bandwidthText(m.BytesPerS), m.Device))
+		}
+	}
 	if len(used) == 0 {
 		return c, nil, notes, nil
 	}
 	return &d, used, notes, nil
+}
+
+// describes reports whether some node of c has m's link (a nonzero bandwidth in the file)
+// and a device m's device can be (a newer row of the same link may still be the one used).
+func (c *Cluster) describes(m Measurement, oneType bool) bool {
+	for _, n := range c.Nodes {
+		bw := map[string]float64{LinkIntra: n.IntraBandwidth, LinkInter: n.InterBandwidth, LinkHost: n.HostBandwidth}[m.Link]
+		if bw != 0 && (m.Device == n.DeviceType || oneType && sameKind(m.Device, n.DeviceType)) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameKind reports whether a run's device (as the store records it: "cpu", "cuda:0") can be
+// a cluster's device type when the cluster has one: a CPU run only a type named for the CPU
+// ("CPU-thread"), any other run any type (its devices were profiled on the cluster's). A
+// gloo link measured between CPU ranks says nothing of a GPU cluster's links.
+func sameKind(device, deviceType string) bool {
+	cpu := func(s string) bool { return strings.HasPrefix(strings.ToLower(s), "cpu") }
+	return cpu(device) == cpu(deviceType)
 }
 
 // bandwidthText writes bytes per second in GB/s, as notes give them.

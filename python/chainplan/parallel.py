@@ -247,7 +247,8 @@ def record_link(source: Profile | int, link: str, bytes_per_s: float | str, *,
     Keyword Args:
         device: the cluster's device type the link joins (a cluster file's ``gpu``); the
             run's device (``"cpu"``, ``"cuda:0"``) when None, which a cluster of one device
-            type matches.
+            type matches (a ``"cpu"`` row only a type named for the CPU, such as
+            ``"CPU-thread"``: docs/distributed.md, "Matching").
         method: how it was measured (free text, stored).
 
     Returns:

@@ -314,7 +314,12 @@ def test_measured_links_replace_the_cluster_files(profiled: Profile) -> None:
     req: dict[str, Any] = {"global_batch": 16, "top_k": -1, "memory_check": "off"}
     before = chainplan.parallel.search3d(profiled, SMALL, **req)
     assert before.measured_links == ()
-    stored = chainplan.parallel.record_link(profiled, "inter", "0.05GB/s", method="test")
+    # Measured on this (CPU) run's own device, the link is not the GPU cluster's: unused.
+    chainplan.parallel.record_link(profiled, "inter", "0.01GB/s", method="test")
+    unused = chainplan.parallel.search3d(profiled, SMALL, **req)
+    assert unused.measured_links == () and any("not used" in n for n in unused.notes)
+    stored = chainplan.parallel.record_link(profiled, "inter", "0.05GB/s", device="X",
+                                            method="test")
     assert stored == 5e7
     after = chainplan.parallel.search3d(profiled, SMALL, **req)
     assert [(m.node, m.link, m.nominal_bytes_per_s, m.measured_bytes_per_s)
@@ -342,7 +347,7 @@ def test_an_absurd_stored_link_is_refused(profiled: Profile) -> None:
     db = sqlite3.connect(os.environ["CHAINPLAN_DB"])
     with db:  # commits
         db.execute("INSERT INTO bandwidths (run_id, measured_at, bandwidth_bytes_per_s, device, "
-                   "method, link) VALUES (?, '2026-12-07T00:00:00Z', ?, 'cpu', 'hand', 'inter')",
+                   "method, link) VALUES (?, '2026-12-07T00:00:00Z', ?, 'X', 'hand', 'inter')",
                    (profiled.run_id, float("inf")))
     db.close()
     with pytest.raises(PlanError, match=r"measured bandwidth 1 .*not a positive, finite"):

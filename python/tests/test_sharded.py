@@ -143,3 +143,25 @@ def test_held_bytes_counts_a_shard_as_held_and_nothing_for_none() -> None:
     tensors = [torch.zeros(3, 4), None, Shard(torch.zeros(2, dtype=torch.float64)),
                torch.zeros(5, dtype=torch.int8)]
     assert held_bytes(tensors) == 3 * 4 * 4 + 2 * 8 + 5
+
+
+def test_stage_gathering_on_a_partial_hsdp_mesh_needs_its_group(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Per-stage gathering compares the ranks' plans within the group that shards the
+    model: on an HSDP mesh over part of the world fully_shard makes no such group, and
+    comparing over the whole world would wait for ranks holding other layers, so it is
+    refused with what to do, unless a Checkpointed was given its group."""
+    import torch.distributed as dist
+
+    from chainplan.executors import fsdp
+
+    class State:
+        group = None
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(fsdp, "fsdp_group", lambda model: None)
+    with pytest.raises(PlanError, match=r"Checkpointed\(\.\.\., group=\)"):
+        fsdp._plan_group(nn.Linear(2, 2), State())
+    given = State()
+    given.group = "the data-parallel group"
+    assert fsdp._plan_group(nn.Linear(2, 2), given) == "the data-parallel group"

@@ -202,7 +202,7 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
     chain, net = got if isinstance(got, tuple) else (None, got)
     doc = state.plan_for(*args, **kwargs)
     runs = chain is not None and isinstance(net, CheckpointedChain) and doc is not None
-    _same_plan(plain, doc, runs, fsdp_group(plain))  # before any unit's collective
+    _same_plan(plain, doc, runs, _plan_group(plain, state))  # before any unit's collective
     if not runs:
         _gather_all(units)  # offloading or declared stages: the step mode
         return None
@@ -229,9 +229,26 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
     return driver
 
 
+def _plan_group(plain: nn.Module, state: Any) -> Any:
+    """The group whose ranks must run the same plan: the group a Checkpointed model was
+    given, else fully_shard's (:func:`fsdp_group`), else, for an HSDP mesh over part of the
+    world (no group of its own), a PlanError on every rank of that mesh: comparing over the
+    whole world would wait for ranks holding other layers."""
+    import torch.distributed as dist
+
+    given = getattr(state, "group", None)
+    group = given if given is not None else fsdp_group(plain)
+    if group is None and dist.is_initialized():
+        raise PlanError(f"{type(plain).__name__}: gathering FSDP units per stage on a mesh "
+                        "of several dimensions over part of the world needs the group of "
+                        "its data-parallel ranks: give it as Checkpointed(..., group=), or "
+                        "use set_gathering(net, 'step')")
+    return group
+
+
 def _same_plan(plain: nn.Module, doc: Any, runs: bool, group: Any) -> None:
     """Refuse, on every rank of ``group`` (the ranks sharding the model alike,
-    :func:`fsdp_group`; None: every rank), plans (or executors: ``runs``, whether the
+    :func:`_plan_group`; None: no process group), plans (or executors: ``runs``, whether the
     stages gather) that differ between them (checked once per plan: one
     all_gather_object, before the step's first collective). Not over the whole world: the
     stages of a pipeline hold other layers, and run other plans."""

@@ -28,13 +28,14 @@ never a collective of its own:
 **Prefetch** (the forward phase): when stage k starts, once its own units are gathered, the
 all-gather of the units stage k+1 reads next is started without waiting (FSDP2's
 ``unshard(async_op=True)``), so it overlaps stage k's computation; stage k+1's pre-hook
-waits for it. Only where stage k's units and the next together are two units at most:
-``rank_memory(gathered="stage")`` counts the two largest units gathered at once (the
-backward's and a recomputation's), which then also bounds the forward's. The backward
-gathers as it goes (what it reads next depends on the plan's recomputations). The
-collectives follow the plan's sequence, so every rank must
-run the same plan: :func:`chainplan.executors.fsdp.gathered_units` compares the plans of
-all ranks at the first step (one ``all_gather_object``) and refuses different ones with
+waits for it. Only where stage k's units, the next's and those kept gathered for the
+prelude or epilogue are two units at most: ``rank_memory(gathered="stage")`` counts the
+two largest units gathered at once (the backward's and a recomputation's), which then also
+bounds the forward's. The backward gathers as it goes (what it reads next depends on the
+plan's recomputations). The collectives follow the plan's sequence, so every rank must run
+the same plan: :func:`chainplan.executors.fsdp.gathered_units` compares the plans of the
+ranks at the first step (one ``all_gather_object`` over the ranks of ``fully_shard``'s
+mesh, or the group a ``Checkpointed`` was given) and refuses different ones with
 a :class:`~chainplan.errors.PlanError` on every rank (a ``Checkpointed`` view's ranks
 agree on one plan before: :mod:`chainplan.agreed`). Plans with operation-level options
 (rotor-ops) and offloading plans run with ``"step"`` gathering: their executors read
@@ -167,8 +168,8 @@ class StageGathering:
         """Start the all-gather of the units stage k+1 reads and stage k does not, without
         waiting, where the two stages' units are two at most (module docstring)."""
         ahead = self.reads[k + 1] - self.reads[k] - self.outside
-        if not ahead or len(self.reads[k] | self.reads[k + 1]) > 2:
-            return
+        if not ahead or len(self.outside | self.reads[k] | self.reads[k + 1]) > 2:
+            return  # the units outside the chain stay gathered all step: they count too
         for g in sorted(ahead):  # the same order on every rank
             group = self.groups[g]
             if not group.is_unsharded:
