@@ -167,8 +167,10 @@ def agree(group: Any, what: str, local: Callable[[], tuple[Offer, Any, Any]],
         kind, message, least = box[0]
         whose = f"rank {binding}'s budget, the group's smallest" if binding is not None \
             else "the plan's smallest budget, 'min' on some ranks"
-        raise _everywhere(_rebuild(kind, f"{message} (planned for the data-parallel "
-                                   f"group's {ranks} ranks, within {whose})", least))
+        said = (f" (planned for the data-parallel group's {ranks} ranks, within {whose})"
+                if kind == InfeasibleBudget.__name__ else
+                f" (rank 0 of the data-parallel group's {ranks} ranks, planning for them)")
+        raise _everywhere(_rebuild(kind, f"{message}{said}", least))
     return box[0], extra
 
 
