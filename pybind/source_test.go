@@ -129,7 +129,7 @@ func TestEveryEntryRefusesABadSourceAlike(t *testing.T) {
 }
 
 // sourceEntries are the entries that take a source, each given a request it accepts (plan
-// is a plan of tinyChain, for PlotTimeline), as functions of the source's JSON form.
+// is a plan of tinyChain, for PlotTimeline and PlanTrace), as functions of the source's JSON form.
 func sourceEntries(t *testing.T, plan string) map[string]func(source string) (string, error) {
 	cluster, err := os.ReadFile(filepath.Join("..", "examples", "clusters", "cpu-4.yaml"))
 	if err != nil {
@@ -147,6 +147,7 @@ func sourceEntries(t *testing.T, plan string) map[string]func(source string) (st
 		"MinBudget":    onePart(func(c string) (string, error) { b, err := MinBudget(c); return jsonInt(b), err }, `{}`),
 		"PlotFrontier": onePart(PlotFrontier, `{}`),
 		"PlotTimeline": onePart(PlotTimeline, `{"plan": `+plan+`}`),
+		"PlanTrace":    onePart(PlanTrace, `{"plan": `+plan+`}`),
 		"Chain":        onePart(Chain, `{}`),
 		"Pipeline":     onePart(Pipeline, `{"algo": "contiguous", "gpus": 1, "memory_bytes": 1000000, "bandwidth": 1e9}`),
 		"Pipesim":      onePart(Pipesim, `{"schedule": "gpipe", "stages": "1", "microbatches": 2}`),
