@@ -2,6 +2,7 @@ package offload
 
 import (
 	"errors"
+	"github.com/chainplan/chainplan/internal/racedetect"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -15,9 +16,9 @@ import (
 // thousands.
 func randomCount() int {
 	if testing.Short() {
-		return 2000
+		return racedetect.Scale(2000)
 	}
-	return 8000
+	return racedetect.Scale(8000)
 }
 
 // dynValue runs Algorithm 5 in exact bytes.

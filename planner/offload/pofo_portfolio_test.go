@@ -3,6 +3,7 @@ package offload
 import (
 	"encoding/json"
 	"errors"
+	"github.com/chainplan/chainplan/internal/racedetect"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -146,6 +147,7 @@ func TestSolveNeverSlowerRandom(t *testing.T) {
 	if testing.Short() {
 		n = 50
 	}
+	n = racedetect.Scale(n)
 	chosen := map[string]int{}
 	for i := 0; i < n; i++ {
 		c := testchains.Random(rng, 2+rng.IntN(7), testchains.RandomOptions{MaxSize: 1 << 20, MaxOverhead: 1 << 18, Float: i%3 != 0})

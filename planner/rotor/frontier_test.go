@@ -1,6 +1,7 @@
 package rotor
 
 import (
+	"github.com/chainplan/chainplan/internal/racedetect"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -48,7 +49,7 @@ func TestFrontierMatchesSolve(t *testing.T) {
 func TestFrontierFractionalTimes(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*b }
-	for i := 0; i < 1000; i++ {
+	for i := 0; i < racedetect.Scale(1000); i++ {
 		c := testchains.Random(rng, 1+rng.IntN(10), testchains.RandomOptions{MaxSize: 30, Float: true})
 		f, err := SolveFrontier(c, exact)
 		if err != nil {
@@ -80,7 +81,7 @@ func TestFrontierFractionalTimes(t *testing.T) {
 func TestFrontierOnTheDefaultGrid(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-12*b }
-	for i := 0; i < 1000; i++ {
+	for i := 0; i < racedetect.Scale(1000); i++ {
 		c := testchains.Random(rng, 1+rng.IntN(12), testchains.RandomOptions{MaxSize: 100000, Float: true})
 		for _, revolve := range []bool{false, true} {
 			opts := Options{Revolve: revolve}

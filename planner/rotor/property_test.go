@@ -2,6 +2,7 @@ package rotor
 
 import (
 	"errors"
+	"github.com/chainplan/chainplan/internal/racedetect"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -15,9 +16,9 @@ import (
 // randomCount is the number of random chains per property test; -short keeps thousands.
 func randomCount() int {
 	if testing.Short() {
-		return 1500
+		return racedetect.Scale(1500)
 	}
-	return 6000
+	return racedetect.Scale(6000)
 }
 
 // TestTableMatchesNaive compares every entry C(1, N, m) of the vectorized, parallel table
