@@ -11,9 +11,11 @@ bytes before and while it runs) and adds to each operation what the rank holds t
 
 * always: the sharded parameters and optimizer state, and the gathered parameters: with
   ``gathered="stage"`` and the stages' units known (:func:`stage_units`), the root and the
-  units of the operation's stage (a recomputation before the backward of stage ``m``: its
-  own and ``m``'s), else ``gathered_bytes``; a gather's all-gather output beside them at
-  the operation's start (the largest unit and its shard, on the bytes it finds);
+  units of the operation's stage (in the forward, with the next stage's, which it
+  prefetches where the two read two units at most; a recomputation before the backward of
+  stage ``m``: its own and ``m``'s), else ``gathered_bytes``; a gather's all-gather output
+  beside them at the operation's start (the largest unit and its shard, on the bytes it
+  finds);
 * from the first backward on: the gradients of the parameters read by the stages whose
   backward has run or is running (each stage's ``param_bytes``; at most the root's, one
   unit's and the rank's share when units are reduce-scattered as they finish, all of ``P``
@@ -161,6 +163,10 @@ class _Rank:
             rs = 0 if self.end_reduce else self.gather
             return held + self._grads_from(c) + rs + self.hsdp
         units = self._read(k) | (self._read(c) if c is not None and kind != "B" else frozenset())
+        if c is None and len(units | self._read(k + 1)) <= 2:
+            # The forward prefetches the next stage's units (executors/fsdpstage.py): they
+            # are gathered while stage k computes.
+            units |= self._read(k + 1)
         held = self.root + sum(self.inner[u] for u in units)
         if c is None:
             return held
