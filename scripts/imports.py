@@ -46,7 +46,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
                   "chainplan.history", "chainplan.parallel", "chainplan.simulating",
                   "chainplan.pipeline.plan", "chainplan.pipeline.requests",
                   "chainplan.pipeline.planning", "chainplan.shardchain",
-                  "chainplan.rankchains", "chainplan.rankpeak")),
+                  "chainplan.rankchains", "chainplan.rankpeak", "chainplan.rankmemory")),
     ("runtime", ("chainplan.runtime", "chainplan.runtime.*")),
     ("models", ("chainplan.graph", "chainplan.graph.*", "chainplan.profiler",
                 "chainplan.profiler.*", "chainplan.towers", "chainplan.towers.*",
