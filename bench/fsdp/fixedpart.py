@@ -33,19 +33,13 @@ SIZE = {"vocab": 2048, "width": 128, "heads": 4, "blocks": 4, "seq": 128, "batch
 MiB = 2**20
 
 
-def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
+def gpt_rank(rank: int, world: int, port: int, out: str) -> tuple[Any, Any, Any, Any]:
+    """Join the gloo process group as ``rank`` and build the benchmark's GPT (dropout off)
+    and this rank's batch: (model, mask, idx, y). Shared with bench/fsdp/stagepeak.py."""
     import torch
     import torch.distributed as dist
-    import torch.nn.functional as F
     from torch import nn
-    from torch.distributed.fsdp import fully_shard
-    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
-    from torch.distributed.fsdp._fully_shard import _fsdp_state as state
 
-    import chainplan
-    from chainplan.profiler.allocevents import MARK_PREFIX, AllocRecorder
-    from chainplan.profiler.memory import MemoryProbe
-    from chainplan.sharded import held_bytes, rank_memory
     from tests.graph.models import GPT
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
@@ -63,6 +57,23 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
     mask = torch.ones(s["seq"], s["seq"], dtype=torch.bool).tril()
     idx = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen)
     y = torch.randint(0, s["vocab"], (s["batch"] * s["seq"],), generator=gen)
+    return model, mask, idx, y
+
+
+def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.distributed.fsdp import fully_shard
+    from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
+    from torch.distributed.fsdp._fully_shard import _fsdp_state as state
+
+    import chainplan
+    from chainplan.profiler.allocevents import MARK_PREFIX, AllocRecorder
+    from chainplan.profiler.memory import MemoryProbe
+    from chainplan.sharded import held_bytes, rank_memory
+
+    model, mask, idx, y = gpt_rank(rank, world, port, out)
     prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y, repeats=1,
                              warmup=0, progress=False, spread_warning=None, mask=mask)
     lo = chainplan.plan(prof, budget="min").budget_bytes

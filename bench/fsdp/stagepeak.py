@@ -29,7 +29,8 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-SIZE = {"vocab": 2048, "width": 128, "heads": 4, "blocks": 4, "seq": 128, "batch": 4}
+from fixedpart import gpt_rank  # noqa: E402  (the same model and batches)
+
 MiB = 2**20
 
 
@@ -69,7 +70,6 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
     import torch
     import torch.distributed as dist
     import torch.nn.functional as F
-    from torch import nn
     from torch.distributed.fsdp import fully_shard
     from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
 
@@ -79,23 +79,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
     from chainplan.profiler.memory import MemoryProbe
     from chainplan.rankpeak import stage_units, step_peak
     from chainplan.sharded import RankPlan, held_bytes, rank_memory
-    from tests.graph.models import GPT
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                      CHAINPLAN_DB=str(Path(out, f"db{rank}.sqlite")))
-    torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=world)
-    torch.manual_seed(1234)
-    s = SIZE
-    model = GPT(vocab=s["vocab"], width=s["width"], heads=s["heads"], blocks=s["blocks"],
-                seq=s["seq"])
-    for m in model.modules():
-        if isinstance(m, nn.Dropout):
-            m.p = 0.0
-    gen = torch.Generator().manual_seed(7 + rank)
-    mask = torch.ones(s["seq"], s["seq"], dtype=torch.bool).tril()
-    idx = torch.randint(0, s["vocab"], (s["batch"], s["seq"]), generator=gen)
-    y = torch.randint(0, s["vocab"], (s["batch"] * s["seq"],), generator=gen)
+    model, mask, idx, y = gpt_rank(rank, world, port, out)
     units = [f"blocks.{i}" for i in range(len(model.blocks))]
     mem = rank_memory(model, world=world, gathered="stage", units=units)
     box: list[Any] = [None, 0]
