@@ -31,6 +31,9 @@ def _rank(rank: int, world: int, port: int) -> None:
         ex = runner.measure(x, target=x, steps=1, store=False, optimizer=opt)
     if rank == 0:
         print(ex, flush=True)
+    # Without it, one rank could tear gloo down while the other still used its pair: a CI
+    # run saw rank 1 abort ("terminate called without an active exception") at exit.
+    dist.barrier()
     dist.destroy_process_group()
 
 
