@@ -100,6 +100,26 @@ def measure_step(net: Any, opt: Any, step: Callable[[], None]) -> tuple[int, int
     return held, held + probe.peak_bytes
 
 
+def recorded_step(step: Callable[[], None], rec: Any, marking: list[bool],
+                  patches: list[tuple[Any, str, Any]]) -> list[Any]:
+    """The CPU allocator's events (``rec``, an ``AllocRecorder``) of one more ``step``, run
+    with each (object, attribute, replacement) of ``patches`` in place (the replacements
+    mark where FSDP2 is) and ``marking`` turned on; the attributes are restored after it.
+    Shared with bench/fsdp/stagepeak.py."""
+    real = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    for obj, name, fn in patches:
+        setattr(obj, name, fn)
+    marking[0] = True
+    rec.start()
+    try:
+        step()
+    finally:
+        items: list[Any] = rec.stop()
+        for obj, name, fn in real:
+            setattr(obj, name, fn)
+    return items
+
+
 def run_ranks(rank_main: Callable[..., None], at: float, prefix: str) -> list[dict[str, Any]]:
     """Spawn ``rank_main(rank, 2, port, out, at)`` on 2 ranks meeting at a free local port
     and return what each wrote to ``out``/rank<r>.json, by rank. Shared with
@@ -161,16 +181,9 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
         mark("after it")
         return got
 
-    state.FSDPState._root_post_backward_final_callback = final  # type: ignore[method-assign]
-    group.foreach_reduce = reduce
-    marking[0] = True
-    rec.start()
-    try:
-        step()
-    finally:
-        items = rec.stop()
-        state.FSDPState._root_post_backward_final_callback = real_final  # type: ignore[method-assign]
-        group.foreach_reduce = real_reduce
+    items = recorded_step(step, rec, marking, [
+        (state.FSDPState, "_root_post_backward_final_callback", final),
+        (group, "foreach_reduce", reduce)])
     level, segments = 0, [["start", 0, 0]]
     for it in items:
         if isinstance(it, int):

@@ -27,7 +27,13 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from fixedpart import gpt_rank, marked_step, measure_step, run_ranks  # noqa: E402
+from fixedpart import (  # noqa: E402
+    gpt_rank,
+    marked_step,
+    measure_step,
+    recorded_step,
+    run_ranks,
+)
 
 MiB = 2**20
 
@@ -145,18 +151,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
 
     patched = {"before_stage": before_stage, "after_stage": after_stage,
                "backward_done": backward_done, "_gather": gather, "_release": release}
-    for n, f in patched.items():
-        setattr(drv, n, f)
-    group.foreach_reduce = reduce
-    marking[0] = True
-    rec.start()
-    try:
-        step()
-    finally:
-        items = rec.stop()
-        for n, f in real.items():
-            setattr(drv, n, f)
-        group.foreach_reduce = real_reduce
+    items = recorded_step(step, rec, marking, [
+        *((drv, n, f) for n, f in patched.items()), (group, "foreach_reduce", reduce)])
     level, segments = 0, [["start", {}, 0, 0, 0]]  # name, holding, level, peak, peak's rise
     for it in items:
         if isinstance(it, int):
