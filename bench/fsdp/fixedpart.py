@@ -23,6 +23,7 @@ import os
 import socket
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,79 @@ def gpt_rank(rank: int, world: int, port: int, out: str) -> tuple[Any, Any, Any,
     return model, mask, idx, y
 
 
+def marked_step(net: Any, opt: Any, batch: tuple[Any, Any, Any],
+                mark: Callable[[str], None]) -> Callable[[], None]:
+    """One training step of the benchmark's GPT on ``batch`` (idx, mask, y), calling
+    ``mark`` at the forward, the backward, the optimizer step and the end. Shared with
+    bench/fsdp/stagepeak.py."""
+    import torch.nn.functional as F
+
+    idx, mask, y = batch
+
+    def step() -> None:
+        mark("forward")
+        loss = F.cross_entropy(net(idx, mask=mask), y)
+        mark("backward")
+        loss.backward()
+        mark("optimizer")
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        mark("end")
+
+    return step
+
+
+def measure_step(net: Any, opt: Any, step: Callable[[], None]) -> tuple[int, int]:
+    """A rank's step measured as the benchmark measures it: (held, measured), the rank's
+    sharded parameters and optimizer state, and those plus ``MemoryProbe``'s peak over a
+    step. Runs ``step`` three times. Shared with bench/fsdp/stagepeak.py."""
+    from chainplan.profiler.memory import MemoryProbe
+    from chainplan.sharded import held_bytes
+
+    step()  # outside any probe: the first step allocates the optimizer's state
+    with MemoryProbe(device="cpu"):
+        step()
+    held = held_bytes(net.parameters()) + held_bytes(
+        t for st in opt.state.values() for t in st.values())
+    with MemoryProbe(device="cpu") as probe:
+        step()
+    return held, held + probe.peak_bytes
+
+
+def recorded_step(step: Callable[[], None], rec: Any, marking: list[bool],
+                  patches: list[tuple[Any, str, Any]]) -> list[Any]:
+    """The CPU allocator's events (``rec``, an ``AllocRecorder``) of one more ``step``, run
+    with each (object, attribute, replacement) of ``patches`` in place (the replacements
+    mark where FSDP2 is) and ``marking`` turned on; the attributes are restored after it.
+    Shared with bench/fsdp/stagepeak.py."""
+    real = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    for obj, name, fn in patches:
+        setattr(obj, name, fn)
+    marking[0] = True
+    rec.start()
+    try:
+        step()
+    finally:
+        items: list[Any] = rec.stop()
+        for obj, name, fn in real:
+            setattr(obj, name, fn)
+    return items
+
+
+def run_ranks(rank_main: Callable[..., None], at: float, prefix: str) -> list[dict[str, Any]]:
+    """Spawn ``rank_main(rank, 2, port, out, at)`` on 2 ranks meeting at a free local port
+    and return what each wrote to ``out``/rank<r>.json, by rank. Shared with
+    bench/fsdp/stagepeak.py."""
+    import torch.multiprocessing as mp
+
+    with socket.socket() as so:
+        so.bind(("127.0.0.1", 0))
+        port = int(so.getsockname()[1])
+    out = tempfile.mkdtemp(prefix=prefix)
+    mp.start_processes(rank_main, args=(2, port, out, at), nprocs=2, start_method="spawn")
+    return [json.loads(Path(out, f"rank{r}.json").read_text()) for r in range(2)]
+
+
 def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
     import torch
     import torch.distributed as dist
@@ -70,8 +144,7 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
 
     import chainplan
     from chainplan.profiler.allocevents import MARK_PREFIX, AllocRecorder
-    from chainplan.profiler.memory import MemoryProbe
-    from chainplan.sharded import held_bytes, rank_memory
+    from chainplan.sharded import rank_memory
 
     model, mask, idx, y = gpt_rank(rank, world, port, out)
     prof = chainplan.profile(model, idx, loss_fn=F.cross_entropy, target=y, repeats=1,
@@ -93,23 +166,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
         if marking[0]:
             rec.mark(MARK_PREFIX + name)
 
-    def step() -> None:
-        mark("forward")
-        loss = F.cross_entropy(net(idx, mask=mask), y)
-        mark("backward")
-        loss.backward()
-        mark("optimizer")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        mark("end")
-
-    step()  # outside any probe: the first step allocates the optimizer's state
-    with MemoryProbe(device="cpu"):
-        step()
-    held = held_bytes(net.parameters()) + held_bytes(
-        t for st in opt.state.values() for t in st.values())
-    with MemoryProbe(device="cpu") as probe:
-        step()
+    step = marked_step(net, opt, (idx, mask, y), mark)
+    held, measured = measure_step(net, opt, step)
     real_final = state.FSDPState._root_post_backward_final_callback
     real_reduce = group.foreach_reduce
 
@@ -123,16 +181,9 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
         mark("after it")
         return got
 
-    state.FSDPState._root_post_backward_final_callback = final  # type: ignore[method-assign]
-    group.foreach_reduce = reduce
-    marking[0] = True
-    rec.start()
-    try:
-        step()
-    finally:
-        items = rec.stop()
-        state.FSDPState._root_post_backward_final_callback = real_final  # type: ignore[method-assign]
-        group.foreach_reduce = real_reduce
+    items = recorded_step(step, rec, marking, [
+        (state.FSDPState, "_root_post_backward_final_callback", final),
+        (group, "foreach_reduce", reduce)])
     level, segments = 0, [["start", 0, 0]]
     for it in items:
         if isinstance(it, int):
@@ -141,26 +192,18 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
         else:
             segments.append([it[len(MARK_PREFIX):], level, level])
     Path(out, f"rank{rank}.json").write_text(json.dumps({
-        "measured": held + probe.peak_bytes, "held": held, "fixed": mem.fixed_bytes,
+        "measured": measured, "held": held, "fixed": mem.fixed_bytes,
         "terms": mem.terms(), "activations": plan.peak_bytes, "segments": segments}))
     dist.barrier()
     dist.destroy_process_group()
 
 
 def main() -> int:
-    import torch.multiprocessing as mp
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--at", type=float, default=0.0,
                     help="the plan's budget, from its smallest (0) to store-all (1)")
     args = ap.parse_args()
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = int(so.getsockname()[1])
-    out = tempfile.mkdtemp(prefix="bench-fsdp-fixed-")
-    mp.start_processes(rank_main, args=(2, port, out, args.at), nprocs=2, start_method="spawn")
-    for r in range(2):
-        d = json.loads(Path(out, f"rank{r}.json").read_text())
+    for r, d in enumerate(run_ranks(rank_main, args.at, "bench-fsdp-fixed-")):
         measured_fixed = d["measured"] - d["activations"]
         print(f"rank {r}: measured peak {d['measured'] / MiB:.2f} MiB (state "
               f"{d['held'] / MiB:.2f} + step {(d['measured'] - d['held']) / MiB:.2f}); planned "

@@ -20,16 +20,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
 
-from fixedpart import gpt_rank  # noqa: E402  (the same model and batches)
+from fixedpart import (  # noqa: E402
+    gpt_rank,
+    marked_step,
+    measure_step,
+    recorded_step,
+    run_ranks,
+)
 
 MiB = 2**20
 
@@ -76,9 +80,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
     import chainplan
     from chainplan.executors import fsdpstage
     from chainplan.profiler.allocevents import MARK_PREFIX, AllocRecorder
-    from chainplan.profiler.memory import MemoryProbe
     from chainplan.rankpeak import stage_units, step_peak
-    from chainplan.sharded import RankPlan, held_bytes, rank_memory
+    from chainplan.sharded import RankPlan, rank_memory
 
     model, mask, idx, y = gpt_rank(rank, world, port, out)
     units = [f"blocks.{i}" for i in range(len(model.blocks))]
@@ -109,23 +112,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
             marks.append((name, _holding(states, mem.units, names)))
             rec.mark(MARK_PREFIX + str(len(marks) - 1))
 
-    def step() -> None:
-        mark("forward")
-        loss = F.cross_entropy(net(idx, mask=mask), y)
-        mark("backward")
-        loss.backward()
-        mark("optimizer")
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        mark("end")
-
-    step()  # outside any probe: the first step allocates the optimizer's state
-    with MemoryProbe(device="cpu"):
-        step()
-    held = held_bytes(net.parameters()) + held_bytes(
-        t for st in opt.state.values() for t in st.values())
-    with MemoryProbe(device="cpu") as probe:
-        step()
+    step = marked_step(net, opt, (idx, mask, y), mark)
+    held, measured = measure_step(net, opt, step)
     drv = fsdpstage.StageGathering
     real = {n: getattr(drv, n) for n in ("before_stage", "after_stage", "backward_done",
                                          "_gather", "_release")}
@@ -163,18 +151,8 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
 
     patched = {"before_stage": before_stage, "after_stage": after_stage,
                "backward_done": backward_done, "_gather": gather, "_release": release}
-    for n, f in patched.items():
-        setattr(drv, n, f)
-    group.foreach_reduce = reduce
-    marking[0] = True
-    rec.start()
-    try:
-        step()
-    finally:
-        items = rec.stop()
-        for n, f in real.items():
-            setattr(drv, n, f)
-        group.foreach_reduce = real_reduce
+    items = recorded_step(step, rec, marking, [
+        *((drv, n, f) for n, f in patched.items()), (group, "foreach_reduce", reduce)])
     level, segments = 0, [["start", {}, 0, 0, 0]]  # name, holding, level, peak, peak's rise
     for it in items:
         if isinstance(it, int):
@@ -185,7 +163,7 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
             name, holding = marks[int(it[len(MARK_PREFIX):])]
             segments.append([name, holding, level, level, 0])
     Path(out, f"rank{rank}.json").write_text(json.dumps({
-        "measured": held + probe.peak_bytes, "held": held, "fixed": mem.fixed_bytes,
+        "measured": measured, "held": held, "fixed": mem.fixed_bytes,
         "terms": mem.terms(), "activations": plan.peak_bytes, "segments": segments,
         "step_peak": peak,
         "sequence": " ".join(f"{op.kind}{op.stage}" for op in plan.sequence)}))
@@ -194,20 +172,12 @@ def rank_main(rank: int, world: int, port: int, out: str, at: float) -> None:
 
 
 def main() -> int:
-    import torch.multiprocessing as mp
-
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     ap.add_argument("--at", type=float, default=0.0,
                     help="the plan's budget, from its smallest (0) to store-all (1)")
     ap.add_argument("--all", action="store_true", help="print every marker's level")
     args = ap.parse_args()
-    with socket.socket() as so:
-        so.bind(("127.0.0.1", 0))
-        port = int(so.getsockname()[1])
-    out = tempfile.mkdtemp(prefix="bench-fsdp-stagepeak-")
-    mp.start_processes(rank_main, args=(2, port, out, args.at), nprocs=2, start_method="spawn")
-    for r in range(2):
-        d = json.loads(Path(out, f"rank{r}.json").read_text())
+    for r, d in enumerate(run_ranks(rank_main, args.at, "bench-fsdp-stagepeak-")):
         print(f"rank {r}: measured {d['measured'] / MiB:.2f} MiB (state {d['held'] / MiB:.2f}"
               f" + step {(d['measured'] - d['held']) / MiB:.2f}); planned "
               f"{(d['fixed'] + d['activations']) / MiB:.2f} = fixed {d['fixed'] / MiB:.2f} + "

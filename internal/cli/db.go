@@ -49,6 +49,22 @@ func resolveRun(ctx context.Context, svc *service.Service, arg string) (int64, e
 	return svc.ResolveRun(ctx, ref)
 }
 
+// withRun opens the database, resolves the RUN argument arg and calls fn with the run's
+// id, closing the database when fn returns: the start of the commands that read one
+// stored run (show, export, report).
+func withRun(cmd *cobra.Command, arg string, fn func(ctx context.Context, svc *service.Service, id int64) error) error {
+	svc, err := openStore(cmd)
+	if err != nil {
+		return err
+	}
+	defer svc.Close()
+	id, err := resolveRun(cmd.Context(), svc, arg)
+	if err != nil {
+		return err
+	}
+	return fn(cmd.Context(), svc, id)
+}
+
 // ingestFile reads, validates and stores one profile file. A file that is missing or not
 // a valid profile, a damaged database and a full disk are bad input (a *usageError):
 // ingest tells those from internal errors.

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
+
+	"github.com/chainplan/chainplan/internal/service"
 )
 
 func newExportCmd(e *env) *cobra.Command {
@@ -23,35 +26,28 @@ chainplan solve --algo multichain --chain reads.`,
   chainplan export latest -o chain.json && chainplan solve --chain chain.json --budget 2GiB`,
 		Args: oneRunArg("export"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			id, err := resolveRun(cmd.Context(), db, args[0])
-			if err != nil {
-				return err
-			}
-			var doc interface{ MarshalIndent() ([]byte, error) }
-			switch towers, err := db.IsMultiChainRun(cmd.Context(), id); {
-			case err != nil:
-				return err
-			case towers:
-				doc, err = db.RunMultiChain(cmd.Context(), id)
+			return withRun(cmd, args[0], func(ctx context.Context, svc *service.Service, id int64) error {
+				var doc interface{ MarshalIndent() ([]byte, error) }
+				switch towers, err := svc.IsMultiChainRun(ctx, id); {
+				case err != nil:
+					return err
+				case towers:
+					doc, err = svc.RunMultiChain(ctx, id)
+					if err != nil {
+						return err
+					}
+				default:
+					doc, err = svc.RunChain(ctx, id)
+					if err != nil {
+						return err
+					}
+				}
+				b, err := doc.MarshalIndent()
 				if err != nil {
 					return err
 				}
-			default:
-				doc, err = db.RunChain(cmd.Context(), id)
-				if err != nil {
-					return err
-				}
-			}
-			b, err := doc.MarshalIndent()
-			if err != nil {
-				return err
-			}
-			return writeOutput(e, output, b)
+				return writeOutput(e, output, b)
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "write to this file instead of standard output")

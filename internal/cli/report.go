@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/report"
+	"github.com/chainplan/chainplan/internal/service"
 )
 
 func newReportCmd(e *env) *cobra.Command {
@@ -46,28 +48,21 @@ the style inline CSS: the page loads nothing and can be mailed or archived as it
 				}
 				opts.BandwidthBytesPerS = bw
 			}
-			svc, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer svc.Close()
-			id, err := resolveRun(cmd.Context(), svc, args[0])
-			if err != nil {
-				return err
-			}
-			page, err := report.Build(cmd.Context(), svc, id, opts)
-			if err != nil {
-				return err
-			}
-			var b bytes.Buffer
-			if err := page.Write(&b); err != nil {
-				return err
-			}
-			if err := os.WriteFile(output, b.Bytes(), 0o644); err != nil {
-				return err
-			}
-			fmt.Fprintf(e.stderr, "wrote %s (run %d, %d plans)\n", output, id, len(page.Plans))
-			return nil
+			return withRun(cmd, args[0], func(ctx context.Context, svc *service.Service, id int64) error {
+				page, err := report.Build(ctx, svc, id, opts)
+				if err != nil {
+					return err
+				}
+				var b bytes.Buffer
+				if err := page.Write(&b); err != nil {
+					return err
+				}
+				if err := os.WriteFile(output, b.Bytes(), 0o644); err != nil {
+					return err
+				}
+				fmt.Fprintf(e.stderr, "wrote %s (run %d, %d plans)\n", output, id, len(page.Plans))
+				return nil
+			})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "", "the page to write (.html)")

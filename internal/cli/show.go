@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/chainplan/chainplan/internal/service"
 	"github.com/chainplan/chainplan/profile"
 	"github.com/chainplan/chainplan/store"
 )
@@ -26,27 +28,20 @@ bytes (NULL when the profile did not measure them). The loss is the last line.`,
 			if err := checkFormat(format, "table", "csv", "json"); err != nil {
 				return err
 			}
-			db, err := openStore(cmd)
-			if err != nil {
-				return err
-			}
-			defer db.Close()
-			id, err := resolveRun(cmd.Context(), db, args[0])
-			if err != nil {
-				return err
-			}
-			run, err := db.Store().Run(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			stages, err := db.Store().Stages(cmd.Context(), id)
-			if err != nil {
-				return err
-			}
-			if format == "table" {
-				writeRunHeader(e, run)
-			}
-			return writeStages(newResultWriter(e.stdout, format), stages)
+			return withRun(cmd, args[0], func(ctx context.Context, svc *service.Service, id int64) error {
+				run, err := svc.Store().Run(ctx, id)
+				if err != nil {
+					return err
+				}
+				stages, err := svc.Store().Stages(ctx, id)
+				if err != nil {
+					return err
+				}
+				if format == "table" {
+					writeRunHeader(e, run)
+				}
+				return writeStages(newResultWriter(e.stdout, format), stages)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table (with the provenance), csv or json")
