@@ -13,9 +13,10 @@ bytes before and while it runs) and adds to each operation what the rank holds t
   ``gathered="stage"`` and the stages' units known (:func:`stage_units`), the root and the
   units of the operation's stage (in the forward, with the next stage's, which it
   prefetches where the two read two units at most; a recomputation before the backward of
-  stage ``m``: its own and ``m``'s), else ``gathered_bytes``; a gather's all-gather output
-  beside them at the operation's start (the largest unit and its shard, on the bytes it
-  finds);
+  stage ``m``: its own and ``m``'s; a backward: its own, with those of the plan's next
+  backward, which it prefetches on the same condition), else ``gathered_bytes``; a
+  gather's all-gather output beside them at the operation's start (the largest unit and
+  its shard, on the bytes it finds);
 * from the first backward on: the gradients of the parameters read by the stages whose
   backward has run or is running (each stage's ``param_bytes``; at most the root's, one
   unit's and the rank's share when units are reduce-scattered as they finish, all of ``P``
@@ -153,9 +154,10 @@ class _Rank:
             return self.cap
         return min(self.cap, sum(self.pb[c - 1:]))
 
-    def held(self, kind: str, k: int, c: int | None) -> int:
+    def held(self, kind: str, k: int, c: int | None, after: int | None = None) -> int:
         """Besides activations and the sharded state, at operation ``kind`` of stage ``k``;
-        ``c``: the stage whose backward runs or is next (None in the forward)."""
+        ``c``: the stage whose backward runs or is next (None in the forward); ``after``:
+        at a backward, the stage whose backward the plan runs next."""
         if self.reads is None:
             held: int = self.m.gathered_bytes
             if c is None:
@@ -167,6 +169,9 @@ class _Rank:
             # The forward prefetches the next stage's units (executors/fsdpstage.py): they
             # are gathered while stage k computes.
             units |= self._read(k + 1)
+        if kind == "B" and after is not None and len(units | self._read(after)) <= 2:
+            # The backward prefetches the units of the next backward (fsdpstage.py).
+            units |= self._read(after)
         held = self.root + sum(self.inner[u] for u in units)
         if c is None:
             return held
@@ -191,9 +196,11 @@ class _Rank:
         return held + root_grads + unsharded + sharded + max(old, new) + self.hsdp
 
     def peak(self, steps: list[dict[str, Any]]) -> int:
-        nxt: list[int | None] = [None] * len(steps)
+        nxt: list[int | None] = [None] * len(steps)  # the backward at or after step i
+        later: list[int | None] = [None] * len(steps)  # the backward after step i
         b: int | None = None
         for i in range(len(steps) - 1, -1, -1):
+            later[i] = b
             op = steps[i]["op"]
             if op["op"] == "B":
                 b = int(op["stage"])
@@ -205,7 +212,7 @@ class _Rank:
             c = (k if kind == "B" else nxt[i]) if backward else None
             if c is None and backward:
                 c = 1
-            held = self.held(kind, k, c) + self.late
+            held = self.held(kind, k, c, later[i] if kind == "B" else None) + self.late
             best = max(best, held + max(int(st["during"]), int(st["before"]) + self.gather))
         after = int(steps[-1]["after"]) if steps else 0
         return int(self.state + max(best, self.end + after))

@@ -43,10 +43,11 @@ def test_step_peak_worked_by_hand(store_all: tuple[Path, chainplan.Plan]) -> Non
     # two units) + 2 x 400 (buffers) = 3800, + 9000.
     assert mem.fixed_bytes + plan.peak_bytes == 12800
     # Over the step the rank peaks at B3, the backward's start: the sharded parameters
-    # and AdamW state (1500), the root gathered (400, stage 3 reads no unit), the root's
-    # gradients (400: stages 3.. read 400 bytes), no unit reduce-scattered yet, the
-    # collective buffers released late (two units and a root shard: 800), and B3's 9000.
-    assert step_peak(mem, plan, src, READS) == 1500 + 400 + 400 + 800 + 9000
+    # and AdamW state (1500), the root gathered (400, stage 3 reads no unit), unit1
+    # prefetched for B2, the next backward (300), the root's gradients (400: stages 3..
+    # read 400 bytes), no unit reduce-scattered yet, the collective buffers released late
+    # (two units and a root shard: 800), and B3's 9000.
+    assert step_peak(mem, plan, src, READS) == 1500 + 400 + 300 + 400 + 800 + 9000
     # Without the units per stage the bound is coarse, above the sum of maxima: that one.
     assert step_peak(mem, plan, src) == 12800
     ddp = rank_memory(1000, world=2, strategy="ddp")

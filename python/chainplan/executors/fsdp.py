@@ -220,7 +220,8 @@ def _stage_driver(plain: nn.Module, units: list[tuple[nn.Module, Any]], state: A
         for r in [*chain.prelude_reads, *getattr(epilogue, "reads", ())]:
             mod = r.owner() if r.kind == "state" and r.owner is not None else None
             outside |= {g for g, ms in enumerate(members) if mod is not None and id(mod) in ms}
-        driver = _drivers[net] = StageGathering(list(net.stages), groups, members, outside)
+        driver = _drivers[net] = StageGathering(list(net.stages), groups, members, outside,
+                                                 net.plan.sequence)
         _drivers_of.setdefault(plain, []).append(driver)
         # Stretches and recomputation regions run several stages as one call, past the
         # stages' hooks (which gather their units): run each stage.

@@ -25,14 +25,18 @@ never a collective of its own:
   reshard. A unit whose first stage's input needs no gradient is left to FSDP's root
   final callback, which runs ``post_backward`` for every unit that did not.
 
-**Prefetch** (the forward phase): when stage k starts, once its own units are gathered, the
-all-gather of the units stage k+1 reads next is started without waiting (FSDP2's
+**Prefetch**: in the forward phase, when stage k starts, once its own units are gathered,
+the all-gather of the units stage k+1 reads next is started without waiting (FSDP2's
 ``unshard(async_op=True)``), so it overlaps stage k's computation; stage k+1's pre-hook
-waits for it. Only where stage k's units, the next's and those kept gathered for the
-prelude or epilogue are two units at most: ``rank_memory(gathered="stage")`` counts the
-two largest units gathered at once (the backward's and a recomputation's), which then also
-bounds the forward's. The backward gathers as it goes (what it reads next depends on the
-plan's recomputations). The collectives follow the plan's sequence, so every rank must run
+waits for it. In the backward, the plan's sequence says which stage's backward comes next
+(``B_j`` after ``B_k``, with the recomputations it needs between them): once ``B_k``'s own
+recomputations are done, right before autograd computes it, the all-gather of the units
+``B_j`` reads is started, so it overlaps ``B_k``; ``B_j``'s hook waits for it. Only where
+what is gathered then (the stage's units, the next's, those kept gathered for the prelude
+or epilogue) is two units at most: ``rank_memory(gathered="stage")`` counts the two largest
+units gathered at once (the backward's and a recomputation's), which then also bounds the
+prefetches (:mod:`chainplan.rankpeak` counts them where they happen). The collectives
+follow the plan's sequence, so every rank must run
 the same plan: :func:`chainplan.executors.fsdp.gathered_units` compares the plans of the
 ranks at the first step (one ``all_gather_object`` over the ranks of ``fully_shard``'s
 mesh, or the group a ``Checkpointed`` was given) and refuses different ones with
@@ -78,10 +82,13 @@ class StageGathering:
         groups: the non-root units' FSDP param groups, in module order.
         modules: for each group, the ids of the modules belonging to it.
         outside: indices of the groups the prelude or the epilogue read (kept gathered).
+        sequence: the plan's operations (``Op`` objects), which say what the backward reads
+            next; None: the backward prefetches nothing.
     """
 
     def __init__(self, stages: Sequence[nn.Module], groups: list[Any],
-                 modules: list[set[int]], outside: set[int]) -> None:
+                 modules: list[set[int]], outside: set[int],
+                 sequence: Sequence[Any] | None = None) -> None:
         self.groups = groups
         self.outside = frozenset(outside)
         owner = {m: g for g, ms in enumerate(modules) for m in ms}
@@ -100,6 +107,9 @@ class StageGathering:
                 self.first[g] = k
         self.last = len(stages)
         self.prefetched = 0  # units whose forward all-gather started a stage ahead
+        self.prefetched_backward = 0  # units whose all-gather started a backward ahead
+        self.next_backward, self.recomputed_before = _backward_order(sequence or (),
+                                                                     len(stages))
         self.active = False
         self.pending = 0  # the stage whose backward autograd is about to run
         ref = weakref.ref(self)
@@ -176,11 +186,29 @@ class StageGathering:
                 group.unshard(async_op=True)
                 self.prefetched += 1
 
+    def _prefetch_backward(self, k: int, held: frozenset[int]) -> None:
+        """Start the all-gather of the units the plan's next backward after ``B_k`` reads,
+        without waiting, where they and ``held`` (gathered while ``B_k`` runs) are two
+        units at most with the outside ones (module docstring)."""
+        j = self.next_backward.get(k)
+        if j is None:
+            return
+        ahead = self.reads[j] - held - self.outside
+        if not ahead or len(self.outside | held | self.reads[j]) > 2:
+            return
+        for g in sorted(ahead):  # the same order on every rank
+            group = self.groups[g]
+            if not group.is_unsharded:
+                group.unshard(async_op=True)
+                self.prefetched_backward += 1
+
     def _release_all_but(self, keep: frozenset[int]) -> None:
         self._release(frozenset(range(len(self.groups))) - keep, forward=False)
 
     def after_stage(self, k: int, out: Any) -> None:
         if _in_backward():  # a recomputation: released when another unit is gathered
+            if k == self.pending:  # the last one before B_k, which autograd runs next
+                self._prefetch_backward(k, self.reads[k])
             return
         if k != self.last:
             self._release(self.reads[k] - self.reads[k + 1], forward=True)
@@ -193,6 +221,8 @@ class StageGathering:
                     driver.pending = k
                     driver._release_all_but(driver.reads[k])  # what recomputations left
                     driver._gather(driver.reads[k])
+                    if k not in driver.recomputed_before:
+                        driver._prefetch_backward(k, driver.reads[k])
 
             out.register_hook(before_backward)  # type: ignore[no-untyped-call]
 
@@ -207,6 +237,26 @@ class StageGathering:
                 self.groups[g].post_backward()
             elif self.groups[g].is_unsharded:
                 self.groups[g].reshard()
+
+
+def _backward_order(sequence: Sequence[Any], stages: int) -> tuple[dict[int, int], set[int]]:
+    """From a plan's operations: for each stage k of the chain whose backward ``B_k`` is
+    followed by another stage's, that stage; and the stages whose backward the plan
+    precedes with recomputations (forwards between the previous backward and it)."""
+    following: dict[int, int] = {}
+    recomputed: set[int] = set()
+    previous: int | None = None
+    forwards = False
+    for op in sequence:
+        if op.kind != "B":
+            forwards = forwards or previous is not None
+            continue
+        if previous is not None and 1 <= previous <= stages and 1 <= op.stage <= stages:
+            following[previous] = op.stage
+        if forwards:
+            recomputed.add(op.stage)
+        previous, forwards = op.stage, False
+    return following, recomputed
 
 
 def _in_backward() -> bool:

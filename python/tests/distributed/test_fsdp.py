@@ -155,7 +155,9 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
     _within_plan(per_stage, "step")
     for rank, (g, s) in enumerate(zip(_ok(per_stage, "stage"), _ok(per_stage, "step"),
                                       strict=True)):
-        assert g["recomputed"], (rank, g)
+        # It recomputes: whole stages, or parts of stages (rotor-ops' options; which,
+        # depends on the profile's measured times).
+        assert g["recomputed"] or g["options"], (rank, g)
         # Two of the four blocks at most are gathered at once (step: all four, and all
         # their unsharded gradients): the plan counts at least one block less, and the
         # measured peak is lower. The CPU peaks vary by up to two blocks from run to run
@@ -168,7 +170,10 @@ def test_units_gathered_per_stage(per_stage: list[dict[str, Any]]) -> None:
         assert g["gathers"] > s["gathers"], (rank, g, s)
         # The forward prefetches the next stage's block (fsdpstage.py): one per block
         # boundary of the forward at least, none gathering for the whole step.
-        assert g["ahead"] >= 3 and s["ahead"] == 0, (rank, g, s)
+        assert g["ahead"] - g["ahead_backward"] >= 3 and s["ahead"] == 0, (rank, g, s)
+        # The backward prefetches the next backward's block (the plan's sequence says
+        # which): at least one per block boundary the plan crosses without recomputing.
+        assert g["ahead_backward"] >= 2, (rank, g, s)
 
 
 def test_plans_compared_within_the_sharding_group(per_stage: list[dict[str, Any]]) -> None:

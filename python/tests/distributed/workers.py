@@ -78,12 +78,13 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
     loss_diff, measured = 0.0, 0
     gathers: list[int] = []  # FSDP2's all-gathers, per step
     ahead: list[int] = []  # of them, those started without waiting (a prefetch)
+    behind: list[int] = []  # of those, the ones started in the backward
     for step, (idx, y, idx_l, y_l) in enumerate(_batches(world, rank)):
         opt.zero_grad(set_to_none=True)
         held = held_bytes(net.parameters()) + held_bytes(
             t for s in opt.state.values() for t in s.values())
         probe = MemoryProbe(device="cpu") if probe_last and step == STEPS - 1 else None
-        with probe if probe is not None else _nothing(), _counting(gathers, ahead):
+        with probe if probe is not None else _nothing(), _counting(gathers, ahead, behind):
             loss = F.cross_entropy(net(idx_l, mask=MASK), y_l)
             loss.backward()
             opt.step()
@@ -103,23 +104,30 @@ def _train(net: nn.Module, ref: nn.Module, *, probe_last: bool) -> dict[str, Any
         if d > param_diff:
             param_diff, worst = d, name
     return {"loss_diff": loss_diff, "param_diff": param_diff, "worst": worst,
-            "measured": measured, "gathers": gathers[-1], "ahead": ahead[-1]}
+            "measured": measured, "gathers": gathers[-1], "ahead": ahead[-1],
+            "ahead_backward": behind[-1]}
 
 
 @contextlib.contextmanager
-def _counting(counts: list[int], ahead: list[int] | None = None) -> Iterator[None]:
-    """Count FSDP2's all-gathers (one per unit gathered) while the block runs, and in
-    ``ahead`` those started without waiting (``async_op``, its third argument)."""
+def _counting(counts: list[int], ahead: list[int] | None = None,
+              behind: list[int] | None = None) -> Iterator[None]:
+    """Count FSDP2's all-gathers (one per unit gathered) while the block runs, in
+    ``ahead`` those started without waiting (``async_op``, its third argument), and in
+    ``behind`` those of them started while autograd runs a backward."""
     from torch.distributed.fsdp._fully_shard import _fsdp_param_group as group
 
     real = group.foreach_all_gather
     counts.append(0)
     ahead = ahead if ahead is not None else []
+    behind = behind if behind is not None else []
     ahead.append(0)
+    behind.append(0)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         counts[-1] += 1
-        ahead[-1] += int(bool(args[2] if len(args) > 2 else kwargs.get("async_op")))
+        early = bool(args[2] if len(args) > 2 else kwargs.get("async_op"))
+        ahead[-1] += int(early)
+        behind[-1] += int(early and torch._C._current_graph_task_id() != -1)
         return real(*args, **kwargs)
 
     group.foreach_all_gather = counted
@@ -267,7 +275,8 @@ def shared_plan(gathered: str = "stage", differ: bool = False) -> dict[str, Any]
     out.update(planned=rp.peak_bytes, fixed=mem.fixed_bytes, activations=plan.peak_bytes,
                summed=mem.fixed_bytes + plan.peak_bytes,
                recomputed=sorted({k for k in forwards if forwards.count(k) > 1}),
-               block_bytes=mem.units["blocks.0"])
+               block_bytes=mem.units["blocks.0"], algo=plan.algo,
+               options=sorted({op.stage for op in plan.sequence if op.option}))
     return out
 
 
