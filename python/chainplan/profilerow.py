@@ -48,7 +48,9 @@ class ProfileRow:
     during training with ``chainplan.record``). The last five fields are the exact memory
     model (docs/formats.md): whether the stage's backward needs its input and its output,
     the recomputation that runs right before it (time, temporary peak) and the stage's
-    operation-level options as JSON; None when not measured.
+    operation-level options as JSON; None when not measured. ``replay_bytes`` is the size of
+    the stage's random-number state, which an executor keeps when a plan recomputes a stage
+    that draws random numbers (docs/formats.md); None for a stage that draws none.
     """
 
     stage_index: int
@@ -74,6 +76,7 @@ class ProfileRow:
     bias_count: int | None = None
     modules_json: str | None = None
     batch_times_json: str | None = None
+    replay_bytes: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
