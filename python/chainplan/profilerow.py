@@ -31,8 +31,11 @@ PARALLEL_REVISION = "1"
 # (chainplan.profiler.sizes); the output of towers returning their own loss held to the
 # step's end (chainplan.towers.measure); transformers' GQA captured on its eager kernel
 # (chainplan.graph.eager) (issue 35). 4: a fused head's stage measured in its unfused form
-# too, an option the planner picks per budget (chainplan.graph.headform, issue 36).
-MEASUREMENT_REVISION = "4"
+# too, an option the planner picks per budget (chainplan.graph.headform, issue 36). 5: a
+# random stage's generator state given as its replay_bytes, which the planners count once
+# per plan, and no longer in its recomputation and option overheads (issue 36, "RNG
+# states" in docs/executors.md): a profile of revision 4 counts them only there.
+MEASUREMENT_REVISION = "5"
 
 
 def measured_now(meta: Mapping[str, str]) -> bool:
