@@ -4,7 +4,9 @@ steps (:mod:`chainplan.profiler.recorded`).
 
 Besides what each stage measures, the executor holds bytes that no stage's own measurement
 sees (:func:`held_during`): they are added where the executor really holds them, so that
-a plan's predicted peak stays the measured one.
+a plan's predicted peak stays the measured one, or, for the random-number states held from
+one operation to a later one, given apart as the stage's ``replay_bytes``, which the
+planners count once per plan.
 """
 
 from __future__ import annotations
