@@ -46,6 +46,14 @@ type Stage struct {
 	// output); unknown means a_ℓ (when not saved) + o_F, the whole forward's peak.
 	RecomputeTmpBytes *int64        `json:"recompute_tmp_bytes,omitempty"`
 	Options           []StageOption `json:"options,omitempty"` // operation-level options 1..
+	// ReplayBytes is what one random-number state of the stage costs in the memory planned
+	// (the CPU generator's, 5056 B, on the CPU; 0 on a GPU, whose states are host tensors):
+	// an executor keeps one, from the stage's first forward to the end of
+	// the step, for a stage that draws random numbers (dropout) and that the plan runs
+	// forward more than once or with an option, to replay its draws. 0 (absent): the stage
+	// draws none. Counted once per plan, apart from the stage's overheads
+	// (Chain.ReplayStateBytes).
+	ReplayBytes int64 `json:"replay_bytes,omitempty"`
 }
 
 // Loss holds the costs of the loss stage L+1. Its output and saved sizes are 0 by the chain
@@ -119,7 +127,7 @@ func (c *Chain) FormatTag() string {
 
 func (s *Stage) exact() bool {
 	return s.SavesInput != nil || s.SavesOutput != nil || s.RecomputeTime != nil || s.RecomputeTmpBytes != nil ||
-		len(s.Options) > 0
+		len(s.Options) > 0 || s.ReplayBytes != 0
 }
 
 // ChainError describes one invalid value of a chain. Stage is 1-based; 0 means the

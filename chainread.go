@@ -95,7 +95,7 @@ var requiredStageFields = []string{"fwd_time", "bwd_time", "out_bytes", "saved_b
 
 // v2StageFields are the optional stage fields of version 2, checked apart from the numbers.
 var v2StageFields = map[string]bool{"saves_input": true, "saves_output": true, "recompute_time": true,
-	"recompute_tmp_bytes": true, "options": true}
+	"recompute_tmp_bytes": true, "options": true, "replay_bytes": true}
 
 // ParseChain decodes and validates a chainplan.chain/v1 or v2 document. Unknown fields
 // (the version 2 fields in a version 1 document among them), missing required fields,

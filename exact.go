@@ -63,6 +63,7 @@ func (c *Chain) Conservative() *Chain {
 			s.FwdTmpBytes = *s.RecomputeTmpBytes
 		}
 		s.SavesInput, s.SavesOutput, s.RecomputeTime, s.RecomputeTmpBytes, s.Options = nil, nil, nil, nil, nil
+		s.ReplayBytes = 0 // a version 2 field; the caller counts the states on the original chain
 		out.Stages[i] = s
 	}
 	return &out
@@ -85,6 +86,9 @@ func validateExact(i int, s *Stage) error {
 	}
 	if s.RecomputeTmpBytes != nil && *s.RecomputeTmpBytes < 0 {
 		return bad("recompute_tmp_bytes", fmt.Sprintf("negative value %d", *s.RecomputeTmpBytes))
+	}
+	if s.ReplayBytes < 0 {
+		return bad("replay_bytes", fmt.Sprintf("negative value %d", s.ReplayBytes))
 	}
 	for j, o := range s.Options {
 		field := func(f string) string { return fmt.Sprintf("options[%d].%s", j, f) }
@@ -168,7 +172,7 @@ func checkV2Field(field string, v json.RawMessage) string {
 		}
 	case "recompute_time":
 		return checkNumber(v, false)
-	case "recompute_tmp_bytes":
+	case "recompute_tmp_bytes", "replay_bytes":
 		return checkNumber(v, true)
 	case "options":
 		var opts []map[string]json.RawMessage

@@ -20,10 +20,10 @@ import (
 var fileLayers = [][]string{
 	{"bytesize.go", "doc.go", "input.go", "version.go"}, // sizes, input files: standard library only
 	{"errors.go"}, // the sentinels and the errors every family shares
-	{"chain.go", "document.go", "limits.go", "ops.go"},           // the chain model, JSON reading rules, table limits, operations
-	{"exact.go", "format.go", "multichainplan.go", "offload.go"}, // v2 stage rules, format tags, the plan's parts
-	{"chainread.go", "schedule.go"},                              // the chain reader, the plan document and its reader
-	{"multichain.go"},                                            // the bundle of towers, read branch by branch as chains
+	{"chain.go", "document.go", "limits.go", "ops.go"},                              // the chain model, JSON reading rules, table limits, operations
+	{"exact.go", "format.go", "multichainplan.go", "offload.go", "replaystates.go"}, // v2 stage rules, format tags, the plan's parts, its RNG states
+	{"chainread.go", "schedule.go"},                                                 // the chain reader, the plan document and its reader
+	{"multichain.go"},                                                               // the bundle of towers, read branch by branch as chains
 }
 
 // TestRootFilesAreLayered type-checks the package and fails on any use of a declaration of

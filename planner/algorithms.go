@@ -130,7 +130,7 @@ func solveFloatingMin(c *chainplan.Chain, req Request) (*chainplan.Plan, error) 
 
 // replayFloating replays a floating DP's plan on the chain it planned.
 func replayFloating(c *chainplan.Chain, p *chainplan.Plan, limitBytes int64) (Replay, error) {
-	return replaySequence(c.Conservative(), p, limitBytes)
+	return replayHolding(c.Conservative(), c.ReplayStateBytes(p.Sequence), p, limitBytes)
 }
 
 // solveSequential runs baseline.Sequential with req's segments.

@@ -58,6 +58,9 @@ type Exact struct {
 	// OptionsJSON is the stage's operation-level options, a JSON list of
 	// chainplan.StageOption objects (recompute_time in seconds); "" for none.
 	OptionsJSON string
+	// ReplayBytes is the size of the stage's random-number state (chainplan.Stage's
+	// ReplayBytes); null or 0 for a stage that draws none.
+	ReplayBytes NullInt64
 }
 
 // ParseOptions decodes and checks an options_json value (stage is 1-based, for errors):
@@ -80,8 +83,8 @@ func ParseOptions(stage int, text string) ([]chainplan.StageOption, error) {
 
 // aggregateExact combines the exact model of a stage's rows: a stage saves its input or
 // output when any row says so (the conservative answer), times are medians and the
-// temporary peak an upper median over the rows that measured them, and the options are
-// the first row's that has some.
+// temporary peak an upper median over the rows that measured them, the options are the
+// first row's that has some, and the random-number state the largest measured.
 func aggregateExact(rows []Row, idx []int) Exact {
 	var e Exact
 	var times []float64
@@ -102,6 +105,9 @@ func aggregateExact(rows []Row, idx []int) Exact {
 		}
 		if e.OptionsJSON == "" {
 			e.OptionsJSON = x.OptionsJSON
+		}
+		if x.ReplayBytes.Valid { // the largest: the state the executor may keep
+			e.ReplayBytes = NullInt64{Int64: max(e.ReplayBytes.Int64, x.ReplayBytes.Int64), Valid: true}
 		}
 	}
 	if len(times) > 0 {
@@ -127,6 +133,9 @@ func applyExact(st *chainplan.Stage, s *StageSummary) error {
 	}
 	if e.RecomputeTmpBytes.Valid {
 		st.RecomputeTmpBytes = chainplan.Int(e.RecomputeTmpBytes.Int64)
+	}
+	if e.ReplayBytes.Valid {
+		st.ReplayBytes = e.ReplayBytes.Int64
 	}
 	opts, err := ParseOptions(s.Index, e.OptionsJSON)
 	if err != nil {

@@ -19,6 +19,7 @@ const (
 	ColRecomputeTimeS    = "recompute_time_s"    // u_R, the recomputation before the backward
 	ColRecomputeTmpBytes = "recompute_tmp_bytes" // o_R, its temporary peak above what it leaves
 	ColOptionsJSON       = "options_json"        // the stage's operation-level options, JSON
+	ColReplayBytes       = "replay_bytes"        // the stage's random-number state, 0/null: none
 )
 
 // optionalColumns are read when present, each nullable; Write writes them all.
@@ -28,6 +29,7 @@ var optionalColumns = []column{
 	{ColRecomputeTimeS, kindFloat, true},
 	{ColRecomputeTmpBytes, kindInt, true},
 	{ColOptionsJSON, kindString, true},
+	{ColReplayBytes, kindInt, true},
 }
 
 // exactReader reads the optional columns of one record batch.
@@ -36,6 +38,7 @@ type exactReader struct {
 	rt      arrow.Array
 	rtmp    arrow.Array
 	opts    arrow.Array
+	replay  arrow.Array
 }
 
 func newExactReader(d *decoder, rec arrow.RecordBatch, n int) (*exactReader, error) {
@@ -63,6 +66,8 @@ func newExactReader(d *decoder, rec arrow.RecordBatch, n int) (*exactReader, err
 			e.rtmp = arr
 		case ColOptionsJSON:
 			e.opts = arr
+		case ColReplayBytes:
+			e.replay = arr
 		}
 	}
 	return e, nil
@@ -90,6 +95,13 @@ func (e *exactReader) read(r *profile.Row, i, row int) error {
 	if e.opts != nil && !e.opts.IsNull(i) {
 		r.OptionsJSON = e.opts.ValueStr(i)
 	}
+	if e.replay != nil && !e.replay.IsNull(i) {
+		v, ok := intGetter(e.replay)(i)
+		if !ok {
+			return &Error{Column: ColReplayBytes, Row: row, Msg: "value does not fit in an int64"}
+		}
+		r.ReplayBytes = profile.NullInt64{Int64: v, Valid: true}
+	}
 	return nil
 }
 
@@ -103,6 +115,9 @@ func checkExact(r *profile.Row, row int) error {
 	}
 	if v := r.RecomputeTmpBytes; v.Valid && v.Int64 < 0 {
 		return bad(ColRecomputeTmpBytes, fmt.Sprintf("negative size %d bytes", v.Int64))
+	}
+	if v := r.ReplayBytes; v.Valid && v.Int64 < 0 {
+		return bad(ColReplayBytes, fmt.Sprintf("negative size %d bytes", v.Int64))
 	}
 	if _, err := profile.ParseOptions(r.StageIndex, r.OptionsJSON); err != nil {
 		return bad(ColOptionsJSON, err.Error())
@@ -131,6 +146,8 @@ func appendExact(fb array.Builder, c string, r *profile.Row) {
 		}
 	case ColRecomputeTmpBytes:
 		appendNull(fb.(*array.Int64Builder), r.RecomputeTmpBytes)
+	case ColReplayBytes:
+		appendNull(fb.(*array.Int64Builder), r.ReplayBytes)
 	case ColOptionsJSON:
 		if r.OptionsJSON != "" {
 			fb.(*array.StringBuilder).Append(r.OptionsJSON)

@@ -25,6 +25,9 @@ func withExact(p *profilearrow.Profile) {
 		if r.StageIndex == 1 {
 			r.OptionsJSON = `[{"saved_bytes":65536,"fwd_tmp_bytes":0,"recompute_time":0.0001,"keep":[3,4]}]`
 		}
+		if r.StageIndex == 2 { // a stage that draws random numbers
+			r.ReplayBytes = valid(5056)
+		}
 	}
 }
 
@@ -48,6 +51,9 @@ func TestExactColumnsRoundTrip(t *testing.T) {
 		len(c.Stages[0].Options) != 1 || c.Stages[0].Options[0].Keep[1] != 4 {
 		t.Fatalf("chain %+v", c.Stages[0])
 	}
+	if c.Stages[1].ReplayBytes != 5056 || c.Stages[0].ReplayBytes != 0 {
+		t.Fatalf("replay_bytes of stages 1 and 2: %d, %d; want 0, 5056", c.Stages[0].ReplayBytes, c.Stages[1].ReplayBytes)
+	}
 }
 
 // TestExactColumnErrors: a bad value in an optional column is refused naming the column.
@@ -61,6 +67,7 @@ func TestExactColumnErrors(t *testing.T) {
 		{"NegativeRecompute", func(r *profile.Row) { r.RecomputeTimeS = profile.NullFloat64{Float64: -1, Valid: true} },
 			profilearrow.ColRecomputeTimeS, "is not a time"},
 		{"NegativeTmp", func(r *profile.Row) { r.RecomputeTmpBytes = valid(-3) }, profilearrow.ColRecomputeTmpBytes, "negative size"},
+		{"NegativeReplay", func(r *profile.Row) { r.ReplayBytes = valid(-1) }, profilearrow.ColReplayBytes, "negative size"},
 		{"BadOptionsJSON", func(r *profile.Row) { r.OptionsJSON = `{"saved_bytes": 3}` }, profilearrow.ColOptionsJSON, "not a list of options"},
 		{"BadOption", func(r *profile.Row) {
 			r.OptionsJSON = `[{"saved_bytes":1,"fwd_tmp_bytes":0,"recompute_time":0,"keep":[2,2]}]`

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chainplan/chainplan"
 	"github.com/chainplan/chainplan/internal/service"
-	"github.com/chainplan/chainplan/planner"
 )
 
 // MinBudget returns the smallest budget in bytes at which the request's algorithm finds a
@@ -29,7 +28,7 @@ func MinBudget(callJSON string) (budget int64, err error) {
 		if err != nil {
 			return err
 		}
-		budget, err = planner.MinBudget(ch, req.Request)
+		budget, err = service.MinBudget(ch, req)
 		return err
 	})
 	return budget, err

@@ -209,7 +209,7 @@ func repeat(s string, n int) string {
 
 func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.StageSummary) error {
 	return insertRows(ctx, tx, "stages", `run_id, stage_index, stage_name, stage_kind, reps, fwd_time_s, bwd_time_s,
-		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 13+5, len(stages),
+		in_bytes, out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 13+6, len(stages),
 		func(i int, dst []any) []any {
 			s := &stages[i]
 			dst = append(dst, runID, s.Index, s.Name, s.Kind, s.Reps, s.FwdTimeS, s.BwdTimeS, s.InBytes, s.OutBytes,
@@ -220,7 +220,7 @@ func insertStages(ctx context.Context, tx txn, runID int64, stages []profile.Sta
 
 func insertMeasurements(ctx context.Context, tx txn, runID int64, ms []profile.Row) (int, error) {
 	err := insertRows(ctx, tx, "measurements", `run_id, stage_index, rep, fwd_time_s, bwd_time_s, in_bytes,
-		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 11+5, len(ms),
+		out_bytes, saved_bytes, fwd_tmp_bytes, bwd_tmp_bytes, param_bytes, `+exactColumns, 11+6, len(ms),
 		func(i int, dst []any) []any {
 			m := &ms[i]
 			dst = append(dst, runID, m.StageIndex, m.Rep, m.FwdTimeS, m.BwdTimeS, m.InBytes, m.OutBytes,
@@ -253,7 +253,7 @@ func (db *DB) Stages(ctx context.Context, runID int64) ([]profile.StageSummary, 
 		var par parallelRow
 		if err := rows.Scan(append([]any{&s.Index, &s.Name, &s.Kind, &s.Reps, &s.FwdTimeS, &s.BwdTimeS, &s.InBytes, &s.OutBytes,
 			&s.SavedBytes, &s.FwdTmpBytes, &s.BwdTmpBytes, &s.ParamBytes,
-			&s.SavesInput, &s.SavesOutput, &s.RecomputeTimeS, &s.RecomputeTmpBytes, &opts}, par.dest()...)...); err != nil {
+			&s.SavesInput, &s.SavesOutput, &s.RecomputeTimeS, &s.RecomputeTmpBytes, &opts, &s.ReplayBytes}, par.dest()...)...); err != nil {
 			return nil, fmt.Errorf("read stages of run %d: %w", runID, err)
 		}
 		s.OptionsJSON = opts.String
@@ -275,7 +275,7 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 	}
 	rows, err := db.query(ctx, `SELECT stage_index, stage_name, stage_kind, rep, m.fwd_time_s, m.bwd_time_s,
 		m.in_bytes, m.out_bytes, m.saved_bytes, m.fwd_tmp_bytes, m.bwd_tmp_bytes, m.param_bytes,
-		m.saves_input, m.saves_output, m.recompute_time_s, m.recompute_tmp_bytes, m.options_json
+		m.saves_input, m.saves_output, m.recompute_time_s, m.recompute_tmp_bytes, m.options_json, m.replay_bytes
 		FROM measurements m JOIN stages USING (run_id, stage_index) WHERE run_id = ? ORDER BY stage_index, rep`, runID)
 	if err != nil {
 		return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
@@ -287,7 +287,7 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 		var opts sql.NullString
 		if err := rows.Scan(&m.StageIndex, &m.StageName, &m.StageKind, &m.Rep, &m.FwdTimeS, &m.BwdTimeS, &m.InBytes, &m.OutBytes,
 			&m.SavedBytes, &m.FwdTmpBytes, &m.BwdTmpBytes, &m.ParamBytes,
-			&m.SavesInput, &m.SavesOutput, &m.RecomputeTimeS, &m.RecomputeTmpBytes, &opts); err != nil {
+			&m.SavesInput, &m.SavesOutput, &m.RecomputeTimeS, &m.RecomputeTmpBytes, &opts, &m.ReplayBytes); err != nil {
 			return nil, fmt.Errorf("read measurements of run %d: %w", runID, err)
 		}
 		m.OptionsJSON = opts.String
@@ -299,9 +299,9 @@ func (db *DB) Measurements(ctx context.Context, runID int64) ([]profile.Row, err
 	return out, nil
 }
 
-// exactColumns are the columns of the exact memory model (migration 0006), in the order
-// appendExact writes them.
-const exactColumns = `saves_input, saves_output, recompute_time_s, recompute_tmp_bytes, options_json`
+// exactColumns are the columns of the exact memory model (migration 0006) and the stage's
+// random-number state (0008), in the order appendExact writes them.
+const exactColumns = `saves_input, saves_output, recompute_time_s, recompute_tmp_bytes, options_json, replay_bytes`
 
 // appendExact appends the values of exactColumns: the flags as 0 or 1 (both dialects store
 // them as integers) and nulls for what was not measured.
@@ -310,7 +310,7 @@ func appendExact(dst []any, e *profile.Exact) []any {
 	if e.OptionsJSON != "" {
 		opts = sql.NullString{String: e.OptionsJSON, Valid: true}
 	}
-	return append(dst, nullFlag(e.SavesInput), nullFlag(e.SavesOutput), e.RecomputeTimeS, e.RecomputeTmpBytes, opts)
+	return append(dst, nullFlag(e.SavesInput), nullFlag(e.SavesOutput), e.RecomputeTimeS, e.RecomputeTmpBytes, opts, e.ReplayBytes)
 }
 
 // nullFlag is b as 0 or 1, or nil for a null.

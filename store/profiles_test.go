@@ -38,7 +38,8 @@ func ingestRoundTrip(t *testing.T, b testBackend, p *store.Profile) {
 	exact := profile.Exact{SavesInput: profile.NullBool{Bool: false, Valid: true},
 		SavesOutput:    profile.NullBool{Bool: true, Valid: true},
 		RecomputeTimeS: profile.NullFloat64{Float64: 0.25, Valid: true}, RecomputeTmpBytes: nullInt(7),
-		OptionsJSON: `[{"saved_bytes":3,"fwd_tmp_bytes":0,"recompute_time":0.1,"keep":[1]}]`}
+		OptionsJSON: `[{"saved_bytes":3,"fwd_tmp_bytes":0,"recompute_time":0.1,"keep":[1]}]`,
+		ReplayBytes: nullInt(5056)} // migration 0008
 	p.Stages[1].Exact = exact
 	p.Measurements[5].Exact = exact
 	before := time.Now().Add(-time.Second)

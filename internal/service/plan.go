@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,12 +25,29 @@ type Request struct {
 
 // Solve plans chain c: at req.BudgetBytes with planner.Solve, or with req.Min at the
 // smallest feasible budget with planner.SolveMin, which finds that budget and its plan in
-// one search (no solve at a budget known to fail). Errors are the planner's.
+// one search (no solve at a budget known to fail). The plan's peak includes the
+// random-number states its executor keeps (holdingStates), and so does the budget it
+// fits. Errors are the planner's (an *chainplan.InfeasibleError naming the smallest
+// budget with the states).
 func Solve(c *chainplan.Chain, req Request) (*chainplan.Plan, error) {
+	var p *chainplan.Plan
+	var err error
 	if req.Min {
-		return planner.SolveMin(c, req.Request)
+		p, err = planner.SolveMin(c, req.Request)
+	} else {
+		p, err = planner.Solve(c, req.Request)
 	}
-	return planner.Solve(c, req.Request)
+	var inf *chainplan.InfeasibleError
+	if errors.As(err, &inf) && drawsRandom(c) && !req.Min {
+		// The smallest budget it names must hold the smallest plan's states too.
+		if least, e := MinBudget(c, req); e == nil {
+			inf.MinBudgetBytes = least
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return holdingStates(c, req, p)
 }
 
 // SolveMultichain plans bundle mc as Solve plans a chain: at req.BudgetBytes, or with

@@ -278,9 +278,30 @@ func run(c *discretize.Chain, seq []chainplan.Op, limit int64, onStep func(Step)
 	return r
 }
 
-// Replay replays seq on c in exact bytes against limitBytes (negative: no limit).
+// Replay replays seq on c in exact bytes against limitBytes (negative: no limit), with
+// the random-number states the executor keeps for the plan (Chain.ReplayStateBytes) held
+// beside every operation: the peak is what the executor holds at most.
 func Replay(c *chainplan.Chain, seq []chainplan.Op, limitBytes int64) *Report {
-	return Run(discretize.Exact(c), seq, limitBytes)
+	return ReplayHolding(c, seq, limitBytes, c.ReplayStateBytes(seq))
+}
+
+// ReplayHolding replays seq on c in exact bytes against limitBytes (negative: no limit)
+// with heldBytes more held from the start to the end (the random-number states of a plan,
+// counted on the chain the plan was made from when c is a copy without them: a floating
+// plan's conservative chain). The report's peak includes them, its limit is limitBytes.
+func ReplayHolding(c *chainplan.Chain, seq []chainplan.Op, limitBytes, heldBytes int64) *Report {
+	if heldBytes <= 0 {
+		return Run(discretize.Exact(c), seq, limitBytes)
+	}
+	limit := limitBytes
+	if limit >= 0 {
+		// A limit below the states leaves nothing for the operations: any operation is over.
+		limit = max(0, limit-heldBytes)
+	}
+	rep := Run(discretize.Exact(c), seq, limit)
+	rep.Peak += heldBytes
+	rep.Limit = limitBytes
+	return rep
 }
 
 // unitLabel writes an amount of memory in the chain's units ("24 B" in exact bytes).

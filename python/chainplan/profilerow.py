@@ -31,8 +31,11 @@ PARALLEL_REVISION = "1"
 # (chainplan.profiler.sizes); the output of towers returning their own loss held to the
 # step's end (chainplan.towers.measure); transformers' GQA captured on its eager kernel
 # (chainplan.graph.eager) (issue 35). 4: a fused head's stage measured in its unfused form
-# too, an option the planner picks per budget (chainplan.graph.headform, issue 36).
-MEASUREMENT_REVISION = "4"
+# too, an option the planner picks per budget (chainplan.graph.headform, issue 36). 5: a
+# random stage's generator state given as its replay_bytes, which the planners count once
+# per plan, and no longer in its recomputation and option overheads (issue 36, "RNG
+# states" in docs/executors.md): a profile of revision 4 counts them only there.
+MEASUREMENT_REVISION = "5"
 
 
 def measured_now(meta: Mapping[str, str]) -> bool:
@@ -48,7 +51,9 @@ class ProfileRow:
     during training with ``chainplan.record``). The last five fields are the exact memory
     model (docs/formats.md): whether the stage's backward needs its input and its output,
     the recomputation that runs right before it (time, temporary peak) and the stage's
-    operation-level options as JSON; None when not measured.
+    operation-level options as JSON; None when not measured. ``replay_bytes`` is the size of
+    the stage's random-number state, which an executor keeps when a plan recomputes a stage
+    that draws random numbers (docs/formats.md); None for a stage that draws none.
     """
 
     stage_index: int
@@ -74,6 +79,7 @@ class ProfileRow:
     bias_count: int | None = None
     modules_json: str | None = None
     batch_times_json: str | None = None
+    replay_bytes: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -50,6 +50,8 @@ SCHEMA = pa.schema([
     pa.field("recompute_time_s", pa.float64()),
     pa.field("recompute_tmp_bytes", pa.int64()),
     pa.field("options_json", pa.string()),
+    # The stage's random-number state, which a plan recomputing it keeps (null: none).
+    pa.field("replay_bytes", pa.int64()),
 ])
 
 # The parallel fields (docs/formats.md, "Parallel fields"): optional columns a reader that

@@ -117,8 +117,8 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
         measured.append((m, measured_step.in_bytes.get(k, 0)))
     lm = _loss_measurement(timed, memory, clock)
     # What the executor holds beside the stages' own measurements, as profile() counts it
-    # (a tied weight's gradient). The recorded rows have no recomputation fields, so a
-    # random stage's replayed state has nowhere to go: draws_random stays False here.
+    # (a tied weight's gradient). Recorded steps do not tell which stages draw random
+    # numbers: draws_random stays False, and the rows give no replay_bytes.
     device = torch.device("cuda" if clock.cuda else "cpu")
     rows = stage_rows(measured, names, lm, resident,
                       held=held_during(list(stages), measured, device), holds_end=holds_end)

@@ -4,7 +4,9 @@ steps (:mod:`chainplan.profiler.recorded`).
 
 Besides what each stage measures, the executor holds bytes that no stage's own measurement
 sees (:func:`held_during`): they are added where the executor really holds them, so that
-a plan's predicted peak stays the measured one.
+a plan's predicted peak stays the measured one, or, for the random-number states held from
+one operation to a later one, given apart as the stage's ``replay_bytes``, which the
+planners count once per plan.
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ class Held:
     Attributes:
         step: held during every operation of the stage, whatever the plan (a tied
             weight's gradient): added to each of its overheads.
-        replay: held only when the plan recomputes the stage or runs it with an
-            operation-level option, which replays its random-number state: added to its
-            recomputation's overhead (``recompute_tmp_bytes``) and to its options' forward
-            overheads, never to the store-all path.
+        replay: the size of the stage's random-number state (0 for a stage that draws
+            none), which the executor keeps only when the plan recomputes the stage or runs
+            it with an operation-level option, from the stage's first forward to the end of
+            the step: written as the stage's ``replay_bytes``, in no overhead. The plan
+            counts the states it keeps once, on top of its peak
+            (``chainplan.Chain.ReplayStateBytes`` in Go); a store-all plan keeps none.
     """
 
     step: list[int]
@@ -76,13 +80,12 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
     end = chain_end(measured[-1][0], lm, holds_end=holds_end)
     for k, ((m, in_bytes), sname) in enumerate(zip(measured, names, strict=True), start=1):
         always = end.held_bytes + resident + held.step[k - 1]
-        replaying = always + held.replay[k - 1]
         saved, fwd_tmp = m.saved_bytes, m.fwd_tmp_bytes
         bwd_always = always
         if k == n:
             saved, fwd_tmp = end.saved_bytes, end.fwd_tmp_bytes
             bwd_always = always - end.held_bytes + end.last_bwd_held_bytes
-        opts = _with_overhead(options[k - 1], replaying)
+        opts = _with_overhead(options[k - 1], always)
         if k == n and forms:
             row = statistics.median(m.fwd_times_s) + statistics.median(m.bwd_times_s or (0.0,))
             opts = _with_forms(opts, [_form_option(name, f, row, lm, holds_end, always,
@@ -96,8 +99,8 @@ def stage_rows(measured: list[tuple[StageMeasurement, int]], names: list[str],
                 saves_input=m.input_kept, saves_output=m.output_kept if m.input_kept is not None
                 else None, recompute_time_s=u,
                 recompute_tmp_bytes=None if m.recompute_tmp_bytes is None
-                else m.recompute_tmp_bytes + replaying,
-                options_json=opts))
+                else m.recompute_tmp_bytes + always,
+                options_json=opts, replay_bytes=held.replay[k - 1] or None))
     return rows
 
 
@@ -143,17 +146,15 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
       its head): autograd holds the gradient the later stage's backward gives it until the
       earlier stage's backward adds its own, as in a plain backward; it counts in the
       overheads of the stages from the first reader up to, not including, the last;
-    * ``replay``: the random-number state (5 KiB on the CPU, plus the CUDA generator's) the
-      executor keeps for a stage that draws random numbers (dropout) and that the plan
-      recomputes or runs with an option, to replay it. It is held only then (a store-all
-      plan takes none), so it is counted only in such a stage's recomputation and option
-      overheads: for every random stage, since the plan may recompute them all, with two
-      more for the states taken while a forward runs (the state before it, to keep, and
-      ``torch.random.fork_rng``'s around a recomputation). Stages that draw nothing carry
-      none. The states are held from the stage's first forward to the end of the step;
-      the chain has no place for bytes held from one operation to a later one, so a plan
-      whose peak falls outside a random stage's recomputation may run up to this many
-      bytes over its prediction (docs/executors.md, "Memory, measured").
+    * ``replay``: the size of the random-number state (5 KiB) the executor keeps for a
+      stage that draws random numbers (dropout) and that the plan recomputes or runs with
+      an option, to replay it; 0 for a stage that draws none, and on a GPU, where the
+      states (the CPU generator's and the GPU's) are host tensors outside the device's
+      memory. It is held from the stage's first forward to the end of the step,
+      only in plans that recompute the stage (a store-all plan takes none): no overhead
+      of one operation can hold it, so the profile gives its size (``replay_bytes``) and
+      the planners' façade counts the states of each plan once, on top of its peak
+      (docs/executors.md, "RNG states").
     """
     n = len(stages)
     step = [0] * n
@@ -165,13 +166,12 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
         if len(set(ks)) > 1:
             for k in range(min(ks), max(ks)):
                 step[k] += p.numel() * p.element_size()
-    random = [m.draws_random for m, _ in measured]
+    # The states are host tensors (torch.cuda.get_rng_state() too: a CPU byte tensor), so
+    # they take memory only where the profile measures the host's allocator.
     replay = [0] * n
-    if any(random):
+    if device.type == "cpu":
         state = int(torch.get_rng_state().numel())
-        if device.type == "cuda":
-            state += int(torch.cuda.get_rng_state(device).numel())
-        replay = [(sum(random) + 2) * state if r else 0 for r in random]
+        replay = [state if m.draws_random else 0 for m, _ in measured]
     return Held(step, replay)
 
 

@@ -3,9 +3,9 @@ measured activation peak stays within its budget at three budgets (the smallest,
 to store-all, store-all), side values counted once; store-all measures what it predicts.
 
 The measurement is chainplan.measure's (allocator events on the CPU, inputs included).
-One allowance is not the chain model's: on the CPU the executor keeps the 5 KiB generator
-state of each recomputed stage that draws random numbers (dropout), to replay it, and holds
-two such states while it checks whether a first forward drew any.
+The 5 KiB generator state the executor keeps for each recomputed stage that draws random
+numbers (dropout) is the plan's own: the profile gives its size and the planners' façade
+counts the states of each plan on top of its peak (issue 36), so no allowance is made.
 """
 
 from __future__ import annotations
@@ -13,28 +13,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import torch
 
 import chainplan
-from chainplan.executors import planned
 from tests.graph.models import CASES, Case
-
-_RNG_STATE = int(torch.get_rng_state().numel())  # bytes of the CPU generator's state
 
 
 def measured(net: Any, case: Case) -> int:
     case.model.zero_grad(set_to_none=True)
     return chainplan.measure(net, *case.args, loss_fn=case.loss_fn, target=case.target,
                              steps=1, store=False, **case.kwargs).peak_bytes
-
-
-def _rng_allowance(net: Any, case: Case) -> int:
-    """The generator states the executor of ``net`` keeps (module docstring)."""
-    state: Any = planned(net)
-    chain, executor = state.executor(*case.args, **case.kwargs)
-    random = {k for k, stage in enumerate(chain.stages, start=1)
-              if "dropout" in stage.gm.code}
-    return _RNG_STATE * (len(random & executor.recomputed) + 2) if random else 0
 
 
 @pytest.mark.filterwarnings("ignore::chainplan.graph.chain.BranchWarning")  # the U-Net's
@@ -56,6 +43,6 @@ def test_plans_hold_their_budgets(name: str) -> None:
         p = chainplan.plan(prof, budget=budget)
         net = p.wrap(case.model)
         got = measured(net, case)
-        assert got <= 1.05 * budget + _rng_allowance(net, case), (name, budget, got)
+        assert got <= 1.05 * budget, (name, budget, got)
         # The prediction is close to the measurement, not a loose bound.
         assert got >= 0.85 * p.peak_bytes, (name, budget, got, p.peak_bytes)
