@@ -37,8 +37,16 @@ __all__ = ["SavedTensorProbe"]
 _StorageKey = tuple[str, int, int]
 
 
+def _local(t: torch.Tensor) -> torch.Tensor:
+    """The tensor whose storage ``t`` keeps: a DTensor's local shard (a tensor-parallel
+    stage's parameters and what autograd saves around them), whose own storage is a
+    placeholder without data; any other tensor itself."""
+    return t.to_local() if hasattr(t, "to_local") else t
+
+
 def _storage_key(t: torch.Tensor) -> _StorageKey | None:
     """Returns the key of the storage under ``t``, or None when it has none (sparse, 0 bytes)."""
+    t = _local(t)
     try:
         storage = t.untyped_storage()
     except (NotImplementedError, RuntimeError):
@@ -51,6 +59,7 @@ def _storage_key(t: torch.Tensor) -> _StorageKey | None:
 
 
 def _storage_nbytes(t: torch.Tensor) -> int:
+    t = _local(t)
     try:
         return int(t.untyped_storage().nbytes())
     except (NotImplementedError, RuntimeError):
