@@ -30,7 +30,8 @@ __all__ = ["MeshGroups", "mesh_groups"]
 class MeshGroups:
     """This rank's part of the mesh: its sub-meshes (None for a dimension of size 1), its
     ``pp`` and ``dp`` groups (None likewise), the group agreeing its plans (``plan``: the
-    ``dp`` group, or with ``tp`` > 1 the stage's ``dp`` x ``tp`` ranks; None for one rank),
+    ``dp`` group, or with ``tp`` > 1 the stage's ``dp`` x ``tp`` ranks, that one made only
+    where the candidate checkpoints; None for one rank),
     the ranks it talks to and its device."""
 
     mesh: Any
@@ -75,11 +76,13 @@ def mesh_groups(cand: LaunchCandidate, mesh: Any, timeout: timedelta) -> MeshGro
                 pp_group = g
                 peers |= set(row)
     dp_group = dp_mesh.get_group() if dp_mesh is not None else None
+    checkpoints = cand.memory is not None or any(cand.budget(k) is not None
+                                                 for k in range(cand.pp))
     if tp_mesh is None:
         plan_group = dp_group
     elif dp_mesh is None:
         plan_group = tp_mesh.get_group()
-    else:  # each pipeline stage's dp x tp ranks
+    elif checkpoints:  # each pipeline stage's dp x tp ranks (made only where a plan needs it)
         stages = mesh.mesh.movedim(axis, 0) if axis is not None else mesh.mesh[None]
         for block in stages:  # every rank creates every group
             ranks = block.flatten().tolist()
