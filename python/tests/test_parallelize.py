@@ -145,8 +145,12 @@ def test_tp2_checkpointed_chain(tmp_path: Path) -> None:
     _check_against_reference("gptchain", cand, res, 8,
                              len(dict(models.gpt_chain().named_parameters())))
     _check_one_plan(res, 2)
+    whole = sum(p.numel() * p.element_size() for p in models.gpt_chain().parameters())
     for r in res:
         assert r["local"]["1.attn.q.weight"] == [models.WIDTH // 2, models.WIDTH], r["local"]
+        # The profiler counts a DTensor parameter's local shard, as the rank holds it.
+        counted = r["param_bytes"]
+        assert counted["profiled"] == counted["held"] < whole, (counted, whole)
 
 
 @pytest.mark.parametrize("data_parallel", ["fsdp", "ddp"])

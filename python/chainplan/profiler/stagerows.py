@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from chainplan.profiler.lossmeasure import ChainEnd, LossMeasurement, chain_end
+from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profilerow import ProfileRow
 
@@ -164,7 +165,7 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
     for p, ks in readers.values():
         if len(set(ks)) > 1:
             for k in range(min(ks), max(ks)):
-                step[k] += p.numel() * p.element_size()
+                step[k] += nbytes(p)  # a DTensor's local shard
     random = [m.draws_random for m, _ in measured]
     replay = [0] * n
     if any(random):

@@ -96,6 +96,11 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
     recomputed = sorted({k for k in forwards if forwards.count(k) > 1})
     group = getattr(first, "group", None)
     agreed = dist.get_world_size(group) if group is not None else None
+    from chainplan.profiler.measuring import param_bytes
+    from chainplan.sharded import held_bytes
+
+    # The parameter bytes the profiler counts in a stage, beside those the rank holds.
+    counted = {"profiled": param_bytes(model), "held": held_bytes(model.parameters())}
     measured: dict[str, Any] = {}
     if measure:
         from chainplan.launch.measure import measure as measure_run
@@ -116,7 +121,7 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
     heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []  # type: ignore
     return {"losses": losses, "params": params, "local": local, "heads": heads,
             "checkpointed_plans": plans, "recomputed": recomputed, "sequence": sequence,
-            "agreed_by": agreed, **measured}
+            "agreed_by": agreed, "param_bytes": counted, **measured}
 
 
 def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
