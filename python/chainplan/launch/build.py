@@ -109,7 +109,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                                   _unit_names(model, sharded_root_only=isinstance(
                                       model, nn.Sequential)))
         budgets = [activation_budget(memory, cand)]
-    _refuse(cand, budgets, data_parallel, compile)
+    _refuse(cand, budgets, data_parallel, compile, chain=isinstance(model, nn.Sequential),
+            model_name=type(model).__name__)
     if plan is not None:
         _check_plan(plan, cand, budgets)
     split = tp_plan(model, cand.tp) if cand.tp > 1 else None
@@ -144,7 +145,8 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
     if cand.pp > 1:
         staged: nn.Module = model  # the runner cuts it as it cuts any model
         if ck:
-            staged, counts = staged_chain(chain, cand.cuts, budgets, groups.dp)
+            staged, counts = staged_chain(chain, cand.cuts, budgets, groups.plan,
+                                          reuse=cand.tp == 1)
         else:
             counts = [b - a for a, b in zip([0, *cand.cuts], [*cand.cuts, len(chain)],
                                             strict=True)]
@@ -162,8 +164,11 @@ def parallelize(model: nn.Module, mesh: Any = None, candidate: LaunchCandidate |
                             timeout_s=timeout_s)
     net: nn.Module = model
     view = None
-    if budgets[0] is not None:  # the ranks of a replica group agree on one plan
-        net = view = Checkpointed(model, budget=budgets[0], group=groups.dp)
+    # With tp > 1 every rank profiles its layers anew (reuse off): a profile one rank found
+    # stored and another did not would have one run the layers' collectives alone.
+    if budgets[0] is not None:  # the ranks holding these layers agree on one plan
+        net = view = Checkpointed(model, budget=budgets[0], group=groups.plan,
+                                  reuse=cand.tp == 1)
     if compile:
         net = torch.compile(net)  # type: ignore[assignment]
     if cand.dp > 1:
@@ -198,13 +203,20 @@ def _candidate(candidate: LaunchCandidate | Mapping[str, Any] | None,
 
 
 def _refuse(cand: LaunchCandidate, budgets: list[Budget], data_parallel: str,
-            compile: bool) -> None:
-    """Combinations this release does not build, each with why."""
+            compile: bool, *, chain: bool, model_name: str) -> None:
+    """Combinations this release does not build, each with why; ``chain``: whether the
+    model declares its layers (an ``nn.Sequential``), ``model_name`` its class's name."""
     ck = any(b is not None for b in budgets)
-    if ck and cand.tp > 1:
-        raise PlanError("checkpoint with tp > 1: chainplan captures the model with torch.export, "
-                        "which does not capture DTensor parameters; run tp > 1 with checkpoint "
-                        "null")
+    if ck and cand.tp > 1 and not chain:
+        raise PlanError(f"checkpoint with tp > 1 needs the model's layers declared as an "
+                        f"nn.Sequential (embedding, *blocks, head), whose layers chainplan "
+                        f"plans and runs as written, tensor parallelism's hooks inside them; "
+                        f"{model_name} would be captured with torch.export, which does not "
+                        f"capture DTensor parameters: declare it so, or run tp > 1 with "
+                        f"checkpoint null")
+    if ck and cand.tp > 1 and compile:
+        raise PlanError("checkpoint with compile and tp > 1: a plan does not run under "
+                        "torch.compile around tensor-parallel layers yet; leave compile off")
     if ck and cand.pp > 1 and cand.dp > 1 and data_parallel == "fsdp":
         raise PlanError("checkpoint with data_parallel='fsdp' and pp > 1: a checkpointed stage "
                         "under fully_shard is not built yet; use data_parallel='ddp'")

@@ -5,6 +5,11 @@ the pipeline runner and DDP take process groups. The pipeline groups are made he
 the launch's timeout, so that a rank waiting on a dead peer gives up in ``timeout_s`` and
 names it (:mod:`chainplan.pipeline.failure`) rather than after the backend's default.
 Every rank creates every pipeline group, in the same order, as ``new_group`` requires.
+
+A chainplan plan inside a rank's part is agreed (:mod:`chainplan.agreed`) by the ranks that
+hold the same layers and must run them alike: the rank's ``dp`` group, and with ``tp`` > 1
+its ``dp`` x ``tp`` ranks of the same pipeline stage, whose tensor-parallel collectives
+inside each layer line up only where every rank recomputes the same layers (``plan``).
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ __all__ = ["MeshGroups", "mesh_groups"]
 @dataclass
 class MeshGroups:
     """This rank's part of the mesh: its sub-meshes (None for a dimension of size 1), its
-    ``pp`` and ``dp`` groups (None likewise), the ranks it talks to and its device."""
+    ``pp`` and ``dp`` groups (None likewise), the group agreeing its plans (``plan``: the
+    ``dp`` group, or with ``tp`` > 1 the stage's ``dp`` x ``tp`` ranks, that one made only
+    where the candidate checkpoints; None for one rank),
+    the ranks it talks to and its device."""
 
     mesh: Any
     device: torch.device
@@ -33,6 +41,7 @@ class MeshGroups:
     dp: Any
     pp: Any
     peers: list[int]
+    plan: Any = None
 
 
 def mesh_groups(cand: LaunchCandidate, mesh: Any, timeout: timedelta) -> MeshGroups:
@@ -51,21 +60,35 @@ def mesh_groups(cand: LaunchCandidate, mesh: Any, timeout: timedelta) -> MeshGro
         return mesh[d] if d in names and mesh.size(names.index(d)) > 1 else None
 
     tp_mesh, dp_mesh = sub("tp"), sub("dp")
-    pp_group = None
+    pp_group = plan_group = None
     rank = dist.get_rank()
     peers: set[int] = set()
     for m in (tp_mesh, dp_mesh):
         if m is not None:
             peers |= set(m.mesh.flatten().tolist())
-    if "pp" in names and cand.pp > 1:
-        axis = names.index("pp")
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    axis = names.index("pp") if "pp" in names else None
+    if axis is not None and cand.pp > 1:
         grid = mesh.mesh.movedim(axis, -1).reshape(-1, cand.pp)
-        backend = "nccl" if device.type == "cuda" else "gloo"
         for row in grid.tolist():  # every rank creates every group
             g = dist.new_group(ranks=row, timeout=timeout, backend=backend)
             if rank in row:
                 pp_group = g
                 peers |= set(row)
+    dp_group = dp_mesh.get_group() if dp_mesh is not None else None
+    checkpoints = cand.memory is not None or any(cand.budget(k) is not None
+                                                 for k in range(cand.pp))
+    if tp_mesh is None:
+        plan_group = dp_group
+    elif dp_mesh is None:
+        plan_group = tp_mesh.get_group()
+    elif checkpoints:  # each pipeline stage's dp x tp ranks (made only where a plan needs it)
+        stages = mesh.mesh.movedim(axis, 0) if axis is not None else mesh.mesh[None]
+        for block in stages:  # every rank creates every group
+            ranks = block.flatten().tolist()
+            g = dist.new_group(ranks=ranks, backend=backend)
+            if rank in ranks:
+                plan_group = g
     return MeshGroups(mesh=mesh, device=device, tp_mesh=tp_mesh, dp_mesh=dp_mesh,
-                      dp=dp_mesh.get_group() if dp_mesh is not None else None, pp=pp_group,
-                      peers=sorted(peers - {rank}))
+                      dp=dp_group, pp=pp_group, peers=sorted(peers - {rank}),
+                      plan=plan_group)

@@ -36,7 +36,7 @@ def candidate_memory(model: nn.Module, cand: LaunchCandidate, data_parallel: str
 
     Raises:
         PlanError: an unknown optimizer, or a candidate whose memory is not planned per
-            rank yet (``pp`` > 1, ``tp`` > 1), naming why.
+            rank yet (``pp`` > 1, ``tp`` > 1), naming why and what runs instead.
     """
     optimizer_copies(optimizer)  # refused by name before anything else
     if cand.pp > 1:
@@ -44,9 +44,10 @@ def candidate_memory(model: nn.Module, cand: LaunchCandidate, data_parallel: str
                         "planner; give parallelize plan=chainplan.pipeline.pipeline_plan(..., "
                         "memory=...) instead of the candidate's memory")
     if cand.tp > 1:
-        raise PlanError("memory with tp > 1: chainplan checkpointing does not run on "
-                        "tensor-parallel DTensor parameters yet (torch.export does not capture "
-                        "them); run tp > 1 without memory and checkpoint null")
+        raise PlanError("memory with tp > 1: a tensor-parallel rank's peak is not planned "
+                        "within its memory yet; give a model declared as an nn.Sequential a "
+                        "checkpoint budget instead (its activations' budget), or run tp > 1 "
+                        "without memory")
     if cand.dp == 1:
         return rank_memory(model, world=1, strategy="ddp", optimizer=optimizer,
                            bucket_view=True)  # no data parallelism: no buckets

@@ -120,6 +120,7 @@ class Parallelized:
                 out = self.module(xb.to(dev))
                 loss = out.float().square().mean() if self.loss_fn is None else \
                     self.loss_fn(out, tb.to(dev)) if tb is not None else self.loss_fn(out)
+                del out  # the loss keeps what its backward reads; the output is not held
                 (loss / n).backward()
             total += loss.detach().float() / n
         return total

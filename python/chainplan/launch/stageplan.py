@@ -63,26 +63,29 @@ def cuts_plan(cuts: Sequence[int], layers: Sequence[int], microbatches: int) -> 
 class CheckpointedPart(nn.Module):
     """One pipeline stage's layers, checkpointed by chainplan within ``budget``: one layer
     of the chain the runner sees (not an ``nn.Sequential``, which the runner would flatten
-    back into its layers). ``group``: the stage's data-parallel group, whose ranks hold the
-    same layers and agree on one plan (:mod:`chainplan.agreed`)."""
+    back into its layers). ``group``: the stage's ranks that hold the same layers and agree
+    on one plan (:mod:`chainplan.agreed`): its data-parallel group, and its tensor-parallel
+    ranks with them. ``reuse``: ``Checkpointed``'s (off under tensor parallelism, whose
+    ranks must all profile, their layers' collectives in step)."""
 
     def __init__(self, layers: Sequence[nn.Module], budget: int | str,
-                 group: Any = None) -> None:
+                 group: Any = None, *, reuse: bool = True) -> None:
         super().__init__()
         self.layers = nn.Sequential(*layers)
         self.budget = budget
-        self.net = Checkpointed(self.layers, budget=budget, group=group)
+        self.net = Checkpointed(self.layers, budget=budget, group=group, reuse=reuse)
 
     def forward(self, x: Any) -> Any:
         return self.net(x) if self.training else self.layers(x)
 
 
 def staged_chain(chain: Sequence[nn.Module], cuts: Sequence[int],
-                 budgets: Sequence[Budget], group: Any = None) -> tuple[nn.Sequential, list[int]]:
+                 budgets: Sequence[Budget], group: Any = None,
+                 *, reuse: bool = True) -> tuple[nn.Sequential, list[int]]:
     """The chain the runner runs, and the chain layers of each stage: a stage with a
-    budget is one :class:`CheckpointedPart` (planned in ``group``, this rank's
-    data-parallel group: only this rank's stage runs here), a stage without keeps its
-    layers.
+    budget is one :class:`CheckpointedPart` (planned in ``group``, the ranks holding this
+    rank's stage: only this rank's stage runs here; ``reuse`` as there), a stage without
+    keeps its layers.
 
     Raises:
         PlanError: a cut at or past the chain's last layer.
@@ -100,6 +103,6 @@ def staged_chain(chain: Sequence[nn.Module], cuts: Sequence[int],
             out += mine
             counts.append(len(mine))
         else:
-            out.append(CheckpointedPart(mine, budget, group))
+            out.append(CheckpointedPart(mine, budget, group, reuse=reuse))
             counts.append(1)
     return nn.Sequential(*out), counts

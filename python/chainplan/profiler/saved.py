@@ -30,6 +30,7 @@ import torch
 from torch import nn
 
 from chainplan.errors import ProfileError
+from chainplan.profiler.sizes import local, storage_nbytes
 
 __all__ = ["SavedTensorProbe"]
 
@@ -39,6 +40,7 @@ _StorageKey = tuple[str, int, int]
 
 def _storage_key(t: torch.Tensor) -> _StorageKey | None:
     """Returns the key of the storage under ``t``, or None when it has none (sparse, 0 bytes)."""
+    t = local(t)  # a DTensor's shard: its own storage is a placeholder
     try:
         storage = t.untyped_storage()
     except (NotImplementedError, RuntimeError):
@@ -48,13 +50,6 @@ def _storage_key(t: torch.Tensor) -> _StorageKey | None:
         return None
     index = t.device.index if t.device.index is not None else -1
     return (t.device.type, index, ptr)
-
-
-def _storage_nbytes(t: torch.Tensor) -> int:
-    try:
-        return int(t.untyped_storage().nbytes())
-    except (NotImplementedError, RuntimeError):
-        return int(t.numel() * t.element_size())
 
 
 class SavedTensorProbe:
@@ -104,7 +99,7 @@ class SavedTensorProbe:
         if key is not None:
             self._packed_keys.add(key)
         if key is not None and key not in self._excluded:
-            nbytes = _storage_nbytes(t)
+            nbytes = storage_nbytes(t)
             # A storage may have grown (resize_) between two saves; keep the largest size.
             if nbytes > self._saved.get(key, -1):
                 self._saved[key] = nbytes

@@ -6,7 +6,11 @@ A tensor keeps its whole storage alive, not just the elements it shows: the slic
 or saves is therefore counted by storage (:func:`storage_nbytes`, each storage once:
 :func:`held_nbytes`), and the next stage is measured on an input with the layout it gets
 at run time (:func:`layout_copy`): a non-contiguous input costs the operations that copy
-it (a ``reshape``), which a contiguous clone would hide (issue 35)."""
+it (a ``reshape``), which a contiguous clone would hide (issue 35).
+
+A DTensor (a tensor-parallel layer's parameters, its gradients, what autograd saves around
+them) counts as the part this process holds, its local shard (:func:`local`): its own
+sizes are the global tensor's and its storage a placeholder without data."""
 
 from __future__ import annotations
 
@@ -14,17 +18,26 @@ from collections.abc import Iterable
 
 import torch
 
-__all__ = ["held_nbytes", "layout_copy", "nbytes", "shares_storage", "storage_nbytes"]
+__all__ = ["held_nbytes", "layout_copy", "local", "nbytes", "shares_storage",
+           "storage_nbytes"]
+
+
+def local(t: torch.Tensor) -> torch.Tensor:
+    """The part of ``t`` this process holds: a DTensor's local shard (module docstring),
+    any other tensor itself."""
+    return t.to_local() if hasattr(t, "to_local") else t  # without importing DTensor
 
 
 def nbytes(t: torch.Tensor) -> int:
     """The bytes of ``t``'s elements (a view counts its own elements, not its storage)."""
+    t = local(t)
     return int(t.numel() * t.element_size())
 
 
 def storage_nbytes(t: torch.Tensor) -> int:
     """The bytes of the storage ``t`` holds alive (its elements' bytes for tensors without
     a storage, such as tensor subclasses)."""
+    t = local(t)
     try:
         return int(t.untyped_storage().nbytes())
     except (NotImplementedError, RuntimeError):
@@ -33,6 +46,7 @@ def storage_nbytes(t: torch.Tensor) -> int:
 
 def _storage_id(t: torch.Tensor) -> tuple[str, int, int] | None:
     """The device and data address of ``t``'s storage; None without one (or empty)."""
+    t = local(t)
     try:
         ptr = int(t.untyped_storage().data_ptr())
     except (NotImplementedError, RuntimeError):
@@ -79,6 +93,7 @@ def layout_copy(t: torch.Tensor) -> torch.Tensor:
 
 def shares_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether ``a`` and ``b`` hold the same (non-empty) storage."""
+    a, b = local(a), local(b)
     try:
         ptr = a.untyped_storage().data_ptr()
         return ptr != 0 and ptr == b.untyped_storage().data_ptr()

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from chainplan.profiler.lossmeasure import ChainEnd, LossMeasurement, chain_end
+from chainplan.profiler.sizes import nbytes
 from chainplan.profiler.stagemeasure import StageMeasurement
 from chainplan.profilerow import ProfileRow
 
@@ -165,7 +166,7 @@ def held_during(stages: list[nn.Module], measured: list[tuple[StageMeasurement, 
     for p, ks in readers.values():
         if len(set(ks)) > 1:
             for k in range(min(ks), max(ks)):
-                step[k] += p.numel() * p.element_size()
+                step[k] += nbytes(p)  # a DTensor's local shard
     # The states are host tensors (torch.cuda.get_rng_state() too: a CPU byte tensor), so
     # they take memory only where the profile measures the host's allocator.
     replay = [0] * n

@@ -87,6 +87,20 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
         inner = getattr(par.module, "module", par.module)  # DDP's
         parts += [inner] if planned(inner) is not None else []
     plans = sum(len(planned(m).plans) for m in parts)
+    # The first plan's operations, the stages it recomputes (forwarded more than once) and
+    # the ranks that agreed on it (the size of its Checkpointed's group; None: planned alone).
+    first = planned(parts[0]) if plans else None
+    ops = list(first.plans[0].sequence) if first is not None else []
+    sequence = [f"{op.kind}{op.stage}" for op in ops]
+    forwards = [op.stage for op in ops if op.kind != "B"]
+    recomputed = sorted({k for k in forwards if forwards.count(k) > 1})
+    group = getattr(first, "group", None)
+    agreed = dist.get_world_size(group) if group is not None else None
+    from chainplan.profiler.measuring import param_bytes
+    from chainplan.sharded import held_bytes
+
+    # The parameter bytes the profiler counts in a stage, beside those the rank holds.
+    counted = {"profiled": param_bytes(model), "held": held_bytes(model.parameters())}
     measured: dict[str, Any] = {}
     if measure:
         from chainplan.launch.measure import measure as measure_run
@@ -106,7 +120,8 @@ def train(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
                     "recomputing": [s.index for s in pipe.stages if s.recompute is not None]}
     heads = [b.attn.n_heads for b in model.blocks] if kind == "gpt" else []  # type: ignore
     return {"losses": losses, "params": params, "local": local, "heads": heads,
-            "checkpointed_plans": plans, **measured}
+            "checkpointed_plans": plans, "recomputed": recomputed, "sequence": sequence,
+            "agreed_by": agreed, "param_bytes": counted, **measured}
 
 
 def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -120,7 +135,7 @@ def refuse(rank: int, world: int, *, cases: list[dict[str, Any]]) -> dict[str, A
     from chainplan.launch.stageplan import cuts_plan
 
     for case in cases:
-        model = models.GPT(**case.get("model", {}))
+        model = models.gpt_chain() if case.get("chain") else models.GPT(**case.get("model", {}))
         gpus = case.get("plan_gpus")  # a pipeline plan made for that many ranks
         plan = cuts_plan(list(range(1, gpus)), [1] * gpus, 1) if gpus else None
         call = models.data("gpt", 1, 1)[0][0] if case.get("example") else None
