@@ -55,6 +55,9 @@ class Step:
     bwd_start: dict[int, Any] = field(default_factory=dict)
     bwd_end: dict[int, Any] = field(default_factory=dict)
     in_bytes: dict[int, int] = field(default_factory=dict)
+    # The stages whose forward drew random numbers, on a step checked for it (None: not
+    # checked; the probed steps are not, the state's copy would count in their memory).
+    random: set[int] | None = None
     loss_fwd: tuple[Any, Any] | None = None
     loss_bwd: list[Any] = field(default_factory=list)  # [start] then [start, end]
     # The loss is a_L itself (computed in the last stage, as a fused head computes it).
@@ -103,6 +106,7 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
     # The measurements profile() would make, so that both share stage_rows, loss_rows
     # and chain_end: one rule for the columns.
     measured: list[tuple[StageMeasurement, int]] = []
+    random = set().union(*(s.random for s in steps if s.random is not None))
     for k, (st, mem) in enumerate(zip(stages, memory.stages(), strict=True), start=1):
         fwd = tuple(sec(*s.fwd[k]) for s in timed)
         bwd = tuple(max(0.0, sec(s.bwd_start[k], s.bwd_end[k])) for s in timed)
@@ -113,12 +117,13 @@ def recorded_rows(steps: list[Step], memory: StepMemory, stages: list[nn.Module]
             param_bytes=sum(nbytes(p) for p in st.parameters()), fwd_times_s=fwd,
             bwd_times_s=bwd, input_grad_bytes=mem.input_grad_bytes,
             fwd_retained_bytes=mem.fwd_retained_bytes, fwd_peak_bytes=mem.fwd_peak_bytes,
-            kept_bytes=mem.kept_bytes, output_kept=mem.output_kept, output=torch.empty(0))
+            kept_bytes=mem.kept_bytes, output_kept=mem.output_kept, output=torch.empty(0),
+            draws_random=k in random)
         measured.append((m, measured_step.in_bytes.get(k, 0)))
     lm = _loss_measurement(timed, memory, clock)
     # What the executor holds beside the stages' own measurements, as profile() counts it
-    # (a tied weight's gradient). Recorded steps do not tell which stages draw random
-    # numbers: draws_random stays False, and the rows give no replay_bytes.
+    # (a tied weight's gradient), and the random-number state of each stage that drew
+    # random numbers on a step checked for it (replay_bytes).
     device = torch.device("cuda" if clock.cuda else "cpu")
     rows = stage_rows(measured, names, lm, resident,
                       held=held_during(list(stages), measured, device), holds_end=holds_end)

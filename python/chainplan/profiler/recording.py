@@ -26,6 +26,10 @@ from chainplan.profiler.sizes import nbytes, storage_nbytes
 from chainplan.profiler.stepmemory import StepMemory
 from chainplan.profilerow import ProfileRow
 from chainplan.reuse import model_loss_name
+from chainplan.runtime.recompute import RNGState
+
+# How many steps are checked for the stages that draw random numbers.
+RNG_CHECKS = 2
 
 __all__ = ["LossFn", "Recording"]
 
@@ -63,6 +67,8 @@ class Recording:
         self._fwd_start: dict[int, Any] = {}
         self._loss_start: Any = None
         self._attempts = 0  # steps measured for memory so far
+        self._rng: dict[int, RNGState] = {}  # each stage's state before its forward
+        self._rng_checks = 0  # steps checked for the stages drawing random numbers
         # A model split from its graph (recordroute): what its side values hold, whether
         # its forward computes the loss, and whether its output keeps a_L meanwhile.
         self.resident = 0
@@ -105,6 +111,8 @@ class Recording:
             step.in_bytes[k] = storage_nbytes(x)
         if step.memory is not None:
             step.memory.fwd_begin(k, x)
+        elif step.random is not None:
+            self._rng[k] = RNGState(self.device)
         self._fwd_start[k] = self.clock.now()
 
     def _begin_step(self, x: Any) -> None:
@@ -119,6 +127,12 @@ class Recording:
             step.memory = StepMemory(self.device, self.stages, self._loss_module)
             step.probed = True
             step.memory.start()
+        elif self._rng_checks < RNG_CHECKS:
+            # Which stages draw random numbers (their plans keep a state to replay them,
+            # docs/executors.md "RNG states"): read around each stage's forward on the first
+            # steps not probed for memory.
+            self._rng_checks += 1
+            step.random = set()
         self.steps.append(step)
 
     def _post(self, k: int, inputs: tuple[Any, ...], out: Any) -> None:
@@ -126,6 +140,9 @@ class Recording:
             return
         step = self.steps[-1]
         step.fwd[k] = (self._fwd_start.pop(k), self.clock.now())
+        rng = self._rng.pop(k, None)
+        if rng is not None and step.random is not None and rng.consumed():
+            step.random.add(k)
         if not isinstance(out, torch.Tensor):
             raise ProfileError(f"stage {k} returned {type(out).__name__}; "
                                "a chain stage must return one tensor",

@@ -104,3 +104,27 @@ def test_store_all_keeps_no_state_on_a_dropout_chain(tmp_path: Path) -> None:
     # test_memory_promise): the states in every overhead over-predicted store-all.
     assert got <= TOLERANCE * store_all.peak_bytes, (got, store_all.peak_bytes)
     assert store_all.peak_bytes <= TOLERANCE * got, (got, store_all.peak_bytes)
+
+
+def test_recorded_profile_counts_the_states(tmp_path: Path) -> None:
+    """chainplan.record tells the stages drawing random numbers apart too (it read none
+    before: its smallest plan measured the states over its prediction), so a plan made on
+    the recorded profile keeps its promise, as profile()'s does."""
+    torch.manual_seed(0)
+    model = dropout_chain()
+    x, y, loss_fn = torch.randn(16, 32), torch.randint(0, 512, (16,)), nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    with chainplan.record(model, loss_fn=loss_fn, spread_warning=None, ingest=False) as rec:
+        for _ in range(5):
+            loss_fn(model(x), y).backward()
+            opt.step()
+            opt.zero_grad()
+    assert rec.profile is not None
+    rows, _ = read_rows(rec.profile.path)
+    random = {k for k, m in enumerate(model, start=1) if isinstance(m, nn.Dropout)}
+    state = torch.get_rng_state().numel()
+    assert {r.stage_index: r.replay_bytes for r in rows if r.replay_bytes} == \
+        dict.fromkeys(random, state)
+    smallest = chainplan.plan(_fixed_times(rec.profile, tmp_path), budget="min")
+    got = measured(smallest.wrap(model), x, loss_fn, y)
+    assert got <= TOLERANCE * smallest.peak_bytes, (got, smallest.peak_bytes)
