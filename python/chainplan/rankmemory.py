@@ -33,6 +33,11 @@ world``, DDP ``shard = 1``):
   default), so they count ``P - P/shard`` beyond the sharded gradients, plus the largest
   unit's reduce-scatter input and output. HSDP all-reduces the sharded gradient over the
   replicas (a buffer of the largest unit's shard);
+* **accumulated gradients** (``microbatches`` > 1, FSDP2 reduce-scattering every
+  micro-batch's gradients, as ``chainplan.parallelize`` and torchtitan run them): from the
+  second micro-batch on, the sharded gradients of the earlier ones are held beside the
+  micro-batch's unsharded ones (``P/shard``; with ``gathered="per-unit"`` the sharded
+  gradients count through the step already, so nothing more);
 * **DDP**: the whole model's parameters, gradients and optimizer state, plus its buckets,
   which hold a copy of every gradient unless ``gradient_as_bucket_view=True``.
 
@@ -100,6 +105,9 @@ class RankMemory:
         params_bytes, grads_bytes, optimizer_bytes: the rank's sharded state.
         gathered_bytes: the largest total of unsharded parameters held at once.
         buffer_bytes: the largest total of gradient and communication buffers at once.
+        microbatches: the micro-batches whose gradients a step accumulates.
+        accumulated_bytes: the sharded gradients of earlier micro-batches, held beside a
+            later one's unsharded gradients (module docstring).
     """
 
     world: int
@@ -114,12 +122,14 @@ class RankMemory:
     optimizer_bytes: int = 0
     gathered_bytes: int = 0
     buffer_bytes: int = 0
+    microbatches: int = 1
+    accumulated_bytes: int = 0
 
     @property
     def fixed_bytes(self) -> int:
         """What the rank holds besides the plan's activations (the sum of the terms)."""
         return (self.params_bytes + self.grads_bytes + self.optimizer_bytes
-                + self.gathered_bytes + self.buffer_bytes)
+                + self.gathered_bytes + self.buffer_bytes + self.accumulated_bytes)
 
     def activation_budget(self, device_bytes: int | str) -> int:
         """The activation budget of a rank whose device holds ``device_bytes``.
@@ -139,9 +149,11 @@ class RankMemory:
 
     def terms(self) -> str:
         """The fixed part term by term, for messages."""
+        acc = (f", gradients accumulated over {self.microbatches} micro-batches "
+               f"{self.accumulated_bytes}" if self.accumulated_bytes else "")
         return (f"parameters {self.params_bytes}, gradients {self.grads_bytes}, optimizer "
                 f"state {self.optimizer_bytes}, gathered parameters {self.gathered_bytes}, "
-                f"buffers {self.buffer_bytes}")
+                f"buffers {self.buffer_bytes}{acc}")
 
 
 def unit_sizes(model: nn.Module, units: list[str] | None = None) -> dict[str, int]:
@@ -194,7 +206,8 @@ def held_bytes(tensors: Iterable[Any]) -> int:
 def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int | None = None,
                 reshard_after_forward: bool = True, optimizer: str = "adamw",
                 units: list[str] | list[int] | None = None, strategy: str | None = None,
-                gathered: str = "per-unit", bucket_view: bool = False) -> RankMemory:
+                gathered: str = "per-unit", bucket_view: bool = False,
+                microbatches: int = 1) -> RankMemory:
     """One rank's memory besides activations (module docstring).
 
     Args:
@@ -218,6 +231,9 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
             gradients and reduce-scatter input :func:`chainplan.shardchain.sharded_chain`
             adds to its stage; the fixed part then holds the root and one prefetched unit.
         bucket_view: DDP's ``gradient_as_bucket_view`` (default: False).
+        microbatches: the micro-batches whose gradients one step accumulates (default 1):
+            with more, FSDP and HSDP count the accumulated sharded gradients (module
+            docstring). DDP accumulates in ``.grad``, counted already.
 
     Raises:
         PlanError: a world, shard, strategy, optimizer or unit that does not fit.
@@ -238,6 +254,8 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
                         "DDP has shard=1, FSDP shard=world, HSDP a divisor in between")
     if gathered not in _GATHERED:
         raise PlanError(f"gathered must be one of {', '.join(_GATHERED)} (got {gathered!r})")
+    if isinstance(microbatches, bool) or not isinstance(microbatches, int) or microbatches < 1:
+        raise PlanError(f"microbatches must be an integer ≥ 1 (got {microbatches!r})")
     copies = optimizer_copies(optimizer)
     sizes = _sizes(model_or_param_bytes, units)
     total = sum(sizes.values())
@@ -245,7 +263,7 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
     if strategy == "ddp" or shard == 1:
         buckets = 0 if bucket_view else total
         return RankMemory(world, 1, replicate, "ddp", reshard_after_forward, gathered, sizes,
-                          total, total, copies * total, 0, buckets)
+                          total, total, copies * total, 0, buckets, microbatches)
     share = sum(_padded(b, shard) for b in sizes.values()) // shard
     inner = [b for u, b in sizes.items() if u]
     root = sizes.get("", 0)
@@ -271,8 +289,13 @@ def rank_memory(model_or_param_bytes: nn.Module | int, *, world: int, shard: int
         # The computing unit's unsharded gradients and its reduce-scatter input.
         buffers = 0 if gathered == "chain" else 2 * largest
     buffers += _padded(largest, shard) // shard if replicate > 1 else 0  # HSDP's all-reduce
+    # Issue 34: measured under parallelize's FSDP2 with 2 micro-batches, the share of
+    # gradients reduce-scattered by the first is held through the second's backward,
+    # beside its unsharded gradients, which "step" and "stage" count as if never both.
+    accumulated = share if microbatches > 1 and gathered != "per-unit" else 0
     return RankMemory(world, shard, replicate, strategy, reshard_after_forward, gathered,
-                      sizes, share, share, copies * share, held, buffers)
+                      sizes, share, share, copies * share, held, buffers, microbatches,
+                      accumulated)
 
 
 def _padded(nbytes: int, shard: int) -> int:

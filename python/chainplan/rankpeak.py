@@ -121,6 +121,11 @@ class _Rank:
         total = sum(sizes.values())
         share = memory.params_bytes
         self.state = memory.params_bytes + memory.optimizer_bytes
+        # With micro-batches after the first, the sharded gradients the earlier ones
+        # reduce-scattered are held at every operation (the replay is one micro-batch's).
+        acc = memory.grads_bytes if memory.strategy != "ddp" \
+            and getattr(memory, "microbatches", 1) > 1 else 0
+        self.state += acc
         self.end_reduce = memory.gathered_mode == "step"  # reduced at the final callback
         self.cap = total if self.end_reduce else min(total, self.root + self.u1 + share)
         self.hsdp = _ceil_div(largest, s) if memory.replicate > 1 else 0
@@ -130,7 +135,7 @@ class _Rank:
         # times that vary from step to step (bench/fsdp/stagepeak.py, docs/distributed.md).
         self.late = 2 * self.u1 + _ceil_div(largest, s)
         self.end = max(memory.gathered_bytes + self.cap + largest + _ceil_div(largest, s)
-                       + self.hsdp, 2 * share)
+                       + self.hsdp, 2 * share - acc)
         pb = [st.get("param_bytes") for st in chain]
         self.pb = None if any(b is None for b in pb) else [int(b or 0) for b in pb]
         stage_mode = memory.gathered_mode == "stage" and memory.reshard_after_forward

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import chainplan
-from chainplan.errors import InfeasibleBudget
+from chainplan.errors import InfeasibleBudget, PlanError
 from chainplan.rankpeak import stage_units, step_peak
 from chainplan.sharded import plan_rank, rank_memory
 
@@ -62,6 +62,25 @@ def test_step_peak_gathered_for_the_step(store_all: tuple[Path, chainplan.Plan])
     # collective buffers (800) and B3's 9000; the sum of maxima is 4100 + 9000.
     assert step_peak(mem, plan, src) == 1500 + 1000 + 400 + 800 + 9000
     assert mem.fixed_bytes + plan.peak_bytes == 13100
+
+
+def test_step_peak_counts_the_gradients_earlier_microbatches_accumulated(
+        store_all: tuple[Path, chainplan.Plan]) -> None:
+    """With 2 micro-batches every micro-batch reduce-scatters (parallelize's step): the
+    first one's sharded gradients (500, one share) are held at every operation of the
+    second, in the fixed part and in the step's peak; DDP accumulates in .grad, counted."""
+    src, plan = store_all
+    one = rank_memory(1000, world=2, units=[300, 300], gathered="step")
+    two = rank_memory(1000, world=2, units=[300, 300], gathered="step", microbatches=2)
+    assert (two.accumulated_bytes, two.fixed_bytes) == (500, one.fixed_bytes + 500)
+    assert step_peak(two, plan, src) == step_peak(one, plan, src) + 500
+    assert "gradients accumulated over 2 micro-batches 500" in two.terms()
+    per_unit = rank_memory(1000, world=2, units=[300, 300], microbatches=2)
+    assert per_unit.accumulated_bytes == 0  # its share counts through the step already
+    ddp = rank_memory(1000, world=2, strategy="ddp", microbatches=2)
+    assert ddp.fixed_bytes == rank_memory(1000, world=2, strategy="ddp").fixed_bytes
+    with pytest.raises(PlanError, match="microbatches must be an integer"):
+        rank_memory(1000, world=2, microbatches=0)
 
 
 def _gpt() -> tuple[nn.Module, chainplan.Profile]:

@@ -54,7 +54,7 @@ def candidate_memory(model: nn.Module, cand: LaunchCandidate, data_parallel: str
     if data_parallel == "ddp":
         return rank_memory(model, world=cand.dp, strategy="ddp", optimizer=optimizer)
     return rank_memory(model, world=cand.dp, strategy="fsdp", optimizer=optimizer,
-                       units=units, gathered="step")
+                       units=units, gathered="step", microbatches=cand.microbatches)
 
 
 def activation_budget(memory: RankMemory, cand: LaunchCandidate) -> int:

@@ -126,28 +126,18 @@ class Parallelized:
         return total
 
     def _sync(self, last: bool) -> Any:
-        """Data parallelism's gradient reduction on the last micro-batch only."""
+        """DDP's gradient all-reduce on the last micro-batch only: between micro-batches
+        its gradients accumulate in ``.grad``, which it holds whole anyway. FSDP2
+        reduce-scatters every micro-batch's gradients (torchtitan's default): skipping
+        it (``set_requires_gradient_sync(False)``) would keep an unsharded copy of every
+        gradient from one micro-batch's backward to the next, beside the next's own
+        (measured: a full copy of the parameters' bytes above the plan, issue 34),
+        where the sharded gradients it accumulates instead cost one share
+        (``rank_memory(microbatches=)``)."""
         m: Any = self.module
-        if last or m is None:
+        if last or m is None or not hasattr(m, "no_sync"):
             return contextlib.nullcontext()
-        if hasattr(m, "no_sync"):  # DDP
-            return m.no_sync()
-        if _is_fsdp(m):
-            m.set_requires_gradient_sync(False)  # FSDPModule's
-            return _restore_sync(m)
-        return contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def _restore_sync(m: Any) -> Iterator[None]:
-    try:
-        yield
-    finally:
-        m.set_requires_gradient_sync(True)
-
-
-def _is_fsdp(m: Any) -> bool:
-    return m is not None and hasattr(m, "set_requires_gradient_sync")
+        return m.no_sync()
 
 
 def _average_grads(params: list[nn.Parameter], group: Any, dp: int) -> None:

@@ -191,3 +191,73 @@ def killed(rank: int, world: int, *, candidate: dict[str, Any], victim: int,
         except Exception as e:
             return {"error": f"{type(e).__name__}: {e}", "waited_s": time.monotonic() - t0}
     return {"error": None}
+
+
+
+def microbatch_peaks(rank: int, world: int, *, kind: str, candidate: dict[str, Any],
+                     measured: int = 5) -> dict[str, Any]:
+    """``measured`` ``Parallelized.step`` calls after two AdamW steps, each micro-batch's
+    forward (to its loss) and backward (to the next forward) under a CPU memory probe of
+    its own: for each step, each phase's peak as the rank's level (its parameters and
+    optimizer state included); and the rank's fixed and planned figures."""
+    import chainplan
+    from chainplan.sharded import held_bytes
+
+    loss_fn = models.loss_of(kind, False)
+    par = chainplan.parallelize(models.build(kind), candidate=candidate, loss_fn=loss_fn,
+                                timeout_s=60)
+    opt = torch.optim.AdamW(list(par.parameters()), lr=1e-2)
+    x, y = models.data(kind, par.batch * par.candidate.dp, 1)[0]
+    mine = slice(rank * par.batch, (rank + 1) * par.batch)
+    for _ in range(2):  # Checkpointed's profile and plan, the optimizer's state
+        par.step(x[mine], target=y[mine])
+        opt.step()
+        opt.zero_grad()
+    resident = held_bytes(par.parameters()) + held_bytes(
+        t for state in opt.state.values() for t in state.values())
+    steps = []
+    for _ in range(measured):
+        steps.append(_phase_peaks(par, loss_fn, x[mine], y[mine], resident))
+        opt.step()
+        opt.zero_grad()
+    assert par.memory is not None
+    return {"steps": steps, "fixed": par.memory.fixed_bytes, "planned": par.planned_bytes}
+
+
+def _phase_peaks(par: Any, loss_fn: Any, x: torch.Tensor, y: torch.Tensor,
+                 resident: int) -> dict[str, int]:
+    """One step's phases (microbatch_peaks), each peak as the rank's level."""
+    from chainplan.profiler.memory import MemoryProbe
+
+    phases: list[tuple[str, MemoryProbe]] = []
+    counts = {"forward": 0, "backward": 0}
+    open_: list[MemoryProbe] = []
+
+    def switch(phase: str | None) -> None:  # ends the open phase, opens the next
+        while open_:
+            open_.pop().__exit__(None, None, None)
+        if phase is not None:
+            probe = MemoryProbe()
+            probe.__enter__()
+            open_.append(probe)
+            phases.append((f"{phase}{counts[phase]}", probe))
+            counts[phase] += 1
+
+    def loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        value = loss_fn(out, target)
+        switch("backward")
+        return value
+
+    # Before FSDP's own pre-hook, so that a forward's all-gather is in its phase.
+    hook = par.module.register_forward_pre_hook(lambda *_: switch("forward"), prepend=True)
+    par.loss_fn = loss
+    with MemoryProbe():  # the inner probes' results come when it exits
+        par.step(x, target=y)  # its micro-batches, as it runs them
+        switch(None)
+    hook.remove()
+    par.loss_fn = loss_fn
+    level, peaks = resident, {}
+    for name, probe in phases:
+        peaks[name] = level + probe.peak_bytes
+        level += probe.delta_bytes
+    return peaks
