@@ -23,7 +23,6 @@ from torch import nn
 from chainplan.errors import InfeasibleBudget, PlanError
 from chainplan.executors import planned
 from chainplan.launch.candidate import LaunchCandidate
-from chainplan.rankpeak import step_peak
 from chainplan.sharded import RankMemory, optimizer_copies, rank_memory
 
 __all__ = ["activation_budget", "candidate_memory", "planned_peak"]
@@ -75,12 +74,15 @@ def activation_budget(memory: RankMemory, cand: LaunchCandidate) -> int:
 
 
 def planned_peak(memory: RankMemory, view: Any) -> int | None:
-    """The rank's planned peak: the largest, over the plans ``view`` (a ``Checkpointed``)
-    made so far, of the step's peak with what the rank holds besides activations at each
-    operation (:func:`chainplan.rankpeak.step_peak`: at most the fixed part plus the plan's
-    peak); None before its first forward planned."""
+    """The rank's planned peak: the fixed part and the largest activation peak of the plans
+    ``view`` (a ``Checkpointed``) made so far; None before its first forward planned.
+
+    The sum of maxima, not :func:`chainplan.rankpeak.step_peak`: a launched model is sharded
+    at its blocks and root, or at the root alone (an ``nn.Sequential``), and with the root
+    alone the replay leaves out the root's all-gather at the step's first forward (a rank
+    measured 1.028x its step peak in CI, 861 060 B against 837 632)."""
     state = planned(view)
     plans = list(getattr(state, "plans", None) or [])
     if not plans:
         return None
-    return max(step_peak(memory, p) for p in plans)
+    return memory.fixed_bytes + max(int(p.peak_bytes) for p in plans)
