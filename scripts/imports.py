@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("executors", ("chainplan.executors", "chainplan.executors.*", "chainplan.graph.executor",
                    "chainplan.towers.executor", "chainplan.pipeline.*")),
     ("facade", ("chainplan", "chainplan.api", "chainplan.callkind", "chainplan.checkpointed",
+                "chainplan.checkpointedplans",
                 "chainplan.stages", "chainplan.pipeline", "chainplan.launch", "chainplan.launch.*",
                 "chainplan.sharded", "chainplan.agreed")),
 ]

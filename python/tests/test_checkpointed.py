@@ -86,7 +86,7 @@ def test_training_loop_two_batch_sizes_second_instance_does_not_profile(
 
     with monkeypatch.context() as patched:  # undoes these only, not the private database
         for fn in ("profile_model", "stored_runs", "plan_from"):
-            patched.setattr(f"chainplan.checkpointed.{fn}", boom)
+            patched.setattr(f"chainplan.checkpointedplans.{fn}", boom)
         step(net, 8)
         step(net, 4)
 
